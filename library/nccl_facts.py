@@ -1,0 +1,362 @@
+#!/usr/bin/python
+# Copyright (c) nccl-preflight contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nccl_facts
+short_description: Gather what a node needs for torch.distributed - interfaces, routes, GPUs, torch
+description:
+  - Reads the node's network interfaces (state, MTU, speed, IPv4/IPv6 addresses, kind, RDMA devices
+    under each), the interface and source address it would use to reach O(route_to), its hostname
+    and what that resolves to, the local port range, its GPUs from C(nvidia-smi), and - through
+    O(python) - the torch, CUDA, NCCL and torch_npu versions and device counts.
+  - Returns everything under C(ansible_facts.nccl). Only reads; changes nothing on the node.
+  - A missing tool (C(ip), C(nvidia-smi), torch) gives empty values plus a reason string, never
+    a failure, so a play can decide what is fatal.
+version_added: "0.1.0"
+author:
+  - nccl-preflight contributors
+options:
+  route_to:
+    description:
+      - An address (or a name, resolved on the node) to run C(ip -j route get) for, usually the
+        master's address. The result is in C(nccl.route).
+      - When empty, C(nccl.route) is empty and C(nccl.route_reason) says so.
+    type: str
+    default: ""
+  python:
+    description:
+      - Path of the Python interpreter on the node that will run torch.
+      - When empty, the interpreter running this module is used.
+    type: str
+    default: ""
+  query_python:
+    description:
+      - Run O(python) with a short inline script to read torch, CUDA, NCCL and torch_npu versions.
+    type: bool
+    default: true
+  nvidia_smi:
+    description:
+      - Name (looked up on PATH) or path of C(nvidia-smi).
+    type: str
+    default: nvidia-smi
+  query_gpus:
+    description:
+      - Query GPUs with C(nvidia-smi --query-gpu=index,name,driver_version,memory.total,uuid,pci.bus_id
+        --format=csv,noheader,nounits).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    details: The module only reads, so check mode runs it in full.
+  diff_mode:
+    support: none
+  facts:
+    support: full
+notes:
+  - Interface data comes from C(ip -j -d addr show) (iproute2 4.14 or later) plus C(/sys/class/net),
+    RDMA devices from C(/sys/class/infiniband).
+  - On a unified-memory GPU such as the GB10 of a DGX Spark, C(nvidia-smi) reports the memory as
+    C([N/A]); C(memory_total_mib) is then null.
+"""
+
+EXAMPLES = r"""
+- name: Gather the NCCL facts of every node, with the route towards the master
+  ansible.legacy.nccl_facts:
+    route_to: "{{ hostvars[groups['nccl_master'][0]]['ansible_host'] }}"
+    python: "{{ nccl_python | default('', true) }}"
+
+- name: Interfaces and GPUs only, without starting Python
+  ansible.legacy.nccl_facts:
+    query_python: false
+
+- name: Show the interface that reaches the master
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.nccl.route.interface | default(ansible_facts.nccl.route_reason) }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts under the key C(nccl).
+  returned: always
+  type: complex
+  contains:
+    nccl:
+      description: What the node offers to torch.distributed.
+      returned: always
+      type: complex
+      contains:
+        hostname:
+          description: C(socket.gethostname()) on the node.
+          type: str
+          returned: always
+          sample: spark-a
+        hostname_addresses:
+          description: What the hostname resolves to (getaddrinfo), in order, without duplicates.
+          type: list
+          elements: str
+          returned: always
+          sample: ["127.0.1.1"]
+        hostname_reason:
+          description: Why hostname_addresses is empty, else an empty string.
+          type: str
+          returned: always
+          sample: ""
+        module_python:
+          description: The interpreter running this module (C(sys.executable)).
+          type: str
+          returned: always
+          sample: /usr/bin/python3
+        interfaces:
+          description: Network interfaces by name.
+          type: dict
+          returned: always
+          sample:
+            enp1s0f0np0:
+              name: enp1s0f0np0
+              state: up
+              mtu: 9000
+              speed_mbps: 200000
+              kind: null
+              ipv4: [{address: 192.168.100.10, prefixlen: 24}]
+              ipv6: [{address: "fe80::5a:1ff:fe00:1", prefixlen: 64, scope: link}]
+              rdma_devices: [rocep1s0f0]
+        interfaces_reason:
+          description: Why interfaces is empty (for example C(ip) not found), else an empty string.
+          type: str
+          returned: always
+          sample: ""
+        route:
+          description: How the node reaches O(route_to), from C(ip -j route get); empty when unknown.
+          type: dict
+          returned: always
+          sample: {destination: 192.168.100.11, interface: enp1s0f0np0, source: 192.168.100.10}
+        route_reason:
+          description: Why route is empty, else an empty string.
+          type: str
+          returned: always
+          sample: ""
+        ip_local_port_range:
+          description: C(net.ipv4.ip_local_port_range); empty when unreadable.
+          type: list
+          elements: int
+          returned: always
+          sample: [32768, 60999]
+        gpus:
+          description: GPUs from nvidia-smi, in its order.
+          type: list
+          elements: dict
+          returned: always
+          sample:
+            - index: 0
+              name: NVIDIA H100 80GB HBM3
+              driver_version: "550.90.07"
+              memory_total_mib: 81559
+              uuid: GPU-4b2c3a1e-5d6f-7a8b-9c0d-1e2f3a4b5c6d
+              pci_bus_id: "00000000:19:00.0"
+        gpus_reason:
+          description: Why gpus is empty or missing data (nvidia-smi not found, failed, ...).
+          type: str
+          returned: always
+          sample: "nvidia-smi not found on PATH"
+        python:
+          description: What the node's Python reports; every key is always present.
+          type: dict
+          returned: always
+          sample:
+            executable: /opt/venv/bin/python
+            version: "3.12.3"
+            torch_version: "2.13.0+cu130"
+            cuda_available: true
+            cuda_version: "13.0"
+            nccl_version: "2.28.3"
+            device_count: 1
+            npu_available: false
+            npu_version: null
+            reason: ""
+"""
+
+import os
+import socket
+import sys
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_parse import (
+    NVIDIA_SMI_FIELDS,
+    PYTHON_PROBE,
+    empty_python_facts,
+    find_rdma_devices,
+    parse_ip_addr,
+    parse_nvidia_smi_csv,
+    parse_python_probe,
+    parse_route_get,
+    read_port_range,
+    read_speed_mbps,
+    unique_addresses,
+)
+
+SYS_ROOT = "/sys"
+PROC_ROOT = "/proc"
+
+
+def _tail(text: str, limit: int = 400) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _find_tool(module: AnsibleModule, name: str) -> str | None:
+    if os.sep in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    return module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin", "/usr/bin"])
+
+
+def gather_interfaces(module: AnsibleModule) -> tuple[dict, str]:
+    ip = _find_tool(module, "ip")
+    if ip is None:
+        return {}, "ip (iproute2) not found on PATH, /usr/sbin or /sbin; install iproute2"
+    argv = [ip, "-j", "-d", "addr", "show"]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        return {}, f"{' '.join(argv)} failed (rc={rc}): {_tail(err or out)}"
+    try:
+        interfaces = parse_ip_addr(out)
+    except ValueError as exc:
+        return {}, str(exc)
+    rdma = find_rdma_devices(SYS_ROOT)
+    for name, interface in interfaces.items():
+        interface["speed_mbps"] = read_speed_mbps(name, SYS_ROOT)
+        interface["rdma_devices"] = rdma.get(name, [])
+    return interfaces, ""
+
+
+def _resolve(destination: str) -> tuple[str | None, str]:
+    try:
+        infos = socket.getaddrinfo(destination, None, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as exc:
+        return None, f"cannot resolve {destination!r} on this node: {exc}"
+    addresses = unique_addresses(infos)
+    ipv4 = [a for a in addresses if ":" not in a]
+    return (ipv4 or addresses)[0], ""
+
+
+def gather_route(module: AnsibleModule, route_to: str) -> tuple[dict, str]:
+    if not route_to:
+        return {}, "route_to not given"
+    address, reason = _resolve(route_to)
+    if address is None:
+        return {}, reason
+    ip = _find_tool(module, "ip")
+    if ip is None:
+        return {}, "ip (iproute2) not found on PATH, /usr/sbin or /sbin; install iproute2"
+    argv = [ip, "-j", "route", "get", address]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        return {}, f"{' '.join(argv)} failed (rc={rc}): {_tail(err or out)}"
+    try:
+        return parse_route_get(out), ""
+    except ValueError as exc:
+        return {}, str(exc)
+
+
+def gather_hostname() -> tuple[str, list[str], str]:
+    hostname = socket.gethostname()
+    try:
+        infos = socket.getaddrinfo(hostname, None, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as exc:
+        return hostname, [], f"hostname {hostname!r} does not resolve on this node: {exc}"
+    return hostname, unique_addresses(infos), ""
+
+
+def gather_gpus(module: AnsibleModule, nvidia_smi: str) -> tuple[list, str]:
+    tool = _find_tool(module, nvidia_smi)
+    if tool is None:
+        where = "on PATH" if os.sep not in nvidia_smi else "or not executable"
+        return [], f"{nvidia_smi} not found {where}; no NVIDIA driver tools on this node"
+    argv = [tool, f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits"]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        return [], f"{' '.join(argv)} failed (rc={rc}): {_tail(out + err)}"
+    if "No devices were found" in out:
+        return [], f"{tool} found no GPU: {_tail(out)}"
+    try:
+        gpus = parse_nvidia_smi_csv(out)
+    except ValueError as exc:
+        return [], f"cannot read {tool} output: {exc}"
+    if not gpus:
+        return [], f"{tool} printed no GPU"
+    return gpus, ""
+
+
+def gather_python(module: AnsibleModule, python: str) -> dict:
+    executable = python or sys.executable
+    tool = _find_tool(module, executable)
+    if tool is None:
+        return empty_python_facts(f"python {executable!r} not found or not executable", executable)
+    rc, out, err = module.run_command([tool, "-c", PYTHON_PROBE])
+    if rc != 0:
+        return empty_python_facts(f"{tool} -c <probe> failed (rc={rc}): {_tail(err or out)}", tool)
+    try:
+        return parse_python_probe(out)
+    except ValueError as exc:
+        return empty_python_facts(f"{tool}: {exc}", tool)
+
+
+def gather(module: AnsibleModule) -> dict:
+    params = module.params
+    hostname, hostname_addresses, hostname_reason = gather_hostname()
+    interfaces, interfaces_reason = gather_interfaces(module)
+    route, route_reason = gather_route(module, params["route_to"])
+    try:
+        port_range = read_port_range(PROC_ROOT)
+    except (OSError, ValueError):
+        port_range = []
+    if params["query_gpus"]:
+        gpus, gpus_reason = gather_gpus(module, params["nvidia_smi"])
+    else:
+        gpus, gpus_reason = [], "query_gpus is false"
+    if params["query_python"]:
+        python = gather_python(module, params["python"])
+    else:
+        python = empty_python_facts("query_python is false", params["python"] or None)
+    return {
+        "hostname": hostname,
+        "hostname_addresses": hostname_addresses,
+        "hostname_reason": hostname_reason,
+        "module_python": sys.executable,
+        "interfaces": interfaces,
+        "interfaces_reason": interfaces_reason,
+        "route": route,
+        "route_reason": route_reason,
+        "ip_local_port_range": port_range,
+        "gpus": gpus,
+        "gpus_reason": gpus_reason,
+        "python": python,
+    }
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "route_to": {"type": "str", "default": ""},
+            "python": {"type": "str", "default": ""},
+            "query_python": {"type": "bool", "default": True},
+            "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+            "query_gpus": {"type": "bool", "default": True},
+        },
+        supports_check_mode=True,
+    )
+    if module.params["route_to"].startswith("-"):
+        module.fail_json(
+            msg=f"route_to {module.params['route_to']!r} is not an address or a host name; "
+            "set it to the master's address, e.g. route_to: 192.168.100.10",
+            route_to=module.params["route_to"],
+        )
+    module.exit_json(changed=False, ansible_facts={"nccl": gather(module)})
+
+
+if __name__ == "__main__":
+    main()
