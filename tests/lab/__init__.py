@@ -1,0 +1,1 @@
+"""The multi-host lab: network namespaces + sshd on one machine (see harness.py)."""
