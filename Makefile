@@ -1,0 +1,74 @@
+# nccl-preflight: `make demo` runs the validation on this machine, `make test` runs every check.
+# Both create .venv and install what is missing (apt packages too, when run as root).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+# The CPU build of torch may lie on local disk; pip looks there first when it does.
+WHEELS ?= /opt/wheels
+PIP_FLAGS := --disable-pip-version-check -q $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS))
+LAB_APT := openssh-server iproute2 iptables nftables iperf3
+N ?= 4
+
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: help demo test lint unit lab-test apt-lab lab-up lab-down demo-lab bench clean
+
+help:  ## Show the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.demo-installed: requirements.txt requirements-node.txt | $(BIN)/python
+	$(BIN)/pip install $(PIP_FLAGS) -r requirements.txt -r requirements-node.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements.txt requirements-node.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install $(PIP_FLAGS) -r requirements-dev.txt
+	touch $@ $(VENV)/.demo-installed
+
+apt-lab:  ## Install the lab's system packages (as root; skipped otherwise).
+	@if [ "$$(id -u)" = 0 ]; then \
+	  missing=$$(for p in $(LAB_APT); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    echo "Installing $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  fi; \
+	else echo "Not root: the multi-host lab tests will be skipped."; fi
+
+demo: $(VENV)/.demo-installed  ## Validate this machine (inventory/local: one node, gloo, two ranks).
+	$(BIN)/ansible-playbook playbooks/validate.yml -i inventory/local
+	@echo "Report: reports/latest/ (junit.xml, summary.md)"
+
+lint: $(VENV)/.dev-installed  ## ruff, yamllint, ansible-lint (production profile), syntax check.
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/yamllint --strict .
+	$(BIN)/ansible-lint --offline --profile production playbooks/ roles/
+	$(BIN)/ansible-playbook --syntax-check -i inventory/local playbooks/validate.yml
+
+unit: $(VENV)/.dev-installed  ## Unit tests only (no root, no lab).
+	$(BIN)/python -m pytest tests/unit
+
+test: $(VENV)/.dev-installed apt-lab lint  ## Lint, then every test (lab tests need root).
+	$(BIN)/python -m pytest
+
+lab-up: $(VENV)/.dev-installed apt-lab  ## Bring up a lab of N hosts (make lab-up N=4).
+	$(BIN)/python -m tests.lab up --hosts $(N)
+
+lab-down:  ## Tear down every lab this checkout brought up.
+	$(BIN)/python -m tests.lab down --all
+
+demo-lab: $(VENV)/.dev-installed apt-lab  ## Bring up a 2-host lab, validate it, show the report.
+	$(BIN)/python -m tests.lab demo --hosts 2
+
+bench: $(VENV)/.dev-installed apt-lab  ## Run the benchmarks and rewrite BENCHMARKS.md.
+	$(BIN)/python -m bench.run
+
+clean:  ## Remove the venv and the reports.
+	rm -rf $(VENV) reports

@@ -1,0 +1,119 @@
+# Copyright: (c) 2026, nccl-preflight contributors
+# MIT License (see LICENSE)
+"""Filters that say what is wrong with a host's nccl-preflight variables, before anything runs."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any
+
+# The kernel refuses empty names, "." and "..", names longer than IFNAMSIZ-1 (15), and names with
+# "/", ":" or white space. We also refuse every shell metacharacter: names reach nccl.env and logs.
+_IFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def nccl_ifname_problem(name: Any) -> str:
+    """Say what is wrong with an interface name; "" when the kernel and a shell accept it."""
+    if not isinstance(name, str) or not name:
+        return "is empty"
+    if len(name) > 15:
+        return f"has {len(name)} characters, the kernel allows at most 15"
+    if name in (".", ".."):
+        return "is '.' or '..'"
+    if not _IFNAME.match(name):
+        return (
+            "holds a character outside letters, digits, '_', '.', '-' (no spaces, slashes, "
+            "colons or shell metacharacters; NCCL's '^' and '=' prefixes are not interface names)"
+        )
+    return ""
+
+
+def nccl_cidr_problem(value: Any) -> str:
+    """Say what is wrong with a CIDR, or "" when it is one (IPv4 or IPv6, host bits clear)."""
+    if not isinstance(value, str) or "/" not in value:
+        return "is not a CIDR such as 192.168.100.0/24"
+    try:
+        ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        return f"is not a CIDR: {exc}"
+    return ""
+
+
+def nccl_env_name_problem(name: Any) -> str:
+    """Say what is wrong with an environment variable name, or "" when it is a valid one."""
+    if not isinstance(name, str) or not _ENV_NAME.match(name):
+        return "is not an environment variable name (letters, digits, _; no leading digit)"
+    return ""
+
+
+KNOWN_BACKENDS = ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _integer_problem(value: Any, low: int, high: int | None = None) -> str:
+    number = _integer(value)
+    if number is None:
+        return f"is {value!r}, not an integer"
+    if number < low or (high is not None and number > high):
+        bound = f"{low}-{high}" if high is not None else f">= {low}"
+        return f"is {number}, outside {bound}"
+    return ""
+
+
+def nccl_input_problems(values: dict[str, Any]) -> list[str]:
+    """Return one sentence per bad variable, naming it; an empty list when all are good."""
+    problems: list[str] = []
+
+    def check(name: str, problem: str) -> None:
+        if problem:
+            problems.append(f"{name} {problem}")
+
+    ifname = values.get("nccl_socket_ifname") or ""
+    if ifname:
+        check(f"nccl_socket_ifname {ifname!r}", nccl_ifname_problem(ifname))
+    cidr = values.get("nccl_fabric_cidr") or ""
+    if cidr:
+        check(f"nccl_fabric_cidr {cidr!r}", nccl_cidr_problem(cidr))
+    check("nccl_master_port", _integer_problem(values.get("nccl_master_port"), 1024, 65535))
+    backend = values.get("nccl_backend")
+    if backend not in KNOWN_BACKENDS:
+        check("nccl_backend", f"is {backend!r}, not one of {', '.join(KNOWN_BACKENDS)}")
+    check("nccl_nproc_per_node", _integer_problem(values.get("nccl_nproc_per_node"), 1))
+    check("nccl_run_timeout", _integer_problem(values.get("nccl_run_timeout"), 1))
+    if "nccl_slots" in values and values["nccl_slots"] is not None:
+        check("nccl_slots", _integer_problem(values["nccl_slots"], 1))
+
+    args = values.get("nccl_check_args")
+    if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
+        check("nccl_check_args", f"is {args!r}, not a list of strings")
+    extra_env = values.get("nccl_extra_env")
+    if not isinstance(extra_env, dict):
+        check("nccl_extra_env", f"is {extra_env!r}, not a mapping of NAME: value")
+    else:
+        for key in extra_env:
+            check(f"nccl_extra_env key {key!r}", nccl_env_name_problem(key))
+    python = values.get("nccl_python") or ""
+    if python and (not python.startswith("/") or any(c.isspace() for c in python)):
+        check("nccl_python", f"is {python!r}, not an absolute path without spaces")
+    return problems
+
+
+class FilterModule:
+    """Input validation filter for nccl-preflight."""
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "nccl_input_problems": nccl_input_problems,
+            "nccl_ifname_problem": nccl_ifname_problem,
+        }

@@ -1,0 +1,86 @@
+# Copyright: (c) 2026, nccl-preflight contributors
+# MIT License (see LICENSE)
+"""Filters that choose a host's fabric interface and tell address families apart.
+
+Only the standard library: ansible-core has no ipaddr filter without the ansible.utils collection.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+
+def _addresses(interface: dict[str, Any]) -> list[str]:
+    return [entry["address"] for entry in interface.get("ipv4", []) + interface.get("ipv6", [])]
+
+
+def nccl_fabric_choice(
+    facts: dict[str, Any], socket_ifname: str = "", fabric_cidr: str = ""
+) -> dict[str, str]:
+    """Choose this host's fabric interface and its address on it.
+
+    In order: an explicit interface name; else the interface holding an address inside the fabric
+    CIDR; else the interface the host routes through to the master. Returns
+    {"ifname", "address", "reason"}; "ifname" is "" (and "reason" says why) when nothing fits.
+    """
+    interfaces: dict[str, dict[str, Any]] = facts.get("interfaces") or {}
+    network = ipaddress.ip_network(fabric_cidr, strict=True) if fabric_cidr else None
+
+    def address_on(name: str) -> str:
+        addresses = _addresses(interfaces.get(name, {}))
+        if network is not None:
+            addresses = [a for a in addresses if ipaddress.ip_address(a) in network]
+        link_local = [a for a in addresses if ipaddress.ip_address(a).is_link_local]
+        usable = [a for a in addresses if a not in link_local]
+        return (usable or link_local or [""])[0]
+
+    if socket_ifname:
+        if socket_ifname not in interfaces:
+            present = ", ".join(sorted(interfaces)) or "none"
+            return {
+                "ifname": socket_ifname,
+                "address": "",
+                "reason": f"interface {socket_ifname} (nccl_socket_ifname) does not exist; "
+                f"present: {present}",
+            }
+        return {"ifname": socket_ifname, "address": address_on(socket_ifname), "reason": ""}
+
+    if network is not None:
+        for name in sorted(interfaces):
+            address = address_on(name)
+            if address:
+                return {"ifname": name, "address": address, "reason": ""}
+        return {
+            "ifname": "",
+            "address": "",
+            "reason": f"no interface holds an address in nccl_fabric_cidr {fabric_cidr}",
+        }
+
+    route = facts.get("route") or {}
+    if route.get("interface"):
+        return {
+            "ifname": route["interface"],
+            "address": route.get("source") or address_on(route["interface"]),
+            "reason": "",
+        }
+    reason = facts.get("route_reason") or "no route to the master"
+    return {"ifname": "", "address": "", "reason": reason}
+
+
+def nccl_address_family(address: str) -> str:
+    """Return "ipv4" or "ipv6" for a literal address, "" for anything else (a hostname)."""
+    try:
+        return f"ipv{ipaddress.ip_address(address).version}"
+    except ValueError:
+        return ""
+
+
+class FilterModule:
+    """Network filters for nccl-preflight."""
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "nccl_fabric_choice": nccl_fabric_choice,
+            "nccl_address_family": nccl_address_family,
+        }
