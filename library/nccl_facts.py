@@ -45,7 +45,8 @@ options:
     default: nvidia-smi
   query_gpus:
     description:
-      - Query GPUs with C(nvidia-smi --query-gpu=index,name,driver_version,memory.total,uuid,pci.bus_id
+      - Query GPUs with C(nvidia-smi
+        --query-gpu=index,name,driver_version,memory.total,uuid,pci.bus_id
         --format=csv,noheader,nounits).
     type: bool
     default: true
@@ -131,7 +132,8 @@ ansible_facts:
           returned: always
           sample: ""
         route:
-          description: How the node reaches O(route_to), from C(ip -j route get); empty when unknown.
+          description:
+            - How the node reaches O(route_to), from C(ip -j route get); empty when unknown.
           type: dict
           returned: always
           sample: {destination: 192.168.100.11, interface: enp1s0f0np0, source: 192.168.100.10}
