@@ -266,7 +266,11 @@ def test_ansible_inventory_loads_dir_with_group_and_host_vars(tmp_path: Path) ->
 def test_hosts_ini_in_the_same_dir_is_not_claimed_by_hostfile(tmp_path: Path) -> None:
     inv = make_inventory_dir(tmp_path, "spark-a\n")
     (inv / "hosts.ini").write_text("[other]\nlegacy-host slots=3\n", encoding="utf-8")
-    result = run_ansible(["ansible-inventory", "-i", str(inv), "--list", "-vvv"])
+    # ini named explicitly: this test is about hostfile declining the file, not about ansible.cfg
+    result = run_ansible(
+        ["ansible-inventory", "-i", str(inv), "--list", "-vvv"],
+        ANSIBLE_INVENTORY_ENABLED="hostfile,ini",
+    )
     assert result.returncode == 0, result.stderr
     assert "hostfile declined parsing" in result.stdout + result.stderr
     data = json.loads(result.stdout[result.stdout.index("{") :])
