@@ -14,3 +14,6 @@ ROOT = Path(__file__).resolve().parent.parent
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 for extra in (ROOT / "library", ROOT / "plugins" / "inventory", ROOT / "plugins" / "filter"):
     sys.path.insert(0, str(extra))
+
+# The multi-host lab: session-scoped fixtures that skip, with the reason, where no lab can be built.
+from tests.lab.fixtures import lab2, lab4, lab_factory  # noqa: F401
