@@ -29,8 +29,12 @@ DOCUMENTATION = r"""
     author:
         - nccl-preflight contributors
     notes:
-        - Enable it before C(ini) in C(enable_plugins) of C(ansible.cfg); the C(ini) plugin would
-          otherwise also accept a hostfile and read C(slots=N) as a host variable.
+        - When a plugin fails, ansible-core tries the next enabled one. C(ini) accepts nearly any
+          text, so with C(ini) enabled a bad hostfile may still load as plain hosts (for example
+          with a host variable C(slots=0)) and no C(nccl_nodes) group; this plugin prints its
+          error in any case. To make a bad hostfile stop the run, leave C(ini) out of
+          C(enable_plugins) and set C(any_unparsed_is_failed = True) in the C([inventory])
+          section of C(ansible.cfg).
 """
 
 EXAMPLES = r"""
