@@ -1,0 +1,58 @@
+"""Project rules that a reader cannot check at a glance: no variable ever reaches a shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SHELLS = {"ansible.builtin.shell", "shell", "ansible.builtin.raw", "raw", "ansible.builtin.script"}
+COMMANDS = {"ansible.builtin.command", "command"}
+
+
+def tasks_in(node: Any) -> list[dict]:
+    """Every task dict in a playbook or task file, blocks included."""
+    found: list[dict] = []
+    if isinstance(node, list):
+        for item in node:
+            found += tasks_in(item)
+    elif isinstance(node, dict):
+        if any(key in node for key in (*SHELLS, *COMMANDS)):
+            found.append(node)
+        for key in ("tasks", "pre_tasks", "post_tasks", "handlers", "block", "rescue", "always"):
+            found += tasks_in(node.get(key))
+    return found
+
+
+def task_files() -> list[Path]:
+    files = sorted((ROOT / "roles").glob("*/tasks/*.yml")) + sorted(
+        (ROOT / "roles").glob("*/handlers/*.yml")
+    )
+    return files + sorted((ROOT / "playbooks").glob("*.yml"))
+
+
+def test_there_are_task_files_to_check() -> None:
+    assert len(task_files()) >= 4
+
+
+def test_no_task_uses_a_shell() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}: {task.get('name')}"
+        for path in task_files()
+        for task in tasks_in(yaml.safe_load(path.read_text()))
+        if SHELLS & task.keys()
+    ]
+    assert offenders == []
+
+
+def test_every_command_task_passes_argv() -> None:
+    offenders = []
+    for path in task_files():
+        for task in tasks_in(yaml.safe_load(path.read_text())):
+            for key in COMMANDS & task.keys():
+                args = task[key]
+                if not (isinstance(args, dict) and "argv" in args):
+                    offenders.append(f"{path.relative_to(ROOT)}: {task.get('name')}")
+    assert offenders == []
