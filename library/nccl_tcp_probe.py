@@ -1,0 +1,162 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Open TCP connections from this host's fabric address to peers (reachability probe)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nccl_tcp_probe
+short_description: Open a TCP connection to each target from a given source address
+description:
+  - For each target, connects from O(source) with a short timeout and closes at once. ICMP is
+    often blocked; TCP to the very ports the job uses is what matters.
+  - A refused connection is retried for O(refused_retry) seconds (a listener that has not
+    called C(listen) yet); a timeout is not retried.
+  - Never fails for an unreachable target; each target's outcome is in the result.
+version_added: "0.1.0"
+options:
+  targets:
+    description: Where to connect.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description: A label (C(master), C(ring)) for the result.
+        type: str
+        required: true
+      host:
+        description: The inventory name of the peer, for messages.
+        type: str
+        default: ""
+      address:
+        description: Literal address to connect to.
+        type: str
+        required: true
+      port:
+        description: TCP port.
+        type: int
+        required: true
+  source:
+    description: Local address to connect from (this host's fabric address); empty = let the
+      kernel choose.
+    type: str
+    default: ""
+  timeout:
+    description: Seconds to wait for each connection.
+    type: float
+    default: 3
+  refused_retry:
+    description: Seconds during which a refused connection is tried again.
+    type: float
+    default: 2
+attributes:
+  check_mode:
+    support: full
+    details: Only connects and closes; nothing on the host changes.
+author:
+  - nccl-preflight contributors
+"""
+
+EXAMPLES = r"""
+- name: Connect to the master's MASTER_PORT from the fabric address
+  nccl_tcp_probe:
+    source: 10.0.0.12
+    targets:
+      - {name: master, host: node1, address: 10.0.0.11, port: 29500}
+"""
+
+RETURN = r"""
+results:
+  description: One entry per target, in order.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: master
+      host: node1
+      address: 10.0.0.11
+      port: 29500
+      source: 10.0.0.12
+      ok: false
+      error: timed out after 3.0 s
+      error_kind: timeout
+      elapsed_ms: 3001
+"""
+
+import errno
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def probe(address: str, port: int, source: str, timeout: float, refused_retry: float) -> dict:
+    """One connection attempt (retried while refused). Returns ok, error, error_kind, elapsed."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    start = time.monotonic()
+    retry_until = start + refused_retry
+    while True:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            if source:
+                sock.bind((source, 0))
+            sock.connect((address, port))
+            ok, error, kind = True, "", ""
+        except TimeoutError:
+            ok, error, kind = False, f"timed out after {timeout:g} s", "timeout"
+        except OSError as exc:
+            ok, error = False, exc.strerror or str(exc)
+            kind = {
+                errno.ECONNREFUSED: "refused",
+                errno.EHOSTUNREACH: "unreachable",
+                errno.ENETUNREACH: "unreachable",
+                errno.EADDRNOTAVAIL: "source",
+            }.get(exc.errno, "error")
+        finally:
+            sock.close()
+        if ok or kind != "refused" or time.monotonic() >= retry_until:
+            break
+        time.sleep(0.2)
+    return {
+        "ok": ok,
+        "error": error,
+        "error_kind": kind,
+        "elapsed_ms": int((time.monotonic() - start) * 1000),
+    }
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "targets": {
+                "type": "list",
+                "elements": "dict",
+                "required": True,
+                "options": {
+                    "name": {"type": "str", "required": True},
+                    "host": {"type": "str", "default": ""},
+                    "address": {"type": "str", "required": True},
+                    "port": {"type": "int", "required": True},
+                },
+            },
+            "source": {"type": "str", "default": ""},
+            "timeout": {"type": "float", "default": 3.0},
+            "refused_retry": {"type": "float", "default": 2.0},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    results = []
+    for target in p["targets"]:
+        outcome = probe(
+            target["address"], target["port"], p["source"], p["timeout"], p["refused_retry"]
+        )
+        results.append({**target, "source": p["source"], **outcome})
+    module.exit_json(changed=False, results=results)
+
+
+if __name__ == "__main__":
+    main()
