@@ -58,6 +58,12 @@ def nccl_fabric_choice(
         }
 
     route = facts.get("route") or {}
+    destination = route.get("destination")
+    # On the master itself the route to its own address goes through lo: the interface that
+    # holds the address is the one the other hosts reach it on.
+    for name in sorted(interfaces):
+        if destination and name != "lo" and destination in _addresses(interfaces[name]):
+            return {"ifname": name, "address": destination, "reason": ""}
     if route.get("interface"):
         return {
             "ifname": route["interface"],

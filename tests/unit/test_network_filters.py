@@ -61,6 +61,15 @@ def test_without_cidr_the_route_to_the_master_decides() -> None:
     assert (choice["ifname"], choice["address"]) == ("enP7s7", "10.20.0.6")
 
 
+def test_on_the_master_the_interface_holding_its_address_wins_over_lo() -> None:
+    facts = {
+        "interfaces": SPARK_A["interfaces"],
+        "route": {"destination": "192.168.100.10", "interface": "lo", "source": "192.168.100.10"},
+    }
+    choice = nccl_fabric_choice(facts, "", "")
+    assert (choice["ifname"], choice["address"]) == ("enp1s0f0np0", "192.168.100.10")
+
+
 def test_no_route_and_no_cidr_says_why() -> None:
     facts = {"interfaces": SPARK_A["interfaces"], "route": {}, "route_reason": "ip not found"}
     expected = {"ifname": "", "address": "", "reason": "ip not found"}
