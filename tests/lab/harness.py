@@ -2,10 +2,10 @@
 
 Layout of a lab with index I (the third octet of its networks, unique per machine):
 
-    root namespace                 switch namespace "ncclabI-sw"          host namespaces
+    root namespace          switch namespace "ncclabI-sw"    host namespace "ncclabI-nodeNN"
     ncclabI 198.18.I.1/24 ──veth── ctl ─┐
-                                        br-mgmt ── mNN ──veth── mgmt0 198.18.I.(10+N)  sshd here only
-                                        br-fab ─── fNN ──veth── <fabric ifname> 198.19.I.(10+N)
+                                 br-mgmt ── mNN ──veth── mgmt0 198.18.I.(10+N)   (sshd only here)
+                                 br-fab ─── fNN ──veth── <fabric ifname> 198.19.I.(10+N)
 
 The bridges live in a namespace of the lab's own, so the root namespace's firewall and bridge
 netfilter never see host-to-host traffic, and the root namespace gets exactly one link per lab (the
@@ -145,10 +145,8 @@ def state_root() -> Path:
 
 def _ensure_state_root() -> Path:
     root = state_root()
-    try:
+    with contextlib.suppress(FileExistsError):
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except FileExistsError:
-        pass
     st = os.lstat(root)
     if not os.path.isdir(root) or os.path.islink(root) or st.st_uid != os.geteuid():
         raise LabError(
@@ -273,7 +271,7 @@ while True:
     signal.pause()
 """
 
-_FAKE_SITECUSTOMIZE = '''"""Lab fake (tests/lab): make `torch.__version__` report {version!r}. Not a real torch."""
+_FAKE_SITECUSTOMIZE = '''"""Lab fake (tests/lab): torch.__version__ = {version!r}, real torch."""
 import importlib.machinery
 import os
 import sys
@@ -513,7 +511,7 @@ class Lab:
         self.down()
 
     def up(self) -> Lab:
-        """Build the lab; returns when every host's sshd answers. Cleans up after itself on error."""
+        """Build the lab; returns once every sshd answers. Removes what it built on error."""
         reason = lab_unavailable_reason()
         if reason:
             raise LabError(reason)
@@ -588,8 +586,20 @@ class Lab:
         keygen = _which("ssh-keygen") or "ssh-keygen"
         host_key = d / "ssh" / "ssh_host_ed25519_key"
         for key, comment in ((host_key, "lab host key"), (self.ssh_key, "lab client key")):
-            _run([keygen, "-q", "-t", "ed25519", "-N", "", "-C", f"{comment} {self.name}",
-                  "-f", str(key)])  # fmt: skip
+            _run(
+                [
+                    keygen,
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-C",
+                    f"{comment} {self.name}",
+                    "-f",
+                    str(key),
+                ]
+            )
         (d / "ssh" / "authorized_keys").write_text(self.ssh_key.with_suffix(".pub").read_text())
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
 
@@ -607,8 +617,13 @@ class Lab:
             f"addr add {self.control_addr}/24 dev {self.root_link}",
         ]
         _run([ip, "-batch", "-"], input="\n".join(root_batch) + "\n")
-        with contextlib.suppress(OSError):
-            Path(f"/proc/sys/net/ipv6/conf/{self.root_link}/disable_ipv6").write_text("1\n")
+        for sysctl, value in (
+            (f"ipv6/conf/{self.root_link}/disable_ipv6", "1"),
+            # resolve a host's address soon after it appears, not a second later
+            (f"ipv4/neigh/{self.root_link}/retrans_time_ms", "50"),
+        ):
+            with contextlib.suppress(OSError):
+                Path(f"/proc/sys/net/{sysctl}").write_text(value + "\n")
 
         # 2. the switch namespace: two bridges and one veth pair per host and network.
         bridge_opts = "type bridge stp_state 0 mcast_snooping 0"
@@ -626,8 +641,19 @@ class Lab:
             ]
         sw_batch += ["link set br-mgmt up", "link set br-fab up", "link set lo up"]
         (d / "switch.batch").write_text("\n".join(sw_batch) + "\n")
-        _run([ip, "netns", "exec", self.switch_netns, "sh", "-c",
-              _NS_SYSCTLS + 'exec ip -batch "$1"', "sh", str(d / "switch.batch")])  # fmt: skip
+        _run(
+            [
+                ip,
+                "netns",
+                "exec",
+                self.switch_netns,
+                "sh",
+                "-c",
+                _NS_SYSCTLS + 'exec ip -batch "$1"',
+                "sh",
+                str(d / "switch.batch"),
+            ]
+        )
         _run([ip, "link", "set", self.root_link, "up"])
 
         # 3. every host at once: addresses, hostname, sshd (one process per host, no waits).
@@ -687,9 +713,23 @@ class Lab:
         )
         with open(hd / "start.log", "ab") as log:
             proc = subprocess.Popen(
-                [ip, "netns", "exec", h.netns, "unshare", "--uts", "sh", "-c", script, "sh",
-                 str(hd / "setup.batch"), h.hostname, sshd, str(hd / "sshd_config"),
-                 str(hd / "sshd.log")],  # fmt: skip
+                [
+                    ip,
+                    "netns",
+                    "exec",
+                    h.netns,
+                    "unshare",
+                    "--uts",
+                    "sh",
+                    "-c",
+                    script,
+                    "sh",
+                    str(hd / "setup.batch"),
+                    h.hostname,
+                    sshd,
+                    str(hd / "sshd_config"),
+                    str(hd / "sshd.log"),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -716,7 +756,7 @@ class Lab:
         pending = {h.mgmt_addr: h for h in (hosts or self.hosts)}
         deadline = time.monotonic() + self.ready_timeout
         while pending:
-            for addr, h in list(pending.items()):
+            for h in list(pending.values()):
                 pid = self._state["sshd_pids"][h.name]
                 proc = self._procs.get(pid)
                 if proc is not None and proc.poll() is not None:
@@ -725,8 +765,8 @@ class Lab:
                         f"sshd of lab host {h.name} ({h.netns}) exited with {proc.returncode}: "
                         f"{log.strip()[-2000:]}"
                     )
-                if _ssh_banner(addr):
-                    del pending[addr]
+            for addr in _ssh_banners(list(pending), timeout=0.2):
+                del pending[addr]
             if not pending:
                 break
             if time.monotonic() > deadline:
@@ -773,15 +813,23 @@ class Lab:
     def ssh_options(self) -> list[str]:
         """ssh options for reaching lab hosts (no user config, no known_hosts, lab ControlPath)."""
         return [
-            "-F", "/dev/null",
-            "-o", "UserKnownHostsFile=/dev/null",
-            "-o", "StrictHostKeyChecking=no",
-            "-o", "IdentitiesOnly=yes",
-            "-o", "BatchMode=yes",
-            "-o", "LogLevel=ERROR",
-            "-o", "ConnectTimeout=10",
-            "-o", f"ControlPath={self.state_dir / 'ssh' / 'cp' / '%C'}",
-        ]  # fmt: skip
+            "-F",
+            "/dev/null",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            "ConnectTimeout=10",
+            "-o",
+            f"ControlPath={self.state_dir / 'ssh' / 'cp' / '%C'}",
+        ]
 
     # ------------------------------------------------------------------ down
     def _atexit_down(self) -> None:
@@ -854,11 +902,22 @@ class Lab:
                 time.sleep(0.02)
 
     # ------------------------------------------------------------------ running things
-    def _netns_argv(self, h: LabHost, argv: Sequence[str]) -> list[str]:
+    def netns_argv(self, host: HostRef, argv: Sequence[str]) -> list[str]:
+        """argv wrapped to run in the host: its netns, its hostname, its /etc/hosts."""
+        h = self.host(host)
         return [
-            _which("ip") or "ip", "netns", "exec", h.netns, "unshare", "--uts", "sh", "-c",
-            'hostname "$0" && exec "$@"', h.hostname, *argv,
-        ]  # fmt: skip
+            _which("ip") or "ip",
+            "netns",
+            "exec",
+            h.netns,
+            "unshare",
+            "--uts",
+            "sh",
+            "-c",
+            'hostname "$0" && exec "$@"',
+            h.hostname,
+            *argv,
+        ]
 
     def run(
         self,
@@ -872,7 +931,7 @@ class Lab:
         """Run argv in the host (its netns, hostname and /etc/hosts), like a local shell there."""
         self._need_index()
         return _run(
-            self._netns_argv(self.host(host), argv),
+            self.netns_argv(host, argv),
             input=input,
             check=check,
             timeout=timeout,
@@ -884,7 +943,7 @@ class Lab:
         self._need_index()
         kwargs.setdefault("stdin", subprocess.DEVNULL)
         kwargs.setdefault("start_new_session", True)
-        proc = subprocess.Popen(self._netns_argv(self.host(host), argv), **kwargs)
+        proc = subprocess.Popen(self.netns_argv(host, argv), **kwargs)
         self._procs[proc.pid] = proc
         self._state["pids"].append(proc.pid)
         return proc
@@ -912,10 +971,12 @@ class Lab:
         *args: str,
         env: dict[str, str] | None = None,
         timeout: float = 900,
+        capture: bool = True,
     ) -> subprocess.CompletedProcess[str]:
         """ansible-playbook -i <inventory_dir> <playbook> *args, from the project root.
 
         Does not raise on a non-zero exit: the caller asserts on returncode/stdout.
+        capture=False lets the output through to the terminal (stdout/stderr are then None).
         """
         exe = Path(sys.executable).parent / "ansible-playbook"
         cmd = str(exe) if exe.exists() else (shutil.which("ansible-playbook") or "ansible-playbook")
@@ -925,7 +986,7 @@ class Lab:
             [cmd, "-i", str(self.inventory_dir), str(playbook), *args],
             cwd=PROJECT_ROOT,
             env=full_env,
-            capture_output=True,
+            capture_output=capture,
             text=True,
             timeout=timeout,
             check=False,
@@ -958,9 +1019,7 @@ class Lab:
             undo()
 
     def _in_ns(self, h: LabHost, argv: Sequence[str], check: bool = True) -> str:
-        return _run(
-            [_which("ip") or "ip", "netns", "exec", h.netns, *argv], check=check
-        ).stdout
+        return _run([_which("ip") or "ip", "netns", "exec", h.netns, *argv], check=check).stdout
 
     def firewall_drop(
         self,
@@ -1022,15 +1081,29 @@ class Lab:
         burst = burst or max(int(bits / 8 / 100), 65536 + 1514)  # 10 ms worth, >= one GSO packet
         self._in_ns(
             h,
-            [_which("tc") or "tc", "qdisc", "replace", "dev", h.fabric_ifname, "root", "tbf",
-             "rate", f"{int(bits)}bit", "burst", str(burst), "latency", "200ms"],
-        )  # fmt: skip
+            [
+                _which("tc") or "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                h.fabric_ifname,
+                "root",
+                "tbf",
+                "rate",
+                f"{int(bits)}bit",
+                "burst",
+                str(burst),
+                "latency",
+                "200ms",
+            ],
+        )
         return self._once(
             lambda: self._in_ns(
-                h, [_which("tc") or "tc", "qdisc", "del", "dev", h.fabric_ifname, "root"],
+                h,
+                [_which("tc") or "tc", "qdisc", "del", "dev", h.fabric_ifname, "root"],
                 check=False,
             )
-        )  # fmt: skip
+        )
 
     def set_mtu(self, host: HostRef, mtu: int, link: str = "fabric") -> Callable[[], None]:
         """Set the MTU of the host's fabric (or "mgmt") interface; returns the undo."""
@@ -1128,12 +1201,34 @@ def _shquote(s: str) -> str:
     return shlex.quote(s)
 
 
-def _ssh_banner(addr: str, timeout: float = 0.5) -> bool:
+def _ssh_banners(addrs: Sequence[str], timeout: float = 0.2, port: int = 22) -> set[str]:
+    """The addresses among addrs where an SSH server sent its banner within timeout (parallel)."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    answered: set[str] = set()
+    for addr in addrs:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.connect_ex((addr, port))
+        sel.register(s, selectors.EVENT_READ, addr)
+    deadline = time.monotonic() + timeout
     try:
-        with socket.create_connection((addr, 22), timeout=timeout) as s:
-            return s.recv(64).startswith(b"SSH-")
-    except OSError:
-        return False
+        while len(sel.get_map()) and (left := deadline - time.monotonic()) > 0:
+            for key, _ in sel.select(left):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                with contextlib.suppress(OSError):
+                    if sock.recv(64).startswith(b"SSH-"):
+                        answered.add(key.data)
+                sel.unregister(sock)
+                sock.close()
+    finally:
+        for key in list(sel.get_map().values()):
+            sel.unregister(key.fileobj)
+            key.fileobj.close()  # type: ignore[union-attr]
+        sel.close()
+    return answered
 
 
 def _root_link_names() -> set[str]:
