@@ -377,6 +377,7 @@ class Lab:
         self._procs: dict[int, subprocess.Popen[Any]] = {}
         self._undo: list[Callable[[], None]] = []
         self._is_up = False
+        self._made_state_dir = False  # by this object, so down() may remove it even without state
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ derived names
@@ -551,7 +552,6 @@ class Lab:
                     f"a lab named {self.name!r} exists already ({self.state_dir}); "
                     f"remove it with `python -m tests.lab down --name {self.name}`"
                 )
-            self.state_dir.mkdir(mode=0o700)
             self.hosts = self._plan_hosts()
             self._state = {
                 "schema": 1,
@@ -574,6 +574,8 @@ class Lab:
                 "pids": [],
                 "hosts": [asdict(h) for h in self.hosts],
             }
+            self.state_dir.mkdir(mode=0o700)
+            self._made_state_dir = True
             self._save_state()
 
     def _build(self) -> None:
@@ -871,8 +873,9 @@ class Lab:
             ):
                 time.sleep(0.02)
             state_dir = state_root() / state["name"]
-            if state_dir.is_dir() and (state_dir / "state.json").exists():
+            if state_dir.is_dir() and (self._made_state_dir or (state_dir / "state.json").exists()):
                 shutil.rmtree(state_dir, ignore_errors=True)
+            self._made_state_dir = False
             self._state = {}
             self._is_up = False
             self._undo.clear()
