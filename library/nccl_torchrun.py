@@ -124,8 +124,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-rc:
-  description: torchrun's exit status (negative = killed by that signal); null when unknown.
+torchrun_rc:
+  description:
+    - torchrun's exit status (negative = killed by that signal); null when unknown.
+    - Not named C(rc), so that a failed check does not fail the task; the report judges.
   returned: always
   type: int
   sample: 0
@@ -492,7 +494,7 @@ def run_finished(module: AnsibleModule) -> dict[str, Any]:
     write_json(run_dir / LAUNCH_FILE, doc)
     return {
         "changed": True,
-        "rc": rc,
+        "torchrun_rc": rc,
         "timed_out": timed_out,
         "killed_pids": killed,
         "cmd": argv,
@@ -557,7 +559,7 @@ def run_stopped(module: AnsibleModule) -> dict[str, Any]:
         )
     return {
         "changed": bool(killed),
-        "rc": rc,
+        "torchrun_rc": rc,
         "timed_out": timed_out,
         "killed_pids": killed,
         "rank_logs": rank_logs,

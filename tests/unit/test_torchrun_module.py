@@ -253,7 +253,9 @@ def test_environment_comes_from_nccl_env(tmp_path: Path, run_dir: Path) -> None:
     result = finish(
         start_module(module_args(run_dir, script, environment={"EXTRA": "1"}), tmp_path)
     )
-    assert result["rc"] == 0 and result["timed_out"] is False and result["killed_pids"] == []
+    assert (
+        result["torchrun_rc"] == 0 and result["timed_out"] is False and result["killed_pids"] == []
+    )
     seen = json.loads((run_dir / "torchrun.log").read_text().strip().splitlines()[-1])
     assert seen == {
         "NCCL_SOCKET_IFNAME": "eth1",
@@ -270,7 +272,7 @@ def test_failing_run_reports_its_rc_without_failing_the_task(
         start_module(module_args(run_dir, fake_python, environment={"FAKE_MODE": "fail"}), tmp_path)
     )
     assert result.get("failed") is not True
-    assert result["rc"] == 3 and result["timed_out"] is False
+    assert result["torchrun_rc"] == 3 and result["timed_out"] is False
     # The workers' own children outlived them: the module ends them too.
     assert len(result["killed_pids"]) == 2
     assert tagged_processes(run_dir) == []
@@ -341,7 +343,7 @@ def test_real_torchrun_rank_logs_and_rc(tmp_path: Path, run_dir: Path) -> None:
         timeout=60,
     )
     result = finish(start_module(args, tmp_path), timeout=120)
-    assert result["timed_out"] is False and result["rc"] == 1
+    assert result["timed_out"] is False and result["torchrun_rc"] == 1
     assert "hello from rank 0" in (run_dir / "results" / "rank-0.log").read_text()
     assert "hello from rank 1" in (run_dir / "results" / "rank-1.log").read_text()
     assert tagged_processes(run_dir) == []
