@@ -1,0 +1,1946 @@
+#!/usr/bin/env python3
+# Copyright: (c) nccl-preflight contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Verify every torch.distributed collective on every rank, then time them like nccl-tests.
+
+Run it under torchrun (one process per device):
+
+    torchrun --nproc_per_node=2 nccl_check.py --out-dir /tmp/r                  # laptop, CPU, gloo
+    torchrun --nnodes=2 --node_rank=R --master_addr=A --master_port=P \\
+             --nproc_per_node=8 nccl_check.py --out-dir /tmp/r                   # GPU nodes, nccl
+
+or without torchrun, one command per rank:
+
+    python nccl_check.py --init-method tcp://HOST:PORT --rank R --world-size N
+
+The script reads top to bottom:
+
+ 1. options                  build_parser()
+ 2. device and backend       choose_device(), choose_backend()
+ 3. the per-rank record      RankRecord: rank-<global rank>.json, rewritten atomically after
+                             every test, so a crash or hang leaves everything finished so far
+ 4. never hang               Watchdog (a deadline per phase), the signal watcher (SIGTERM from
+                             torchrun when another rank died) -- both write the record and exit
+ 5. check-in                 every rank writes ready/<rank> = its host into the store before the
+                             process group is made, so the ranks that came can name the missing
+ 6. inputs and expected values, as closed-form formulas (pure functions, unit-tested)
+ 7. one function per collective: check_all_reduce ... check_barrier
+ 8. bandwidth sweep          nccl-tests' algbw/busbw and table columns
+ 9. main()
+
+Exactness of the inputs
+-----------------------
+Every input element is a small integer, so every expected value is an integer too and is compared
+exactly (AVG excepted: backends compute it as a scaled sum, so it is compared to within one unit in
+the last place). The integers are kept small enough that the *largest partial sum* any backend can
+form in the checked dtype is exactly representable: for a world of n ranks the largest element a
+rank contributes is at most limit(dtype) // n, where limit is 2**8 for bfloat16, 2**11 for float16,
+2**24 for float32, 127 for int8, 255 for uint8 (see exact_pattern()). PRODUCT, MIN and MAX use
+"owner" inputs (1s and 2s, see owner_input()), so their results are 1 or 2 for any world size.
+
+Exit status: 0 every test passed or was skipped; 1 a test failed or could not run (error, missing
+rank); 2 bad command line; 124 the watchdog stopped a phase that ran past --timeout; 128+N killed by
+signal N (torchrun sends SIGTERM to the other ranks when one dies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# torch wheels built without NumPy warn about it on import; nothing here uses NumPy.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+
+import torch
+import torch.distributed as dist
+
+SCHEMA = 1
+GRACE_S = 5.0  # a phase may overrun --timeout by this much before the watchdog ends the rank
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+
+CORRECTNESS_TESTS = (
+    "all_reduce_sum",
+    "all_reduce_product",
+    "all_reduce_min",
+    "all_reduce_max",
+    "all_reduce_avg",
+    "broadcast",
+    "reduce",
+    "all_gather",
+    "gather",
+    "scatter",
+    "reduce_scatter",
+    "all_to_all",
+    "send_recv",
+    "barrier",
+)
+BANDWIDTH_COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "send_recv",
+)
+BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
+ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
+TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
+
+# --dtype name -> (torch dtype, nccl-tests' name for the "type" column)
+DTYPES: dict[str, tuple[torch.dtype, str]] = {
+    "float32": (torch.float32, "float"),
+    "float64": (torch.float64, "double"),
+    "float16": (torch.float16, "half"),
+    "bfloat16": (torch.bfloat16, "bfloat16"),
+    "int32": (torch.int32, "int32"),
+    "int64": (torch.int64, "int64"),
+    "int8": (torch.int8, "int8"),
+    "uint8": (torch.uint8, "uint8"),
+}
+DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "bf16": "bfloat16"}
+
+BACKEND_FOR_DEVICE = {"cuda": "nccl", "npu": "hccl", "xpu": "xccl", "cpu": "gloo"}
+
+# busbw = algbw * factor(n): nccl-tests' doc/PERFORMANCE.md
+BUSBW_FACTORS: dict[str, Callable[[int], float]] = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "send_recv": lambda n: 1.0,
+}
+
+# Texts with which backends refuse an operation they do not implement (older gloo: AVG,
+# reduce_scatter, all_to_all; gloo's AVG on integers). Only these turn an exception into "skipped".
+UNSUPPORTED_PATTERNS = (
+    re.compile(r"does not support"),
+    re.compile(r"Cannot use ReduceOp\.\w+ with"),
+    re.compile(r"not (?:yet )?(?:supported|implemented)"),
+    re.compile(r"result type \w+ can't be cast to the desired output type"),
+)
+
+CHECK_ELEMENTS = 1027  # elements per rank (per chunk) in correctness tests; odd on purpose
+
+
+# --------------------------------------------------------------------------------------------
+# 1. Options
+# --------------------------------------------------------------------------------------------
+
+
+def parse_size(text: str) -> int:
+    """Bytes from '8', '64K', '32M', '1G' (binary units, like nccl-tests' -b/-e)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([KMGkmg]?)[iI]?[bB]?\s*", text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 1024, 64K, 32M or 1G")
+    return (
+        int(match.group(1))
+        * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
+    )
+
+
+def parse_threshold(text: str) -> tuple[str, float]:
+    """'all_reduce=5.0' -> ('all_reduce', 5.0) for --min-busbw-for."""
+    name, sep, value = text.partition("=")
+    name = name.strip().removeprefix("bandwidth_")
+    if not sep or name not in BANDWIDTH_COLLECTIVES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not COLLECTIVE=GBPS with COLLECTIVE one of {', '.join(BANDWIDTH_COLLECTIVES)}"
+        )
+    return name, positive_float(value)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def dtype_name(text: str) -> str:
+    name = DTYPE_ALIASES.get(text, text)
+    if name not in DTYPES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not one of {', '.join(DTYPES)} (aliases: {', '.join(DTYPE_ALIASES)})"
+        )
+    return name
+
+
+def test_names(text: str) -> list[str]:
+    """'all_reduce_sum,bandwidth' -> the tests, groups expanded, in the given order."""
+    names: list[str] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if item in TEST_GROUPS:
+            names.extend(TEST_GROUPS[item])
+        elif item in ALL_TESTS:
+            names.append(item)
+        else:
+            raise argparse.ArgumentTypeError(
+                f"unknown test {item!r}; --list-tests shows the names (groups: {', '.join(TEST_GROUPS)})"
+            )
+    return names
+
+
+def pause_spec(text: str) -> tuple[str, int | None]:
+    """'send_recv@1' -> ('send_recv', 1); 'send_recv' -> ('send_recv', None) = every rank."""
+    name, _, rank = text.partition("@")
+    if name not in ALL_TESTS and name not in ("checkin", "init"):
+        raise argparse.ArgumentTypeError(f"--pause-before: unknown test {name!r}")
+    return name, non_negative_int(rank) if rank else None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nccl_check.py",
+        description=(
+            "Verify every torch.distributed collective on every rank with exact, closed-form "
+            "expected values, then measure bus bandwidth the way nccl-tests does. Run one process "
+            "per device under torchrun, or per rank with --init-method/--rank/--world-size."
+        ),
+        epilog=(
+            "Tests: "
+            + ", ".join(ALL_TESTS)
+            + ". Exit status: 0 all passed (or skipped), 1 a test failed or errored, 2 bad "
+            "arguments, 124 the watchdog ended a phase that overran --timeout, 128+N signal N."
+        ),
+    )
+    where = parser.add_argument_group("process group")
+    where.add_argument(
+        "--backend",
+        default="auto",
+        choices=("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc"),
+        help="communication backend; auto = nccl on CUDA, hccl on Ascend NPU, xccl on Intel "
+        "XPU, gloo on CPU (default: auto)",
+    )
+    where.add_argument(
+        "--device",
+        default="auto",
+        choices=("auto", "cpu", "cuda", "npu", "xpu"),
+        help="device type for the tensors; each rank uses device LOCAL_RANK of that type; auto = "
+        "the accelerator torch finds, else cpu (default: auto)",
+    )
+    where.add_argument(
+        "--init-method",
+        default="env://",
+        metavar="URL",
+        help="env:// (torchrun sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
+        "tcp://HOST:PORT (rank 0 listens there) or file:///PATH on a shared file system "
+        "(default: env://)",
+    )
+    where.add_argument(
+        "--rank",
+        type=non_negative_int,
+        help="global rank; default: $RANK (needed without torchrun)",
+    )
+    where.add_argument(
+        "--world-size",
+        type=non_negative_int,
+        help="number of ranks; default: $WORLD_SIZE (needed without torchrun)",
+    )
+    where.add_argument(
+        "--local-rank",
+        type=non_negative_int,
+        help="rank on this node = device index; default: $LOCAL_RANK, else 0",
+    )
+    where.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=120.0,
+        metavar="S",
+        help="seconds that check-in, process-group init and each test (each size of a "
+        f"bandwidth sweep) may take; the process-group timeout is S + {GRACE_S:g}, and a "
+        "watchdog records the running test and exits 124 when a phase overruns (default: 120)",
+    )
+
+    what = parser.add_argument_group("what to check")
+    what.add_argument(
+        "--tests",
+        type=test_names,
+        action="extend",
+        metavar="LIST",
+        help="comma-separated tests or groups (all, correctness, bandwidth) to run, in the "
+        "script's order; repeatable (default: all)",
+    )
+    what.add_argument("--list-tests", action="store_true", help="print the test names and exit")
+    what.add_argument(
+        "--dtype",
+        type=dtype_name,
+        default="float32",
+        help=f"element type: {', '.join(DTYPES)} (default: float32)",
+    )
+
+    perf = parser.add_argument_group("bandwidth sweep (nccl-tests' -b -e -f -n -w)")
+    perf.add_argument(
+        "--min-bytes",
+        type=parse_size,
+        default=parse_size("1K"),
+        metavar="SIZE",
+        help="smallest message, e.g. 8, 64K, 32M (default: 1K)",
+    )
+    perf.add_argument(
+        "--max-bytes",
+        type=parse_size,
+        metavar="SIZE",
+        help="largest message (default: 1M on cpu, 1G on an accelerator)",
+    )
+    perf.add_argument(
+        "--factor", type=int, default=2, help="multiply the size by this between steps (default: 2)"
+    )
+    perf.add_argument(
+        "--iters", type=non_negative_int, default=20, help="timed iterations per size (default: 20)"
+    )
+    perf.add_argument(
+        "--warmup",
+        type=non_negative_int,
+        default=5,
+        help="untimed iterations per size before timing (default: 5)",
+    )
+    perf.add_argument(
+        "--min-busbw",
+        type=positive_float,
+        metavar="GBPS",
+        help="fail a bandwidth test whose busbw at the largest size is below GBPS (GB/s, 1e9)",
+    )
+    perf.add_argument(
+        "--min-busbw-for",
+        type=parse_threshold,
+        action="append",
+        default=[],
+        metavar="COLL=GBPS",
+        help="like --min-busbw for one collective (e.g. all_reduce=5.0); repeatable; wins over "
+        "--min-busbw for that collective",
+    )
+
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--out-dir",
+        metavar="DIR",
+        help="write DIR/rank-<global rank>.json, rewritten after every test (default: no file)",
+    )
+    out.add_argument("--verbose", action="store_true", help="print a line per test on every rank")
+    out.add_argument(
+        "--pause-before",
+        type=pause_spec,
+        metavar="TEST[@RANK]",
+        help="for testing and debugging: before TEST (or checkin/init), write the record and "
+        "sleep until the watchdog fires, on RANK only or on every rank",
+    )
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list_tests:
+        print("\n".join(ALL_TESTS))
+        raise SystemExit(EXIT_OK)
+    if args.factor < 2:
+        parser.error(f"--factor must be 2 or more, got {args.factor}")
+    if args.iters < 1:
+        parser.error("--iters must be 1 or more")
+    if args.min_bytes < 1:
+        parser.error("--min-bytes must be 1 or more")
+    if args.max_bytes is not None and args.max_bytes < args.min_bytes:
+        parser.error(
+            f"--max-bytes ({args.max_bytes}) is smaller than --min-bytes ({args.min_bytes})"
+        )
+    if args.init_method != "env://" and not args.init_method.startswith(("tcp://", "file://")):
+        parser.error(
+            f"--init-method must be env://, tcp://HOST:PORT or file:///PATH, got {args.init_method!r}"
+        )
+    if args.init_method.startswith("tcp://") and not re.fullmatch(
+        r"tcp://(\[[0-9a-fA-F:]+\]|[^:/\[\]]+):\d{1,5}", args.init_method
+    ):
+        parser.error(f"--init-method {args.init_method!r} is not tcp://HOST:PORT")
+    if args.init_method != "env://" and (args.rank is None or args.world_size is None):
+        parser.error(f"--init-method {args.init_method} needs --rank and --world-size")
+    if args.rank is None:
+        args.rank = env_int("RANK")
+    if args.world_size is None:
+        args.world_size = env_int("WORLD_SIZE")
+    if args.rank is None or args.world_size is None:
+        parser.error(
+            "no rank/world size: run under torchrun, or pass --init-method tcp://HOST:PORT "
+            "--rank R --world-size N"
+        )
+    if args.world_size < 1 or args.rank >= args.world_size:
+        parser.error(f"--rank {args.rank} is not below --world-size {args.world_size}")
+    if args.local_rank is None:
+        args.local_rank = env_int("LOCAL_RANK") or 0
+    args.tests = list(dict.fromkeys(args.tests)) if args.tests else list(ALL_TESTS)
+    args.thresholds = dict.fromkeys(BANDWIDTH_COLLECTIVES, args.min_busbw)
+    args.thresholds.update(dict(args.min_busbw_for))
+    return args
+
+
+def env_int(name: str) -> int | None:
+    value = os.environ.get(name, "")
+    return int(value) if value.strip().isdigit() else None
+
+
+# --------------------------------------------------------------------------------------------
+# 2. Device and backend
+# --------------------------------------------------------------------------------------------
+
+
+def import_vendor_plugins() -> None:
+    """Ascend NPUs register their device type only once torch_npu is imported."""
+    with contextlib.suppress(ImportError):
+        import torch_npu  # noqa: F401  # pyright: ignore[reportMissingImports]
+
+
+def accelerator_type() -> str | None:
+    """The accelerator torch sees ('cuda', 'npu', 'xpu'), or None."""
+    if hasattr(torch, "accelerator"):  # torch >= 2.6
+        acc = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+        return acc.type if acc is not None and acc.type in ("cuda", "npu", "xpu") else None
+    for kind in ("cuda", "npu", "xpu"):
+        module = getattr(torch, kind, None)
+        if module is not None and module.is_available():
+            return kind
+    return None
+
+
+def choose_device(requested: str, backend: str, local_rank: int) -> torch.device:
+    """Device LOCAL_RANK of the requested (or found) type; cpu for CPU-only backends."""
+    kind = requested
+    if kind == "auto":
+        found = accelerator_type()
+        kind = "cpu" if found is None or backend in ("gloo", "mpi") else found
+    if kind == "cpu":
+        return torch.device("cpu")
+    module = getattr(torch, kind, None)
+    count = module.device_count() if module is not None and module.is_available() else 0
+    if local_rank >= count:
+        raise RuntimeError(
+            f"LOCAL_RANK {local_rank} needs {kind}:{local_rank} but this process sees {count} "
+            f"{kind} device(s); check --nproc_per_node against the device count and "
+            "CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES / ZE_AFFINITY_MASK"
+        )
+    device = torch.device(kind, local_rank)
+    if hasattr(torch, "accelerator"):
+        torch.accelerator.set_device_index(local_rank)
+    else:
+        module.set_device(device)
+    return device
+
+
+def choose_backend(requested: str, device_requested: str) -> str:
+    if requested != "auto":
+        return requested
+    kind = device_requested if device_requested != "auto" else (accelerator_type() or "cpu")
+    return BACKEND_FOR_DEVICE[kind]
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work: timing must not stop before the collective ends."""
+    if device.type == "cpu":
+        return
+    if hasattr(torch, "accelerator"):
+        torch.accelerator.synchronize(device)
+    else:
+        getattr(torch, device.type).synchronize(device)
+
+
+def versions() -> dict[str, str | None]:
+    nccl = None
+    if torch.cuda.is_available() and hasattr(torch.cuda, "nccl"):
+        with contextlib.suppress(Exception):  # builds without NCCL raise various errors here
+            nccl = ".".join(str(p) for p in torch.cuda.nccl.version())
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": nccl,
+        "driver": nvidia_driver_version(),
+    }
+
+
+def nvidia_driver_version(path: str = "/proc/driver/nvidia/version") -> str | None:
+    """'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  ...' -> '535.104.05'."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    match = re.search(r"Kernel Module\s+(\S+)", text)
+    return match.group(1) if match else None
+
+
+ENV_PREFIXES = ("NCCL_", "GLOO_", "MASTER_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "TORCHELASTIC_")
+ENV_PREFIXES += ("HCCL_", "CCL_")
+ENV_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK")
+ENV_NAMES += ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
+
+
+def seen_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    return {
+        k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# 3. The per-rank record: rank-<global rank>.json
+# --------------------------------------------------------------------------------------------
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class RankRecord:
+    """The contract in docs/design.md ("Rank result"); written atomically after every change."""
+
+    def __init__(self, out_dir: str | None, data: dict[str, Any], verbose: bool = False):
+        self.path = os.path.join(out_dir, f"rank-{data['global_rank']}.json") if out_dir else None
+        self.data = data
+        self.verbose = verbose
+        self.lock = threading.RLock()
+        if out_dir:
+            os.makedirs(out_dir, exist_ok=True)
+
+    @property
+    def where(self) -> str:
+        return f"rank {self.data['global_rank']} on {self.data['host']}"
+
+    def start(self, test: str) -> None:
+        with self.lock:
+            self.data["current_test"] = test
+            self.write()
+
+    def add(self, test: dict[str, Any]) -> None:
+        """Record a finished test, say so when asked (errors always), and rewrite the file."""
+        with self.lock:
+            self.data["tests"].append(test)
+            self.data["current_test"] = None
+            self.write()
+        line = f"[{self.where}] {test['name']}: {test['status']}"
+        if test["message"]:
+            line += f" - {test['message']}"
+        if test["status"] in ("failed", "error"):
+            print(line, file=sys.stderr, flush=True)
+        elif self.verbose:
+            print(line, flush=True)
+
+    def finish(self, status: str | None = None) -> str:
+        with self.lock:
+            statuses = {t["status"] for t in self.data["tests"]}
+            if status is None:
+                status = (
+                    "error"
+                    if "error" in statuses
+                    else "failed"
+                    if "failed" in statuses
+                    else "passed"
+                )
+            self.data["status"] = status
+            self.data["finished_at"] = now()
+            self.write()
+            return status
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        with self.lock:
+            directory = os.path.dirname(self.path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", dir=directory)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(self.data, handle, indent=1, default=str)
+                    handle.write("\n")
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+
+
+def test_entry(
+    name: str,
+    status: str,
+    message: str = "",
+    details: dict[str, Any] | None = None,
+    duration_s: float = 0.0,
+    bandwidth: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "status": status,
+        "duration_s": round(duration_s, 6),
+        "message": message,
+        "details": details or {},
+        "bandwidth": bandwidth or [],
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# 4. Never hang: a watchdog per phase, and a watcher for torchrun's SIGTERM
+# --------------------------------------------------------------------------------------------
+
+
+class Watchdog:
+    """Ends the rank when a phase overruns its deadline, after writing which phase it was.
+
+    The main thread may be stuck inside a collective (C++, GIL released) that never returns;
+    this thread still runs, records the error and leaves with os._exit so torchrun sees a
+    failed worker and tears the job down.
+    """
+
+    def __init__(self, record: RankRecord, describe_peers: Callable[[], dict[str, Any]]):
+        self.record = record
+        self.describe_peers = describe_peers
+        self.cond = threading.Condition()
+        self.phase: str | None = None
+        self.deadline = math.inf
+        self.seconds = 0.0
+        threading.Thread(target=self._run, name="nccl-check-watchdog", daemon=True).start()
+
+    def arm(self, phase: str, seconds: float) -> None:
+        with self.cond:
+            self.phase, self.seconds, self.deadline = phase, seconds, time.monotonic() + seconds
+            self.cond.notify()
+
+    def disarm(self) -> None:
+        with self.cond:
+            self.phase, self.deadline = None, math.inf
+            self.cond.notify()
+
+    def _run(self) -> None:
+        with self.cond:
+            while time.monotonic() < self.deadline or self.phase is None:
+                self.cond.wait(
+                    timeout=None
+                    if self.deadline == math.inf
+                    else max(0.0, self.deadline - time.monotonic())
+                )
+            phase, seconds = self.phase, self.seconds
+        message = (
+            f"{phase} did not finish within {seconds:g} s on {self.record.where}: a peer rank is "
+            "stuck, gone or unreachable, or the network between them drops traffic"
+        )
+        abort(self.record, phase, message, EXIT_TIMEOUT, self.describe_peers)
+
+
+_aborting = threading.Lock()
+
+
+def abort(
+    record: RankRecord,
+    phase: str | None,
+    message: str,
+    exit_code: int,
+    describe_peers: Callable[[], dict[str, Any]] | None = None,
+) -> None:
+    """Record `phase` as an error, finish the record with status error, and leave now."""
+    if not _aborting.acquire(blocking=False):
+        time.sleep(3600)  # another thread is already ending the process
+    if record.data["status"] != "running":  # every test already recorded: keep the verdict
+        print(f"[{record.where}] {phase or 'exit'}: {message}", file=sys.stderr, flush=True)
+        os._exit(exit_code)
+    details: dict[str, Any] = {}
+    if describe_peers is not None:
+        details.update(call_with_deadline(describe_peers, 3.0) or {})
+    with record.lock:
+        phase = phase or record.data.get("current_test") or "nccl_check"
+        record.data["current_test"] = phase
+        if details.get("missing_ranks"):
+            record.data["missing_ranks"] = details["missing_ranks"]
+        record.data["tests"].append(test_entry(phase, "error", message, details))
+        with contextlib.suppress(OSError):
+            record.finish("error")
+    print(f"[{record.where}] {phase}: error - {message}", file=sys.stderr, flush=True)
+    os._exit(exit_code)
+
+
+def call_with_deadline(func: Callable[[], Any], seconds: float) -> Any:
+    """func() in a helper thread; None when it does not return in time (a dead store server)."""
+    box: list[Any] = []
+    worker = threading.Thread(target=lambda: box.append(func()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return box[0] if box else None
+
+
+def watch_signals(record: RankRecord) -> None:
+    """Record SIGTERM/SIGINT even while the main thread is blocked inside a collective.
+
+    Python runs signal handlers only when the main thread returns to the interpreter; a
+    wakeup fd is written by the C-level handler at once, and a thread reads it.
+    """
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: on_signal(record, signum))
+    signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+
+    def reader() -> None:
+        while True:
+            data = os.read(read_fd, 1)
+            if data and data[0] in (signal.SIGTERM, signal.SIGINT):
+                on_signal(record, data[0])
+
+    threading.Thread(target=reader, name="nccl-check-signals", daemon=True).start()
+
+
+def on_signal(record: RankRecord, signum: int) -> None:
+    name = signal.Signals(signum).name
+    abort(
+        record,
+        None,
+        f"{record.where} was stopped by {name} (torchrun stops every rank when one rank fails: "
+        "look for the rank with a different error)",
+        128 + signum,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Check-in through the store, before the process group exists
+# --------------------------------------------------------------------------------------------
+
+
+def make_store(init_method: str, rank: int, world_size: int, timeout: float) -> dist.Store:
+    """The store the process group will use, made here so check-in can use it first."""
+    delta = datetime.timedelta(seconds=timeout)
+    if init_method.startswith("file://"):
+        return dist.FileStore(init_method.removeprefix("file://"), world_size)
+    if init_method == "env://":
+        host, port = os.environ.get("MASTER_ADDR", ""), env_int("MASTER_PORT")
+        if not host or port is None:
+            raise RuntimeError("env:// needs MASTER_ADDR and MASTER_PORT (torchrun sets them)")
+        # Under torchrun the agent on node 0 already serves the store: every rank is a client.
+        is_master = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
+    else:
+        match = re.fullmatch(r"tcp://\[?([^\[\]]+?)\]?:(\d+)", init_method)
+        assert match is not None  # parse_args checked the form
+        host, port, is_master = match.group(1), int(match.group(2)), rank == 0
+    # wait_for_workers=False: rank 0 must not block here, so it can check in and report.
+    return dist.TCPStore(
+        host, port, world_size, is_master, delta, wait_for_workers=False, multi_tenant=True
+    )
+
+
+def checkin_value(host: str, node_rank: int, local_rank: int) -> str:
+    return json.dumps({"host": host, "node_rank": node_rank, "local_rank": local_rank})
+
+
+def check_in(
+    store: dist.Store, rank: int, world_size: int, value: str, timeout: float
+) -> list[int]:
+    """Write ready/<rank>, wait until every rank did or `timeout` passed; return the missing."""
+    store.set(f"ready/{rank}", value)
+    store.add("ready_count", 1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if store.add("ready_count", 0) >= world_size:
+            return []
+        time.sleep(0.05)
+    return [r for r in range(world_size) if not store.check([f"ready/{r}"])]
+
+
+def describe_missing(
+    store: dist.Store, missing: list[int], world_size: int, local_world_size: int
+) -> list[dict[str, Any]]:
+    """{"rank", "node_rank", "host"} per missing rank: node from the usual torchrun layout
+    (rank // local world size) and the host from a rank of that node that did arrive."""
+    hosts: dict[int, str] = {}
+    if local_world_size > 0:
+        for r in range(world_size):
+            if r not in missing and store.check([f"ready/{r}"]):
+                info = json.loads(store.get(f"ready/{r}"))
+                hosts.setdefault(int(info["node_rank"]), info["host"])
+    result = []
+    for r in missing:
+        node = r // local_world_size if local_world_size > 0 else None
+        result.append(
+            {"rank": r, "node_rank": node, "host": hosts.get(node) if node is not None else None}
+        )
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Inputs and expected values: closed forms a reader can check by hand
+# --------------------------------------------------------------------------------------------
+#
+# Reductions (all_reduce SUM/AVG, reduce, reduce_scatter) use an affine input:
+#     x_r[i] = base[i] + step * tag(r),      tag(r) = r mod P
+# so   SUM(x)[i] = n * base[i] + step * (0 + 1 + ... over tags)     (sum_of_tags below)
+#      AVG(x)[i] = SUM(x)[i] / n
+# Data movement (broadcast, all_gather, gather, scatter, all_to_all, send/recv) moves a payload
+#     p_r[i] = base[(i + r) mod len(base)] + step * tag(r)
+# that names its source rank, so a value in the wrong place tells where it came from.
+# P = n for small worlds; exact_pattern() lowers it (and the base) for narrow dtypes.
+
+
+def exact_integer_limit(dtype: torch.dtype) -> int:
+    """Largest L such that every integer 0..L is exactly representable in dtype."""
+    if dtype.is_floating_point:
+        return round(2 / torch.finfo(dtype).eps)  # 2 ** (mantissa bits + 1)
+    return int(torch.iinfo(dtype).max)
+
+
+def exact_pattern(world_size: int, dtype: torch.dtype) -> tuple[int, int] | None:
+    """(A, P): base[i] = 1 + i mod A, tag(r) = r mod P, with every sum of n inputs exact.
+
+    The largest input is A + P - 1; n of them must stay within exact_integer_limit(dtype).
+    None when even all-ones inputs would overflow (n > limit): use a wider --dtype.
+    """
+    budget = exact_integer_limit(dtype) // world_size
+    if budget < 1:
+        return None
+    base_period = min(8, budget)
+    return base_period, max(1, min(world_size, budget - base_period + 1))
+
+
+def base_pattern(count: int, base_period: int) -> list[int]:
+    return [1 + i % base_period for i in range(count)]
+
+
+def rank_tag(rank: int, period: int) -> int:
+    return rank % period
+
+
+def sum_of_tags(world_size: int, period: int) -> int:
+    """tag(0) + ... + tag(n-1) with tag(r) = r mod P: q full cycles of 0..P-1, then 0..rem-1."""
+    full, rem = divmod(world_size, period)
+    return full * period * (period - 1) // 2 + rem * (rem - 1) // 2
+
+
+def reduction_input(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
+    """x_r = base + step * tag(r)."""
+    return [b + step * rank_tag(rank, period) for b in base]
+
+
+def expected_sum(base: Sequence[float], step: int, world_size: int, period: int) -> list[float]:
+    """SUM over ranks of x_r = n * base + step * sum_of_tags(n)."""
+    return [world_size * b + step * sum_of_tags(world_size, period) for b in base]
+
+
+def expected_avg(base: Sequence[float], step: int, world_size: int, period: int) -> list[float]:
+    return [s / world_size for s in expected_sum(base, step, world_size, period)]
+
+
+def expected_reduce_scatter(
+    base: Sequence[float], step: int, world_size: int, period: int, rank: int
+) -> list[float]:
+    """Chunk `rank` (of n equal chunks) of SUM over ranks of x_r."""
+    chunk = len(base) // world_size
+    return expected_sum(base, step, world_size, period)[rank * chunk : (rank + 1) * chunk]
+
+
+def payload(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
+    """p_r[i] = base[(i + r) mod len(base)] + step * tag(r): what rank r sends."""
+    width = len(base)
+    return [base[(i + rank) % width] + step * rank_tag(rank, period) for i in range(width)]
+
+
+def all_to_all_chunk(
+    base: Sequence[float], step: int, src: int, dst: int, period: int
+) -> list[float]:
+    """What src sends to dst: the payload of src rotated once more by dst."""
+    width = len(base)
+    tag = step * rank_tag(src, period)
+    return [base[(i + src + dst) % width] + tag for i in range(width)]
+
+
+def owner(index: int, world_size: int) -> int:
+    """Element i belongs to rank i mod n in the PRODUCT/MIN/MAX inputs."""
+    return index % world_size
+
+
+def owner_input(count: int, rank: int, world_size: int, mine: int, others: int) -> list[int]:
+    """`mine` on the elements this rank owns, `others` elsewhere."""
+    return [mine if owner(i, world_size) == rank else others for i in range(count)]
+
+
+# Each element has exactly one owner, so the closed forms do not depend on n:
+#   PRODUCT of owner_input(mine=2, others=1) = 2 * 1**(n-1) = 2
+#   MIN     of owner_input(mine=1, others=2) = 1
+#   MAX     of owner_input(mine=2, others=1) = 2
+OWNER_OPS = {"product": (2, 1, 2), "min": (1, 2, 1), "max": (2, 1, 2)}  # mine, others, expected
+
+
+def expected_broadcast(base: Sequence[float], step: int, root: int, period: int) -> list[float]:
+    """Every rank ends with the root's payload."""
+    return payload(base, step, root, period)
+
+
+def expected_all_gather(
+    base: Sequence[float], step: int, world_size: int, period: int
+) -> list[float]:
+    """Chunk j of the result is rank j's payload (also gather's result on the root)."""
+    return [v for j in range(world_size) for v in payload(base, step, j, period)]
+
+
+def expected_scatter(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
+    """The root's chunk for `rank` is payload(rank), so rank r receives payload(r)."""
+    return payload(base, step, rank, period)
+
+
+def expected_all_to_all(
+    base: Sequence[float], step: int, world_size: int, period: int, rank: int
+) -> list[float]:
+    """Chunk s of the result on `rank` is what s sent to it."""
+    return [v for s in range(world_size) for v in all_to_all_chunk(base, step, s, rank, period)]
+
+
+def expected_send_recv(
+    base: Sequence[float], step: int, world_size: int, period: int, rank: int
+) -> list[float]:
+    """Ring: rank r receives the payload of rank r-1."""
+    return payload(base, step, (rank - 1) % world_size, period)
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing, and naming the source rank of a wrong element
+# --------------------------------------------------------------------------------------------
+
+
+def first_mismatch(
+    got: torch.Tensor, expected: torch.Tensor, ulps: int = 0
+) -> tuple[int, int] | None:
+    """(first wrong index, number wrong), or None when equal (within `ulps` for floats)."""
+    got64, exp64 = got.detach().cpu().double().flatten(), expected.double().flatten()
+    if ulps and got.dtype.is_floating_point:
+        wrong = (got64 - exp64).abs() > ulps * torch.finfo(got.dtype).eps * exp64.abs()
+    else:
+        wrong = got64 != exp64
+    wrong |= torch.isnan(got64)
+    count = int(wrong.sum())
+    if count == 0:
+        return None
+    return int(wrong.nonzero()[0]), count
+
+
+def number(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def mismatch(
+    got: torch.Tensor,
+    expected: Sequence[float],
+    source: Callable[[int, float], str],
+    ulps: int = 0,
+) -> dict[str, Any] | None:
+    """Details of a wrong result: first index, expected vs got, and the suspect source rank."""
+    want = torch.tensor(expected, dtype=torch.float64)
+    found = first_mismatch(got, want, ulps)
+    if found is None:
+        return None
+    index, wrong = found
+    got_value = number(float(got.flatten()[index]))
+    want_value = number(float(want[index]))
+    return {
+        "first_wrong_index": index,
+        "expected": want_value,
+        "got": got_value,
+        "wrong": wrong,
+        "elements": got.numel(),
+        "source": source(index, float(got_value)),
+    }
+
+
+def mismatch_message(test: str, details: dict[str, Any]) -> str:
+    return (
+        f"{details['wrong']} of {details['elements']} elements wrong; first at index "
+        f"{details['first_wrong_index']}: expected {details['expected']}, got {details['got']} "
+        f"({details['source']})"
+    )
+
+
+def sum_source(
+    base: Sequence[float], step: int, world_size: int, period: int, expected: Sequence[float]
+) -> Callable[[int, float], str]:
+    """A wrong sum is explained when it is off by exactly one rank's contribution."""
+
+    def explain(index: int, got: float) -> str:
+        delta = got - expected[index]
+        missing = [
+            r for r in range(world_size) if reduction_input(base, step, r, period)[index] == -delta
+        ]
+        doubled = [
+            r for r in range(world_size) if reduction_input(base, step, r, period)[index] == delta
+        ]
+        if missing:
+            return f"the contribution of rank {' or '.join(map(str, missing))} is missing"
+        if doubled:
+            return f"the contribution of rank {' or '.join(map(str, doubled))} was added twice"
+        return f"off by {number(delta)}: not one rank's contribution; data corrupted in transit"
+
+    return explain
+
+
+def movement_source(
+    candidates: Callable[[int], list[float]],
+    expected_from: Callable[[int], int],
+    offset: Callable[[int], int],
+    world_size: int,
+) -> Callable[[int, float], str]:
+    """The element should come from rank expected_from(i); say if it holds another rank's data."""
+
+    def explain(index: int, got: float) -> str:
+        src, pos = expected_from(index), offset(index)
+        others = [r for r in range(world_size) if r != src and candidates(r)[pos] == got]
+        text = f"this element comes from rank {src}"
+        if others:
+            text += f"; the value is rank {' or '.join(map(str, others))}'s"
+        return text
+
+    return explain
+
+
+def owner_source(world_size: int) -> Callable[[int, float], str]:
+    def explain(index: int, got: float) -> str:
+        return f"rank {owner(index, world_size)} owns this element; its contribution is wrong or missing"
+
+    return explain
+
+
+# --------------------------------------------------------------------------------------------
+# 7. One function per collective
+# --------------------------------------------------------------------------------------------
+
+
+class Skip(Exception):
+    """The test does not apply here (the reason is the message)."""
+
+
+class Fail(Exception):
+    """The collective ran and the answer is wrong."""
+
+    def __init__(self, message: str, details: dict[str, Any]):
+        super().__init__(message)
+        self.details = details
+
+
+@dataclass
+class Context:
+    rank: int
+    world_size: int
+    device: torch.device
+    dtype: torch.dtype
+    count: int = CHECK_ELEMENTS
+    base_period: int = 8
+    period: int = 1
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def make(cls, rank: int, world_size: int, device: torch.device, dtype: torch.dtype) -> Context:
+        pattern = exact_pattern(world_size, dtype)
+        base_period, period = pattern if pattern else (1, 1)
+        return cls(
+            rank, world_size, device, dtype, max(CHECK_ELEMENTS, world_size), base_period, period
+        )
+
+    def tensor(self, values: Sequence[float]) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.float64).to(self.dtype).to(self.device)
+
+    def empty(self, count: int) -> torch.Tensor:
+        return torch.zeros(count, dtype=self.dtype, device=self.device)
+
+    def inputs(self, base: Sequence[float] | None, step: int | None) -> tuple[list[float], int]:
+        """The test's own (base, step), or the defaults that are exact for this dtype and world."""
+        if exact_pattern(self.world_size, self.dtype) is None and base is None:
+            raise Skip(
+                f"{self.world_size} ranks exceed the exact integer range of {self.dtype} "
+                f"({exact_integer_limit(self.dtype)}): run this test with --dtype float32"
+            )
+        return (list(base) if base is not None else base_pattern(self.count, self.base_period)), (
+            1 if step is None else step
+        )
+
+
+def head(tensor: torch.Tensor, n: int = 8) -> list[int | float]:
+    return [number(float(v)) for v in tensor.detach().cpu().flatten()[:n]]
+
+
+def verify(
+    ctx: Context,
+    got: torch.Tensor,
+    expected: Sequence[float],
+    source: Callable[[int, float], str],
+    what: str = "",
+    ulps: int = 0,
+) -> dict[str, Any]:
+    """Raise Fail on a mismatch; return the details of a correct result."""
+    details = mismatch(got, expected, source, ulps)
+    if details is not None:
+        if what:
+            details["case"] = what
+        raise Fail((f"{what}: " if what else "") + mismatch_message("", details), details)
+    return {"elements": got.numel(), "got_head": head(got)}
+
+
+# torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; older torch has the old names.
+all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+REDUCE_OPS = {
+    "sum": dist.ReduceOp.SUM,
+    "product": dist.ReduceOp.PRODUCT,
+    "min": dist.ReduceOp.MIN,
+    "max": dist.ReduceOp.MAX,
+    "avg": dist.ReduceOp.AVG,
+}
+
+
+def check_all_reduce(
+    ctx: Context, op: str, base: Sequence[float] | None = None, step: int | None = None
+) -> dict[str, Any]:
+    """all_reduce: SUM/AVG of the affine input; PRODUCT/MIN/MAX of the owner input."""
+    n, r = ctx.world_size, ctx.rank
+    if op in OWNER_OPS:
+        mine, others, result = OWNER_OPS[op]
+        count = len(base) if base is not None else ctx.count
+        tensor = ctx.tensor(owner_input(count, r, n, mine, others))
+        dist.all_reduce(tensor, op=REDUCE_OPS[op])
+        return verify(ctx, tensor, [result] * count, owner_source(n))
+    base, step = ctx.inputs(base, step)
+    tensor = ctx.tensor(reduction_input(base, step, r, ctx.period))
+    dist.all_reduce(tensor, op=REDUCE_OPS[op])
+    if op == "avg":
+        want = expected_avg(base, step, n, ctx.period)
+        if not ctx.dtype.is_floating_point:
+            want = [float(math.trunc(v)) for v in want]  # integer AVG truncates, as NCCL does
+        total = expected_sum(base, step, n, ctx.period)
+        return verify(ctx, tensor, want, sum_source(base, step, n, ctx.period, total), ulps=1)
+    want = expected_sum(base, step, n, ctx.period)
+    return verify(ctx, tensor, want, sum_source(base, step, n, ctx.period, want))
+
+
+def check_broadcast(
+    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
+) -> dict[str, Any]:
+    """broadcast from every root: every rank ends with payload(root)."""
+    base, step = ctx.inputs(base, step)
+    n, r, width = ctx.world_size, ctx.rank, len(base)
+    details: dict[str, Any] = {"roots": n}
+    for root in range(n):
+        tensor = ctx.tensor(payload(base, step, r, ctx.period)) if r == root else ctx.empty(width)
+        dist.broadcast(tensor, src=root)
+        source = movement_source(
+            lambda j: payload(base, step, j, ctx.period), lambda i, root=root: root, lambda i: i, n
+        )
+        details.update(
+            verify(
+                ctx,
+                tensor,
+                expected_broadcast(base, step, root, ctx.period),
+                source,
+                f"root {root}",
+            )
+        )
+    return details
+
+
+def check_reduce(
+    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
+) -> dict[str, Any]:
+    """reduce (SUM) to every root: the root holds n * base + step * sum_of_tags(n)."""
+    base, step = ctx.inputs(base, step)
+    n, r = ctx.world_size, ctx.rank
+    details: dict[str, Any] = {"roots": n}
+    for root in range(n):
+        tensor = ctx.tensor(reduction_input(base, step, r, ctx.period))
+        dist.reduce(tensor, dst=root, op=dist.ReduceOp.SUM)
+        if r == root:
+            want = expected_sum(base, step, n, ctx.period)
+            details.update(
+                verify(
+                    ctx, tensor, want, sum_source(base, step, n, ctx.period, want), f"root {root}"
+                )
+            )
+    return details
+
+
+def check_all_gather(
+    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
+) -> dict[str, Any]:
+    """all_gather: chunk j of the result is payload(j)."""
+    base, step = ctx.inputs(base, step)
+    n, width = ctx.world_size, len(base)
+    out = ctx.empty(n * width)
+    all_gather_single(out, ctx.tensor(payload(base, step, ctx.rank, ctx.period)))
+    source = movement_source(
+        lambda j: payload(base, step, j, ctx.period), lambda i: i // width, lambda i: i % width, n
+    )
+    return verify(ctx, out, expected_all_gather(base, step, n, ctx.period), source)
+
+
+def check_gather(
+    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
+) -> dict[str, Any]:
+    """gather to every root: on the root, chunk j is payload(j)."""
+    base, step = ctx.inputs(base, step)
+    n, r, width = ctx.world_size, ctx.rank, len(base)
+    details: dict[str, Any] = {"roots": n}
+    for root in range(n):
+        chunks = [ctx.empty(width) for _ in range(n)] if r == root else None
+        dist.gather(ctx.tensor(payload(base, step, r, ctx.period)), chunks, dst=root)
+        if chunks is not None:
+            got = torch.cat(chunks)
+            source = movement_source(
+                lambda j: payload(base, step, j, ctx.period),
+                lambda i: i // width,
+                lambda i: i % width,
+                n,
+            )
+            details.update(
+                verify(
+                    ctx, got, expected_all_gather(base, step, n, ctx.period), source, f"root {root}"
+                )
+            )
+    return details
+
+
+def check_scatter(
+    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
+) -> dict[str, Any]:
+    """scatter from every root: the root sends payload(d) to rank d."""
+    base, step = ctx.inputs(base, step)
+    n, r, width = ctx.world_size, ctx.rank, len(base)
+    details: dict[str, Any] = {"roots": n}
+    for root in range(n):
+        chunks = (
+            [ctx.tensor(payload(base, step, d, ctx.period)) for d in range(n)]
+            if r == root
+            else None
+        )
+        out = ctx.empty(width)
+        dist.scatter(out, chunks, src=root)
+        source = movement_source(
+            lambda j: payload(base, step, j, ctx.period), lambda i, root=root: root, lambda i: i, n
+        )
+        details.update(
+            verify(ctx, out, expected_scatter(base, step, r, ctx.period), source, f"root {root}")
+        )
+    return details
+
+
+def check_reduce_scatter(
+    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
+) -> dict[str, Any]:
+    """reduce_scatter (SUM): rank r gets chunk r of n * base + step * sum_of_tags(n)."""
+    n, r = ctx.world_size, ctx.rank
+    if base is None:
+        base, step = ctx.inputs(None, step)
+        base = base_pattern(n * ctx.count, ctx.base_period)
+    step = 1 if step is None else step
+    if len(base) % n:
+        raise ValueError(
+            f"reduce_scatter input of {len(base)} elements does not split into {n} chunks"
+        )
+    out = ctx.empty(len(base) // n)
+    reduce_scatter_single(
+        out, ctx.tensor(reduction_input(base, step, r, ctx.period)), op=dist.ReduceOp.SUM
+    )
+    want = expected_reduce_scatter(base, step, n, ctx.period, r)
+    return verify(ctx, out, want, sum_source(base[r * len(want) :], step, n, ctx.period, want))
+
+
+def check_all_to_all(
+    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
+) -> dict[str, Any]:
+    """all_to_all: chunk s of the result on rank d is all_to_all_chunk(s, d)."""
+    base, step = ctx.inputs(base, step)
+    n, r, width = ctx.world_size, ctx.rank, len(base)
+    sent = [v for d in range(n) for v in all_to_all_chunk(base, step, r, d, ctx.period)]
+    out = ctx.empty(n * width)
+    dist.all_to_all_single(out, ctx.tensor(sent))
+    source = movement_source(
+        lambda s: all_to_all_chunk(base, step, s, r, ctx.period),
+        lambda i: i // width,
+        lambda i: i % width,
+        n,
+    )
+    return verify(ctx, out, expected_all_to_all(base, step, n, ctx.period, r), source)
+
+
+def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size: int) -> None:
+    """Send to rank+1 and receive from rank-1 at once (blocking send/recv in a ring deadlock)."""
+    ops = [
+        dist.P2POp(dist.isend, send, (rank + 1) % world_size),
+        dist.P2POp(dist.irecv, recv, (rank - 1) % world_size),
+    ]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+
+
+def check_send_recv(
+    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
+) -> dict[str, Any]:
+    """send/recv ring: rank r receives payload(r-1), so every neighbour link carries data."""
+    n, r = ctx.world_size, ctx.rank
+    if n < 2:
+        raise Skip("send/recv needs at least 2 ranks")
+    base, step = ctx.inputs(base, step)
+    out = ctx.empty(len(base))
+    ring_exchange(ctx.tensor(payload(base, step, r, ctx.period)), out, r, n)
+    source = movement_source(
+        lambda j: payload(base, step, j, ctx.period), lambda i: (r - 1) % n, lambda i: i, n
+    )
+    details = verify(ctx, out, expected_send_recv(base, step, n, ctx.period, r), source)
+    details.update({"from": (r - 1) % n, "to": (r + 1) % n})
+    return details
+
+
+def check_barrier(ctx: Context) -> dict[str, Any]:
+    dist.barrier()
+    return {}
+
+
+CHECKS: dict[str, Callable[[Context], dict[str, Any]]] = {
+    "all_reduce_sum": lambda ctx: check_all_reduce(ctx, "sum"),
+    "all_reduce_product": lambda ctx: check_all_reduce(ctx, "product"),
+    "all_reduce_min": lambda ctx: check_all_reduce(ctx, "min"),
+    "all_reduce_max": lambda ctx: check_all_reduce(ctx, "max"),
+    "all_reduce_avg": lambda ctx: check_all_reduce(ctx, "avg"),
+    "broadcast": check_broadcast,
+    "reduce": check_reduce,
+    "all_gather": check_all_gather,
+    "gather": check_gather,
+    "scatter": check_scatter,
+    "reduce_scatter": check_reduce_scatter,
+    "all_to_all": check_all_to_all,
+    "send_recv": check_send_recv,
+    "barrier": check_barrier,
+}
+
+
+def unsupported(exc: BaseException) -> bool:
+    """True when the backend refused the operation as not implemented (its own message)."""
+    return isinstance(exc, RuntimeError | NotImplementedError | TypeError) and any(
+        p.search(str(exc)) for p in UNSUPPORTED_PATTERNS
+    )
+
+
+def run_test(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run one test body; turn its outcome into a record entry."""
+    started = time.monotonic()
+    try:
+        details = body()
+    except Skip as exc:
+        return test_entry(name, "skipped", str(exc), duration_s=time.monotonic() - started)
+    except Fail as exc:
+        bandwidth = exc.details.pop("bandwidth", [])
+        return test_entry(
+            name, "failed", str(exc), exc.details, time.monotonic() - started, bandwidth
+        )
+    except Exception as exc:
+        message = first_line(exc)
+        if unsupported(exc):
+            return test_entry(
+                name,
+                "skipped",
+                f"backend does not support it: {message}",
+                duration_s=time.monotonic() - started,
+            )
+        details = {"exception": type(exc).__name__, "traceback": traceback.format_exc(limit=6)}
+        return test_entry(
+            name, "error", f"{type(exc).__name__}: {message}", details, time.monotonic() - started
+        )
+    bandwidth = details.pop("bandwidth", [])
+    return test_entry(name, "passed", "", details, time.monotonic() - started, bandwidth)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# 8. Bandwidth sweep, nccl-tests style
+# --------------------------------------------------------------------------------------------
+
+
+def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
+    sizes, size = [], min_bytes
+    while size <= max_bytes:
+        sizes.append(size)
+        size *= factor
+    return sizes
+
+
+def busbw(collective: str, algbw: float, world_size: int) -> float:
+    return algbw * BUSBW_FACTORS[collective](world_size)
+
+
+def message_shape(
+    collective: str, size_bytes: int, elem_size: int, world_size: int
+) -> tuple[int, int]:
+    """(count, bytes) nccl-tests style: size is the larger buffer, a multiple of n for the
+    collectives that split it (all_gather output, reduce_scatter input, all_to_all)."""
+    count = max(1, size_bytes // elem_size)
+    if collective in ("all_gather", "reduce_scatter", "all_to_all"):
+        count = max(world_size, count - count % world_size)
+    return count, count * elem_size
+
+
+@dataclass
+class Sweep:
+    ctx: Context
+    sizes: list[int]
+    iters: int
+    warmup: int
+    type_name: str
+    threshold: float | None
+    arm: Callable[[str], None]
+
+
+def bandwidth_op(
+    ctx: Context, collective: str, count: int
+) -> tuple[Callable[[], None], Callable[[], int]]:
+    """(run: one collective on preallocated buffers, wrong: #wrong elements of a fresh run).
+
+    Rank r holds the constant v(r) = 1 + tag(r), so a SUM is n + sum_of_tags(n) everywhere,
+    and gathered or exchanged chunk j holds v(j).
+    """
+    n, r = ctx.world_size, ctx.rank
+
+    def full(length: int, value: float) -> torch.Tensor:
+        return torch.full((length,), value, dtype=ctx.dtype, device=ctx.device)
+
+    def v(rank: int) -> int:
+        return 1 + rank_tag(rank, ctx.period)
+
+    total = n + sum_of_tags(n, ctx.period)
+    part = count // n
+    send = full(count, v(r))
+    out = full(count, 0)
+    chunk_in, chunk_out = full(part, v(r)), full(part, 0)
+    by_source = torch.cat([full(part, v(j)) for j in range(n)]) if part else out
+
+    def wrong(tensor: torch.Tensor, expected: float | torch.Tensor) -> int:
+        return int((tensor != expected).sum())
+
+    if collective == "all_reduce":
+
+        def run() -> None:
+            dist.all_reduce(send)
+
+        def check() -> int:
+            send.fill_(v(r))
+            run()
+            return wrong(send, total)
+
+    elif collective == "reduce":
+
+        def run() -> None:
+            dist.reduce(send, dst=0)
+
+        def check() -> int:
+            send.fill_(v(r))
+            run()
+            return wrong(send, total) if r == 0 else 0
+
+    elif collective == "broadcast":
+
+        def run() -> None:
+            dist.broadcast(send, src=0)
+
+        def check() -> int:
+            send.fill_(v(r))
+            run()
+            return wrong(send, v(0))
+
+    elif collective == "all_gather":
+
+        def run() -> None:
+            all_gather_single(out, chunk_in)
+
+        def check() -> int:
+            run()
+            return wrong(out, by_source)
+
+    elif collective == "reduce_scatter":
+
+        def run() -> None:
+            reduce_scatter_single(chunk_out, send)
+
+        def check() -> int:
+            send.fill_(v(r))
+            run()
+            return wrong(chunk_out, total)
+
+    elif collective == "all_to_all":
+
+        def run() -> None:
+            dist.all_to_all_single(out, send)
+
+        def check() -> int:
+            run()
+            return wrong(out, by_source)
+
+    elif collective == "send_recv":
+
+        def run() -> None:
+            ring_exchange(send, out, r, n)
+
+        def check() -> int:
+            run()
+            return wrong(out, v((r - 1) % n))
+
+    else:
+        raise ValueError(f"unknown collective {collective!r}")
+    return run, check
+
+
+def average_over_ranks(value: float, ctx: Context) -> float:
+    tensor = torch.tensor([value], dtype=torch.float32, device=ctx.device)
+    dist.all_reduce(tensor)
+    return float(tensor.cpu()) / ctx.world_size
+
+
+def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
+    """Time every size; the time is the average over ranks, like nccl-tests' default (-a 1)."""
+    ctx, n = sweep.ctx, sweep.ctx.world_size
+    if n < 2:
+        raise Skip("bandwidth needs at least 2 ranks")
+    if exact_pattern(n, ctx.dtype) is None:
+        raise Skip(f"{n} ranks exceed the exact integer range of {ctx.dtype}: use --dtype float32")
+    elem = torch.empty(0, dtype=ctx.dtype).element_size()
+    redop = "sum" if collective in ("all_reduce", "reduce_scatter", "reduce") else "none"
+    root = 0 if collective in ("broadcast", "reduce") else -1
+    rows: list[dict[str, Any]] = []
+    for size in sweep.sizes:
+        sweep.arm(f"bandwidth_{collective} at {size} B")
+        count, nbytes = message_shape(collective, size, elem, n)
+        run, count_wrong = bandwidth_op(ctx, collective, count)
+        for _ in range(sweep.warmup):
+            run()
+        synchronize(ctx.device)
+        dist.barrier()
+        started = time.perf_counter()
+        for _ in range(sweep.iters):
+            run()
+        synchronize(ctx.device)
+        seconds = average_over_ranks((time.perf_counter() - started) / sweep.iters, ctx)
+        algbw = nbytes / seconds / 1e9
+        rows.append(
+            {
+                "size_bytes": nbytes,
+                "count": count,
+                "type": sweep.type_name,
+                "redop": redop,
+                "root": root,
+                "time_us": round(seconds * 1e6, 2),
+                "algbw_gbps": round(algbw, 4),
+                "busbw_gbps": round(busbw(collective, algbw, n), 4),
+                "wrong": count_wrong(),
+            }
+        )
+    avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
+    details: dict[str, Any] = {"bandwidth": rows, "avg_busbw_gbps": round(avg, 4)}
+    if sweep.threshold is not None:
+        details["threshold_gbps"] = sweep.threshold
+    bad = [row for row in rows if row["wrong"]]
+    if bad:
+        raise Fail(
+            f"{collective}: {bad[0]['wrong']} of {bad[0]['count']} elements wrong at "
+            f"{bad[0]['size_bytes']} B",
+            details,
+        )
+    last = rows[-1] if rows else None
+    if sweep.threshold is not None and last is not None and last["busbw_gbps"] < sweep.threshold:
+        raise Fail(
+            f"{collective} busbw {last['busbw_gbps']:g} GB/s at {last['size_bytes']} B is below "
+            f"the required {sweep.threshold:g} GB/s",
+            details,
+        )
+    return details
+
+
+def bandwidth_table(collective: str, rows: list[dict[str, Any]], world_size: int) -> str:
+    """nccl-tests' layout: size count type redop root time algbw busbw #wrong."""
+    lines = [
+        f"# {collective}, {world_size} ranks",
+        f"#{'size':>11} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} "
+        f"{'time':>10} {'algbw':>7} {'busbw':>7} {'#wrong':>6}",
+        f"#{'(B)':>11} {'(elements)':>12} {'':>8} {'':>6} {'':>5} {'(us)':>10} {'(GB/s)':>7} {'(GB/s)':>7}",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r['size_bytes']:>12} {r['count']:>12} {r['type']:>8} {r['redop']:>6} {r['root']:>5} "
+            f"{r['time_us']:>10.2f} {r['algbw_gbps']:>7.2f} {r['busbw_gbps']:>7.2f} {r['wrong']:>6}"
+        )
+    avg = sum(r["busbw_gbps"] for r in rows) / len(rows) if rows else 0.0
+    lines.append(f"# Avg bus bandwidth    : {avg:g}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# 9. Main
+# --------------------------------------------------------------------------------------------
+
+
+def pause_if_asked(args: argparse.Namespace, record: RankRecord, phase: str) -> None:
+    """--pause-before: sleep in `phase` (already recorded and armed) until the watchdog fires."""
+    if (
+        args.pause_before
+        and args.pause_before[0] == phase
+        and args.pause_before[1] in (None, args.rank)
+    ):
+        print(
+            f"[{record.where}] paused before {phase} (--pause-before), pid {os.getpid()}",
+            flush=True,
+        )
+        while True:
+            time.sleep(1)
+
+
+def new_record(args: argparse.Namespace, host: str) -> RankRecord:
+    local_world = env_int("LOCAL_WORLD_SIZE") or 1
+    node_rank = env_int("GROUP_RANK")  # torchrun's node rank
+    if node_rank is None:
+        node_rank = env_int("NODE_RANK")
+    if node_rank is None:
+        node_rank = args.rank // local_world
+    data = {
+        "schema": SCHEMA,
+        "host": host,
+        "global_rank": args.rank,
+        "local_rank": args.local_rank,
+        "node_rank": node_rank,
+        "world_size": args.world_size,
+        "local_world_size": local_world,
+        "device": None,
+        "backend": None,
+        "dtype": args.dtype,
+        "pid": os.getpid(),
+        "versions": versions(),
+        "env": seen_environment(os.environ),
+        "status": "running",
+        "current_test": "init",
+        "missing_ranks": [],
+        "started_at": now(),
+        "finished_at": None,
+        "tests": [],
+    }
+    return RankRecord(args.out_dir, data, args.verbose)
+
+
+class Peers:
+    """What the store tells about the other ranks: who checked in, what each is running."""
+
+    def __init__(self, world_size: int, local_world_size: int):
+        self.world_size, self.local_world_size = world_size, local_world_size
+        self.store: dist.Store | None = None
+
+    def missing(self) -> list[dict[str, Any]]:
+        if self.store is None:
+            return []
+        absent = [r for r in range(self.world_size) if not self.store.check([f"ready/{r}"])]
+        return describe_missing(self.store, absent, self.world_size, self.local_world_size)
+
+    def progress(self, rank: int, test: str) -> None:
+        if self.store is not None:
+            self.store.set(f"progress/{rank}", test)
+
+    def describe(self) -> dict[str, Any]:
+        """For the watchdog: the missing ranks and the test each other rank last started."""
+        if self.store is None:
+            return {}
+        store = self.store
+        running = {
+            str(r): store.get(f"progress/{r}").decode()
+            for r in range(self.world_size)
+            if store.check([f"progress/{r}"])
+        }
+        return {"missing_ranks": self.missing(), "peers_running": running}
+
+
+def checkin_phase(
+    args: argparse.Namespace, record: RankRecord, peers: Peers, host: str
+) -> dist.Store | None:
+    """Make the store and check in; None for MPI (no store). Raises CheckinError."""
+    if record.data["backend"] == "mpi":
+        record.add(test_entry("checkin", "skipped", "the mpi backend has no store to check in to"))
+        return None
+    started = time.monotonic()
+    raw = make_store(args.init_method, args.rank, args.world_size, args.timeout)
+    peers.store = dist.PrefixStore("nccl_check", raw)
+    value = checkin_value(host, record.data["node_rank"], args.local_rank)
+    absent = check_in(peers.store, args.rank, args.world_size, value, args.timeout)
+    if absent:
+        described = describe_missing(peers.store, absent, args.world_size, peers.local_world_size)
+        with record.lock:
+            record.data["missing_ranks"] = described
+        names = ", ".join(
+            str(m["rank"])
+            + (
+                f" (node {m['node_rank']}, {m['host']})"
+                if m["host"]
+                else f" (node {m['node_rank']})"
+            )
+            for m in described
+        )
+        raise CheckinError(
+            f"rank(s) {names} did not check in within {args.timeout:g} s; "
+            f"{args.world_size - len(absent)} of {args.world_size} arrived: start the missing "
+            "ranks, or check that their hosts can reach the master address and port",
+            {"missing_ranks": described, "duration_s": time.monotonic() - started},
+        )
+    record.add(
+        test_entry(
+            "checkin", "passed", "", {"world_size": args.world_size}, time.monotonic() - started
+        )
+    )
+    return raw
+
+
+class CheckinError(Exception):
+    def __init__(self, message: str, details: dict[str, Any]):
+        super().__init__(message)
+        self.details = details
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    host = socket.gethostname()
+    record = new_record(args, host)
+    record.write()
+    watch_signals(record)
+    try:
+        return check(args, record, host)
+    except Exception as exc:  # a bug or an unforeseen failure: still leave the record behind
+        traceback.print_exc()
+        abort(record, None, f"nccl_check stopped: {type(exc).__name__}: {first_line(exc)}", 1)
+        raise  # not reached: abort() leaves the process
+
+
+def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
+    """Device, check-in, process group, the tests, the summary."""
+    peers = Peers(args.world_size, record.data["local_world_size"])
+    watchdog = Watchdog(record, peers.describe)
+    # A phase with its own deadline (check-in) reports at --timeout; the watchdog ends any
+    # phase at --timeout (+ GRACE_S for check-in), before the process group's own timeout.
+    timeout = args.timeout
+    pg_timeout = datetime.timedelta(seconds=timeout + GRACE_S)
+
+    # Device and backend.
+    import_vendor_plugins()
+    backend = choose_backend(args.backend, args.device)
+    try:
+        device = choose_device(args.device, backend, args.local_rank)
+    except RuntimeError as exc:
+        record.add(test_entry("init", "error", str(exc)))
+        record.finish()
+        return EXIT_FAILED
+    with record.lock:
+        record.data["device"], record.data["backend"] = str(device), backend
+    if backend == "nccl":
+        os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+
+    # Check-in: every rank writes ready/<rank> into the store before the process group exists,
+    # so a rank that never comes is named instead of a hang in init.
+    record.start("checkin")
+    watchdog.arm("checkin", timeout + GRACE_S)
+    pause_if_asked(args, record, "checkin")
+    try:
+        raw_store = checkin_phase(args, record, peers, host)
+    except CheckinError as exc:
+        duration = exc.details.pop("duration_s")
+        record.add(test_entry("checkin", "error", str(exc), exc.details, duration))
+        record.finish()
+        if args.rank == 0:  # rank 0 may serve the store: let the others read it before leaving
+            time.sleep(min(GRACE_S / 2, timeout))
+        return EXIT_FAILED
+    except (
+        RuntimeError,
+        ValueError,
+    ) as exc:  # store unreachable (DistStoreError is a RuntimeError)
+        record.add(
+            test_entry(
+                "checkin",
+                "error",
+                f"cannot reach the store for {args.init_method}: {first_line(exc)}",
+            )
+        )
+        record.finish()
+        return EXIT_FAILED
+
+    # The process group, on the store the ranks checked in to.
+    record.start("init")
+    watchdog.arm("init", timeout)
+    pause_if_asked(args, record, "init")
+    entry = run_test(
+        "init",
+        lambda: init_group(backend, raw_store, args.rank, args.world_size, pg_timeout, device),
+    )
+    watchdog.disarm()
+    record.add(entry)
+    if entry["status"] != "passed":
+        record.finish()
+        return EXIT_FAILED
+
+    # The tests, in order; after an error the process group cannot be trusted: stop.
+    dtype, type_name = DTYPES[args.dtype]
+    ctx = Context.make(args.rank, args.world_size, device, dtype)
+    max_bytes = args.max_bytes or parse_size("1M" if device.type == "cpu" else "1G")
+    sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
+    stopped_by: str | None = None
+    tables: list[str] = []
+    for name in args.tests:
+        if stopped_by is not None:
+            record.add(
+                test_entry(name, "error", f"not run: stopped after {stopped_by} could not run")
+            )
+            continue
+        record.start(name)
+        peers.progress(args.rank, name)
+        watchdog.arm(name, timeout)
+        pause_if_asked(args, record, name)
+        if name.startswith("bandwidth_"):
+            collective = name.removeprefix("bandwidth_")
+            sweep = Sweep(
+                ctx,
+                sizes,
+                args.iters,
+                args.warmup,
+                type_name,
+                args.thresholds[collective],
+                lambda phase: watchdog.arm(phase, timeout),
+            )
+            entry = run_test(name, lambda c=collective, s=sweep: measure(s, c))
+            if entry["bandwidth"]:
+                tables.append(bandwidth_table(collective, entry["bandwidth"], args.world_size))
+        else:
+            entry = run_test(name, lambda n=name: CHECKS[n](ctx))
+        watchdog.disarm()
+        record.add(entry)
+        if entry["status"] == "error":
+            stopped_by = name
+
+    # Every rank posts its verdict in the store; rank 0 prints them all.
+    status = record.finish()
+    watchdog.arm("summary", timeout + GRACE_S)
+    verdicts = exchange_verdicts(args, record, peers, timeout)
+    if args.rank == 0:
+        print_summary(args, record, tables, verdicts)
+    watchdog.disarm()
+    if stopped_by is None:
+        dist.destroy_process_group()
+    return EXIT_OK if status == "passed" else EXIT_FAILED
+
+
+def init_group(
+    backend: str,
+    store: dist.Store | None,
+    rank: int,
+    world_size: int,
+    timeout: datetime.timedelta,
+    device: torch.device,
+) -> dict[str, Any]:
+    dist.init_process_group(
+        backend,
+        store=store,
+        rank=rank,
+        world_size=world_size,
+        timeout=timeout,
+        device_id=device if device.type == "cuda" else None,  # binds NCCL to the rank's GPU
+    )
+    return {"backend": backend, "device": str(device), "timeout_s": timeout.total_seconds()}
+
+
+def exchange_verdicts(
+    args: argparse.Namespace, record: RankRecord, peers: Peers, timeout: float
+) -> dict[int, dict[str, Any]] | None:
+    """Post result/<rank>; on rank 0 collect every rank's (None without a store)."""
+    store = peers.store
+    if store is None:
+        return None
+    problems = [
+        f"{t['name']}: {t['status']} - {t['message']}"
+        for t in record.data["tests"]
+        if t["status"] in ("failed", "error")
+    ]
+    verdict = {"host": record.data["host"], "status": record.data["status"], "problems": problems}
+    store.set(f"result/{args.rank}", json.dumps(verdict))
+    if args.rank != 0:
+        return None
+    verdicts: dict[int, dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout
+    for r in range(args.world_size):
+        while not store.check([f"result/{r}"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if store.check([f"result/{r}"]):
+            verdicts[r] = json.loads(store.get(f"result/{r}"))
+    return verdicts
+
+
+def print_summary(
+    args: argparse.Namespace,
+    record: RankRecord,
+    tables: list[str],
+    verdicts: dict[int, dict[str, Any]] | None,
+) -> None:
+    """Rank 0's compact report: the bandwidth tables, what was skipped, what went wrong where."""
+    tests = record.data["tests"]
+    counts = {
+        s: sum(t["status"] == s for t in tests) for s in ("passed", "failed", "error", "skipped")
+    }
+    print(
+        f"nccl_check: {args.world_size} ranks, backend {record.data['backend']}, device "
+        f"{record.data['device']}, dtype {args.dtype}, torch {torch.__version__}"
+    )
+    for table in tables:
+        print(table)
+    for t in tests:
+        if t["status"] == "skipped":
+            print(f"  skipped {t['name']}: {t['message']}")
+    verdicts = (
+        verdicts if verdicts is not None else {0: {"status": record.data["status"], "problems": []}}
+    )
+    bad = {r: v for r, v in verdicts.items() if v["status"] != "passed"}
+    for r, v in sorted(bad.items()):
+        for problem in v["problems"]:
+            print(f"  rank {r} on {v.get('host', record.data['host'])}: {problem}")
+    silent = (
+        [r for r in range(args.world_size) if r not in verdicts]
+        if len(verdicts) > 1 or args.world_size == 1
+        else []
+    )
+    if silent:
+        print(f"  no result from rank(s) {', '.join(map(str, silent))} within {args.timeout:g} s")
+    overall = "PASSED" if not bad and not silent else "FAILED"
+    print(
+        f"nccl_check: {overall} - {len(verdicts) - len(bad)} of {args.world_size} ranks passed; "
+        f"rank 0: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} error, "
+        f"{counts['skipped']} skipped",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

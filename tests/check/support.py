@@ -1,0 +1,109 @@
+"""Run files/nccl_check.py for real: under torchrun --standalone, or one process per rank."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "files" / "nccl_check.py"
+# Small and quick on 2 CPU cores; --timeout bounds every phase, so nothing can hang the suite.
+FAST = ["--max-bytes", "4K", "--factor", "4", "--iters", "2", "--warmup", "1"]
+TIMEOUT_S = 20
+# The wall clock a whole run may take: start-up (importing torch) plus the phases.
+RUN_LIMIT_S = 150
+
+
+def load_script() -> ModuleType:
+    """files/nccl_check.py as a module, so tests use the script's own functions."""
+    spec = importlib.util.spec_from_file_location("nccl_check", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("nccl_check", module)
+    spec.loader.exec_module(module)
+    return sys.modules["nccl_check"]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def torchrun_argv(nproc: int, script: Path, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        "--monitor_interval=0.2",
+        str(script),
+        *args,
+    ]
+
+
+def torchrun(nproc: int, *args: str, script: Path = SCRIPT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        torchrun_argv(nproc, script, *args),
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=RUN_LIMIT_S,
+        check=False,
+    )
+
+
+def start_rank(init_method: str, rank: int, world_size: int, *args: str) -> subprocess.Popen[str]:
+    """One rank without torchrun (--init-method tcp://... or file://...)."""
+    argv = [sys.executable, str(SCRIPT), "--init-method", init_method, "--rank", str(rank)]
+    argv += ["--world-size", str(world_size), *args]
+    return subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env()
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def records(out_dir: Path) -> dict[int, dict[str, Any]]:
+    """rank -> its rank-<R>.json."""
+    return {
+        int(path.stem.removeprefix("rank-")): json.loads(path.read_text())
+        for path in sorted(out_dir.glob("rank-*.json"))
+    }
+
+
+def by_name(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for t in record["tests"]}
+
+
+def wait_for(predicate: Any, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+def current_test(path: Path) -> str | None:
+    """The record's current_test, or None while the file does not exist yet."""
+    try:
+        return json.loads(path.read_text())["current_test"]
+    except (OSError, ValueError):
+        return None
+
+
+def kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
