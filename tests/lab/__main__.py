@@ -63,8 +63,10 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    if args.kept and not args.all:
+        raise LabError("--kept goes with --all")
     if args.all:
-        names = down_all()
+        names = down_all(kept_only=args.kept)
         print(f"removed {len(names)} lab(s){': ' + ', '.join(names) if names else ''}")
         return 0
     lab = _pick(args.name)
@@ -159,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     g = down.add_mutually_exclusive_group()
     g.add_argument("--name", default=None)
     g.add_argument("--all", action="store_true", help="every lab recorded in the state root")
+    down.add_argument(
+        "--kept",
+        action="store_true",
+        help="with --all: only labs made by `up`, not those of running test sessions",
+    )
     down.set_defaults(func=cmd_down)
 
     status = sub.add_parser("status", help="list recorded labs")

@@ -158,8 +158,12 @@ def _ensure_state_root() -> Path:
 
 @contextlib.contextmanager
 def _registry_lock() -> Iterator[None]:
-    root = _ensure_state_root()
-    with open(root / ".lock", "a+") as lock:
+    """Serialises choosing a lab index and claiming its names, machine-wide (any state root)."""
+    _ensure_state_root()
+    lock_dir = Path(DEFAULT_STATE_ROOT)
+    lock_dir.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(lock_dir / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "r+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -577,6 +581,24 @@ class Lab:
             self.state_dir.mkdir(mode=0o700)
             self._made_state_dir = True
             self._save_state()
+            self._claim_names()
+
+    def _claim_names(self) -> None:
+        """Create the namespaces and the root link; under the registry lock they claim the index."""
+        ip = _which("ip") or "ip"
+        root_batch = [f"netns add {ns}" for ns in self._state["netns"]]
+        root_batch += [
+            f"link add {self.root_link} type veth peer name ctl netns {self.switch_netns}",
+            f"addr add {self.control_addr}/24 dev {self.root_link}",
+        ]
+        _run([ip, "-batch", "-"], input="\n".join(root_batch) + "\n")
+        for sysctl, value in (
+            (f"ipv6/conf/{self.root_link}/disable_ipv6", "1"),
+            # resolve a host's address soon after it appears, not a second later
+            (f"ipv4/neigh/{self.root_link}/retrans_time_ms", "50"),
+        ):
+            with contextlib.suppress(OSError):
+                Path(f"/proc/sys/net/{sysctl}").write_text(value + "\n")
 
     def _build(self) -> None:
         d = self.state_dir
@@ -612,22 +634,7 @@ class Lab:
             (etc / "hosts").write_text(self.default_hosts_text())
             (etc / "resolv.conf").write_text("# nccl-preflight lab: no DNS inside the lab\n")
 
-        # 1. namespaces and the control machine's link (root namespace, one batch).
-        root_batch = [f"netns add {ns}" for ns in self._state["netns"]]
-        root_batch += [
-            f"link add {self.root_link} type veth peer name ctl netns {self.switch_netns}",
-            f"addr add {self.control_addr}/24 dev {self.root_link}",
-        ]
-        _run([ip, "-batch", "-"], input="\n".join(root_batch) + "\n")
-        for sysctl, value in (
-            (f"ipv6/conf/{self.root_link}/disable_ipv6", "1"),
-            # resolve a host's address soon after it appears, not a second later
-            (f"ipv4/neigh/{self.root_link}/retrans_time_ms", "50"),
-        ):
-            with contextlib.suppress(OSError):
-                Path(f"/proc/sys/net/{sysctl}").write_text(value + "\n")
-
-        # 2. the switch namespace: two bridges and one veth pair per host and network.
+        # the switch namespace: two bridges and one veth pair per host and network.
         bridge_opts = "type bridge stp_state 0 mcast_snooping 0"
         sw_batch = [
             f"link add br-mgmt {bridge_opts}",
@@ -658,7 +665,7 @@ class Lab:
         )
         _run([ip, "link", "set", self.root_link, "up"])
 
-        # 3. every host at once: addresses, hostname, sshd (one process per host, no waits).
+        # every host at once: addresses, hostname, sshd (one process per host, no waits).
         for h in self.hosts:
             hd = d / "hosts" / h.name
             hd.mkdir(mode=0o700)
@@ -783,8 +790,7 @@ class Lab:
     def default_hosts_text(self) -> str:
         """The lab's /etc/hosts for every host: hostnames -> fabric addresses."""
         lines = [
-            "127.0.0.1\tlocalhost",
-            "::1\tlocalhost ip6-localhost ip6-loopback",
+            "127.0.0.1\tlocalhost",  # no ::1: IPv6 is off inside the lab
             f"# nccl-preflight lab {self.name}: hostnames resolve to fabric addresses",
         ]
         lines += [f"{h.fabric_addr}\t{h.hostname}" for h in self.hosts]
@@ -1280,12 +1286,21 @@ def _reap_stale_labs() -> None:
             lab.down()
 
 
-def down_all() -> list[str]:
-    """Tear down every lab recorded in the state root; returns their names."""
-    names = Lab.recorded()
-    for name in names:
-        Lab.load(name).down()
-    return names
+def down_all(kept_only: bool = False) -> list[str]:
+    """Tear down every lab recorded in the state root; returns their names.
+
+    kept_only: only the labs made to outlive their command (`python -m tests.lab up`), not
+    those of running test sessions.
+    """
+    removed = []
+    for name in Lab.recorded():
+        with contextlib.suppress(LabError):  # removed meanwhile by its owner
+            lab = Lab.load(name)
+            if kept_only and lab._state.get("owner_pid"):
+                continue
+            lab.down()
+            removed.append(name)
+    return removed
 
 
 _sigterm_installed = False

@@ -544,3 +544,23 @@ def test_reset_faults_undoes_everything(lab2: Lab) -> None:
     assert "nccl-lab-fault" not in lab2.run(h, ["iptables-save"]).stdout
     assert not harness._pid_alive(held.pid)
     assert probe(lab2, 1, h.fabric_addr, 9, timeout=3) == "refused"
+
+
+@pytest.mark.lab
+def test_down_all_kept_spares_labs_of_running_sessions(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    require_lab()
+    monkeypatch.setenv(harness.STATE_ROOT_ENV, str(tmp_path / "labs"))  # only this test's labs
+    kept, owned = Lab(1, keep=True), Lab(1)
+    try:
+        kept.up()
+        owned.up()
+        assert harness.down_all(kept_only=True) == [kept.name]
+        assert Lab.recorded() == [owned.name]
+        assert harness._ssh_banners([owned.hosts[0].mgmt_addr]) == {owned.hosts[0].mgmt_addr}
+        assert harness.down_all() == [owned.name]
+        assert Lab.recorded() == []
+    finally:
+        kept.down()
+        owned.down()
