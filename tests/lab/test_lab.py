@@ -257,7 +257,6 @@ def test_inventory_works_with_ansible(lab2: Lab) -> None:
             "all",
             "-i",
             str(inv),
-            "-o",
             "-m",
             "ansible.builtin.command",
             "-a",
@@ -272,7 +271,8 @@ def test_inventory_works_with_ansible(lab2: Lab) -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     for h in lab2.hosts:
-        assert re.search(rf"^{re.escape(h.mgmt_addr)} \| CHANGED .*{h.hostname}", out.stdout, re.M)
+        answer = rf"^{re.escape(h.mgmt_addr)} \| CHANGED \| rc=0 >>\n{h.hostname}$"
+        assert re.search(answer, out.stdout, re.M), out.stdout
 
 
 # --------------------------------------------------------------------- lifecycle
