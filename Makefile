@@ -12,6 +12,7 @@ WHEELS ?= /opt/wheels
 PIP_FLAGS := --disable-pip-version-check -q $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS))
 LAB_APT := openssh-server iproute2 iptables nftables iperf3
 N ?= 4
+LAB ?= dev
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
@@ -58,14 +59,14 @@ unit: $(VENV)/.dev-installed  ## Unit tests only (no root, no lab).
 test: $(VENV)/.dev-installed apt-lab lint  ## Lint, then every test (lab tests need root).
 	$(BIN)/python -m pytest
 
-lab-up: $(VENV)/.dev-installed apt-lab  ## Bring up a lab of N hosts (make lab-up N=4).
-	$(BIN)/python -m tests.lab up --hosts $(N)
+lab-up: $(VENV)/.dev-installed apt-lab  ## Bring up a lab of N hosts named LAB (make lab-up N=4).
+	$(BIN)/python -m tests.lab up --hosts $(N) --name $(LAB)
 
-lab-down:  ## Tear down every lab this checkout brought up.
-	$(BIN)/python -m tests.lab down --all
+lab-down:  ## Tear down the lab named LAB (default dev).
+	$(BIN)/python -m tests.lab down --name $(LAB)
 
-demo-lab: $(VENV)/.dev-installed apt-lab  ## Bring up a 2-host lab, validate it, show the report.
-	$(BIN)/python -m tests.lab demo --hosts 2
+demo-lab: $(VENV)/.dev-installed apt-lab  ## Bring up an N-host lab, validate it, show the report.
+	$(BIN)/python -m tests.lab demo --hosts $(N)
 
 bench: $(VENV)/.dev-installed apt-lab  ## Run the benchmarks and rewrite BENCHMARKS.md.
 	$(BIN)/python -m bench.run
