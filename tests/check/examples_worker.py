@@ -13,7 +13,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.check.support import load_script  # noqa: E402
+from tests.check.support import load_script
 
 nc = load_script()
 

@@ -1,0 +1,350 @@
+"""Pure functions of files/nccl_check.py: closed-form expected values, options, the record."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.check.support import load_script
+
+nc = load_script()
+
+
+# --- the documented examples, through the script's expected-value functions ------------------
+
+
+def test_reduce_of_rank_with_4_ranks_gives_6() -> None:
+    # input [rank] = base [0] + 1 * rank
+    assert [nc.reduction_input([0], 1, r, 4) for r in range(4)] == [[0], [1], [2], [3]]
+    assert nc.expected_sum([0], 1, 4, 4) == [6]
+
+
+def test_reduce_scatter_with_2_ranks_gives_4_and_6() -> None:
+    # input [2r+1, 2r+2] = base [1, 2] + 2 * rank
+    assert nc.reduction_input([1, 2], 2, 1, 2) == [3, 4]
+    assert nc.expected_reduce_scatter([1, 2], 2, 2, 2, 0) == [4]
+    assert nc.expected_reduce_scatter([1, 2], 2, 2, 2, 1) == [6]
+
+
+def test_scatter_of_ones_and_fives() -> None:
+    # the root's chunks are payload(d) = [1, 1] + 4 * d
+    assert [nc.payload([1, 1], 4, d, 2) for d in range(2)] == [[1, 1], [5, 5]]
+    assert nc.expected_scatter([1, 1], 4, 0, 2) == [1, 1]
+    assert nc.expected_scatter([1, 1], 4, 1, 2) == [5, 5]
+
+
+def test_all_reduce_of_2_3_plus_2_rank_with_6_ranks_gives_42_48() -> None:
+    assert nc.expected_sum([2, 3], 2, 6, 6) == [42, 48]
+
+
+# --- closed forms against brute force ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "period"), [(1, 1), (2, 2), (7, 7), (7, 3), (64, 9), (300, 1)])
+def test_closed_forms_match_brute_force(n: int, period: int) -> None:
+    base = nc.base_pattern(2 * n + 3, 5)
+    inputs = [nc.reduction_input(base, 3, r, period) for r in range(n)]
+    assert nc.sum_of_tags(n, period) == sum(r % period for r in range(n))
+    assert nc.expected_sum(base, 3, n, period) == [sum(col) for col in zip(*inputs, strict=True)]
+    payloads = [nc.payload(base, 3, r, period) for r in range(n)]
+    assert nc.expected_all_gather(base, 3, n, period) == [v for p in payloads for v in p]
+    assert nc.expected_send_recv(base, 3, n, period, 0) == payloads[-1]
+    assert nc.expected_all_to_all(base, 3, n, period, 1) == [
+        v for s in range(n) for v in nc.all_to_all_chunk(base, 3, s, 1, period)
+    ]
+
+
+@pytest.mark.parametrize("op", ["product", "min", "max"])
+@pytest.mark.parametrize("n", [1, 2, 5, 1000])
+def test_owner_inputs_give_one_or_two_for_any_world(op: str, n: int) -> None:
+    mine, others, expected = nc.OWNER_OPS[op]
+    columns = zip(*(nc.owner_input(7, r, n, mine, others) for r in range(n)), strict=True)
+    reduce = {"product": lambda c: eval("*".join(map(str, c))), "min": min, "max": max}[op]
+    assert [reduce(c) for c in columns] == [expected] * 7
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int8, torch.float32])
+@pytest.mark.parametrize("n", [2, 3, 8, 17, 64, 100])
+def test_exact_pattern_keeps_every_partial_sum_exact(dtype: torch.dtype, n: int) -> None:
+    pattern = nc.exact_pattern(n, dtype)
+    if pattern is None:
+        assert n > nc.exact_integer_limit(dtype)
+        return
+    base_period, period = pattern
+    base = nc.base_pattern(base_period, base_period)
+    rows = torch.tensor([nc.reduction_input(base, 1, r, period) for r in range(n)], dtype=dtype)
+    # accumulate in the dtype itself, rank by rank, as a ring reduction does
+    acc = torch.zeros(len(base), dtype=dtype)
+    for row in rows:
+        acc = acc + row
+    assert acc.double().tolist() == [float(v) for v in nc.expected_sum(base, 1, n, period)]
+
+
+def test_exact_limits() -> None:
+    limits = {torch.bfloat16: 256, torch.float16: 2048, torch.float32: 2**24, torch.uint8: 255}
+    assert {d: nc.exact_integer_limit(d) for d in limits} == limits
+    assert nc.exact_pattern(300, torch.bfloat16) is None
+    assert nc.exact_pattern(4, torch.float32) == (8, 4)
+
+
+# --- comparing and naming the source -----------------------------------------------------------
+
+
+def test_a_missing_contribution_names_the_rank() -> None:
+    base, n = [2, 3], 4
+    want = nc.expected_sum(base, 2, n, n)
+    got = torch.tensor([want[0], want[1] - nc.reduction_input(base, 2, 3, n)[1]])
+    details = nc.mismatch(got, want, nc.sum_source(base, 2, n, n, want))
+    assert details is not None
+    assert (details["first_wrong_index"], details["expected"], details["got"]) == (1, 24, 15)
+    assert details["source"] == "the contribution of rank 3 is missing"
+    message = nc.mismatch_message(details)
+    assert "1 of 2 elements wrong; first at index 1: expected 24, got 15" in message
+
+
+def test_data_from_the_wrong_rank_is_named() -> None:
+    base, n = nc.base_pattern(4, 4), 3
+    want = nc.expected_all_gather(base, 1, n, n)
+    got = torch.tensor(want)
+    got[4:8] = torch.tensor(nc.payload(base, 1, 2, n))  # chunk 1 holds rank 2's payload
+    source = nc.movement_source(lambda j: nc.payload(base, 1, j, n), n, 4, source=None)
+    details = nc.mismatch(got, want, source)
+    assert details is not None and details["first_wrong_index"] == 4
+    assert details["source"] == "this element comes from rank 1; the value is rank 2's"
+
+
+def test_equal_results_have_no_mismatch_and_avg_allows_one_ulp() -> None:
+    assert nc.mismatch(torch.tensor([1.0, 2.0]), [1, 2], nc.owner_source(2)) is None
+    close = torch.tensor([1.5 + 2**-23])  # one unit in the last place above
+    assert nc.mismatch(close, [1.5], nc.owner_source(1), ulps=1) is None
+    assert nc.mismatch(close, [1.5], nc.owner_source(1)) is not None
+
+
+def test_unsupported_is_only_the_backends_own_refusal() -> None:
+    for text in (
+        "ProcessGroupGloo does not support reduce_scatter",
+        "Backend gloo does not support alltoall_base",
+        "Cannot use ReduceOp.AVG with Gloo",
+        "result type Float can't be cast to the desired output type Int",
+    ):
+        assert nc.unsupported(RuntimeError(text)), text
+    assert not nc.unsupported(RuntimeError("Connection closed by peer [127.0.0.1]:1234"))
+    assert not nc.unsupported(ValueError("does not support"))  # our own bug, not the backend's
+
+
+def test_run_test_sorts_outcomes() -> None:
+    def refuse() -> dict[str, object]:
+        raise RuntimeError("ProcessGroupGloo does not support reduce_scatter")
+
+    def crash() -> dict[str, object]:
+        raise RuntimeError("Connection closed by peer")
+
+    def wrong() -> dict[str, object]:
+        raise nc.Fail("2 of 4 elements wrong", {"wrong": 2})
+
+    skipped, error, failed = (nc.run_test("t", f) for f in (refuse, crash, wrong))
+    assert (
+        skipped["status"] == "skipped" and "does not support reduce_scatter" in skipped["message"]
+    )
+    assert error["status"] == "error" and error["message"].startswith("RuntimeError: Connection")
+    assert failed["status"] == "failed" and failed["details"] == {"wrong": 2}
+    assert nc.run_test("t", lambda: {"elements": 3})["status"] == "passed"
+
+
+# --- bandwidth ---------------------------------------------------------------------------------
+
+
+def test_busbw_factors_are_nccl_tests() -> None:
+    assert nc.busbw("all_reduce", 10.0, 4) == pytest.approx(15.0)  # 2(n-1)/n
+    for coll in ("all_gather", "reduce_scatter", "all_to_all"):
+        assert nc.busbw(coll, 10.0, 4) == pytest.approx(7.5)  # (n-1)/n
+    for coll in ("broadcast", "reduce", "send_recv"):
+        assert nc.busbw(coll, 10.0, 4) == 10.0
+
+
+def test_sizes_and_message_shapes() -> None:
+    assert nc.sweep_sizes(1024, 1 << 20, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]
+    assert nc.message_shape("all_reduce", 1024, 4, 3) == (256, 1024)
+    assert nc.message_shape("all_gather", 1024, 4, 3) == (255, 1020)  # a multiple of n
+    assert nc.message_shape("all_to_all", 4, 4, 3) == (3, 12)
+
+
+def test_bandwidth_table_has_nccl_tests_columns() -> None:
+    row = {
+        "size_bytes": 1024, "count": 256, "type": "float", "redop": "sum", "root": -1,
+        "time_us": 12.5, "algbw_gbps": 0.08, "busbw_gbps": 0.12, "wrong": 0,
+    }  # fmt: skip
+    table = nc.bandwidth_table("all_reduce", [row, {**row, "busbw_gbps": 0.2}], 4).splitlines()
+    assert table[1].split() == [
+        "#",
+        "size",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+    ]
+    assert table[3].split() == ["1024", "256", "float", "sum", "-1", "12.50", "0.08", "0.12", "0"]
+    assert table[-1] == "# Avg bus bandwidth    : 0.16"
+
+
+# --- options -----------------------------------------------------------------------------------
+
+
+def test_parse_args_defaults_and_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    args = nc.parse_args(
+        ["--min-busbw", "5", "--min-busbw-for", "all_reduce=20", "--tests", "bandwidth"]
+    )
+    assert (args.rank, args.world_size, args.local_rank) == (1, 2, 1)
+    assert args.tests == list(nc.BANDWIDTH_TESTS)
+    assert args.thresholds["all_reduce"] == 20.0 and args.thresholds["broadcast"] == 5.0
+    assert args.init_method == "env://" and args.dtype == "float32"
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("8", 8), ("64K", 65536), ("32M", 32 << 20), ("1G", 1 << 30), ("2MiB", 2 << 20)],
+)
+def test_parse_size(text: str, size: int) -> None:
+    assert nc.parse_size(text) == size
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--factor", "1"], "--factor must be 2 or more"),
+        (["--min-bytes", "2M", "--max-bytes", "1M"], "is smaller than --min-bytes"),
+        (["--init-method", "tcp://h:1", "--rank", "0"], "needs --rank and --world-size"),
+        (["--init-method", "udp://h:1", "--rank", "0", "--world-size", "1"], "must be env://"),
+        (["--rank", "3", "--world-size", "2"], "--rank 3 is not below --world-size 2"),
+        (["--rank", "0", "--world-size", "1", "--min-busbw", "-1"], "must be a positive number"),
+        (["--rank", "0", "--world-size", "1", "--pause-before", "lunch"], "unknown test 'lunch'"),
+    ],
+)
+def test_parse_args_rejects_nonsense(
+    argv: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(SystemExit) as exc:
+        nc.parse_args(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = nc.build_parser()
+    for action in parser._actions:
+        assert action.help, f"{action.option_strings} has no help"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--help"])
+    assert "--min-busbw-for" in capsys.readouterr().out
+
+
+def test_threshold_names_a_known_collective() -> None:
+    assert nc.parse_threshold("bandwidth_all_gather=1.5") == ("all_gather", 1.5)
+    with pytest.raises(argparse.ArgumentTypeError):
+        nc.parse_threshold("allgather=1.5")
+
+
+# --- the record and the environment -------------------------------------------------------------
+
+
+def test_record_is_rewritten_atomically(tmp_path: Path) -> None:
+    record = nc.RankRecord(
+        str(tmp_path / "out"), {"global_rank": 3, "host": "h", "tests": [], "status": "running"}
+    )
+    record.start("all_reduce_sum")
+    assert (
+        json.loads((tmp_path / "out" / "rank-3.json").read_text())["current_test"]
+        == "all_reduce_sum"
+    )
+    record.add(nc.test_entry("all_reduce_sum", "failed", "wrong"))
+    assert record.finish() == "failed"
+    data = json.loads((tmp_path / "out" / "rank-3.json").read_text())
+    assert data["status"] == "failed" and data["current_test"] is None and data["finished_at"]
+    assert os.listdir(tmp_path / "out") == ["rank-3.json"]  # no temporary file left behind
+
+
+def test_seen_environment_and_driver_version(tmp_path: Path) -> None:
+    env = {
+        "NCCL_DEBUG": "WARN",
+        "MASTER_ADDR": "10.0.0.1",
+        "HOME": "/root",
+        "RANK": "0",
+        "PATH": "/bin",
+    }
+    assert nc.seen_environment(env) == {
+        "MASTER_ADDR": "10.0.0.1",
+        "NCCL_DEBUG": "WARN",
+        "RANK": "0",
+    }
+    proc = tmp_path / "version"
+    proc.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 2023\n")
+    assert nc.nvidia_driver_version(str(proc)) == "535.104.05"
+    assert nc.nvidia_driver_version(str(tmp_path / "absent")) is None
+
+
+def test_missing_ranks_name_node_and_host_from_a_neighbour() -> None:
+    store = torch.distributed.HashStore()
+    store.set("ready/0", nc.checkin_value("node-a", 0, 0))
+    store.set("ready/2", nc.checkin_value("node-b", 1, 0))
+    # 2 ranks per node: rank 3 shares node 1 with rank 2; ranks 4, 5 (node 2) never came
+    assert nc.describe_missing(store, [1, 3, 4], 6, 2) == [
+        {"rank": 1, "node_rank": 0, "host": "node-a"},
+        {"rank": 3, "node_rank": 1, "host": "node-b"},
+        {"rank": 4, "node_rank": 2, "host": None},
+    ]
+    assert nc.check_in(store, 1, 2, nc.checkin_value("node-a", 0, 1), timeout=5) == []
+
+
+# --- a wrong collective is caught by the check functions (the collective faked in-process) -----
+
+
+def test_check_all_reduce_fails_and_names_the_lost_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = nc.Context.make(0, 4, torch.device("cpu"), torch.float32)
+    base = nc.base_pattern(ctx.count, ctx.base_period)
+
+    def all_reduce_without_rank_2(tensor: torch.Tensor, op: object = None) -> None:
+        inputs = [nc.reduction_input(base, 1, r, ctx.period) for r in (0, 1, 3)]
+        tensor.copy_(torch.tensor(inputs).sum(dim=0))
+
+    monkeypatch.setattr(nc.dist, "all_reduce", all_reduce_without_rank_2)
+    with pytest.raises(nc.Fail) as exc:
+        nc.check_all_reduce(ctx, "sum")
+    details = exc.value.details
+    assert (details["first_wrong_index"], details["wrong"]) == (0, ctx.count)
+    assert (details["expected"], details["got"]) == (4 + 6, 4 + 6 - 3)
+    assert details["source"] == "the contribution of rank 2 is missing"
+
+
+def test_check_all_gather_fails_on_a_chunk_from_the_wrong_rank(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ctx = nc.Context.make(1, 3, torch.device("cpu"), torch.int32)
+    base = nc.base_pattern(ctx.count, ctx.base_period)
+
+    def all_gather_with_rank_0_twice(out: torch.Tensor, mine: torch.Tensor) -> None:
+        chunks = [nc.payload(base, 1, r, ctx.period) for r in (0, 1, 0)]
+        out.copy_(torch.tensor([v for c in chunks for v in c]))
+
+    monkeypatch.setattr(nc, "all_gather_single", all_gather_with_rank_0_twice)
+    with pytest.raises(nc.Fail) as exc:
+        nc.check_all_gather(ctx)
+    details = exc.value.details
+    assert details["first_wrong_index"] == 2 * ctx.count
+    assert details["source"] == "this element comes from rank 2; the value is rank 0's"
