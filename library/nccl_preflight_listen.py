@@ -108,6 +108,8 @@ def bind_listener(address: str, port: int) -> tuple[socket.socket | None, int, s
     """-> (socket or None, bound port, error text)."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
+    # As torch's TCPStore does: a port left in TIME_WAIT by an earlier run is free for the job.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((address, port))
         sock.listen(64)

@@ -309,7 +309,8 @@ def check_master_port_free(observations: dict[str, dict], host: str, master: str
 def _probe_failure_text(p: dict) -> str:
     kind = p.get("error_kind")
     why = {
-        "timeout": "packets are dropped (a firewall on the peer or in between)",
+        "timeout": "packets are dropped (a firewall on the peer or in between, or one here "
+        "that drops the replies to this host's own ephemeral ports)",
         "refused": "refused (a REJECT rule, or nothing listening)",
         "unreachable": "no route to the peer",
         "source": "the source address is not on this host",
