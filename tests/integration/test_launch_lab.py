@@ -1,0 +1,268 @@
+"""Launch, collect and report on the multi-host lab: real ansible-playbook over SSH, real torchrun
+with gloo over each host's fabric interface, JUnit validated against the Jenkins schema.
+
+What a user looks at: the exit status, the merged JUnit (one suite per rank), and that nothing of
+the run is left running on any host afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lab.harness import Lab
+
+pytestmark = pytest.mark.lab
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT.parent / "shared" / "schemas" / "jenkins-junit.xsd"
+# Small and quick: a 2-core CI machine runs all of this.
+QUICK = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"]
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def run_dir(run_id: str, host: Any) -> Path:
+    return Path(f"/tmp/nccl-preflight-{run_id}-{host.inventory_name}")
+
+
+def leftovers(run_id: str) -> list[str]:
+    """Processes anywhere on this machine (every lab host shares it) with the run id in argv."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, UnicodeDecodeError):
+            continue
+        if run_id in argv and state not in "ZX":
+            found.append(f"{entry}: {argv[:200]}")
+    return found
+
+
+def playbook(
+    lab: Lab,
+    run_id: str,
+    reports: Path,
+    extra: dict[str, Any],
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    variables = {"nccl_run_id": run_id, "nccl_report_root": str(reports), **extra}
+    return lab.ansible_playbook(
+        "playbooks/validate.yml", "-e", json.dumps(variables), *args, env=env, timeout=600
+    )
+
+
+def rank_suites(junit: Path) -> dict[str, ET.Element]:
+    root = ET.parse(junit).getroot()
+    return {
+        s.get("name"): s for s in root.iter("testsuite") if s.get("name", "").startswith("nccl.")
+    }
+
+
+def validate(report_dir: Path) -> None:
+    if not SCHEMA.is_file():
+        return
+    import xmlschema
+
+    xsd = xmlschema.XMLSchema(str(SCHEMA))
+    for path in [report_dir / "junit.xml", *sorted((report_dir / "junit").glob("*.xml"))]:
+        xsd.validate(str(path))
+
+
+def label(host: Any) -> str:
+    return host.inventory_name.replace(".", "_")
+
+
+def in_background(action: Callable[[], None]) -> threading.Thread:
+    thread = threading.Thread(target=action, daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_for_record(path: Path, test: str, timeout: float) -> dict[str, Any]:
+    """Wait until a rank's result file says it is at `test`; return the record."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            doc = {}
+        if doc.get("current_test") == test:
+            return doc
+        time.sleep(0.2)
+    raise AssertionError(f"{path} never reached {test}")
+
+
+def test_two_hosts_three_ranks_each_pass_end_to_end(lab2: Lab, tmp_path: Path) -> None:
+    run_id = new_run_id()
+    result = playbook(
+        lab2,
+        run_id,
+        tmp_path,
+        {"nccl_slots": 3, "nccl_check_args": QUICK, "nccl_run_timeout": 90},
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    report = tmp_path / run_id
+    assert os.readlink(tmp_path / "latest") == run_id
+    validate(report)
+    suites = rank_suites(report / "junit.xml")
+    expected = {f"nccl.{label(h)}.rank{h.rank * 3 + r}" for h in lab2.hosts for r in range(3)}
+    assert set(suites) == expected
+    for name, suite in suites.items():
+        assert suite.get("failures") == "0" and suite.get("errors") == "0", name
+        assert int(suite.get("tests")) > 10, name
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        assert props["world_size"] == "6" and props["backend"] == "gloo"
+    assert "PASSED" in (report / "summary.md").read_text()
+    assert "nccl-preflight run" in result.stdout  # the summary is shown at the end of the play
+    for host in lab2.hosts:
+        assert (report / host.inventory_name / "launch.json").is_file()
+        assert not run_dir(run_id, host).exists(), "the run directory must be removed"
+    assert leftovers(run_id) == []
+
+
+def test_four_hosts_with_one_fork_start_together(lab4: Lab, tmp_path: Path) -> None:
+    run_id = new_run_id()
+    result = playbook(
+        lab4,
+        run_id,
+        tmp_path,
+        {
+            "nccl_check_args": [*QUICK, "--tests", "correctness"],
+            "nccl_run_timeout": 90,
+            "nccl_master_port": 29517,
+        },
+        "--tags",
+        "launch",
+        "--forks",
+        "1",
+        env={"ANSIBLE_FORKS": "1"},
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    suites = rank_suites(tmp_path / run_id / "junit.xml")
+    assert set(suites) == {f"nccl.{label(h)}.rank{h.rank}" for h in lab4.hosts}
+    assert all(s.get("failures") == "0" and s.get("errors") == "0" for s in suites.values())
+    validate(tmp_path / run_id)
+    assert leftovers(run_id) == []
+
+
+def test_a_rank_killed_mid_run_is_an_error_and_the_others_are_reported(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    run_id = new_run_id()
+    victim_host, victim_rank = lab2.hosts[1], 3  # local rank 1 of node 2 (2 ranks per node)
+    record = run_dir(run_id, victim_host) / "results" / f"rank-{victim_rank}.json"
+
+    def kill_victim() -> None:
+        doc = wait_for_record(record, "barrier", timeout=120)
+        lab2.kill(victim_host, int(doc["pid"]))
+
+    killer = in_background(kill_victim)
+    result = playbook(
+        lab2,
+        run_id,
+        tmp_path,
+        {
+            "nccl_slots": 2,
+            "nccl_run_timeout": 60,
+            "nccl_master_port": 29527,
+            "launch_check_timeout": 40,
+            "nccl_check_args": [
+                *QUICK,
+                "--tests",
+                "correctness",
+                "--pause-before",
+                f"barrier@{victim_rank}",
+            ],
+        },
+        "--tags",
+        "launch",
+    )
+    killer.join(timeout=5)
+    assert result.returncode != 0, "a killed rank must fail the play"
+    assert "FAILED" in result.stdout
+    suites = rank_suites(tmp_path / run_id / "junit.xml")
+    assert len(suites) == 4
+    victim = suites[f"nccl.{label(victim_host)}.rank{victim_rank}"]
+    errors = [c for c in victim.iter("testcase") if c.find("error") is not None]
+    assert errors and any("barrier" in c.get("name") for c in errors), ET.tostring(victim)
+    # The ranks that were not killed still reported their own tests.
+    for name, suite in suites.items():
+        if suite is not victim:
+            names = {c.get("name") for c in suite.iter("testcase")}
+            assert "all_reduce_sum" in names, name
+    validate(tmp_path / run_id)
+    assert leftovers(run_id) == []
+
+
+def test_fabric_link_down_mid_run_ends_within_the_timeout(lab2: Lab, tmp_path: Path) -> None:
+    """Rank 0 stops before barrier (as if stuck) while node 2 loses its fabric link: nothing
+    finishes by itself, so nccl_run_timeout must end every process tree on every host."""
+    run_id = new_run_id()
+    timeout = 30
+    record = run_dir(run_id, lab2.hosts[0]) / "results" / "rank-0.json"
+    undo: list[Callable[[], None]] = []
+
+    def cut_link() -> None:
+        wait_for_record(record, "barrier", timeout=120)
+        undo.append(lab2.link_down(lab2.hosts[1]))
+
+    cutter = in_background(cut_link)
+    started = time.monotonic()
+    try:
+        result = playbook(
+            lab2,
+            run_id,
+            tmp_path,
+            {
+                "nccl_slots": 1,
+                "nccl_run_timeout": timeout,
+                "nccl_master_port": 29537,
+                "launch_check_timeout": 300,
+                "nccl_check_args": [
+                    *QUICK,
+                    "--tests",
+                    "correctness",
+                    "--pause-before",
+                    "barrier@0",
+                ],
+            },
+            "--tags",
+            "launch",
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        cutter.join(timeout=5)
+        for action in undo:
+            action()
+    assert undo, "the link was never taken down"
+    assert result.returncode != 0
+    report = tmp_path / run_id
+    for host in lab2.hosts:
+        launch = json.loads((report / host.inventory_name / "launch.json").read_text())
+        assert launch["timed_out"] is True, launch
+    # Facts, environment and report take their share; the launch itself is bounded.
+    assert elapsed < timeout + 120, f"the play took {elapsed:.0f}s"
+    suites = rank_suites(report / "junit.xml")
+    assert set(suites) == {f"nccl.{label(h)}.rank{h.rank}" for h in lab2.hosts}
+    for suite in suites.values():
+        hung = [c.find("error") for c in suite.iter("testcase") if c.find("error") is not None]
+        assert hung and hung[-1].get("type") == "hung", ET.tostring(suite)
+    validate(report)
+    assert leftovers(run_id) == []
