@@ -38,6 +38,11 @@ rank contributes is at most limit(dtype) // n, where limit is 2**8 for bfloat16,
 2**24 for float32, 127 for int8, 255 for uint8 (see exact_pattern()). PRODUCT, MIN and MAX use
 "owner" inputs (1s and 2s, see owner_input()), so their results are 1 or 2 for any world size.
 
+The record (docs/design.md, "Rank result") also holds "dtype" and "pid"; its tests start with
+"checkin" and "init"; each of "missing_ranks" is {"rank", "node_rank", "host"}, node_rank from the
+usual torchrun layout (rank // local world size) and host when a rank of that node arrived (else
+null). A rank killed outright leaves status "running" with the test it died in as current_test.
+
 Exit status: 0 every test passed or was skipped; 1 a test failed or could not run (error, missing
 rank); 2 bad command line; 124 the watchdog stopped a phase that ran past --timeout; 128+N killed by
 signal N (torchrun sends SIGTERM to the other ranks when one dies).
@@ -1559,14 +1564,17 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
     if bad:
         raise Fail(
             f"{collective}: {bad[0]['wrong']} of {bad[0]['count']} elements wrong at "
-            f"{bad[0]['size_bytes']} B",
+            f"{bad[0]['size_bytes']} B: data is corrupted in transit; rerun the correctness "
+            "tests with --verbose to find the rank",
             details,
         )
     last = rows[-1] if rows else None
     if sweep.threshold is not None and last is not None and last["busbw_gbps"] < sweep.threshold:
         raise Fail(
             f"{collective} busbw {last['busbw_gbps']:g} GB/s at {last['size_bytes']} B is below "
-            f"the required {sweep.threshold:g} GB/s",
+            f"the required {sweep.threshold:g} GB/s: check which interface carries the traffic "
+            "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_DEBUG=INFO) and the link speed "
+            "(ethtool, ibstat) on every host",
             details,
         )
     return details

@@ -309,6 +309,7 @@ def test_missing_ranks_name_node_and_host_from_a_neighbour() -> None:
         {"rank": 3, "node_rank": 1, "host": "node-b"},
         {"rank": 4, "node_rank": 2, "host": None},
     ]
+    store.add("ready_count", 1)  # rank 0 above checked in; now rank 1 completes a world of 2
     assert nc.check_in(store, 1, 2, nc.checkin_value("node-a", 0, 1), timeout=5) == []
 
 
