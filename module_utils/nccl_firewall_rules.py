@@ -325,7 +325,7 @@ def evaluate_iptables(parsed: dict[str, Any], queries: list[Query], tool: str = 
                     "certain": bool(state),
                     "label": q.label,
                 }
-                acc.add(key, finding, peer, hit)
+                acc.add((*key, q.label), finding, peer, hit)
                 if state:
                     todo = ports_subtract(todo, hit)
             elif name == "RETURN":
@@ -355,7 +355,7 @@ def evaluate_iptables(parsed: dict[str, Any], queries: list[Query], tool: str = 
                 "certain": True,
                 "label": q.label,
             }
-            acc.add(key, finding, peer, todo)
+            acc.add((*key, q.label), finding, peer, todo)
         return []
 
     for q in queries:
@@ -599,7 +599,7 @@ def evaluate_nft(
                     "certain": bool(state),
                     "label": q.label,
                 }
-                acc.add(("nftables", *key, r.get("handle")), finding, peer, ports)
+                acc.add(("nftables", *key, r.get("handle"), q.label), finding, peer, ports)
                 if state:
                     todo = ports_subtract(todo, ports)
             elif verdict == "return":
@@ -629,7 +629,7 @@ def evaluate_nft(
                 "certain": True,
                 "label": q.label,
             }
-            acc.add(("nftables", *key, "policy"), finding, peer, todo)
+            acc.add(("nftables", *key, "policy", q.label), finding, peer, todo)
         return []
 
     for q in queries:
@@ -769,7 +769,7 @@ def evaluate_ufw(parsed: dict[str, Any], queries: list[Query]):
                         "certain": bool(state),
                         "label": q.label,
                     }
-                    acc.add(("ufw", pos), finding, peer, hit)
+                    acc.add(("ufw", pos, q.label), finding, peer, hit)
                     if state:
                         todo = ports_subtract(todo, hit)
             if todo and parsed["default_incoming"] in ("deny", "reject"):
@@ -783,7 +783,7 @@ def evaluate_ufw(parsed: dict[str, Any], queries: list[Query]):
                     "certain": True,
                     "label": q.label,
                 }
-                acc.add(("ufw", "default"), finding, peer, todo)
+                acc.add(("ufw", "default", q.label), finding, peer, todo)
 
     def fixer(f, ports):
         cmds = [
@@ -852,6 +852,8 @@ def _firewalld_rich(rule: str) -> dict[str, Any]:
 
 
 def evaluate_firewalld(parsed: dict[str, Any], queries: list[Query]):
+    """firewalld evaluates a zone as: deny rich rules (drop/reject), then allow (ports, accept
+    rich rules), then the zone target (``default``/``%%REJECT%%`` reject, ``DROP`` drops)."""
     acc = _Acc()
     target = parsed["target"]
     if target == "ACCEPT":
@@ -860,34 +862,37 @@ def evaluate_firewalld(parsed: dict[str, Any], queries: list[Query]):
     for q in queries:
         for peer in q.peers:
             fam = "ipv4" if _family(peer) == 4 else "ipv6"
-            todo = ports_subtract(list(q.ports), parsed["ports"])
-            for pos, text in enumerate(parsed["rich"], 1):
-                if not todo:
-                    break
-                r = _firewalld_rich(text)
+            todo = list(q.ports)
+            rich = []
+            for pos, rule_text in enumerate(parsed["rich"], 1):
+                r = _firewalld_rich(rule_text)
                 if r["family"] and r["family"] != fam:
                     continue
                 if r["proto"] and r["proto"] != "tcp":
                     continue
                 if r["source"] and _addr_in(peer, r["source"]) == r["negated"]:
                     continue
+                rich.append((pos, rule_text, r))
+            for pos, rule_text, r in rich:
                 hit = ports_intersect(todo, r["ports"]) if r["ports"] else list(todo)
-                if not hit:
-                    continue
-                if r["action"] == "accept" and r["understood"]:
-                    todo = ports_subtract(todo, hit)
-                elif r["action"] in ("reject", "drop"):
+                if hit and r["action"] in ("reject", "drop"):
                     finding = {
                         "tool": "firewalld",
                         "table": f"zone {zone}",
                         "chain": "rich rules",
                         "position": pos,
-                        "rule": text,
+                        "rule": rule_text,
                         "action": r["action"],
                         "certain": r["understood"],
                         "label": q.label,
                     }
-                    acc.add(("firewalld", pos), finding, peer, hit)
+                    acc.add(("firewalld", pos, q.label), finding, peer, hit)
+                    if r["understood"]:
+                        todo = ports_subtract(todo, hit)
+            todo = ports_subtract(todo, parsed["ports"])
+            for _pos, _text, r in rich:
+                if r["action"] == "accept" and r["understood"]:
+                    todo = ports_subtract(todo, r["ports"] or [(PORT_MIN, PORT_MAX)])
             if todo:
                 action = "drop" if target == "DROP" else "reject"
                 finding = {
@@ -900,7 +905,7 @@ def evaluate_firewalld(parsed: dict[str, Any], queries: list[Query]):
                     "certain": True,
                     "label": q.label,
                 }
-                acc.add(("firewalld", "target"), finding, peer, todo)
+                acc.add(("firewalld", "target", q.label), finding, peer, todo)
 
     def fixer(f, ports):
         z = f["table"].removeprefix("zone ")

@@ -117,8 +117,16 @@ def test_healthy_lab_passes_every_check_and_changes_nothing(
     n = len(lab.hosts)
     for i, h in enumerate(lab.hosts):
         checks = run.results[h.inventory_name]
-        for name in ("interface", "mtu", "hostname", "master_addr", "tcp_master_port", "tcp_ring",
-                     "firewall", "versions"):
+        for name in (
+            "interface",
+            "mtu",
+            "hostname",
+            "master_addr",
+            "tcp_master_port",
+            "tcp_ring",
+            "firewall",
+            "versions",
+        ):
             assert checks[name]["status"] == "passed", checks[name]
         assert checks["gpu"]["status"] == "skipped" and "gloo" in checks["gpu"]["message"]
         assert h.fabric_ifname in checks["interface"]["message"]
@@ -178,17 +186,21 @@ def test_faults_on_four_hosts_each_fail_naming_the_host_and_the_thing(
     assert fw2["status"] == "failed"
     assert f"tcp/{node2_range[0]}-{node2_range[1]} (ephemeral range)" in fw2["message"]
     ring = run.result(0, "tcp_ring")
-    assert ring["status"] == "failed" and f"{names[1]} at {hosts[1].fabric_addr}:" in ring["message"]
+    assert (
+        ring["status"] == "failed" and f"{names[1]} at {hosts[1].fabric_addr}:" in ring["message"]
+    )
     # node2's own outgoing connections fail too: the replies come back to its ephemeral ports.
     own = run.result(1, "tcp_ring")
-    assert own["status"] == "failed" and "replies to this host's own ephemeral ports" in own["message"]
+    assert (
+        own["status"] == "failed" and "replies to this host's own ephemeral ports" in own["message"]
+    )
     assert run.result(2, "tcp_ring")["status"] == "passed"  # node3 -> node4 is fine
 
     # node3: MTU 1400 while the others have 1500; only node3 fails.
     mtu = run.result(2, "mtu")
     assert mtu["status"] == "failed"
     assert f"MTU 1400 on {hosts[2].fabric_ifname}" in mtu["message"] and "(1500)" in mtu["message"]
-    assert f"mtu 1500" in mtu["hint"]
+    assert "mtu 1500" in mtu["hint"]
     assert all(run.result(i, "mtu")["status"] == "passed" for i in (0, 1, 3))
 
     # node4: torch 2.12.0 against the others' version, one message with the table host -> torch.
@@ -203,10 +215,18 @@ def test_faults_on_four_hosts_each_fail_naming_the_host_and_the_thing(
     assert hosts[3].hostname in hostname["message"]
 
     # Nothing else failed: each fault names its own host and thing.
-    expected = {(0, "firewall"), (1, "tcp_master_port"), (2, "tcp_master_port"),
-                (3, "tcp_master_port"), (1, "firewall"), (0, "tcp_ring"), (1, "tcp_ring"),
-                (2, "mtu"),
-                (3, "versions"), (3, "hostname")}
+    expected = {
+        (0, "firewall"),
+        (1, "tcp_master_port"),
+        (2, "tcp_master_port"),
+        (3, "tcp_master_port"),
+        (1, "firewall"),
+        (0, "tcp_ring"),
+        (1, "tcp_ring"),
+        (2, "mtu"),
+        (3, "versions"),
+        (3, "hostname"),
+    }
     # node1 probes its own MASTER_PORT through the same INPUT chain, so it fails too.
     assert run.failed() - {(0, "tcp_master_port")} == expected
 

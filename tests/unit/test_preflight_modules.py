@@ -1,0 +1,207 @@
+"""The pre-flight modules: nccl_firewall (through patch_module_args, tools answered from fixtures),
+nccl_port_owner (recorded /proc/net/tcp, a fake /proc tree), nccl_tcp_probe and
+nccl_preflight_listen (their socket functions, on loopback only)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import nccl_firewall
+import nccl_port_owner
+import nccl_preflight_listen
+import nccl_tcp_probe
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.nccl_preflight_proc import listeners_on_port, parse_proc_net_tcp
+from ansible.module_utils.testing import patch_module_args
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "firewall"
+
+
+class Exit(Exception):
+    def __init__(self, result: dict, failed: bool) -> None:
+        super().__init__(result)
+        self.result, self.failed = result, failed
+
+
+def run_firewall_module(monkeypatch, outputs: dict[str, str | None], args: dict) -> dict:
+    """outputs: tool argv[0] -> stdout, or None for "not installed"; every run is recorded."""
+    calls: list[list[str]] = []
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return f"/usr/sbin/{name}" if outputs.get(name) is not None else None
+
+    def run_command(self, argv, **kwargs):
+        calls.append(argv)
+        name = os.path.basename(argv[0])
+        return 0, outputs[name], ""
+
+    def exit_json(self, **kw):
+        raise Exit(kw, False)
+
+    def fail_json(self, **kw):
+        raise Exit(kw, True)
+
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    with patch_module_args(args), pytest.raises(Exit) as exc:
+        nccl_firewall.main()
+    assert not exc.value.failed, exc.value.result
+    exc.value.result["calls"] = calls
+    return exc.value.result
+
+
+ARGS = {
+    "peers": ["10.77.0.12"],
+    "address": "10.77.0.11",
+    "ifname": "eth1",
+    "ports": [
+        {"label": "MASTER_PORT", "low": 29500},
+        {"label": "ephemeral range", "low": 32768, "high": 60999},
+    ],
+}
+
+
+def test_firewall_module_reports_iptables_once_and_only_reads(monkeypatch) -> None:
+    outputs = {
+        "iptables-save": (FIXTURES / "iptables-save-drops.txt").read_text(),
+        "ip6tables-save": "",
+        "nft": (FIXTURES / "nft-iptables-nft-drops.json").read_text(),
+        "ufw": None,
+        "firewall-cmd": None,
+    }
+    result = run_firewall_module(monkeypatch, outputs, ARGS)
+    assert result["changed"] is False
+    assert [(f["tool"], f["chain"], f["label"]) for f in result["findings"]] == [
+        ("iptables", "NCCL-FENCE", "MASTER_PORT"),
+        ("iptables", "NCCL-FENCE", "ephemeral range"),
+    ]
+    assert result["findings"][0]["text"].startswith("iptables filter chain NCCL-FENCE rule 1")
+    assert result["tools"]["nftables"]["skipped_tables"] == ["ip filter"]
+    # Only read-only invocations.
+    assert sorted(c[0].rsplit("/", 1)[1] + " " + " ".join(c[1:]) for c in result["calls"]) == [
+        "ip6tables-save ",
+        "iptables-save ",
+        "nft -j list ruleset",
+    ]
+
+
+def test_firewall_module_active_ufw_is_reported_instead_of_its_iptables(monkeypatch) -> None:
+    outputs = {
+        "ufw": (FIXTURES / "ufw-status-verbose-ssh-only.txt").read_text(),
+        "iptables-save": (FIXTURES / "iptables-save-drops.txt").read_text(),
+        "ip6tables-save": "",
+        "nft": None,
+        "firewall-cmd": None,
+    }
+    result = run_firewall_module(monkeypatch, outputs, ARGS)
+    assert {f["tool"] for f in result["findings"]} == {"ufw"}
+    assert result["tools"]["iptables"]["note"] == "managed by ufw, reported as ufw"
+
+
+def test_firewall_module_without_any_tool_passes(monkeypatch) -> None:
+    result = run_firewall_module(monkeypatch, {}, ARGS)
+    assert result["findings"] == [] and result["calls"] == []
+
+
+def test_proc_net_tcp_listeners_on_a_port() -> None:
+    rows = parse_proc_net_tcp((FIXTURES / "proc-net-tcp.txt").read_text())
+    rows6 = parse_proc_net_tcp((FIXTURES / "proc-net-tcp6.txt").read_text())
+    assert listeners_on_port(rows, 29556) == [
+        {
+            "local_address": "127.0.0.1",
+            "local_port": 29556,
+            "remote_address": "0.0.0.0",
+            "remote_port": 0,
+            "state": "0A",
+            "uid": 0,
+            "inode": 33531,
+        }
+    ]
+    assert [(r["local_address"], r["inode"]) for r in listeners_on_port(rows6, 29555)] == [
+        ("::1", 33530)
+    ]
+    assert listeners_on_port(rows + rows6, 29500) == []
+
+
+def test_socket_owners_reads_fd_links(tmp_path: Path) -> None:
+    (tmp_path / "4242" / "fd").mkdir(parents=True)
+    (tmp_path / "4242" / "fd" / "3").symlink_to("socket:[33531]")
+    (tmp_path / "4242" / "fd" / "4").symlink_to("/dev/null")
+    (tmp_path / "4242" / "comm").write_text("python3\n")
+    (tmp_path / "4242" / "cmdline").write_bytes(b"python3\0-m\0http.server\0")
+    (tmp_path / "self").mkdir()
+    assert nccl_port_owner.socket_owners({33531, 1}, str(tmp_path)) == {33531: 4242}
+    assert nccl_port_owner.describe_pid(4242, str(tmp_path)) == (
+        "python3",
+        "python3 -m http.server",
+    )
+
+
+def test_listener_and_probe_on_loopback(tmp_path: Path) -> None:
+    sock, port, error = nccl_preflight_listen.bind_listener("127.0.0.1", 0)
+    assert sock is not None and error == "" and port > 0
+    entries = [
+        {
+            "name": "ring",
+            "address": "127.0.0.1",
+            "port": port,
+            "expect": 1,
+            "error": "",
+            "accepted": [],
+            "complete": False,
+        }
+    ]
+    port_file = tmp_path / "ports.json"
+    nccl_preflight_listen.write_port_file(str(port_file), entries)
+    assert json.loads(port_file.read_text()) == {"ring": {"port": port, "error": ""}}
+    assert port_file.stat().st_mode & 0o777 == 0o600
+    done: list[bool] = []
+    server = threading.Thread(
+        target=lambda: done.append(
+            nccl_preflight_listen.serve(entries, {"ring": sock}, time.monotonic() + 10, None)
+        )
+    )
+    server.start()
+    ok = nccl_tcp_probe.probe("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
+    server.join(10)
+    assert ok["ok"] and ok["error_kind"] == ""
+    assert done == [False] and entries[0]["accepted"] == ["127.0.0.1"] and entries[0]["complete"]
+    # The listener is gone: connecting now is refused, and named so.
+    refused = nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.3)
+    assert (refused["ok"], refused["error_kind"]) == (False, "refused")
+
+
+def test_listener_stops_on_the_stop_file_and_reports_bind_errors(tmp_path: Path) -> None:
+    holder, port, _ = nccl_preflight_listen.bind_listener("127.0.0.1", 0)
+    try:
+        again, _, error = nccl_preflight_listen.bind_listener("127.0.0.1", port)
+        assert again is None and "Address already in use" in error and f":{port}" in error
+        stop = tmp_path / "stop"
+        stop.write_text("")
+        entries = [{"name": "m", "expect": 2, "accepted": [], "complete": False}]
+        start = time.monotonic()
+        assert nccl_preflight_listen.serve(entries, {"m": holder}, start + 30, str(stop)) is True
+        assert time.monotonic() - start < 5
+    finally:
+        holder.close()
+
+
+def test_probe_from_an_address_not_on_this_host_says_so() -> None:
+    result = nccl_tcp_probe.probe("127.0.0.1", 9, "192.0.2.77", 1.0, 0.0)
+    assert (result["ok"], result["error_kind"]) == (False, "source")
+
+
+def test_socket_family_follows_the_address() -> None:
+    sock, _, error = nccl_preflight_listen.bind_listener("::1", 0)
+    if sock is None:
+        pytest.skip(f"no IPv6 loopback here: {error}")
+    assert sock.family == socket.AF_INET6
+    sock.close()
