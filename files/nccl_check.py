@@ -1435,7 +1435,9 @@ def bandwidth_op(
     send = full(count, v(r))
     out = full(count, 0)
     chunk_in, chunk_out = full(part, v(r)), full(part, 0)
-    by_source = torch.cat([full(part, v(j)) for j in range(n)]) if part else out
+
+    def by_source() -> torch.Tensor:  # chunk j holds v(j); made only when checking
+        return torch.cat([full(part, v(j)) for j in range(n)])
 
     def wrong(tensor: torch.Tensor, expected: float | torch.Tensor) -> int:
         return int((tensor != expected).sum())
@@ -1477,7 +1479,7 @@ def bandwidth_op(
 
         def check() -> int:
             run()
-            return wrong(out, by_source)
+            return wrong(out, by_source())
 
     elif collective == "reduce_scatter":
 
@@ -1496,7 +1498,7 @@ def bandwidth_op(
 
         def check() -> int:
             run()
-            return wrong(out, by_source)
+            return wrong(out, by_source())
 
     elif collective == "send_recv":
 
