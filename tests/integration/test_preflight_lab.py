@@ -47,8 +47,12 @@ class Run:
             )
         finally:
             # A failed pre-flight ends the play before the clean-up play: remove the run dirs.
-            for h in lab.hosts:
-                shutil.rmtree(f"/tmp/nccl-preflight-{self.run_id}-{h.inventory_name}", True)
+            run_dirs = [
+                Path(f"/tmp/nccl-preflight-{self.run_id}-{h.inventory_name}") for h in lab.hosts
+            ]
+            self.leftover_run_dirs = [d for d in run_dirs if d.exists()]
+            for d in run_dirs:
+                shutil.rmtree(d, True)
         self.output = self.proc.stdout + self.proc.stderr
         self.results: dict[str, dict[str, dict]] = {}
         for h in lab.hosts:
@@ -135,6 +139,7 @@ def test_healthy_lab_passes_every_check_and_changes_nothing(
     assert run.result(0, "master_port_free")["status"] == "passed"
     # The checks only read: no firewall rule changed, no async job file outside the run dir.
     assert firewall_state(lab) == firewalls_before
+    assert run.leftover_run_dirs == []  # listeners' files lived in the run dir, removed at the end
     assert (set(async_dir.iterdir()) if async_dir.exists() else set()) == async_before
 
 
