@@ -1,0 +1,264 @@
+"""Render BENCHMARKS.md from bench/results.json (written by bench/run.py; do not edit by hand)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.common import PHASES, fmt
+
+
+def _met(value: Any) -> str:
+    return {True: "**met**", False: "**not met**"}.get(value, "not measured")
+
+
+def _load(res: dict[str, Any]) -> str:
+    before = res.get("load_before") or []
+    after = res.get("load_after") or []
+    if not before:
+        return "n/a"
+    return f"{before[0]:.2f} before, {after[0]:.2f} after (1-min load average)"
+
+
+def _header(res: dict[str, Any]) -> list[str]:
+    rep = res.get("repeats")
+    return [
+        f"Measured {res.get('date', 'n/a')}, {rep} repeat(s), median shown; took "
+        f"{fmt(res.get('duration_s'), 0)} s; machine load {_load(res)}.",
+        "",
+    ]
+
+
+def render(stored: dict[str, Any]) -> str:
+    benches: dict[str, Any] = stored.get("benchmarks", {})
+    any_res = next(iter(benches.values()), {})
+    m = any_res.get("machine", {})
+    v = any_res.get("versions", {})
+    out = [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` (`.venv/bin/python -m bench.run`); the raw numbers are in",
+        "`bench/results.json`. Benchmarks are not tests: CI does not run them and nothing",
+        "asserts a timing. Every lab host is a network namespace of this one machine, so every",
+        "host shares its cores: numbers that grow with the host count mostly measure this",
+        "machine's CPU.",
+        "",
+        "## Machine and versions",
+        "",
+        f"- {m.get('nproc', 'n/a')} CPUs ({m.get('cpu_model', 'n/a')}), "
+        f"{fmt(m.get('memory_gib'), 1)} GiB memory, kernel {m.get('kernel', 'n/a')}",
+        f"- Python {v.get('python', 'n/a')}, torch {v.get('torch', 'n/a')}, ansible-core "
+        f"{v.get('ansible-core', 'n/a')}, {v.get('openssh', 'n/a')}, {v.get('iperf3', 'n/a')}",
+        "- Other engineers' jobs shared the machine during some runs: each section gives the load.",
+        "",
+        "## Summary",
+        "",
+        "| benchmark | goal | measured | goal met |",
+        "|---|---|---|---|",
+    ]
+    for name, measured in (
+        ("overhead", _overhead_line),
+        ("scaling", _scaling_line),
+        ("fidelity", _fidelity_line),
+        ("detect", _detect_line),
+    ):
+        res = benches.get(name)
+        if res is None:
+            out.append(f"| {name} | | not run yet | not measured |")
+        elif "error" in res:
+            out.append(f"| {name} | | error: {res['error']} | not measured |")
+        else:
+            out.append(f"| {name} | {res['goal']} | {measured(res)} | {_met(res.get('met'))} |")
+    out.append("")
+    for name, section in (
+        ("overhead", _overhead),
+        ("scaling", _scaling),
+        ("tuning", _tuning),
+        ("fidelity", _fidelity),
+        ("detect", _detect),
+    ):
+        res = benches.get(name)
+        if res is not None and "error" not in res:
+            out += section(res)
+    out += FINDINGS
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------------ overhead
+def _overhead_line(r: dict[str, Any]) -> str:
+    return (
+        f"{fmt(r['playbook_s'])} s vs {fmt(r['floor_s'])} s by hand = {fmt(r['ratio'], 2)}x "
+        f"(+{fmt(r['overhead_s'])} s)"
+    )
+
+
+def _phase_table(phases: dict[str, float | None]) -> list[str]:
+    rows = ["| phase | seconds |", "|---|---|"]
+    rows += [f"| {p} | {fmt(phases.get(p), 2)} |" for p in PHASES if phases.get(p)]
+    return rows
+
+
+def _overhead(r: dict[str, Any]) -> list[str]:
+    out = [
+        "## 1. Overhead: validate.yml against torchrun by hand",
+        "",
+        *_header(r),
+        f"2-host lab, {r['nproc_per_node']} ranks per host, gloo on CPU. nccl_check arguments: "
+        f"`{' '.join(r['check_args']) or '(project default: every test, bandwidth 1K..1M)'}`; "
+        f"nccl_run_timeout {r['run_timeout']}. The floor is the same torchrun command roles/launch "
+        "builds, started in both hosts at once (`ip netns exec`, static rendezvous on host 0's "
+        "fabric address, GLOO_SOCKET_IFNAME set). Every measurement on a fresh lab.",
+        "",
+        f"- floor (by hand): **{fmt(r['floor_s'])} s** (CPU {fmt(r.get('floor_cpu_s'))} s)",
+        f"- validate.yml: **{fmt(r['playbook_s'])} s** (control-side CPU "
+        f"{fmt(r.get('control_cpu_s'))} s, in-host CPU {fmt(r.get('node_cpu_s'))} s)",
+        f"- ratio **{fmt(r['ratio'], 2)}x**, fixed overhead {fmt(r['overhead_s'])} s; every run "
+        f"passed: {r.get('all_passed')}",
+        "",
+        "Per phase (median wall seconds; from bench/callbacks/bench_timer.py):",
+        "",
+        *_phase_table(r["phases"]),
+        "",
+        "Slowest tasks (median seconds, summed over the task's loop):",
+        "",
+        "| seconds | phase | task |",
+        "|---|---|---|",
+    ]
+    out += [f"| {fmt(t['seconds'], 2)} | {t['phase']} | {t['task']} |" for t in r["top_tasks"]]
+    return [*out, ""]
+
+
+# ------------------------------------------------------------------------------------ scaling
+def _scaling_line(r: dict[str, Any]) -> str:
+    proj = r["results"].get("project", {})
+    sizes = sorted(proj, key=int)
+    walls = ", ".join(f"{n}: {fmt(proj[n]['wall_s'])} s" for n in sizes)
+    return f"{walls}; {fmt(r['ratio'], 2)}x; {fmt(r['slope_s_per_host'], 2)} s/host"
+
+
+def _scaling_table(results: dict[str, Any]) -> list[str]:
+    shown = [p for p in PHASES if any((s["phases"].get(p) or 0) > 0.05 for s in results.values())]
+    out = [
+        "| hosts | wall s | rc | control CPU s | in-host CPU s | " + " | ".join(shown) + " |",
+        "|---" * (5 + len(shown)) + "|",
+    ]
+    for n in sorted(results, key=int):
+        s = results[n]
+        out.append(
+            f"| {n} | {fmt(s['wall_s'])} | {s['rcs']} | {fmt(s['control_cpu_s'])} | "
+            f"{fmt(s['node_cpu_s'])} | " + " | ".join(fmt(s["phases"].get(p)) for p in shown) + " |"
+        )
+    return out
+
+
+def _scaling(r: dict[str, Any]) -> list[str]:
+    growth = r.get("phase_growth_s") or {}
+    top = sorted(growth.items(), key=lambda kv: -(kv[1] or 0))[:3]
+    return [
+        "## 2. Scaling: pre-flight only (`--tags preflight`), 2 to 32 hosts",
+        "",
+        *_header(r),
+        "Inputs, facts, environment, pre-flight checks, cleanup and report; no torch launch. "
+        "Phases in wall seconds (medians). CPU: control = ansible-playbook and its ssh clients; "
+        "in-host = everything the lab hosts' sshd ran (the modules), counted with cgroup cpuacct.",
+        "",
+        *_scaling_table(r["results"].get("project", {})),
+        "",
+        f"- largest / smallest: **{fmt(r['ratio'], 2)}x** (goal <= 2x): {_met(r.get('met'))}",
+        f"- slope: **{fmt(r['slope_s_per_host'], 2)} s per host** (least squares over the sizes)",
+        f"- in-host CPU per extra host: {fmt(r.get('node_cpu_s_per_host'), 2)} s",
+        "- phases that grow most (largest minus smallest, s): "
+        + ", ".join(f"{p} +{fmt(g)}" for p, g in top),
+        "",
+    ]
+
+
+def _tuning(r: dict[str, Any]) -> list[str]:
+    out = [
+        "## 2b. Tuning: Ansible knobs, pre-flight only",
+        "",
+        *_header(r),
+        "Each variant is set through ANSIBLE_* environment variables on top of ansible.cfg.",
+        "",
+        "| variant | what | " + " | ".join(f"{n} hosts s" for n in _sizes(r)) + " |",
+        "|---|---|" + "---|" * len(_sizes(r)),
+    ]
+    for name, what in r["variants"].items():
+        res = r["results"].get(name, {})
+        cells = " | ".join(
+            f"{fmt(res[str(n)]['wall_s'])} (rc {res[str(n)]['rcs']})" if str(n) in res else ""
+            for n in _sizes(r)
+        )
+        out.append(f"| {name} | {what} | {cells} |")
+    return [*out, ""]
+
+
+def _sizes(r: dict[str, Any]) -> list[int]:
+    return sorted({int(n) for res in r["results"].values() for n in res})
+
+
+# ------------------------------------------------------------------------------------ fidelity
+def _fidelity_line(r: dict[str, Any]) -> str:
+    return ", ".join(f"{c} {fmt(s['ratio'], 2)}" for c, s in r["summary"].items())
+
+
+def _fidelity(r: dict[str, Any]) -> list[str]:
+    link = r["link_bps"]
+    fwd, rev = r.get("duplex_bps") or (None, None)
+    out = [
+        "## 3. Fidelity: nccl_check busbw against the link rate",
+        "",
+        *_header(r),
+        f"Both fabric links limited with tc tbf to {r['rate']} (lab.rate_limit). 2 hosts x 1 rank, "
+        f"gloo; nccl_check `{' '.join(r['check_args'])}`, started with torchrun by hand.",
+        "",
+        f"- link rate (iperf3, one TCP stream, one way, 5 s): **{fmt(link / 1e9, 3)} Gbit/s** = "
+        f"{fmt(link / 8e9, 4)} GB/s",
+        f"- both ways at once (iperf3 --bidir): {fmt(fwd / 1e9 if fwd else None, 3)} + "
+        f"{fmt(rev / 1e9 if rev else None, 3)} Gbit/s: the link is full duplex",
+        "",
+        "| collective | size (B) | busbw GB/s | busbw / link |",
+        "|---|---|---|---|",
+    ]
+    for c, s in r["summary"].items():
+        out.append(
+            f"| {c} | {s['size_bytes']} | {fmt(s['busbw_gbps'], 4)} | **{fmt(s['ratio'], 3)}** |"
+        )
+    return [*out, ""]
+
+
+# ------------------------------------------------------------------------------------ detect
+def _detect_line(r: dict[str, Any]) -> str:
+    return (
+        f"{fmt(r['detect_s'])} s after the link went down (timeout {r['run_timeout']} s, "
+        f"limit {r['run_timeout'] + 15} s)"
+    )
+
+
+def _detect(r: dict[str, Any]) -> list[str]:
+    return [
+        "## 4. Time to detect a dead fabric link",
+        "",
+        *_header(r),
+        f"2-host lab, nccl_run_timeout={r['run_timeout']}, nccl_check "
+        f"`{' '.join(r['check_args'])}`. As soon as a rank-<R>.json appeared in a host's run "
+        "directory, host 2's fabric link was set down (lab.link_down). Measured until "
+        "ansible-playbook ended.",
+        "",
+        f"- link down {fmt(r['down_after_start_s'])} s after ansible-playbook started",
+        f"- **{fmt(r['detect_s'])} s** from link down to the play's end (goal <= "
+        f"{r['run_timeout'] + 15} s): {_met(r.get('met'))}",
+        f"- the play reported the failure (non-zero exit) every time: {r['reported_failure']}",
+        f"- whole run {fmt(r['wall_s'])} s",
+        "",
+        *_phase_table(r["phases"]),
+        "",
+    ]
+
+
+FINDINGS = [
+    "## Findings and what was tuned",
+    "",
+    "See the final section of each benchmark above for the numbers; the analysis below was written",
+    "from those runs and is kept in bench/report.py (FINDINGS).",
+    "",
+]
