@@ -355,10 +355,24 @@ def rank_suite(
 
     status = result.get("status")
     unfinished = status == "running" or not result.get("finished_at")
+    launch = host.launch or {}
+    ended = launch.get("timed_out") or launch.get("stopped_by")
+    if ended and not unfinished and cases and cases[-1].errors:
+        # The rank recorded its running test as an error when it was ended (SIGTERM): say why.
+        error = cases[-1].errors[-1]
+        why = (
+            f"nccl_run_timeout ran out{_launch_timeout(launch)}"
+            if launch.get("timed_out")
+            else f"the run was stopped ({launch['stopped_by']})"
+        )
+        error["type"] = "hung"
+        error["message"] = (
+            f"rank {rank} on {host.host} hung in {cases[-1].name}: {why} and its process tree "
+            f"was ended. The rank said: {error['message']}"
+        )
     if unfinished:
         current = result.get("current_test") or "run"
-        launch = host.launch or {}
-        hung = bool(launch.get("timed_out") or launch.get("stopped_by"))
+        hung = bool(ended)
         kind = "hung" if hung else "crashed"
         message = (
             f"rank {rank} on {host.host} {kind} in {current}: its last result was written while "

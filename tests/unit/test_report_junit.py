@@ -550,3 +550,23 @@ def test_real_nccl_check_output_gives_a_valid_report(
         names = {c.get("name") for c in merged["nccl.node1.rank0"].iter("testcase")}
         assert {"all_reduce_sum", "bandwidth_all_reduce"} <= names
         assert "bandwidth_all_reduce" in {row["collective"] for row in result["bandwidth"]}
+
+
+def test_a_rank_ended_at_the_timeout_is_hung_in_its_running_test(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nccl_check records the running test as an error when SIGTERM ends it; the timeout says
+    that the rank hung there."""
+    run = RunDir(tmp_path, ["node1"], nproc=1).plan().launch("node1", rc=1, timed_out=True)
+    doc = rank_doc("node1", 0, 0, 0, 1, 1, status="error", current_test="broadcast")
+    doc["tests"] = doc["tests"][:4]
+    doc["tests"][-1].update(status="error", message="rank 0 on node1 was stopped by SIGTERM")
+    run.rank("node1", 0, doc=doc)
+    build(run, capsys)
+    validate_all(run.dir)
+    error = case(suites(run.dir / "junit.xml")["nccl.node1.rank0"], "broadcast").find("error")
+    assert error.get("type") == "hung"
+    assert error.get("message").startswith(
+        "rank 0 on node1 hung in broadcast: nccl_run_timeout ran out after 60 s"
+    )
+    assert error.get("message").endswith("The rank said: rank 0 on node1 was stopped by SIGTERM")
