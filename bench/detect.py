@@ -1,13 +1,15 @@
 """Time to detect: a fabric link goes down mid-run; how long until the play has reported?
 
-validate.yml runs on a 2-host lab with a small nccl_run_timeout. As soon as a rank has written its
-rank-<R>.json in its run directory (the ranks have started), host 2's fabric link is set down.
+validate.yml runs on a 2-host lab with a small nccl_run_timeout. As soon as a rank has recorded
+MIN_TESTS_DONE tests in its rank-<R>.json (the ranks are inside the collectives), host 2's fabric
+link is set down.
 Measured: seconds from the link going down to the end of ansible-playbook (the report written and
 the verdict given). Goal: <= nccl_run_timeout + 15 s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import time
@@ -19,6 +21,8 @@ from bench.common import PHASES, finish_playbook, lab_session, log, median, star
 RUN_TIMEOUT = 60
 GOAL_MARGIN = 15.0
 NPROC = 1
+# The link goes down once a rank has recorded this many tests (check-in, init, a collective).
+MIN_TESTS_DONE = 3
 # Enough work that the ranks are still running when the link goes down.
 CHECK_ARGS = ["--max-bytes", "4M", "--iters", "50"]
 
@@ -40,7 +44,7 @@ def run(workdir: Path, repeats: int) -> dict[str, Any]:
             pattern = str(run_root / "nccl-preflight-*" / "results" / "rank-*.json")
             down_at = None
             while proc.poll() is None:
-                if glob.glob(pattern):
+                if _tests_done(pattern) >= MIN_TESTS_DONE:
                     lab.link_down(victim)
                     down_at = time.monotonic()
                     break
@@ -79,6 +83,15 @@ def run(workdir: Path, repeats: int) -> dict[str, Any]:
         "runs": runs,
         "repeats": repeats,
     }
+
+
+def _tests_done(pattern: str) -> int:
+    """The most tests any rank has recorded so far (0 while no rank file exists)."""
+    done = 0
+    for path in glob.glob(pattern):
+        with contextlib.suppress(OSError, ValueError):
+            done = max(done, len(json.loads(Path(path).read_text()).get("tests", [])))
+    return done
 
 
 def _summary(report_root: Path) -> str:

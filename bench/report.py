@@ -240,9 +240,9 @@ def _detect(r: dict[str, Any]) -> list[str]:
         "",
         *_header(r),
         f"2-host lab, nccl_run_timeout={r['run_timeout']}, nccl_check "
-        f"`{' '.join(r['check_args'])}`. As soon as a rank-<R>.json appeared in a host's run "
-        "directory, host 2's fabric link was set down (lab.link_down). Measured until "
-        "ansible-playbook ended.",
+        f"`{' '.join(r['check_args'])}`. As soon as a rank had recorded its first collective in "
+        "rank-<R>.json (check-in and init done), host 2's fabric link was set down "
+        "(lab.link_down). Measured until ansible-playbook ended.",
         "",
         f"- link down {fmt(r['down_after_start_s'])} s after ansible-playbook started",
         f"- **{fmt(r['detect_s'])} s** from link down to the play's end (goal <= "
