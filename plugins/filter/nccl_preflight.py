@@ -699,6 +699,15 @@ def nccl_preflight_failures_text(results_by_host: dict[str, list[dict]]) -> str:
     return "\n".join(blocks)
 
 
+def nccl_preflight_failed_hosts(results_by_host: dict[str, list[dict] | None]) -> list[str]:
+    """Hosts with a failed check, or without results, in the given order."""
+    return [
+        host
+        for host, results in results_by_host.items()
+        if results is None or any(r.get("status") == "failed" for r in results)
+    ]
+
+
 class FilterModule:
     """Pre-flight verdict filters."""
 
@@ -708,5 +717,6 @@ class FilterModule:
             "nccl_preflight_ring_peers": nccl_preflight_ring_peers,
             "nccl_preflight_expected_connections": nccl_preflight_expected_connections,
             "nccl_preflight_failures_text": nccl_preflight_failures_text,
+            "nccl_preflight_failed_hosts": nccl_preflight_failed_hosts,
             "nccl_preflight_probe_plan": nccl_preflight_probe_plan,
         }

@@ -419,3 +419,4 @@ def test_failures_text_groups_by_host_with_fixes() -> None:
     assert "    fix: " in text and "node1" not in text.split("\n")[0]
     assert "node5: no pre-flight results" in text
     assert pf.nccl_preflight_failures_text({h: by_host[h] for h in HOSTS[:3]}) == ""
+    assert pf.nccl_preflight_failed_hosts(by_host) == ["node4", "node5"]
