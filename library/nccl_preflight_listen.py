@@ -13,7 +13,7 @@ description:
     kernel picks from C(net.ipv4.ip_local_port_range) on every host), writes the bound ports to
     O(port_file) as soon as all are listening, then accepts connections until each listener got
     its O(listeners[].expect) connections or O(timeout) seconds passed, and closes them all.
-  - Meant to run with C(async) and C(poll: 0) while the peers connect, then C(async_status).
+  - "Meant to run with C(async) and C(poll: 0) while the peers connect, then C(async_status)."
   - A listener that cannot bind (address not local, port in use) is reported in the result with
     its error; it does not fail the module, so the other checks still run.
 version_added: "0.1.0"
@@ -42,7 +42,7 @@ options:
         default: 1
   port_file:
     description:
-      - JSON file written (mode 0600) once every listener is bound, C({name: {port, error}}).
+      - "JSON file written (mode 0600) once every listener is bound: C({name: {port, error}})."
       - Put it in the run directory; nothing else is written.
     type: path
     required: true
