@@ -219,6 +219,13 @@ def test_hostname_on_127_0_1_1_fails_with_the_hosts_fix() -> None:
     assert "/etc/hosts" in v["hint"] and "10.0.0.14" in v["hint"]
 
 
+def test_hostname_on_loopback_passes_when_the_fabric_is_loopback_too() -> None:
+    alone = observation(1, address="127.0.0.1")
+    alone["facts"]["hostname_addresses"] = ["127.0.1.1"]
+    v = verdicts({"node1": alone}, "node1", order=["node1"])["hostname"]
+    assert v["status"] == "passed" and "single-machine" in v["message"]
+
+
 def test_master_addr_must_be_a_literal_of_the_hosts_family() -> None:
     obs = cluster(node2=observation(2, address="fd00::12"))
     v = verdicts(obs, "node2")["master_addr"]
