@@ -14,7 +14,7 @@ description:
     session, records every process of its tree (pid and start time) in
     C(<run_dir>/torchrun.pids), waits up to O(timeout) seconds, and then ends every recorded
     process that is still alive (SIGTERM, then SIGKILL after O(kill_grace) seconds). It does the
-    same when it receives SIGTERM, SIGINT or SIGHUP. Meant to run with C(async) and C(poll: 0) so
+    same when it receives SIGTERM, SIGINT or SIGHUP. Meant to run with C(async) and C(poll=0) so
     all nodes start together whatever C(forks) is.
   - torchrun starts each worker in a new session, so killing torchrun's process group is not
     enough; the module makes itself a child subreaper so orphaned workers stay in its tree.

@@ -136,6 +136,21 @@ def test_two_hosts_three_ranks_each_pass_end_to_end(lab2: Lab, tmp_path: Path) -
         assert not run_dir(run_id, host).exists(), "the run directory must be removed"
     assert leftovers(run_id) == []
 
+    # --tags report alone rebuilds the JUnit of the latest run from the collected files.
+    merged = (report / "junit.xml").read_text()
+    (report / "junit.xml").unlink()
+    rebuilt = lab2.ansible_playbook(
+        "playbooks/validate.yml",
+        "--tags",
+        "report",
+        "-e",
+        json.dumps({"nccl_report_root": str(tmp_path)}),
+        timeout=300,
+    )
+    assert rebuilt.returncode == 0, rebuilt.stdout[-4000:] + rebuilt.stderr[-2000:]
+    assert set(rank_suites(report / "junit.xml")) == expected
+    assert len((report / "junit.xml").read_text()) == len(merged)
+
 
 def test_four_hosts_with_one_fork_start_together(lab4: Lab, tmp_path: Path) -> None:
     run_id = new_run_id()
