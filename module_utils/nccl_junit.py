@@ -232,7 +232,8 @@ def rank_properties(result: dict[str, Any]) -> dict[str, str]:
         props[f"version.{key}"] = "" if value is None else str(value)
     for test in result.get("tests") or []:
         for row in test.get("bandwidth") or []:
-            name = f"bandwidth.{test.get('name')}.{row.get('size_bytes')}"
+            collective = str(test.get("name")).removeprefix("bandwidth_")
+            name = f"bandwidth.{collective}.{row.get('size_bytes')}"
             props[name] = " ".join(
                 f"{key}={_fmt_num(row.get(key))}"
                 for key in (

@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import subprocess
+import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -21,8 +22,6 @@ from typing import Any
 import pytest
 
 from tests.lab.harness import Lab
-
-pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT.parent / "shared" / "schemas" / "jenkins-junit.xsd"
@@ -109,6 +108,7 @@ def wait_for_record(path: Path, test: str, timeout: float) -> dict[str, Any]:
     raise AssertionError(f"{path} never reached {test}")
 
 
+@pytest.mark.lab
 def test_two_hosts_three_ranks_each_pass_end_to_end(lab2: Lab, tmp_path: Path) -> None:
     run_id = new_run_id()
     result = playbook(
@@ -152,6 +152,7 @@ def test_two_hosts_three_ranks_each_pass_end_to_end(lab2: Lab, tmp_path: Path) -
     assert len((report / "junit.xml").read_text()) == len(merged)
 
 
+@pytest.mark.lab
 def test_four_hosts_with_one_fork_start_together(lab4: Lab, tmp_path: Path) -> None:
     run_id = new_run_id()
     result = playbook(
@@ -177,6 +178,7 @@ def test_four_hosts_with_one_fork_start_together(lab4: Lab, tmp_path: Path) -> N
     assert leftovers(run_id) == []
 
 
+@pytest.mark.lab
 def test_a_rank_killed_mid_run_is_an_error_and_the_others_are_reported(
     lab2: Lab, tmp_path: Path
 ) -> None:
@@ -226,6 +228,7 @@ def test_a_rank_killed_mid_run_is_an_error_and_the_others_are_reported(
     assert leftovers(run_id) == []
 
 
+@pytest.mark.lab
 def test_fabric_link_down_mid_run_ends_within_the_timeout(lab2: Lab, tmp_path: Path) -> None:
     """Rank 0 stops before barrier (as if stuck) while node 2 loses its fabric link: nothing
     finishes by itself, so nccl_run_timeout must end every process tree on every host."""
@@ -280,4 +283,31 @@ def test_fabric_link_down_mid_run_ends_within_the_timeout(lab2: Lab, tmp_path: P
         hung = [c.find("error") for c in suite.iter("testcase") if c.find("error") is not None]
         assert hung and hung[-1].get("type") == "hung", ET.tostring(suite)
     validate(report)
+    assert leftovers(run_id) == []
+
+
+@pytest.mark.torchrun
+def test_embedded_local_inventory_passes_without_a_gpu(tmp_path: Path) -> None:
+    """inventory/local, the default: this machine alone, two ranks, gloo over loopback."""
+    run_id = new_run_id()
+    exe = Path(sys.executable).parent / "ansible-playbook"
+    variables = {
+        "nccl_run_id": run_id,
+        "nccl_report_root": str(tmp_path),
+        "nccl_check_args": QUICK,
+        "nccl_master_port": 29547,
+    }
+    result = subprocess.run(
+        [str(exe), "playbooks/validate.yml", "-e", json.dumps(variables)],
+        cwd=ROOT,
+        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    suites = rank_suites(tmp_path / run_id / "junit.xml")
+    assert set(suites) == {"nccl.localhost.rank0", "nccl.localhost.rank1"}
+    validate(tmp_path / run_id)
     assert leftovers(run_id) == []
