@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import select
 import subprocess
 import time
@@ -37,7 +38,9 @@ IPERF_SECONDS = 5
 IPERF_PORT = 5201
 
 
-def iperf3(lab: Lab, server: int = 1, client: int = 0, bidir: bool = False) -> dict[str, Any]:
+def iperf3(
+    lab: Lab, server: int = 1, client: int = 0, bidir: bool = False, port: int = IPERF_PORT
+) -> dict[str, Any]:
     """TCP goodput from host `client` to host `server` over the fabric (lab addresses only).
 
     bidir: both directions at once (is the link full duplex?); adds reverse_received_bps.
@@ -57,27 +60,28 @@ def iperf3(lab: Lab, server: int = 1, client: int = 0, bidir: bool = False) -> d
             "-B",
             srv.fabric_addr,
             "-p",
-            str(IPERF_PORT),
+            str(port),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        text=True,
     )
     try:
         assert server_proc.stdout is not None
+        # Raw reads: select() on a buffered text file misses lines already in its buffer.
+        fd = server_proc.stdout.fileno()
         deadline = time.monotonic() + 10
-        while True:  # until the server says it listens (--forceflush: line by line to the pipe)
+        seen = ""
+        while "listening" not in seen.lower():
             left = deadline - time.monotonic()
-            ready, _, _ = select.select([server_proc.stdout], [], [], max(0.0, left))
-            line = server_proc.stdout.readline() if ready else ""
-            if "listening" in line.lower():
-                break
-            if left <= 0 or (ready and not line):
-                raise RuntimeError(f"iperf3 server did not start in {srv.name}")
+            ready, _, _ = select.select([fd], [], [], max(0.0, left))
+            chunk = os.read(fd, 4096).decode(errors="replace") if ready else ""
+            seen += chunk
+            if left <= 0 or (ready and not chunk):
+                raise RuntimeError(f"iperf3 server did not start in {srv.name}: {seen.strip()}")
         result = lab.run(
             cli,
             ["timeout", bound, "iperf3", "-c", srv.fabric_addr, "-B", cli.fabric_addr,
-             "-p", str(IPERF_PORT), "-t", str(IPERF_SECONDS), "-O", "1", "-J",
+             "-p", str(port), "-t", str(IPERF_SECONDS), "-O", "1", "-J",
              *(["--bidir"] if bidir else [])],
             check=False, timeout=IPERF_SECONDS + 30,
         )  # fmt: skip
@@ -138,7 +142,7 @@ def run(workdir: Path, repeats: int) -> dict[str, Any]:
             for h in lab.hosts:
                 lab.rate_limit(h, RATE)
             link = iperf3(lab)
-            duplex = iperf3(lab, bidir=True)
+            duplex = iperf3(lab, bidir=True, port=IPERF_PORT + 1)
             hand = run_by_hand(
                 lab, workdir / "fidelity", f"r{i}", nproc=1, check_args=check_args,
                 check_timeout=check_timeout_for(300), port=29500 + i,

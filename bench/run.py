@@ -72,8 +72,10 @@ def run_one(name: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any
     if name == "scaling":
         return scaling.run(workdir, args.repeats, sizes=args.sizes, variants=("project",))
     if name == "tuning":
-        sizes = tuple(s for s in scaling.TUNING_SIZES if s in args.sizes) or scaling.TUNING_SIZES
-        res = scaling.run(workdir, args.repeats, sizes=sizes, variants=tuple(scaling.VARIANTS))
+        sizes = scaling.TUNING_SIZES if args.sizes == scaling.SIZES else args.sizes
+        res = scaling.run(
+            workdir, args.repeats, sizes=sizes, variants=tuple(scaling.VARIANTS), tuning_sizes=sizes
+        )
         res["name"] = "tuning"
         return res
     if name == "fidelity":

@@ -97,12 +97,13 @@ def run(
     sizes: tuple[int, ...] = SIZES,
     variants: tuple[str, ...] = tuple(VARIANTS),
     tuning_repeats: int | None = None,
+    tuning_sizes: tuple[int, ...] = TUNING_SIZES,
 ) -> dict[str, Any]:
     results: dict[str, dict[int, dict[str, Any]]] = {}
     raw: list[dict[str, Any]] = []
     for variant in variants:
         _, env = VARIANTS[variant]
-        var_sizes = sizes if variant == "project" else tuple(s for s in TUNING_SIZES if s in sizes)
+        var_sizes = sizes if variant == "project" else tuning_sizes
         reps = repeats if variant == "project" else (tuning_repeats or repeats)
         results[variant] = {}
         for n in var_sizes:
