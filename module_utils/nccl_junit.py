@@ -428,8 +428,13 @@ def preflight_suite(host: HostData) -> TestSuite | None:
         )
         cases.append(case)
     for item in (host.preflight or {}).get("results") or []:
-        case = TestCase(str(item.get("check") or "unnamed"), classname=classname)
         message = clean_text(_with_hint(str(item.get("message") or ""), item.get("hint")))
+        # What a passed check saw ("fab0 up, mtu 9000") is worth reading too.
+        case = TestCase(
+            str(item.get("check") or "unnamed"),
+            classname=classname,
+            stdout=message if item.get("status") == "passed" and message else None,
+        )
         status = item.get("status")
         if status == "failed":
             case.add_failure_info(message=message or "failed", output=message or None)

@@ -296,6 +296,7 @@ def test_all_passed_gives_one_suite_per_rank_and_per_host(
     assert props["version.torch"] == "2.13.0+cpu" and props["backend"] == "gloo"
     assert "busbw_gbps=" in props["bandwidth.all_reduce.65536"]
     pre = merged["preflight.node1"]
+    assert case(pre, "fabric_interface").find("system-out").text == "fab0 up"
     assert case(pre, "gpu_present").find("skipped").get("message") == "backend gloo needs no GPU"
     # junit-xml writes times with 6 decimals and disabled="0": neither survives.
     root = ET.parse(run.dir / "junit.xml").getroot()
