@@ -166,6 +166,11 @@ def _scaling(r: dict[str, Any]) -> list[str]:
         f"- largest / smallest: **{fmt(r['ratio'], 2)}x** (goal <= 2x): {_met(r.get('met'))}",
         f"- slope: **{fmt(r['slope_s_per_host'], 2)} s per host** (least squares over the sizes)",
         f"- in-host CPU per extra host: {fmt(r.get('node_cpu_s_per_host'), 2)} s",
+        f"- sizes above {r.get('large', 8)} hosts: {r.get('large_repeats', r['repeats'])} run(s) "
+        f"each (`--large-repeats`); smaller sizes {r['repeats']}",
+        "- *estimate, not a measurement*: if every host were a machine of its own, only the "
+        "control CPU would be shared: wall(n) ~ wall(2) + extra control CPU / cores = "
+        + ", ".join(f"{n}: {fmt(w)} s" for n, w in (r.get("control_projection_s") or {}).items()),
         "- phases that grow most (largest minus smallest, s): "
         + ", ".join(f"{p} +{fmt(g)}" for p, g in top),
         "",

@@ -50,6 +50,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="lab sizes for the scaling benchmark (default: 2,8,16,32)",
     )
     parser.add_argument(
+        "--large-repeats",
+        type=int,
+        default=1,
+        help=f"runs per scaling size above {scaling.LARGE} hosts (default: 1, to keep make bench "
+        "near 25 minutes)",
+    )
+    parser.add_argument(
         "--keep-work", action="store_true", help="keep the work directory (logs, reports)"
     )
     parser.add_argument(
@@ -70,7 +77,13 @@ def run_one(name: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any
     if name == "overhead":
         return overhead.run(workdir, args.repeats)
     if name == "scaling":
-        return scaling.run(workdir, args.repeats, sizes=args.sizes, variants=("project",))
+        return scaling.run(
+            workdir,
+            args.repeats,
+            sizes=args.sizes,
+            variants=("project",),
+            large_repeats=args.large_repeats,
+        )
     if name == "tuning":
         sizes = scaling.TUNING_SIZES if args.sizes == scaling.SIZES else args.sizes
         res = scaling.run(
