@@ -709,6 +709,14 @@ def nccl_preflight_failures_text(results_by_host: dict[str, list[dict]]) -> str:
     return "\n".join(blocks)
 
 
+def nccl_preflight_by_host(hosts: list[str], hostvars: Any) -> dict[str, list[dict] | None]:
+    """Each host's pre-flight results, None for a host that has none (unreachable, failed)."""
+    return {
+        host: hostvars[host]["preflight_results"] if "preflight_results" in hostvars[host] else None
+        for host in hosts
+    }
+
+
 def nccl_preflight_failed_hosts(results_by_host: dict[str, list[dict] | None]) -> list[str]:
     """Hosts with a failed check, or without results, in the given order."""
     return [
@@ -728,5 +736,6 @@ class FilterModule:
             "nccl_preflight_expected_connections": nccl_preflight_expected_connections,
             "nccl_preflight_failures_text": nccl_preflight_failures_text,
             "nccl_preflight_failed_hosts": nccl_preflight_failed_hosts,
+            "nccl_preflight_by_host": nccl_preflight_by_host,
             "nccl_preflight_probe_plan": nccl_preflight_probe_plan,
         }

@@ -1,0 +1,137 @@
+"""The whole playbook on the lab when something is wrong: the verdict and the JUnit still arrive.
+
+A pre-flight failure skips the launch (it would only wait for the timeout) and every rank says why;
+an unreachable host is an error for that host. Either way the play exits non-zero, the merged JUnit
+is complete and valid against the Jenkins schema.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.lab.harness import Lab
+
+pytestmark = pytest.mark.lab
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT.parent / "shared" / "schemas" / "jenkins-junit.xsd"
+MASTER_PORT = 29500
+SMALL_CHECK = '{"nccl_check_args": ["--max-bytes", "65536", "--iters", "2", "--warmup", "1"]}'
+
+
+def validate(inventory: Path, report_root: Path, run_id: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            str(inventory),
+            "playbooks/validate.yml",
+            "-e",
+            f"nccl_run_id={run_id}",
+            "-e",
+            f"nccl_report_root={report_root}",
+            "-e",
+            "nccl_run_timeout=60",
+            "-e",
+            SMALL_CHECK,
+        ],
+        cwd=ROOT,
+        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+
+
+def junit_cases(junit: Path) -> dict[tuple[str, str], ET.Element]:
+    root = ET.parse(junit).getroot()
+    return {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
+
+
+def assert_schema_valid(report_dir: Path) -> None:
+    if not SCHEMA.is_file():
+        pytest.skip(f"Jenkins JUnit schema not found at {SCHEMA} (../shared beside the repo)")
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(SCHEMA))
+    for path in [report_dir / "junit.xml", *sorted((report_dir / "junit").glob("*.xml"))]:
+        schema.validate(str(path))
+
+
+def classname_host(host: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in host)
+
+
+def test_preflight_failure_skips_the_launch_and_every_rank_says_why(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    run_id = f"verdict-{uuid.uuid4().hex[:8]}"
+    master = lab2.hosts[0]
+    undo = lab2.firewall_drop(master, MASTER_PORT)
+    try:
+        result = validate(lab2.inventory_dir, tmp_path, run_id)
+    finally:
+        undo()
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "FAILED" in output and master.inventory_name in output
+
+    report_dir = tmp_path / run_id
+    cases = junit_cases(report_dir / "junit.xml")
+    firewall = cases[(f"preflight.{classname_host(master.inventory_name)}", "firewall")]
+    failure = firewall.find("failure")
+    assert failure is not None
+    assert str(MASTER_PORT) in failure.get("message", "") + (failure.text or "")
+    # Both hosts' ranks are in the JUnit, as errors that say the launch was skipped and why.
+    rank_errors = [
+        case.find("error")
+        for (classname, _), case in cases.items()
+        if classname.startswith("nccl.") and case.find("error") is not None
+    ]
+    assert len({c for c, _ in cases if c.startswith("nccl.")}) == len(lab2.hosts)
+    assert rank_errors and all("launch was skipped" in e.get("message", "") for e in rank_errors)
+    assert_schema_valid(report_dir)
+    # Nothing of the run is left on the nodes.
+    assert not [p for p in Path("/tmp").glob(f"nccl-preflight-{run_id}-*")]
+
+
+def test_unreachable_host_is_an_error_for_that_host(lab2: Lab, tmp_path: Path) -> None:
+    # The lab's inventory plus a third node at an address of the lab's own management network
+    # where nothing answers.
+    inventory = tmp_path / "inventory"
+    shutil.copytree(lab2.inventory_dir, inventory)
+    ghost = lab2.hosts[0].mgmt_addr.rsplit(".", 1)[0] + ".99"
+    with open(inventory / "hostfile", "a") as hostfile:
+        hostfile.write(f"{ghost} slots=1\n")
+    run_id = f"verdict-{uuid.uuid4().hex[:8]}"
+    result = validate(inventory, tmp_path, run_id)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+
+    report_dir = tmp_path / run_id
+    cases = junit_cases(report_dir / "junit.xml")
+    ghost_errors = [
+        case.find("error")
+        for (classname, _), case in cases.items()
+        if classname_host(ghost) in classname and case.find("error") is not None
+    ]
+    assert ghost_errors, sorted(cases)
+    assert any("unreachable" in (e.get("message", "") + (e.text or "")) for e in ghost_errors)
+    # The reachable hosts' ranks did not start (static rendezvous needs every node) and say so.
+    for host in lab2.hosts:
+        mine = [
+            case
+            for (c, _), case in cases.items()
+            if c.startswith(f"nccl.{classname_host(host.inventory_name)}.")
+        ]
+        assert mine and all(case.find("error") is not None for case in mine)
+    assert_schema_valid(report_dir)
