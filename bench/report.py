@@ -138,13 +138,16 @@ def _scaling_line(r: dict[str, Any]) -> str:
 def _scaling_table(results: dict[str, Any]) -> list[str]:
     shown = [p for p in PHASES if any((s["phases"].get(p) or 0) > 0.05 for s in results.values())]
     out = [
-        "| hosts | wall s | rc | control CPU s | in-host CPU s | " + " | ".join(shown) + " |",
-        "|---" * (5 + len(shown)) + "|",
+        "| hosts | wall s | rc | load after | control CPU s | in-host CPU s | "
+        + " | ".join(shown)
+        + " |",
+        "|---" * (6 + len(shown)) + "|",
     ]
     for n in sorted(results, key=int):
         s = results[n]
         out.append(
-            f"| {n} | {fmt(s['wall_s'])} | {s['rcs']} | {fmt(s['control_cpu_s'])} | "
+            f"| {n} | {fmt(s['wall_s'])} | {s['rcs']} | {fmt(s.get('load_after'), 1)} | "
+            f"{fmt(s['control_cpu_s'])} | "
             f"{fmt(s['node_cpu_s'])} | " + " | ".join(fmt(s["phases"].get(p)) for p in shown) + " |"
         )
     return out

@@ -12,6 +12,7 @@ around the lab's sshd processes) is reported too: on real hosts that work runs i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,7 @@ def measure(
         "control_cpu_s": pb.control_cpu_s,
         "node_cpu_s": pb.node_cpu_s,
         "log": pb.log_path,
+        "load_after": os.getloadavg()[0],
     }
 
 
@@ -79,6 +81,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "control_cpu_s": median([r["control_cpu_s"] for r in rows]),
         "node_cpu_s": median([r["node_cpu_s"] for r in rows]),
         "rcs": [r["rc"] for r in rows],
+        "load_after": median([r.get("load_after") for r in rows]),
         "n": len(rows),
     }
 
@@ -159,8 +162,6 @@ def _projection(project: dict[int, dict[str, Any]]) -> dict[str, float] | None:
     Only the control machine's CPU is shared then: wall(n) ~ wall(smallest) + extra control
     CPU / this machine's cores.
     """
-    import os
-
     if len(project) < 2:
         return None
     small = min(project)

@@ -712,7 +712,7 @@ def nccl_preflight_failures_text(results_by_host: dict[str, list[dict]]) -> str:
 def nccl_preflight_by_host(hosts: list[str], hostvars: Any) -> dict[str, list[dict] | None]:
     """Each host's pre-flight results, None for a host that has none (unreachable, failed)."""
     return {
-        host: hostvars[host]["preflight_results"] if "preflight_results" in hostvars[host] else None
+        host: hostvars[host].get("preflight_results")
         for host in hosts
     }
 

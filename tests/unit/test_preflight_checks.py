@@ -427,3 +427,12 @@ def test_failures_text_groups_by_host_with_fixes() -> None:
     assert "node5: no pre-flight results" in text
     assert pf.nccl_preflight_failures_text({h: by_host[h] for h in HOSTS[:3]}) == ""
     assert pf.nccl_preflight_failed_hosts(by_host) == ["node4", "node5"]
+
+
+def test_results_by_host_marks_a_host_without_results() -> None:
+    from nccl_preflight import nccl_preflight_by_host, nccl_preflight_failed_hosts
+
+    ok = [{"check": "mtu", "status": "passed"}]
+    by_host = nccl_preflight_by_host(["a", "b"], {"a": {"preflight_results": ok}, "b": {}})
+    assert by_host == {"a": ok, "b": None}
+    assert nccl_preflight_failed_hosts(by_host) == ["b"]
