@@ -711,10 +711,7 @@ def nccl_preflight_failures_text(results_by_host: dict[str, list[dict]]) -> str:
 
 def nccl_preflight_by_host(hosts: list[str], hostvars: Any) -> dict[str, list[dict] | None]:
     """Each host's pre-flight results, None for a host that has none (unreachable, failed)."""
-    return {
-        host: hostvars[host].get("preflight_results")
-        for host in hosts
-    }
+    return {host: hostvars[host].get("preflight_results") for host in hosts}
 
 
 def nccl_preflight_failed_hosts(results_by_host: dict[str, list[dict] | None]) -> list[str]:
