@@ -562,13 +562,15 @@ def _suite_ok(suite: TestSuite) -> bool:
     return counts["failures"] == 0 and counts["errors"] == 0
 
 
-def _first_problem(suite: TestSuite) -> str | None:
+def _problems(suite: TestSuite) -> list[str]:
+    """One line per failed or erroneous testcase of the suite: every finding, not the first."""
+    found = []
     for case in suite.test_cases:
         for info in case.errors + case.failures:
             if info.get("message"):
                 first = str(info["message"]).splitlines()[0]
-                return f"{case.classname} {case.name}: {first}"
-    return None
+                found.append(f"{case.classname} {case.name}: {first}")
+    return found
 
 
 def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
@@ -619,9 +621,7 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
     for item in files:
         for key, value in _counts(item.suite).items():
             totals[key] += value
-        problem = _first_problem(item.suite)
-        if problem:
-            problems.append(problem)
+        problems += _problems(item.suite)
     for host in run.hosts:
         pre = next((f.suite for f in files if f.kind == "preflight" and f.host == host.host), None)
         ranks = [f for f in files if f.kind == "rank" and f.host == host.host]

@@ -426,6 +426,30 @@ def test_preflight_failures_carry_the_hint(
     assert "| node2 | 1 | 1 passed, 1 failed, 1 skipped |" in result["summary"]
 
 
+def test_every_finding_of_a_host_is_a_problem_not_only_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = RunDir(tmp_path, ["node1", "node2"], nproc=1).all_passed()
+    doc = preflight_doc("node2", failed=True)
+    doc["results"].append(
+        {
+            "check": "mtu",
+            "host": "node2",
+            "status": "failed",
+            "message": "node2: MTU 1400 on fab0 differs from the other hosts (1500)",
+            "hint": "ip link set dev fab0 mtu 1500",
+        }
+    )
+    (run.dir / "preflight" / "node2.json").write_text(json.dumps(doc))
+    result = build(run, capsys)
+    assert result["totals"]["failures"] == 2
+    named = [p for p in result["problems"] if p.startswith("preflight.node2 ")]
+    assert [p.split(":")[0] for p in named] == [
+        "preflight.node2 firewall_master_port",
+        "preflight.node2 mtu",
+    ]
+
+
 def test_a_truncated_rank_file_is_an_error_not_a_crash_of_the_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
