@@ -27,15 +27,16 @@ MASTER_PORT = 29500
 SMALL_CHECK = '{"nccl_check_args": ["--max-bytes", "65536", "--iters", "2", "--warmup", "1"]}'
 
 
-def validate(inventory: Path, report_root: Path, run_id: str) -> subprocess.CompletedProcess:
+def validate(inventory: Path, report_root: Path, run_id: str | None) -> subprocess.CompletedProcess:
+    """The whole playbook; without a run id it makes its own, as for a user (reports/latest)."""
+    run_id_args = ["-e", f"nccl_run_id={run_id}"] if run_id else []
     return subprocess.run(
         [
             str(Path(sys.executable).parent / "ansible-playbook"),
             "-i",
             str(inventory),
             "playbooks/validate.yml",
-            "-e",
-            f"nccl_run_id={run_id}",
+            *run_id_args,
             "-e",
             f"nccl_report_root={report_root}",
             "-e",
@@ -74,18 +75,20 @@ def classname_host(host: str) -> str:
 def test_preflight_failure_skips_the_launch_and_every_rank_says_why(
     lab2: Lab, tmp_path: Path
 ) -> None:
-    run_id = f"verdict-{uuid.uuid4().hex[:8]}"
     master = lab2.hosts[0]
     undo = lab2.firewall_drop(master, MASTER_PORT)
     try:
-        result = validate(lab2.inventory_dir, tmp_path, run_id)
+        # No -e nccl_run_id: the run makes its own, as when a user runs it.
+        result = validate(lab2.inventory_dir, tmp_path, None)
     finally:
         undo()
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
     assert "FAILED" in output and master.inventory_name in output
 
-    report_dir = tmp_path / run_id
+    report_dir = (tmp_path / "latest").resolve()
+    run_id = report_dir.name
+    assert run_id != "latest" and report_dir.is_dir()
     cases = junit_cases(report_dir / "junit.xml")
     firewall = cases[(f"preflight.{classname_host(master.inventory_name)}", "firewall")]
     failure = firewall.find("failure")
