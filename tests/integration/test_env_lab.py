@@ -6,12 +6,12 @@ names; the facts and environment plays only (`--tags facts`), then each host's n
 
 from __future__ import annotations
 
-import shlex
 import shutil
 import uuid
 from pathlib import Path
 
 import pytest
+from nccl_torchrun import parse_env_file
 
 from tests.lab.harness import Lab
 
@@ -19,12 +19,8 @@ pytestmark = pytest.mark.lab
 
 
 def read_env(path: Path) -> dict[str, str]:
-    values = {}
-    for line in path.read_text().splitlines():
-        if line and not line.startswith("#"):
-            name, _, quoted = line.partition("=")
-            values[name] = shlex.split(quoted)[0]
-    return values
+    """nccl.env as the launch reads it (library/nccl_torchrun.py)."""
+    return parse_env_file(path.read_text(), str(path))
 
 
 def test_master_addr_is_on_the_fabric_and_each_host_keeps_its_interface(lab4: Lab) -> None:

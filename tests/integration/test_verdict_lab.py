@@ -16,13 +16,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from ansible.module_utils.nccl_junit import host_label
 
+from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
 
 pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = ROOT.parent / "shared" / "schemas" / "jenkins-junit.xsd"
 MASTER_PORT = 29500
 SMALL_CHECK = '{"nccl_check_args": ["--max-bytes", "65536", "--iters", "2", "--warmup", "1"]}'
 
@@ -58,20 +59,6 @@ def junit_cases(junit: Path) -> dict[tuple[str, str], ET.Element]:
     return {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
 
 
-def assert_schema_valid(report_dir: Path) -> None:
-    if not SCHEMA.is_file():
-        pytest.skip(f"Jenkins JUnit schema not found at {SCHEMA} (../shared beside the repo)")
-    import xmlschema
-
-    schema = xmlschema.XMLSchema(str(SCHEMA))
-    for path in [report_dir / "junit.xml", *sorted((report_dir / "junit").glob("*.xml"))]:
-        schema.validate(str(path))
-
-
-def classname_host(host: str) -> str:
-    return "".join(c if c.isalnum() or c in "_-" else "_" for c in host)
-
-
 def test_preflight_failure_skips_the_launch_and_every_rank_says_why(
     lab2: Lab, tmp_path: Path
 ) -> None:
@@ -90,7 +77,7 @@ def test_preflight_failure_skips_the_launch_and_every_rank_says_why(
     run_id = report_dir.name
     assert run_id != "latest" and report_dir.is_dir()
     cases = junit_cases(report_dir / "junit.xml")
-    firewall = cases[(f"preflight.{classname_host(master.inventory_name)}", "firewall")]
+    firewall = cases[(f"preflight.{host_label(master.inventory_name)}", "firewall")]
     failure = firewall.find("failure")
     assert failure is not None
     assert str(MASTER_PORT) in failure.get("message", "") + (failure.text or "")
@@ -102,7 +89,7 @@ def test_preflight_failure_skips_the_launch_and_every_rank_says_why(
     ]
     assert len({c for c, _ in cases if c.startswith("nccl.")}) == len(lab2.hosts)
     assert rank_errors and all("launch was skipped" in e.get("message", "") for e in rank_errors)
-    assert_schema_valid(report_dir)
+    validate_report_junit(report_dir)
     # Nothing of the run is left on the nodes.
     assert not [p for p in Path("/tmp").glob(f"nccl-preflight-{run_id}-*")]
 
@@ -125,7 +112,7 @@ def test_unreachable_host_is_an_error_for_that_host(lab2: Lab, tmp_path: Path) -
     ghost_errors = [
         case.find("error")
         for (classname, _), case in cases.items()
-        if classname_host(ghost) in classname and case.find("error") is not None
+        if host_label(ghost) in classname and case.find("error") is not None
     ]
     assert ghost_errors, sorted(cases)
     assert any("unreachable" in (e.get("message", "") + (e.text or "")) for e in ghost_errors)
@@ -134,7 +121,7 @@ def test_unreachable_host_is_an_error_for_that_host(lab2: Lab, tmp_path: Path) -
         mine = [
             case
             for (c, _), case in cases.items()
-            if c.startswith(f"nccl.{classname_host(host.inventory_name)}.")
+            if c.startswith(f"nccl.{host_label(host.inventory_name)}.")
         ]
         assert mine and all(case.find("error") is not None for case in mine)
-    assert_schema_valid(report_dir)
+    validate_report_junit(report_dir)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from nccl_torchrun import parse_env_file
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = """
@@ -107,12 +107,8 @@ def run_playbook(tmp_path: Path, extra: dict, hostfile: str = "spark-1 slots=1\n
 
 
 def read_env(path: Path) -> dict[str, str]:
-    values = {}
-    for line in path.read_text().splitlines():
-        if line and not line.startswith("#"):
-            name, _, quoted = line.partition("=")
-            values[name] = shlex.split(quoted)[0] if quoted else ""
-    return values
+    """nccl.env as the launch reads it (library/nccl_torchrun.py)."""
+    return parse_env_file(path.read_text(), str(path))
 
 
 def test_hosts_with_different_interface_names_get_their_own(tmp_path: Path) -> None:

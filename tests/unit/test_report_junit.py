@@ -17,22 +17,14 @@ import pytest
 from ansible.module_utils import nccl_junit
 from ansible.module_utils.testing import patch_module_args
 
+from tests.jenkins_schema import validate_report_junit
+
 # --- builders of reports/<run-id>/, per the contracts in docs/design.md --------------------------
 # The rank documents have the shape files/nccl_check.py writes (fields recorded from a real run).
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = ROOT.parent / "shared" / "schemas" / "jenkins-junit.xsd"
 
 COLLECTIVES = ["checkin", "init", "all_reduce_sum", "broadcast", "all_gather", "reduce_scatter"]
 BANDWIDTH = ["bandwidth_all_reduce", "bandwidth_all_gather"]
-
-
-def schema() -> Any:
-    """The Jenkins xunit schema, or skip when ../shared is not beside the repository."""
-    if not SCHEMA.is_file():
-        pytest.skip(f"Jenkins JUnit schema not found at {SCHEMA} (../shared beside the repo)")
-    import xmlschema
-
-    return xmlschema.XMLSchema(str(SCHEMA))
 
 
 def bw_rows(world: int, scale: float) -> list[dict[str, Any]]:
@@ -247,14 +239,6 @@ def build(run: RunDir, capsys: pytest.CaptureFixture[str], **kw: Any) -> dict[st
     return module_result({"report_root": str(run.root), "run_id": run.run_id, **kw}, capsys)
 
 
-def validate_all(run_dir: Path) -> list[Path]:
-    xsd = schema()
-    files = [run_dir / "junit.xml", *sorted((run_dir / "junit").glob("*.xml"))]
-    for path in files:
-        xsd.validate(str(path))
-    return files
-
-
 def suites(path: Path) -> dict[str, ET.Element]:
     return {s.get("name"): s for s in ET.parse(path).getroot().iter("testsuite")}
 
@@ -274,7 +258,7 @@ def test_all_passed_gives_one_suite_per_rank_and_per_host(
     run = RunDir(tmp_path, ["node1", "node2"], nproc=3).all_passed()
     result = build(run, capsys)
     assert result["verdict"] == "passed"
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     merged = suites(run.dir / "junit.xml")
     assert sorted(merged) == sorted(
         [f"nccl.node{1 + r // 3}.rank{r}" for r in range(6)]
@@ -331,7 +315,7 @@ def test_a_failed_collective_is_a_failure_with_its_hint(
     result = build(run, capsys)
     assert result["verdict"] == "failed"
     assert result["totals"]["failures"] == 1 and result["totals"]["errors"] == 0
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     failure = case(suites(run.dir / "junit.xml")["nccl.node2.rank1"], "all_reduce_sum").find(
         "failure"
     )
@@ -353,7 +337,7 @@ def test_a_rank_without_result_is_an_error_with_the_tail_of_its_log(
     run.rank("node2", 1, doc={}, log=log)  # rank 3 wrote no JSON, only its log
     result = build(run, capsys)
     assert result["verdict"] == "failed"
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     merged = suites(run.dir / "junit.xml")
     assert len([n for n in merged if n.startswith("nccl.")]) == 4
     error = case(merged["nccl.node2.rank3"], "result").find("error")
@@ -382,7 +366,7 @@ def test_hung_and_never_started_ranks_say_which(
     )
     (run.host_dir("node2") / "torchrun.log").write_text("RendezvousConnectionError: refused\n")
     build(run, capsys)
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     merged = suites(run.dir / "junit.xml")
     hung = case(merged["nccl.node1.rank0"], "broadcast").find("error")
     assert hung.get("type") == "hung" and "hung in broadcast" in hung.get("message")
@@ -403,7 +387,7 @@ def test_an_unreachable_host_is_an_error_for_that_host_and_its_ranks(
     run.preflight("node1")
     result = build(run, capsys)
     assert result["verdict"] == "failed"
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     merged = suites(run.dir / "junit.xml")
     host_error = case(merged["preflight.node2"], "host reachable").find("error")
     assert "node2 was unreachable" in host_error.get("message")
@@ -419,7 +403,7 @@ def test_preflight_failures_carry_the_hint(
     run = RunDir(tmp_path, ["node1", "node2"], nproc=1).all_passed().preflight("node2", failed=True)
     result = build(run, capsys)
     assert result["verdict"] == "failed" and result["totals"]["failures"] == 1
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     failure = case(suites(run.dir / "junit.xml")["preflight.node2"], "firewall_master_port")
     message = failure.find("failure").get("message")
     assert message == ("node2 drops TCP 29500 Hint: iptables -D INPUT -p tcp --dport 29500 -j DROP")
@@ -457,7 +441,7 @@ def test_a_truncated_rank_file_is_an_error_not_a_crash_of_the_report(
     (run.host_dir("node1") / "rank-0.json").write_text('{"schema": 1, "tests": [')
     (run.host_dir("node1") / "rank-0.log").write_text("\x1b[31mred\x1b[0m killed\n")
     build(run, capsys)
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     error = case(suites(run.dir / "junit.xml")["nccl.node1.rank0"], "result").find("error")
     assert "not valid JSON" in error.get("message")
     assert "\x1b" not in error.text and "killed" in error.text
@@ -468,7 +452,7 @@ def test_host_names_with_dots_keep_the_jenkins_tree(
 ) -> None:
     run = RunDir(tmp_path, ["10.0.0.1"], nproc=1).all_passed()
     build(run, capsys)
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     names = suites(run.dir / "junit.xml")
     assert set(names) == {"nccl.10_0_0_1.rank0", "preflight.10_0_0_1"}
     assert (run.dir / "junit" / "preflight-10.0.0.1.xml").is_file()
@@ -512,7 +496,7 @@ def test_preflight_only_run_is_judged_on_preflight(
 ) -> None:
     run = RunDir(tmp_path, ["node1"], nproc=1).preflight("node1")
     assert build(run, capsys, expect_ranks=False)["verdict"] == "passed"
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     result = build(run, capsys, expect_ranks=True)
     assert result["verdict"] == "failed"
     assert "launch stage did not run" in result["problems"][0]
@@ -567,7 +551,7 @@ def test_real_nccl_check_output_gives_a_valid_report(
         json.dumps({"rc": proc.returncode, "timed_out": False, "killed_pids": []})
     )
     result = build(run, capsys)
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     merged = suites(run.dir / "junit.xml")
     assert sorted(merged) == ["nccl.node1.rank0", "nccl.node1.rank1", "nccl.node1.rank2"]
     assert (result["verdict"] == "passed") == (proc.returncode == 0), result["problems"]
@@ -588,7 +572,7 @@ def test_a_rank_ended_at_the_timeout_is_hung_in_its_running_test(
     doc["tests"][-1].update(status="error", message="rank 0 on node1 was stopped by SIGTERM")
     run.rank("node1", 0, doc=doc)
     build(run, capsys)
-    validate_all(run.dir)
+    validate_report_junit(run.dir)
     error = case(suites(run.dir / "junit.xml")["nccl.node1.rank0"], "broadcast").find("error")
     assert error.get("type") == "hung"
     assert error.get("message").startswith(
