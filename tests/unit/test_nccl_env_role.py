@@ -127,6 +127,11 @@ def test_hosts_with_different_interface_names_get_their_own(tmp_path: Path) -> N
     assert two["NCCL_IB_HCA"] == "rocep1s0f0 $(x)"
     mode = (tmp_path / "nccl-preflight-t1-spark-1").stat().st_mode & 0o777
     assert mode == 0o700
+    env_path = tmp_path / "nccl-preflight-t1-spark-1" / "nccl.env"
+    assert env_path.stat().st_mode & 0o777 == 0o600
+    text = env_path.read_text()
+    assert text.startswith("# ") and text.endswith("'\n"), text
+    assert f"set -a; . {env_path}; set +a" in text
 
 
 def test_sourcing_nccl_env_in_a_shell_gives_the_same_values(tmp_path: Path) -> None:
