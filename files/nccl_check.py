@@ -135,6 +135,16 @@ BUSBW_FACTORS: dict[str, Callable[[int], float]] = {
     "send_recv": lambda n: 1.0,
 }
 
+# What a backend's own algorithm bounds, printed under its table so a low busbw is not blamed on
+# the link (measured in BENCHMARKS.md, fidelity; both read from the torch 2.x and gloo sources).
+BANDWIDTH_NOTES: dict[tuple[str, str], str] = {
+    ("gloo", "reduce_scatter"): "gloo runs reduce_scatter as an all_reduce of the whole input "
+    "plus a copy (ProcessGroupGloo::reduce_scatter_tensor_coalesced): busbw is at most half "
+    "the link rate",
+    ("gloo", "all_gather"): "gloo's ring all_gather posts each send before its receive, so the "
+    "two directions of a link can take turns: busbw may stay well below the link rate",
+}
+
 # Texts with which backends refuse an operation they do not implement (older gloo: AVG,
 # reduce_scatter, all_to_all; gloo's AVG on integers). Only these turn an exception into "skipped".
 UNSUPPORTED_PATTERNS = (
@@ -1285,10 +1295,18 @@ def check_all_to_all(
 
 
 def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size: int) -> None:
-    """Send to rank+1 and receive from rank-1 at once (blocking send/recv in a ring deadlock)."""
+    """Send to rank+1 and receive from rank-1 at once (blocking send/recv in a ring deadlock).
+
+    The receive is posted first. Gloo (the TCP transport) only sends a payload once the peer has
+    announced its matching receive, and that announcement travels in the same per-peer queue as the
+    payloads: posted after a send whose peer is already waiting, it sits behind the whole payload,
+    so the two directions of a link take turns (half the link rate with 2 ranks, measured in
+    BENCHMARKS.md). Receive first lets both announcements go out before any payload. NCCL groups
+    the two operations (ncclGroupStart/End), where the order makes no difference.
+    """
     ops = [
-        dist.P2POp(dist.isend, send, (rank + 1) % world_size),
         dist.P2POp(dist.irecv, recv, (rank - 1) % world_size),
+        dist.P2POp(dist.isend, send, (rank + 1) % world_size),
     ]
     for work in dist.batch_isend_irecv(ops):
         work.wait()
@@ -1582,8 +1600,10 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
     return details
 
 
-def bandwidth_table(collective: str, rows: list[dict[str, Any]], world_size: int) -> str:
-    """nccl-tests' layout: size count type redop root time algbw busbw #wrong."""
+def bandwidth_table(
+    collective: str, rows: list[dict[str, Any]], world_size: int, backend: str = ""
+) -> str:
+    """nccl-tests' layout: size count type redop root time algbw busbw #wrong (+ a backend note)."""
     lines = [
         f"# {collective}, {world_size} ranks",
         f"#{'size':>11} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} "
@@ -1598,6 +1618,9 @@ def bandwidth_table(collective: str, rows: list[dict[str, Any]], world_size: int
         )
     avg = sum(r["busbw_gbps"] for r in rows) / len(rows) if rows else 0.0
     lines.append(f"# Avg bus bandwidth    : {avg:g}")
+    note = BANDWIDTH_NOTES.get((backend, collective))
+    if note:
+        lines.append(f"# Note: {note}")
     return "\n".join(lines)
 
 
@@ -1836,7 +1859,9 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
             )
             entry = run_test(name, lambda c=collective, s=sweep: measure(s, c))
             if entry["bandwidth"]:
-                tables.append(bandwidth_table(collective, entry["bandwidth"], args.world_size))
+                tables.append(
+                    bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
+                )
         else:
             entry = run_test(name, lambda n=name: CHECKS[n](ctx))
         watchdog.disarm()

@@ -196,6 +196,18 @@ def test_bandwidth_table_has_nccl_tests_columns() -> None:
     assert table[-1] == "# Avg bus bandwidth    : 0.16"
 
 
+def test_gloo_tables_say_what_gloo_itself_bounds() -> None:
+    row = {
+        "size_bytes": 1024, "count": 256, "type": "float", "redop": "sum", "root": -1,
+        "time_us": 12.5, "algbw_gbps": 0.08, "busbw_gbps": 0.04, "wrong": 0,
+    }  # fmt: skip
+    gloo = nc.bandwidth_table("reduce_scatter", [row], 2, "gloo").splitlines()
+    assert gloo[-1].startswith("# Note: gloo runs reduce_scatter as an all_reduce")
+    assert gloo[-2] == "# Avg bus bandwidth    : 0.04"
+    nccl = nc.bandwidth_table("reduce_scatter", [row], 2, "nccl").splitlines()
+    assert nccl[-1] == "# Avg bus bandwidth    : 0.04"
+
+
 # --- options -----------------------------------------------------------------------------------
 
 
@@ -349,3 +361,19 @@ def test_check_all_gather_fails_on_a_chunk_from_the_wrong_rank(
     details = exc.value.details
     assert details["first_wrong_index"] == 2 * ctx.count
     assert details["source"] == "this element comes from rank 2; the value is rank 0's"
+
+
+def test_ring_exchange_posts_the_receive_before_the_send(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With gloo, a send posted first can hold the receive's announcement behind its whole payload
+    # and halve the link rate (BENCHMARKS.md, fidelity); the receive must go first.
+    posted: list[tuple[str, int]] = []
+
+    def batch_isend_irecv(ops):
+        posted.extend((op[0].__name__, op[2]) for op in ops)
+        return []
+
+    # P2POp checks for a process group; the order of the list is what matters here.
+    monkeypatch.setattr(nc.dist, "P2POp", lambda op, tensor, peer: (op, tensor, peer))
+    monkeypatch.setattr(nc.dist, "batch_isend_irecv", batch_isend_irecv)
+    nc.ring_exchange(torch.zeros(2), torch.empty(2), rank=1, world_size=4)
+    assert posted == [("irecv", 0), ("isend", 2)]
