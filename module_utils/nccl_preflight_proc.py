@@ -1,9 +1,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parse /proc/net/tcp{,6} to find who listens on a TCP port (pure functions, no I/O)."""
+"""Read /proc: who listens on a TCP port, and whether a process is still the one we started.
+
+The parsers are pure functions; the readers take the /proc root as an argument so tests can hand
+them a fake tree. Used by library/nccl_port_owner.py and library/nccl_preflight_listen.py.
+"""
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import struct
 
@@ -50,3 +55,96 @@ def parse_proc_net_tcp(text: str) -> list[dict]:
 def listeners_on_port(rows: list[dict], port: int) -> list[dict]:
     """The LISTEN rows on ``port`` (any local address)."""
     return [r for r in rows if r["state"] == TCP_LISTEN and r["local_port"] == port]
+
+
+def socket_owners(inodes: set[int], proc: str = "/proc") -> dict[int, int]:
+    """inode -> pid, by reading the ``socket:[inode]`` links under /proc/<pid>/fd."""
+    owners: dict[int, int] = {}
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        fd_dir = os.path.join(proc, entry, "fd")
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:  # gone, or another user's process
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inode = int(target[8:-1])
+                if inode in inodes:
+                    owners.setdefault(inode, int(entry))
+    return owners
+
+
+def describe_pid(pid: int, proc: str = "/proc") -> tuple[str, str]:
+    """-> (comm, cmdline) of a pid; empty strings when it vanished."""
+    try:
+        with open(os.path.join(proc, str(pid), "comm"), encoding="utf-8") as fh:
+            comm = fh.read().strip()
+        with open(os.path.join(proc, str(pid), "cmdline"), "rb") as fh:
+            cmdline = fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return "", ""
+    return comm, cmdline
+
+
+def port_owner(port: int, proc: str = "/proc") -> dict:
+    """Who listens on TCP ``port`` in this network namespace.
+
+    -> {"free": bool, "listeners": [{address, port, inode, uid, pid, comm, cmdline}]}; pid is
+    None (comm, cmdline empty) for a socket of a process this user cannot see.
+    """
+    rows: list[dict] = []
+    for name in ("net/tcp", "net/tcp6"):
+        path = os.path.join(proc, name)
+        if os.path.exists(path):
+            with open(path, encoding="ascii") as fh:
+                rows += parse_proc_net_tcp(fh.read())
+    found = listeners_on_port(rows, port)
+    owners = socket_owners({r["inode"] for r in found}, proc)
+    listeners = []
+    for row in found:
+        pid = owners.get(row["inode"])
+        comm, cmdline = describe_pid(pid, proc) if pid else ("", "")
+        listeners.append(
+            {
+                "address": row["local_address"],
+                "port": port,
+                "inode": row["inode"],
+                "uid": row["uid"],
+                "pid": pid,
+                "comm": comm,
+                "cmdline": cmdline,
+            }
+        )
+    return {"free": not listeners, "listeners": listeners}
+
+
+def parse_proc_stat(text: str) -> tuple[str, int]:
+    """-> (state letter, start time in clock ticks after boot) from a /proc/<pid>/stat line.
+
+    The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+    """
+    fields = text[text.rindex(")") + 2 :].split()
+    return fields[0], int(fields[19])
+
+
+def process_identity(pid: int, proc: str = "/proc") -> tuple[str, int] | None:
+    """(state, start time) of ``pid``, None when there is no such process. The start time tells
+    a process apart from a later one that got the same pid."""
+    try:
+        with open(os.path.join(proc, str(pid), "stat"), encoding="utf-8") as fh:
+            return parse_proc_stat(fh.read())
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def process_alive(pid: int, start_time: int, proc: str = "/proc") -> bool:
+    """True while ``pid`` is the process that started at ``start_time`` and has not exited
+    (a zombie, waiting for its parent to reap it, has exited)."""
+    identity = process_identity(pid, proc)
+    return identity is not None and identity[1] == start_time and identity[0] not in ("Z", "X")

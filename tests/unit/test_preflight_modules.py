@@ -1,6 +1,7 @@
 """The pre-flight modules: nccl_firewall (through patch_module_args, tools answered from fixtures),
-nccl_port_owner (recorded /proc/net/tcp, a fake /proc tree), nccl_tcp_probe and
-nccl_preflight_listen (their socket functions, on loopback only)."""
+the port owner look-up of module_utils/nccl_preflight_proc.py (recorded /proc/net/tcp, a fake
+/proc tree, a real socket), nccl_tcp_probe and nccl_preflight_listen (their socket functions, on
+loopback only; the listener process itself: tests/unit/test_preflight_listener.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,17 @@ import time
 from pathlib import Path
 
 import nccl_firewall
-import nccl_port_owner
 import nccl_preflight_listen
 import nccl_tcp_probe
 import pytest
 from ansible.module_utils import basic
-from ansible.module_utils.nccl_preflight_proc import listeners_on_port, parse_proc_net_tcp
+from ansible.module_utils.nccl_preflight_proc import (
+    describe_pid,
+    listeners_on_port,
+    parse_proc_net_tcp,
+    port_owner,
+    socket_owners,
+)
 from ansible.module_utils.testing import patch_module_args
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "firewall"
@@ -138,14 +144,24 @@ def test_socket_owners_reads_fd_links(tmp_path: Path) -> None:
     (tmp_path / "4242" / "comm").write_text("python3\n")
     (tmp_path / "4242" / "cmdline").write_bytes(b"python3\0-m\0http.server\0")
     (tmp_path / "self").mkdir()
-    assert nccl_port_owner.socket_owners({33531, 1}, str(tmp_path)) == {33531: 4242}
-    assert nccl_port_owner.describe_pid(4242, str(tmp_path)) == (
-        "python3",
-        "python3 -m http.server",
-    )
+    assert socket_owners({33531, 1}, str(tmp_path)) == {33531: 4242}
+    assert describe_pid(4242, str(tmp_path)) == ("python3", "python3 -m http.server")
 
 
-def test_listener_and_probe_on_loopback(tmp_path: Path) -> None:
+def test_port_owner_names_this_process_for_a_socket_it_holds() -> None:
+    sock, port, _ = nccl_preflight_listen.bind_listener("127.0.0.1", 0)
+    try:
+        owner = port_owner(port)
+    finally:
+        sock.close()
+    assert owner["free"] is False
+    [holder] = owner["listeners"]
+    assert (holder["address"], holder["port"], holder["pid"]) == ("127.0.0.1", port, os.getpid())
+    assert holder["uid"] == os.getuid() and holder["cmdline"]
+    assert port_owner(port) == {"free": True, "listeners": []}
+
+
+def test_listener_and_probe_on_loopback() -> None:
     sock, port, error = nccl_preflight_listen.bind_listener("127.0.0.1", 0)
     assert sock is not None and error == "" and port > 0
     entries = [
@@ -159,11 +175,7 @@ def test_listener_and_probe_on_loopback(tmp_path: Path) -> None:
             "complete": False,
         }
     ]
-    port_file = tmp_path / "ports.json"
-    nccl_preflight_listen.write_port_file(str(port_file), entries)
-    assert json.loads(port_file.read_text()) == {"ring": {"port": port, "error": ""}}
-    assert port_file.stat().st_mode & 0o777 == 0o600
-    done: list[bool] = []
+    done: list[str] = []
     server = threading.Thread(
         target=lambda: done.append(
             nccl_preflight_listen.serve(entries, {"ring": sock}, time.monotonic() + 10, None)
@@ -173,7 +185,8 @@ def test_listener_and_probe_on_loopback(tmp_path: Path) -> None:
     ok = nccl_tcp_probe.probe("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
     server.join(10)
     assert ok["ok"] and ok["error_kind"] == ""
-    assert done == [False] and entries[0]["accepted"] == ["127.0.0.1"] and entries[0]["complete"]
+    assert done == ["complete"]
+    assert entries[0]["accepted"] == ["127.0.0.1"] and entries[0]["complete"]
     # The listener is gone: connecting now is refused, and named so.
     refused = nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.3)
     assert (refused["ok"], refused["error_kind"]) == (False, "refused")
@@ -188,8 +201,9 @@ def test_listener_stops_on_the_stop_file_and_reports_bind_errors(tmp_path: Path)
         stop.write_text("")
         entries = [{"name": "m", "expect": 2, "accepted": [], "complete": False}]
         start = time.monotonic()
-        assert nccl_preflight_listen.serve(entries, {"m": holder}, start + 30, str(stop)) is True
-        assert time.monotonic() - start < 5
+        ended = nccl_preflight_listen.serve(entries, {"m": holder}, start + 30, str(stop))
+        assert ended == "stop file" and time.monotonic() - start < 5
+        assert holder.fileno() == -1  # serve closes the sockets it was given
     finally:
         holder.close()
 
