@@ -1,0 +1,336 @@
+"""library/nccl_preflight_listen.py as the pre-flight runs it: a real detached listener process on
+loopback, started and stopped through the module's main() (patch_module_args), and once through
+ansible itself to prove the module's session ends while the listener lives on."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import nccl_preflight_listen
+import nccl_tcp_probe
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.nccl_preflight_proc import (
+    parse_proc_stat,
+    process_alive,
+    process_identity,
+)
+from ansible.module_utils.testing import patch_module_args
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Exit(Exception):
+    def __init__(self, result: dict, failed: bool) -> None:
+        super().__init__(result)
+        self.result, self.failed = result, failed
+
+
+def run_module(monkeypatch: pytest.MonkeyPatch, args: dict, check_mode: bool = False) -> Exit:
+    def exit_json(self, **kw):
+        raise Exit(kw, False)
+
+    def fail_json(self, **kw):
+        raise Exit(kw, True)
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    if check_mode:
+        args = {**args, "_ansible_check_mode": True}
+    with patch_module_args(args), pytest.raises(Exit) as exc:
+        nccl_preflight_listen.main()
+    return exc.value
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def pid_record(path: Path) -> tuple[int, int]:
+    data = json.loads((path / "listener.pid").read_text())
+    return data["pid"], data["start_time"]
+
+
+def alive(path: Path) -> bool:
+    return process_alive(*pid_record(path))
+
+
+@pytest.fixture
+def listen_dir(tmp_path: Path) -> Iterator[Path]:
+    """The listener's directory; whatever listener a test leaves behind is stopped at the end."""
+    path = tmp_path / "run" / "preflight"
+    yield path
+    if (path / "listener.pid").exists() and alive(path):
+        nccl_preflight_listen.stop_listener(str(path), 5)
+
+
+def ring(expect: int) -> list[dict]:
+    return [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": expect}]
+
+
+def test_started_returns_the_ports_and_leaves_a_detached_listener(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    started = run_module(
+        monkeypatch, {"path": str(listen_dir), "listeners": ring(2), "timeout": 60}
+    )
+    assert not started.failed, started.result
+    result = started.result
+    port = result["ports"]["ring"]["port"]
+    assert result["ports"] == {"ring": {"port": port, "error": ""}} and port > 0
+    assert result["changed"] is True and result["port_owner"] == {}
+    assert listen_dir.stat().st_mode & 0o777 == 0o700
+    pid = result["pid"]
+    assert pid_record(listen_dir)[0] == pid and alive(listen_dir)
+    # Detached: its own session, standard streams on /dev/null and the log, nothing else
+    # inherited but its listening socket (and the selector it polls with).
+    assert os.getsid(pid) not in (os.getsid(0), pid)
+    fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    assert fds[0] == "/dev/null"
+    assert fds[1] == fds[2] == str(listen_dir / "listener.log")
+    others = [t for fd, t in fds.items() if fd > 2]
+    assert sorted(t.split(":")[0] for t in others) in (["socket"], ["anon_inode", "socket"])
+
+    probe = nccl_tcp_probe.probe("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
+    assert probe["ok"], probe
+
+    before = time.time()
+    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    assert not stopped.failed, stopped.result
+    result = stopped.result
+    assert before <= result["clock"] <= time.time()
+    assert (result["pid"], result["ended"], result["timed_out"]) == (pid, "stop file", True)
+    [entry] = result["listeners"]
+    assert (entry["port"], entry["accepted"], entry["complete"]) == (port, ["127.0.0.1"], False)
+    assert not alive(listen_dir)
+    refused = nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)
+    assert refused["error_kind"] == "refused"
+
+
+def test_listener_closes_as_soon_as_every_connection_came(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    started = run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
+    port = started.result["ports"]["ring"]["port"]
+    assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    assert wait_until(lambda: (listen_dir / "listener.json").exists(), 5)
+    assert wait_until(lambda: not alive(listen_dir), 5)
+    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    assert (stopped.result["ended"], stopped.result["timed_out"]) == ("complete", False)
+    assert stopped.result["listeners"][0]["complete"] is True
+
+
+def test_listener_without_a_stop_exits_at_its_timeout(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    start = time.monotonic()
+    run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1), "timeout": 1})
+    assert alive(listen_dir)
+    assert wait_until(lambda: not alive(listen_dir), 10)
+    assert 0.9 <= time.monotonic() - start < 10
+    saw = json.loads((listen_dir / "listener.json").read_text())
+    assert (saw["ended"], saw["timed_out"], saw["listeners"][0]["accepted"]) == (
+        "timeout",
+        True,
+        [],
+    )
+
+
+def test_listener_exits_when_the_run_directory_is_removed(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    started = run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
+    pid, start_time = pid_record(listen_dir)
+    shutil.rmtree(listen_dir.parent)
+    assert wait_until(lambda: not process_alive(pid, start_time), 5)
+    assert not listen_dir.parent.exists()  # and it wrote nothing back
+    port = started.result["ports"]["ring"]["port"]
+    assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["error_kind"] == "refused"
+
+
+def test_a_held_port_is_named_and_not_listened_on(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    holder, port, _ = nccl_preflight_listen.bind_listener("127.0.0.1", 0)
+    try:
+        started = run_module(
+            monkeypatch,
+            {
+                "path": str(listen_dir),
+                "check_port": port,
+                "listeners": [
+                    {"name": "master", "address": "127.0.0.1", "port": port, "expect": 2},
+                    *ring(1),
+                ],
+            },
+        )
+    finally:
+        holder.close()
+    result = started.result
+    assert result["port_owner"]["free"] is False
+    assert [h["pid"] for h in result["port_owner"]["listeners"]] == [os.getpid()]
+    assert list(result["ports"]) == ["ring"]  # nobody probes the foreign listener
+    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    assert [e["name"] for e in stopped.result["listeners"]] == ["ring"]
+
+
+def test_a_free_port_is_listened_on_and_bind_errors_are_reported(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    probe_sock = socket.socket()
+    probe_sock.bind(("127.0.0.1", 0))
+    free_port = probe_sock.getsockname()[1]
+    probe_sock.close()
+    started = run_module(
+        monkeypatch,
+        {
+            "path": str(listen_dir),
+            "check_port": free_port,
+            "listeners": [
+                {"name": "master", "address": "127.0.0.1", "port": free_port, "expect": 1},
+                {"name": "ring", "address": "192.0.2.77", "port": 0, "expect": 1},
+            ],
+        },
+    )
+    result = started.result
+    assert result["port_owner"] == {"free": True, "listeners": []}
+    assert result["ports"]["master"] == {"port": free_port, "error": ""}
+    assert "192.0.2.77" in result["ports"]["ring"]["error"]
+    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    errors = {e["name"]: e["error"] for e in stopped.result["listeners"]}
+    assert errors["master"] == "" and "Cannot assign requested address" in errors["ring"]
+
+
+def test_nothing_to_bind_starts_no_process_and_stops_cleanly(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    started = run_module(monkeypatch, {"path": str(listen_dir), "listeners": []})
+    assert (started.result["pid"], started.result["ports"]) == (None, {})
+    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    assert not stopped.failed
+    assert (stopped.result["ended"], stopped.result["listeners"]) == ("nothing bound", [])
+
+
+def test_a_second_start_stops_the_first_listener(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
+    first = pid_record(listen_dir)
+    second = run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
+    assert not process_alive(*first)
+    assert second.result["pid"] != first[0] and alive(listen_dir)
+    assert not (listen_dir / "listener.json").exists()  # the first one's result is gone
+
+
+def test_stop_kills_a_listener_that_does_not_exit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A process that never looks at the stop file stands in for a wedged listener."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        identity = process_identity(sleeper.pid)
+        assert identity is not None
+        (tmp_path / "listener.pid").write_text(
+            json.dumps({"pid": sleeper.pid, "start_time": identity[1]})
+        )
+        stopped = run_module(
+            monkeypatch, {"path": str(tmp_path), "state": "stopped", "stop_timeout": 0.3}
+        )
+        assert stopped.failed and stopped.result["killed"] is True
+        assert "did not exit within 0.3 s" in stopped.result["msg"]
+        assert isinstance(stopped.result["clock"], float)
+        assert sleeper.wait(5) == -9
+        assert (tmp_path / "listener.stop").exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_stop_of_a_listener_that_died_says_so_with_its_log(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "listener.pid").write_text(json.dumps({"pid": 2**22 + 1, "start_time": 1}))
+    (tmp_path / "listener.log").write_text("Traceback: boom\n")
+    stopped = run_module(monkeypatch, {"path": str(tmp_path), "state": "stopped"})
+    assert stopped.failed and stopped.result["killed"] is False
+    assert "ended without leaving its result" in stopped.result["msg"]
+    assert "Traceback: boom" in stopped.result["msg"]
+
+
+def test_stopped_before_any_start_fails_and_still_reads_the_clock(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    stopped = run_module(monkeypatch, {"path": str(tmp_path / "nope"), "state": "stopped"})
+    assert stopped.failed and "were not started" in stopped.result["msg"]
+    assert abs(stopped.result["clock"] - time.time()) < 5
+    assert not (tmp_path / "nope").exists()
+
+
+def test_check_mode_holds_nothing_and_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    started = run_module(
+        monkeypatch,
+        {"path": str(listen_dir), "listeners": ring(1), "check_port": 9},
+        check_mode=True,
+    )
+    assert started.result["changed"] is False and started.result["pid"] is None
+    assert started.result["port_owner"]["free"] is True
+    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"}, True)
+    assert not stopped.failed and isinstance(stopped.result["clock"], float)
+    assert not listen_dir.exists()
+
+
+def test_proc_stat_with_a_tricky_command_name() -> None:
+    line = "4242 (a) (b) c) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 0 0"
+    assert parse_proc_stat(line) == ("S", 987654)
+    assert process_identity(os.getpid())[0] in ("R", "S")
+    assert process_identity(2**22 + 1) is None
+
+
+def test_through_ansible_the_module_returns_while_its_listener_lives_on(tmp_path: Path) -> None:
+    """ansible's local connection, like ssh, waits for EOF on the module's stdout and stderr: a
+    listener holding them would keep the task running until its timeout (60 s here)."""
+    path = tmp_path / "preflight"
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}
+    ansible = str(Path(sys.executable).parent / "ansible")
+
+    def module(args: dict) -> dict:
+        """One ad-hoc run; -o prints `localhost | CHANGED => {result as JSON}`."""
+        proc = subprocess.run(
+            [
+                *(ansible, "localhost", "-o", "-e", f"ansible_python_interpreter={sys.executable}"),
+                *("-m", "nccl_preflight_listen", "-a", json.dumps(args)),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=40,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return json.loads(proc.stdout.split(" => ", 1)[1])
+
+    start = time.monotonic()
+    started = module({"path": str(path), "listeners": ring(1), "timeout": 60})
+    assert time.monotonic() - start < 30
+    assert alive(path) and started["pid"] == pid_record(path)[0]
+    port = started["ports"]["ring"]["port"]
+    assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    stopped = module({"path": str(path), "state": "stopped"})
+    assert stopped["ended"] == "complete" and stopped["listeners"][0]["accepted"] == ["127.0.0.1"]
+    assert not alive(path)
