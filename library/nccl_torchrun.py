@@ -1,72 +1,92 @@
 #!/usr/bin/python
 # Copyright: (c) 2025, nccl-preflight contributors
 # MIT License (see LICENSE)
-"""Ansible module: run torchrun for one node, bounded in time, and end its whole process tree."""
+"""Ansible module: run torchrun for one node, detached and bounded in time; wait for it, end its
+whole process tree and bring its results back in the same call."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
 module: nccl_torchrun
-short_description: Run torchrun on one node with a time bound, and end its whole process tree
+short_description: Run torchrun on one node in time bounds, end its process tree, return its results
 description:
-  - O(state=finished) starts C(python -m torch.distributed.run) with static rendezvous in its own
-    session, records every process of its tree (pid and start time) in
-    C(<run_dir>/torchrun.pids), waits up to O(timeout) seconds, and then ends every recorded
-    process that is still alive (SIGTERM, then SIGKILL after O(kill_grace) seconds). It does the
-    same when it receives SIGTERM, SIGINT or SIGHUP. Meant to run with C(async) and C(poll=0) so
-    all nodes start together whatever C(forks) is.
-  - torchrun starts each worker in a new session, so killing torchrun's process group is not
-    enough; the module makes itself a child subreaper so orphaned workers stay in its tree.
-  - Processes are only ever ended by their recorded pid (checked against the recorded start
-    time, so a reused pid is never hit), never by name.
-  - When torchrun is done, the per-rank stdout and stderr logs that torchrun wrote under
-    C(<run_dir>/logs) are joined into C(<run_dir>/results/rank-<R>.log) (R = O(rank_offset) +
-    local rank) and C(<run_dir>/launch.json) is written (C(rc), C(timed_out), C(killed_pids)).
-  - O(state=stopped) ends whatever a previous O(state=finished) of the same O(run_dir) left
-    running (first asking the waiting module to stop, then every recorded process), joins the
-    logs and writes C(launch.json) if the waiting module could not. Safe to run at any time.
+  - O(state=started) writes O(script_content) to O(script) (when given), waits on node rank 0 until
+    nothing accepts connections on O(master_addr):O(master_port) any more (a previous run's store
+    may still be closing; at most O(port_wait_timeout) seconds), then starts a detached supervisor
+    (double fork and C(setsid), standard streams to C(<run_dir>/torchrun.log), like Ansible's
+    C(async_wrapper)) and returns at once, so every node starts together whatever C(forks) is.
+  - The supervisor starts C(python -m torch.distributed.run) with static rendezvous in its own
+    session, records every process of its tree (pid and start time) in C(<run_dir>/torchrun.pids),
+    and ends every recorded process still alive after O(timeout) seconds (SIGTERM, then SIGKILL
+    after O(kill_grace) seconds), or at once when it receives SIGTERM, SIGINT or SIGHUP. torchrun
+    starts each worker in a new session, so killing its process group is not enough: the
+    supervisor is a child subreaper, so orphaned workers stay in its tree. Then it joins the
+    per-rank logs torchrun wrote under C(<run_dir>/logs) into C(<run_dir>/results/rank-<R>.log)
+    (R = O(rank_offset) + local rank), writes C(<run_dir>/launch.json) and exits.
+  - O(state=finished) waits on the node (one look every 0.2 s) until the supervisor exited, at most
+    O(timeout) + O(kill_grace) + 30 seconds after the start; then it ends whatever is still alive
+    (as O(state=stopped)). With O(stop_reason) it ends the run at once instead of waiting.
+  - O(state=stopped) ends whatever a run of the same O(run_dir) left running (first asking the
+    supervisor to stop, then every recorded process), joins the logs and writes C(launch.json) if
+    the supervisor could not. Safe to run at any time, also when nothing was started.
+  - With O(collect), O(state=finished) and O(state=stopped) return C(results/rank-*.json),
+    C(results/rank-*.log), C(torchrun.log) and C(launch.json) as one gzip tar archive in
+    RV(collected_archive) (logs longer than O(collect_log_max_bytes) keep their end, after a line
+    that says how much was cut). The action plugin of roles/launch unpacks it into O(collect_to)
+    on the control machine and drops it from the result.
+  - With O(remove_run_dir), O(state=finished) and O(state=stopped) remove O(run_dir) once the
+    results are packed and nothing of the run is alive.
+  - Processes are only ever ended by their recorded pid (checked against the recorded start time,
+    so a reused pid is never hit), never by name.
   - The node's environment is C(nccl.env) (O(env_file), shell-quoted C(KEY=value) lines) plus
     O(environment); nothing passes through a shell.
 options:
   state:
-    description: C(finished) runs torchrun until it ends; C(stopped) ends a run.
+    description:
+      - C(started) starts torchrun detached and returns; C(finished) waits for it to end;
+        C(stopped) ends a run.
     type: str
-    choices: [finished, stopped]
+    choices: [started, finished, stopped]
     default: finished
   run_dir:
     description: The private run directory of this host (holds the script and nccl.env).
     type: path
     required: true
   python:
-    description: The node's Python that has torch.
+    description: The node's Python that has torch. Required with O(state=started).
     type: path
   script:
-    description: The script torchrun runs in every worker.
+    description: The script torchrun runs in every worker. Required with O(state=started).
     type: path
+  script_content:
+    description:
+      - Text written to O(script) (mode 0600) before the start, so the script needs no copy of its
+        own. Not shown in the task's C(invocation).
+    type: str
   script_args:
     description: Arguments for the script.
     type: list
     elements: str
     default: []
   nnodes:
-    description: Number of nodes.
+    description: Number of nodes. Required with O(state=started).
     type: int
   node_rank:
-    description: Rank of this node.
+    description: Rank of this node. Required with O(state=started).
     type: int
   nproc_per_node:
-    description: Workers on this node.
+    description: Workers on this node. Required with O(state=started).
     type: int
   rank_offset:
     description: Global rank of this node's local rank 0 (to name the rank logs).
     type: int
     default: 0
   master_addr:
-    description: The master's address on the fabric.
+    description: The master's address on the fabric. Required with O(state=started).
     type: str
   master_port:
-    description: MASTER_PORT.
+    description: MASTER_PORT. Required with O(state=started).
     type: int
   local_addr:
     description: This node's address on the fabric (torchrun C(--local-addr)).
@@ -90,6 +110,38 @@ options:
     description: Seconds between SIGTERM and SIGKILL when ending the tree.
     type: int
     default: 5
+  port_wait_timeout:
+    description:
+      - With O(state=started) on node rank 0, seconds to wait until MASTER_PORT is free; the task
+        fails when it is still in use then. 0 does not wait.
+    type: int
+    default: 30
+  stop_reason:
+    description:
+      - With O(state=finished), end the run at once instead of waiting, and record this reason as
+        C(stopped_by) in C(launch.json) (for example, another node could not start).
+    type: str
+    default: ""
+  collect:
+    description: Return the run's results in RV(collected_archive).
+    type: bool
+    default: false
+  collect_log_max_bytes:
+    description: A log longer than this keeps only its last this many bytes in the archive.
+    type: int
+    default: 4194304
+  collect_to:
+    description:
+      - Directory on the control machine to unpack the results into (C(rank-<R>.json),
+        C(rank-<R>.log), C(torchrun.log), C(launch.json)); sets O(collect).
+      - Handled by the action plugin of roles/launch on the control machine, never by the node.
+    type: path
+  remove_run_dir:
+    description:
+      - With O(state=finished) or O(state=stopped), remove O(run_dir) once nothing of the run is
+        alive and the results are packed.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: none
@@ -98,11 +150,13 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Run the collectives on every node at once
+- name: Start the collectives on every node at once
   nccl_torchrun:
+    state: started
     run_dir: "{{ nccl_env_run_dir }}"
     python: "{{ nccl_env_python }}"
     script: "{{ nccl_env_run_dir }}/nccl_check.py"
+    script_content: "{{ lookup('ansible.builtin.file', 'files/nccl_check.py', rstrip=false) }}"
     script_args: ["--out-dir", "{{ nccl_env_run_dir }}/results"]
     nnodes: "{{ nccl_env_nnodes }}"
     node_rank: "{{ nccl_env_node_rank }}"
@@ -113,9 +167,15 @@ EXAMPLES = r"""
     local_addr: "{{ nccl_env_address }}"
     env_file: "{{ nccl_env_file }}"
     timeout: 300
-  async: 360
-  poll: 0
-  register: launch_job
+
+- name: Wait for the run to end on the node and bring its results to the control machine
+  nccl_torchrun:
+    state: finished
+    run_dir: "{{ nccl_env_run_dir }}"
+    rank_offset: "{{ nccl_env_rank_offset }}"
+    collect_to: "reports/{{ nccl_run_id }}/{{ inventory_hostname }}"
+    remove_run_dir: true
+  register: launch_result
 
 - name: End everything the run left behind
   nccl_torchrun:
@@ -126,7 +186,7 @@ EXAMPLES = r"""
 RETURN = r"""
 torchrun_rc:
   description:
-    - torchrun's exit status (negative = killed by that signal); null when unknown.
+    - torchrun's exit status (negative = killed by that signal); null when unknown or still running.
     - Not named C(rc), so that a failed check does not fail the task; the report judges.
   returned: always
   type: int
@@ -135,35 +195,88 @@ timed_out:
   description: Whether the run hit O(timeout).
   returned: always
   type: bool
-killed_pids:
-  description: Recorded processes that were still alive and were ended.
+stopped_by:
+  description: Why the run was ended early (a signal name or O(stop_reason)), else null.
   returned: always
+  type: str
+killed_pids:
+  description:
+    - Recorded processes that were still alive at the end of the run and were ended (by the
+      supervisor at the timeout or by this call); as C(killed_pids) in C(launch.json).
+  returned: always
+  type: list
+  elements: int
+ended_now:
+  description: The processes this call itself had to end (a run still alive, or left over).
+  returned: when O(state=finished) or O(state=stopped)
   type: list
   elements: int
 cmd:
   description: The torchrun command line.
-  returned: when O(state=finished)
+  returned: when O(state=started)
   type: list
   elements: str
+supervisor_pid:
+  description: The detached process that runs and bounds torchrun.
+  returned: when O(state=started)
+  type: int
+torchrun_pid:
+  description: torchrun's pid.
+  returned: when O(state=started)
+  type: int
 rank_logs:
   description: The rank logs written under C(<run_dir>/results).
-  returned: always
+  returned: when O(state=finished) or O(state=stopped)
   type: list
   elements: str
 launch_json:
-  description: Path of launch.json.
+  description: Path of launch.json on the node.
   returned: always
   type: str
+collected:
+  description: Names of the files in RV(collected_archive).
+  returned: when O(collect)
+  type: list
+  elements: str
+truncated:
+  description: Names of the logs of which only the end was collected.
+  returned: when O(collect)
+  type: list
+  elements: str
+collected_archive:
+  description:
+    - Base64 of a gzip tar archive of the collected files, flat (no directories).
+    - The action plugin of roles/launch removes it from the result after unpacking it.
+  returned: when O(collect) and the action plugin did not take it
+  type: str
+collected_to:
+  description: Where the action plugin unpacked the collected files on the control machine.
+  returned: when O(collect_to)
+  type: str
+run_dir_removed:
+  description: Whether O(run_dir) was removed.
+  returned: when O(state=finished) or O(state=stopped)
+  type: bool
 """
 
+import base64
 import contextlib
 import ctypes
+import io
 import json
 import os
+import re
+import select
 import shlex
+import shutil
 import signal
+import socket
 import subprocess
+import sys
+import tarfile
 import time
+import traceback
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -177,6 +290,15 @@ RESULTS_DIR = "results"
 LOGS_DIR = "logs"
 PR_SET_CHILD_SUBREAPER = 36
 POLL_S = 0.25
+# state=finished looks at the supervisor this often.
+FINISH_POLL_S = 0.2
+# state=finished waits at most this long beyond the run's own bound (timeout + kill_grace).
+FINISH_MARGIN_S = 30
+# Seconds state=started waits for the detached supervisor to say torchrun runs.
+READY_TIMEOUT_S = 30
+MAX_FD = 65536
+# The files a run leaves for the control machine (docs/design.md, reports/<run-id>/<host>/).
+COLLECTED_NAME = re.compile(r"^(rank-\d+\.(json|log)|torchrun\.log|launch\.json)$")
 
 
 class Stop(Exception):
@@ -371,11 +493,219 @@ def _now() -> str:
 
 
 # ------------------------------------------------------------------------------------------------
-# state=finished
+# state=started: the detached supervisor
 # ------------------------------------------------------------------------------------------------
 
 
-def run_finished(module: AnsibleModule) -> dict[str, Any]:
+def port_in_use(host: str, port: int, timeout: float = 1.0) -> bool:
+    """Something accepts TCP connections on host:port (as wait_for state=stopped looks)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_port_free(host: str, port: int, timeout: float, every: float = 0.2) -> bool:
+    """True once nothing accepts connections on host:port; False after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while port_in_use(host, port):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(every)
+    return True
+
+
+def supervise(
+    argv: list[str],
+    env: dict[str, str],
+    run_dir: Path,
+    timeout: int,
+    kill_grace: int,
+    rank_offset: int,
+    ready_fd: int,
+) -> int:
+    """Run torchrun, bounded by `timeout`; end its tree; join the logs; write launch.json.
+
+    Runs in the detached process. Writes one JSON line to `ready_fd` once torchrun runs and its
+    pid is recorded (or why it could not start), then closes it.
+    """
+    subreaper = become_subreaper()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        raise Stop(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+
+    started_at = _now()
+    me = os.getpid()
+    own = proc_stat(me)
+    recorded: dict[int, int] = {}
+    timed_out = False
+    stopped_by: str | None = None
+    proc: subprocess.Popen[bytes] | None = None
+    pids_doc: dict[str, Any] = {
+        "supervisor_pid": me,
+        "supervisor_starttime": own["starttime"] if own else None,
+        "started_epoch": time.time(),
+        "timeout_s": timeout,
+        "kill_grace_s": kill_grace,
+        "torchrun_pid": None,
+        "processes": {},
+    }
+    write_json(run_dir / PIDS_FILE, pids_doc)
+    deadline = time.monotonic() + timeout
+    try:
+        try:
+            with open(run_dir / TORCHRUN_LOG, "ab") as log:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=run_dir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            why = f"cannot start {argv[0]}: {exc}"
+            os.write(ready_fd, json.dumps({"error": why}).encode())
+            os.close(ready_fd)
+            write_json(
+                run_dir / LAUNCH_FILE,
+                {
+                    "rc": None,
+                    "timed_out": False,
+                    "killed_pids": [],
+                    "timeout_s": timeout,
+                    "stopped_by": None,
+                    "error": why,
+                    "subreaper": subreaper,
+                    "started_at": started_at,
+                    "finished_at": _now(),
+                    "cmd": argv,
+                },
+            )
+            return 1
+        pids_doc["torchrun_pid"] = proc.pid
+        pids_doc["pgid"] = proc.pid
+        child = proc_stat(proc.pid)
+        if child is not None:
+            recorded[proc.pid] = child["starttime"]
+            pids_doc["processes"] = {str(proc.pid): child["starttime"]}
+        write_json(run_dir / PIDS_FILE, pids_doc)
+        os.write(ready_fd, json.dumps({"supervisor_pid": me, "torchrun_pid": proc.pid}).encode())
+        os.close(ready_fd)
+        while True:
+            found = descendants(me, process_table())
+            if any(recorded.get(pid) != st for pid, st in found.items()):
+                recorded.update(found)
+                pids_doc["processes"] = {str(p): s for p, s in recorded.items()}
+                write_json(run_dir / PIDS_FILE, pids_doc)
+            if proc.poll() is not None:
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+            reap_children(keep=proc.pid)
+            time.sleep(POLL_S)
+    except Stop as exc:
+        stopped_by = str(exc)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+    keep = proc.pid if proc is not None else None
+    recorded.update(descendants(me, process_table()))
+    recorded.pop(me, None)
+    killed = end_processes(recorded, kill_grace, reap=True, keep=keep)
+    rc = proc.wait() if proc is not None else None
+    join_rank_logs(run_dir, rank_offset)
+    write_json(
+        run_dir / LAUNCH_FILE,
+        {
+            "rc": rc,
+            "timed_out": timed_out,
+            "killed_pids": killed,
+            "timeout_s": timeout,
+            "stopped_by": stopped_by,
+            "subreaper": subreaper,
+            "started_at": started_at,
+            "finished_at": _now(),
+            "cmd": argv,
+        },
+    )
+    return 0
+
+
+def _detached_child(
+    read_fd: int, write_fd: int, log_path: Path, body: Callable[[int], int]
+) -> None:
+    """In the first child of fork(): new session, second fork, run `body` in the grandchild.
+
+    Never returns: both processes leave with os._exit, so neither runs the caller's cleanup
+    (AnsiballZ removes its payload directory, AnsibleModule prints its result: the module's job).
+    """
+    code = 70
+    try:
+        os.close(read_fd)
+        os.setsid()
+        if os.fork() > 0:
+            code = 0
+            return
+        # The grandchild: not a session leader, so it can never get a terminal. Its standard
+        # streams leave the module's pipes (or the SSH session would wait for it to end).
+        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        for fd in (devnull, log):
+            if fd > 2:
+                os.close(fd)
+        os.closerange(3, write_fd)
+        os.closerange(write_fd + 1, MAX_FD)
+        code = body(write_fd)
+    except BaseException:  # the last word of a detached process: log it, then _exit
+        traceback.print_exc()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def spawn_detached(
+    log_path: Path, body: Callable[[int], int], ready_timeout: float
+) -> dict[str, Any]:
+    """Run body(ready_fd) in a detached process (double fork + setsid); return what it reported.
+
+    `body` writes one JSON object to ready_fd and closes it once it is running.
+    """
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _detached_child(read_fd, write_fd, log_path, body)
+    os.close(write_fd)
+    os.waitpid(pid, 0)
+    chunks = []
+    deadline = time.monotonic() + ready_timeout
+    with os.fdopen(read_fd, "rb") as ready:
+        while time.monotonic() < deadline:
+            if not select.select([ready], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                break
+            chunk = os.read(ready.fileno(), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    text = b"".join(chunks).decode("utf-8", errors="replace")
+    if not text:
+        return {"error": f"the detached supervisor reported nothing in {ready_timeout:.0f} s"}
+    doc = json.loads(text)
+    return doc if isinstance(doc, dict) else {"error": f"unexpected report {text!r}"}
+
+
+def run_started(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     missing = [
         k
@@ -392,7 +722,7 @@ def run_finished(module: AnsibleModule) -> dict[str, Any]:
         if params[k] is None
     ]
     if missing:
-        module.fail_json(msg=f"nccl_torchrun state=finished needs {', '.join(missing)}")
+        module.fail_json(msg=f"nccl_torchrun state=started needs {', '.join(missing)}")
     run_dir = Path(params["run_dir"])
     if not run_dir.is_dir():
         module.fail_json(
@@ -418,114 +748,97 @@ def run_finished(module: AnsibleModule) -> dict[str, Any]:
         except ValueError as exc:
             module.fail_json(
                 msg=f"cannot read the environment file: {exc}; re-render it with "
-                f"ansible-playbook playbooks/validate.yml --tags env"
+                f"ansible-playbook playbooks/validate.yml --tags env",
+                env_file=params["env_file"],
             )
     env.update({str(k): str(v) for k, v in params["environment"].items()})
     env["NCCL_PREFLIGHT_RUN_DIR"] = str(run_dir)
+    if params["script_content"] is not None:
+        script = Path(params["script"])
+        tmp = script.with_name(f".{script.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(params["script_content"])
+        os.replace(tmp, script)
+    master, port = params["master_addr"], params["master_port"]
+    wait_s = params["port_wait_timeout"]
+    if params["node_rank"] == 0 and wait_s > 0 and not wait_port_free(master, port, wait_s):
+        module.fail_json(
+            msg=(
+                f"{socket.gethostname()}: MASTER_PORT {port} on {master} is still in use after "
+                f"{wait_s} s, so the rendezvous store cannot start. Find the holder with "
+                f"`ss -ltnp 'sport = :{port}'` on this host and stop it, or choose another port: "
+                f"-e nccl_master_port=<port>"
+            ),
+            master_addr=master,
+            master_port=port,
+        )
     argv = build_argv(params)
     (run_dir / RESULTS_DIR).mkdir(exist_ok=True)
-    subreaper = become_subreaper()
 
-    def on_signal(signum: int, _frame: Any) -> None:
-        raise Stop(signal.Signals(signum).name)
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-
-    started_at = _now()
-    me = os.getpid()
-    recorded: dict[int, int] = {}
-    timed_out = False
-    stopped_by: str | None = None
-    with open(run_dir / TORCHRUN_LOG, "ab") as log:
-        proc = subprocess.Popen(
+    def body(ready_fd: int) -> int:
+        return supervise(
             argv,
-            cwd=run_dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            env,
+            run_dir,
+            params["timeout"],
+            params["kill_grace"],
+            params["rank_offset"],
+            ready_fd,
         )
-    own = proc_stat(me)
-    pids_doc = {
-        "module_pid": me,
-        "module_starttime": own["starttime"] if own else None,
-        "torchrun_pid": proc.pid,
-        "pgid": proc.pid,
-        "processes": {},
-    }
-    deadline = time.monotonic() + params["timeout"]
-    try:
-        while True:
-            found = descendants(me, process_table())
-            if any(recorded.get(pid) != st for pid, st in found.items()):
-                recorded.update(found)
-                pids_doc["processes"] = {str(p): s for p, s in recorded.items()}
-                write_json(run_dir / PIDS_FILE, pids_doc)
-            if proc.poll() is not None:
-                break
-            if time.monotonic() >= deadline:
-                timed_out = True
-                break
-            reap_children(keep=proc.pid)
-            time.sleep(POLL_S)
-    except Stop as exc:
-        stopped_by = str(exc)
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
-        recorded.update(descendants(me, process_table()))
-        recorded.pop(me, None)
-        killed = end_processes(recorded, params["kill_grace"], reap=True, keep=proc.pid)
-        rc = proc.wait()
-    rank_logs = join_rank_logs(run_dir, params["rank_offset"])
-    doc = {
-        "rc": rc,
-        "timed_out": timed_out,
-        "killed_pids": killed,
-        "timeout_s": params["timeout"],
-        "stopped_by": stopped_by,
-        "subreaper": subreaper,
-        "started_at": started_at,
-        "finished_at": _now(),
-        "cmd": argv,
-    }
-    write_json(run_dir / LAUNCH_FILE, doc)
+
+    ready = spawn_detached(run_dir / TORCHRUN_LOG, body, READY_TIMEOUT_S)
+    if "error" in ready:
+        module.fail_json(
+            msg=(
+                f"torchrun did not start on this host: {ready['error']} "
+                f"(see {run_dir / TORCHRUN_LOG})"
+            ),
+            cmd=argv,
+            run_dir=str(run_dir),
+        )
     return {
         "changed": True,
-        "torchrun_rc": rc,
-        "timed_out": timed_out,
-        "killed_pids": killed,
         "cmd": argv,
-        "rank_logs": rank_logs,
+        "supervisor_pid": ready["supervisor_pid"],
+        "torchrun_pid": ready["torchrun_pid"],
+        "torchrun_rc": None,
+        "timed_out": False,
+        "stopped_by": None,
+        "killed_pids": [],
         "launch_json": str(run_dir / LAUNCH_FILE),
-        "stopped_by": stopped_by,
     }
 
 
 # ------------------------------------------------------------------------------------------------
-# state=stopped
+# state=stopped and state=finished
 # ------------------------------------------------------------------------------------------------
 
 
-def run_stopped(module: AnsibleModule) -> dict[str, Any]:
-    run_dir = Path(module.params["run_dir"])
-    grace = module.params["kill_grace"]
-    pids_path = run_dir / PIDS_FILE
+def read_pids(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / PIDS_FILE
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def stop_run(
+    run_dir: Path, grace: int, timeout: int, rank_offset: int, reason: str | None = None
+) -> dict[str, Any]:
+    """End whatever the run of run_dir left alive; join the logs; make sure launch.json exists."""
     launch_path = run_dir / LAUNCH_FILE
     killed: list[int] = []
-    if pids_path.is_file():
-        doc = json.loads(pids_path.read_text(encoding="utf-8"))
-        module_pid, module_start = doc.get("module_pid"), doc.get("module_starttime")
-        if module_pid and module_start is not None and is_alive(module_pid, module_start):
-            # Ask the waiting module to end its tree and write launch.json itself.
-            _signal(module_pid, signal.SIGTERM)
+    doc = read_pids(run_dir)
+    if doc is not None:
+        sup_pid, sup_start = doc.get("supervisor_pid"), doc.get("supervisor_starttime")
+        if sup_pid and sup_start is not None and is_alive(sup_pid, sup_start):
+            # Ask the supervisor to end its tree and write launch.json itself.
+            _signal(sup_pid, signal.SIGTERM)
             deadline = time.monotonic() + grace + 10
-            while time.monotonic() < deadline and is_alive(module_pid, module_start):
+            while time.monotonic() < deadline and is_alive(sup_pid, sup_start):
                 time.sleep(0.1)
-            if is_alive(module_pid, module_start):
-                killed += end_processes({module_pid: module_start}, 0)
+            if is_alive(sup_pid, sup_start):
+                killed += end_processes({sup_pid: sup_start}, 0)
         recorded = {int(p): int(s) for p, s in doc.get("processes", {}).items()}
         # Children started after the last record still hang below a recorded process.
         table = process_table()
@@ -533,47 +846,179 @@ def run_stopped(module: AnsibleModule) -> dict[str, Any]:
             if is_alive(pid, st):
                 recorded.update(descendants(pid, table))
         killed += end_processes(recorded, grace)
-    rank_logs = (
-        [] if not run_dir.is_dir() else join_rank_logs(run_dir, module.params["rank_offset"])
-    )
-    rc = None
-    timed_out = False
+    rank_logs = join_rank_logs(run_dir, rank_offset) if run_dir.is_dir() else []
+    launch: dict[str, Any] | None = None
     if launch_path.is_file():
         launch = json.loads(launch_path.read_text(encoding="utf-8"))
-        rc, timed_out = launch.get("rc"), bool(launch.get("timed_out"))
+        changed = False
         if killed:
             launch["killed_pids"] = sorted(set(launch.get("killed_pids") or []) | set(killed))
+            changed = True
+        if reason and launch.get("stopped_by"):
+            launch["stopped_by"] = reason
+            changed = True
+        if changed:
             write_json(launch_path, launch)
     elif run_dir.is_dir():
-        write_json(
-            launch_path,
-            {
-                "rc": None,
-                "timed_out": False,
-                "killed_pids": killed,
-                "timeout_s": module.params["timeout"],
-                "stopped_by": "state=stopped",
-                "started_at": None,
-                "finished_at": _now(),
-            },
-        )
+        launch = {
+            "rc": None,
+            "timed_out": False,
+            "killed_pids": killed,
+            "timeout_s": timeout,
+            "stopped_by": reason or "state=stopped",
+            "started_at": None,
+            "finished_at": _now(),
+        }
+        write_json(launch_path, launch)
+    launch = launch or {}
     return {
         "changed": bool(killed),
-        "torchrun_rc": rc,
-        "timed_out": timed_out,
-        "killed_pids": killed,
+        "torchrun_rc": launch.get("rc"),
+        "timed_out": bool(launch.get("timed_out")),
+        "stopped_by": launch.get("stopped_by"),
+        # Ended by the supervisor at the timeout or by this call: the whole run's record.
+        "killed_pids": sorted(set(launch.get("killed_pids") or []) | set(killed)),
+        "ended_now": killed,
         "rank_logs": rank_logs,
         "launch_json": str(launch_path),
     }
 
 
+def reader_gone(fd: int) -> bool:
+    """Whoever reads our output (sshd, Ansible's worker) closed its end of the pipe: Ctrl-C or a
+    lost connection on the control machine. Never true for a file or a terminal."""
+    watch = select.poll()
+    watch.register(fd, 0)  # POLLERR and POLLHUP are reported whatever the mask
+    return any(event & (select.POLLERR | select.POLLHUP) for _, event in watch.poll(0))
+
+
+def wait_supervisor(run_dir: Path, margin: float, every: float = FINISH_POLL_S) -> str | None:
+    """Wait until the run's supervisor exited, at most until its own bound plus `margin`.
+
+    Returns why the run must be ended now (a signal that interrupted the wait: SIGTERM, SIGINT or
+    SIGHUP; the bound passed; nobody reads our result any more), else None.
+    """
+    doc = read_pids(run_dir)
+    if doc is None:
+        return None
+    sup_pid, sup_start = doc.get("supervisor_pid"), doc.get("supervisor_starttime")
+    if not sup_pid or sup_start is None:
+        return None
+    bound = float(doc.get("timeout_s") or 0) + float(doc.get("kill_grace_s") or 0) + margin
+    deadline = float(doc.get("started_epoch") or time.time()) + bound
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        raise Stop(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    try:
+        while is_alive(sup_pid, sup_start):
+            if time.time() >= deadline:
+                return f"the run outlived timeout + kill_grace + {margin:.0f} s"
+            if reader_gone(sys.stdout.fileno()):
+                return "the control machine went away (the session waiting for the run closed)"
+            time.sleep(every)
+    except Stop as exc:
+        return str(exc)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+    return None
+
+
+def read_tail(path: Path, max_bytes: int) -> tuple[bytes, bool]:
+    """The file's bytes, or its last max_bytes after a line saying how much was cut."""
+    size = path.stat().st_size
+    with open(path, "rb") as stream:
+        if size <= max_bytes:
+            return stream.read(), False
+        stream.seek(size - max_bytes)
+        kept = stream.read(max_bytes)
+    marker = (
+        f"[nccl-preflight: the first {size - len(kept)} of {size} bytes of {path.name} were cut; "
+        f"the whole log stayed on the node]\n"
+    )
+    return marker.encode() + kept, True
+
+
+def pack_results(run_dir: Path, log_max_bytes: int) -> tuple[bytes, list[str], list[str]]:
+    """A gzip tar of results/rank-*.{json,log}, torchrun.log and launch.json, flat."""
+    results = run_dir / RESULTS_DIR
+    paths = sorted(results.glob("rank-*.json")) + sorted(results.glob("rank-*.log"))
+    paths += [p for p in (run_dir / TORCHRUN_LOG, run_dir / LAUNCH_FILE) if p.is_file()]
+    names: list[str] = []
+    truncated: list[str] = []
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
+        for path in paths:
+            if not path.is_file() or not COLLECTED_NAME.match(path.name):
+                continue
+            if path.suffix == ".log":
+                data, cut = read_tail(path, log_max_bytes)
+            else:
+                data, cut = path.read_bytes(), False
+            info = tarfile.TarInfo(path.name)
+            info.size = len(data)
+            info.mode = 0o644
+            info.mtime = int(path.stat().st_mtime)
+            tar.addfile(info, io.BytesIO(data))
+            names.append(path.name)
+            if cut:
+                truncated.append(path.name)
+    return buffer.getvalue(), names, truncated
+
+
+def finish_call(module: AnsibleModule, result: dict[str, Any]) -> dict[str, Any]:
+    """What state=finished and state=stopped share at the end: collect, then remove."""
+    params = module.params
+    run_dir = Path(params["run_dir"])
+    if (params["collect"] or params["collect_to"]) and run_dir.is_dir():
+        archive, names, truncated = pack_results(run_dir, params["collect_log_max_bytes"])
+        result["collected_archive"] = base64.b64encode(archive).decode("ascii")
+        result["collected"] = names
+        result["truncated"] = truncated
+    result["run_dir_removed"] = False
+    if params["remove_run_dir"] and run_dir.is_dir():
+        if run_dir.resolve() in (Path("/"), Path.home().resolve()):
+            module.fail_json(msg=f"refusing to remove {run_dir}: not a private run directory")
+        shutil.rmtree(run_dir)
+        result["run_dir_removed"] = True
+        result["changed"] = True
+    return result
+
+
+def run_finished(module: AnsibleModule) -> dict[str, Any]:
+    params = module.params
+    run_dir = Path(params["run_dir"])
+    reason = params["stop_reason"] or None
+    if reason is None:
+        reason = wait_supervisor(run_dir, FINISH_MARGIN_S)
+    result = stop_run(
+        run_dir, params["kill_grace"], params["timeout"], params["rank_offset"], reason
+    )
+    return finish_call(module, result)
+
+
+def run_stopped(module: AnsibleModule) -> dict[str, Any]:
+    params = module.params
+    run_dir = Path(params["run_dir"])
+    result = stop_run(run_dir, params["kill_grace"], params["timeout"], params["rank_offset"])
+    return finish_call(module, result)
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "state": {"type": "str", "choices": ["finished", "stopped"], "default": "finished"},
+            "state": {
+                "type": "str",
+                "choices": ["started", "finished", "stopped"],
+                "default": "finished",
+            },
             "run_dir": {"type": "path", "required": True},
             "python": {"type": "path"},
             "script": {"type": "path"},
+            "script_content": {"type": "str", "no_log": True},
             "script_args": {"type": "list", "elements": "str", "default": []},
             "nnodes": {"type": "int"},
             "node_rank": {"type": "int"},
@@ -587,11 +1032,17 @@ def main() -> None:
             "environment": {"type": "dict", "default": {}},
             "timeout": {"type": "int", "default": 300},
             "kill_grace": {"type": "int", "default": 5},
+            "port_wait_timeout": {"type": "int", "default": 30},
+            "stop_reason": {"type": "str", "default": ""},
+            "collect": {"type": "bool", "default": False},
+            "collect_log_max_bytes": {"type": "int", "default": 4 * 1024 * 1024},
+            "collect_to": {"type": "path"},
+            "remove_run_dir": {"type": "bool", "default": False},
         },
         supports_check_mode=False,
     )
-    run = run_finished if module.params["state"] == "finished" else run_stopped
-    module.exit_json(**run(module))
+    run = {"started": run_started, "finished": run_finished, "stopped": run_stopped}
+    module.exit_json(**run[module.params["state"]](module))
 
 
 if __name__ == "__main__":

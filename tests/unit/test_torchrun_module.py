@@ -1,18 +1,24 @@
-"""library/nccl_torchrun.py: bounded run, the whole process tree ended by recorded pid, launch.json.
+"""library/nccl_torchrun.py: a detached, bounded run; the whole process tree ended by recorded pid;
+launch.json; the results packed for the control machine.
 
 The module runs as Ansible runs it on a node: a separate Python process reading its arguments
-from a file. A fake "python" stands in for torchrun: like torchrun it puts every worker in a new
-session (so killing torchrun's process group is not enough), and the workers start children.
-One test runs the real torchrun with a tiny script.
+from a file. state=started returns at once while a detached supervisor runs torchrun;
+state=finished waits for it on the node. A fake "python" stands in for torchrun: like torchrun it
+puts every worker in a new session (so killing torchrun's process group is not enough), and the
+workers start children. One test runs the real torchrun with a tiny script.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import tarfile
 import textwrap
 import time
 from pathlib import Path
@@ -98,6 +104,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 def module_args(run_dir: Path, python: Path, **over: Any) -> dict[str, Any]:
     args = {
+        "state": "started",
         "run_dir": str(run_dir),
         "python": str(python),
         "script": str(run_dir / "check.py"),
@@ -133,6 +140,28 @@ def finish(proc: subprocess.Popen, timeout: float = 60) -> dict[str, Any]:
     out, err = proc.communicate(timeout=timeout)
     assert out.strip(), f"module printed nothing; stderr:\n{err}"
     return json.loads(out)
+
+
+def finished_args(run_dir: Path, **over: Any) -> dict[str, Any]:
+    return {
+        "state": "finished",
+        "run_dir": str(run_dir),
+        "rank_offset": 4,
+        "kill_grace": 2,
+        **over,
+    }
+
+
+def run(args: dict[str, Any], tmp_path: Path, timeout: float = 60) -> dict[str, Any]:
+    """Start, then wait for the run on the "node": the two calls the launch role makes."""
+    started = finish(start_module(args, tmp_path, "start"))
+    assert started.get("failed") is not True, started
+    return finish(start_module(finished_args(Path(args["run_dir"])), tmp_path, "wait"), timeout)
+
+
+def pid_alive(pid: int) -> bool:
+    stat = nccl_torchrun.proc_stat(pid)
+    return stat is not None and stat["state"] not in "ZX"
 
 
 def wait_for(predicate: Any, timeout: float = 20) -> None:
@@ -191,28 +220,45 @@ def test_parse_stat_survives_odd_command_names() -> None:
     assert stat == {"state": "S", "ppid": 1, "pgid": 1234, "sid": 1234, "starttime": 98765}
 
 
+def test_read_tail_keeps_the_end_and_says_what_was_cut(tmp_path: Path) -> None:
+    log = tmp_path / "rank-0.log"
+    log.write_bytes(b"a" * 100 + b"Traceback: the end\n")
+    data, cut = nccl_torchrun.read_tail(log, 19)
+    assert cut is True
+    assert data.endswith(b"Traceback: the end\n")
+    assert b"the first 100 of 119 bytes of rank-0.log were cut" in data.splitlines()[0]
+    assert nccl_torchrun.read_tail(log, 1000) == (log.read_bytes(), False)
+
+
 # --- the module, as a node runs it ------------------------------------------------------------
 
 
-def test_timeout_ends_every_process_of_the_tree(
+def test_started_returns_at_once_and_the_timeout_ends_every_process(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
-    started = time.monotonic()
-    proc = start_module(
-        module_args(run_dir, fake_python, timeout=3, environment={"FAKE_MODE": "hang"}), tmp_path
+    began = time.monotonic()
+    started = finish(
+        start_module(
+            module_args(run_dir, fake_python, timeout=4, environment={"FAKE_MODE": "hang"}),
+            tmp_path,
+        )
     )
-    result = finish(proc)
-    elapsed = time.monotonic() - started
+    assert time.monotonic() - began < 3, "state=started must not wait for the run"
+    assert started["changed"] is True and pid_alive(started["supervisor_pid"])
+    # torchrun + 2 workers + 2 grandchildren run after the module returned.
+    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    result = finish(start_module(finished_args(run_dir), tmp_path, "wait"))
+    elapsed = time.monotonic() - began
     assert result["timed_out"] is True
-    assert elapsed < 3 + 2 + 5, f"took {elapsed:.1f}s"
-    # torchrun + 2 workers + 2 grandchildren, all recorded and ended.
-    assert len(result["killed_pids"]) == 5
-    assert tagged_processes(run_dir) == []
+    assert elapsed < 4 + 2 + 5, f"took {elapsed:.1f}s"
+    assert len(result["killed_pids"]) == 5 and result["ended_now"] == []
+    assert tagged_processes(run_dir) == [] and not pid_alive(started["supervisor_pid"])
     launch = json.loads((run_dir / "launch.json").read_text())
-    assert launch["timed_out"] is True and launch["timeout_s"] == 3
+    assert launch["timed_out"] is True and launch["timeout_s"] == 4
     assert sorted(launch["killed_pids"]) == sorted(result["killed_pids"])
     assert launch["rc"] == -signal.SIGTERM
     recorded = json.loads((run_dir / "torchrun.pids").read_text())
+    assert recorded["supervisor_pid"] == started["supervisor_pid"]
     assert {int(p) for p in recorded["processes"]} >= set(result["killed_pids"])
     # The per-rank logs are named by global rank (rank_offset 4 + local rank).
     assert sorted(p.name for p in (run_dir / "results").glob("*.log")) == [
@@ -224,20 +270,34 @@ def test_timeout_ends_every_process_of_the_tree(
     assert "fake torchrun started" in (run_dir / "torchrun.log").read_text()
 
 
+def test_nothing_outlives_the_timeout_when_nobody_waits(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    """The control machine is gone after the start: the supervisor alone bounds the run."""
+    started = finish(
+        start_module(
+            module_args(run_dir, fake_python, timeout=2, environment={"FAKE_MODE": "hang"}),
+            tmp_path,
+        )
+    )
+    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    wait_for(lambda: (run_dir / "launch.json").is_file(), timeout=2 + 2 + 8)
+    wait_for(lambda: not pid_alive(started["supervisor_pid"]), timeout=5)
+    assert tagged_processes(run_dir) == []
+    assert json.loads((run_dir / "launch.json").read_text())["timed_out"] is True
+
+
 def test_sigkill_follows_when_a_worker_ignores_sigterm(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
-    proc = start_module(
-        module_args(
-            run_dir,
-            fake_python,
-            timeout=2,
-            kill_grace=1,
-            environment={"FAKE_MODE": "hang", "FAKE_STUBBORN": "1"},
-        ),
-        tmp_path,
+    args = module_args(
+        run_dir,
+        fake_python,
+        timeout=2,
+        kill_grace=1,
+        environment={"FAKE_MODE": "hang", "FAKE_STUBBORN": "1"},
     )
-    result = finish(proc)
+    result = run(args, tmp_path)
     assert result["timed_out"] is True
     assert tagged_processes(run_dir) == []
 
@@ -250,9 +310,7 @@ def test_environment_comes_from_nccl_env(tmp_path: Path, run_dir: Path) -> None:
         "('NCCL_SOCKET_IFNAME', 'GLOO_SOCKET_IFNAME', 'NCCL_IB_HCA', 'EXTRA')}))\n"
     )
     script.chmod(0o755)
-    result = finish(
-        start_module(module_args(run_dir, script, environment={"EXTRA": "1"}), tmp_path)
-    )
+    result = run(module_args(run_dir, script, environment={"EXTRA": "1"}), tmp_path)
     assert (
         result["torchrun_rc"] == 0 and result["timed_out"] is False and result["killed_pids"] == []
     )
@@ -268,22 +326,167 @@ def test_environment_comes_from_nccl_env(tmp_path: Path, run_dir: Path) -> None:
 def test_failing_run_reports_its_rc_without_failing_the_task(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
-    result = finish(
-        start_module(module_args(run_dir, fake_python, environment={"FAKE_MODE": "fail"}), tmp_path)
-    )
+    result = run(module_args(run_dir, fake_python, environment={"FAKE_MODE": "fail"}), tmp_path)
     assert result.get("failed") is not True
     assert result["torchrun_rc"] == 3 and result["timed_out"] is False
-    # The workers' own children outlived them: the module ends them too.
+    # The workers' own children outlived them: the supervisor ends them too.
     assert len(result["killed_pids"]) == 2
     assert tagged_processes(run_dir) == []
     assert json.loads((run_dir / "launch.json").read_text())["rc"] == 3
 
 
+def test_script_content_is_written_and_never_echoed(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    content = "# the check\nprint('a rank')\n" + "x = 1\n" * 2000
+    script = run_dir / "nccl_check.py"
+    args = module_args(
+        run_dir,
+        fake_python,
+        script=str(script),
+        script_content=content,
+        environment={"FAKE_MODE": "ok"},
+    )
+    started = finish(start_module(args, tmp_path))
+    assert script.read_text() == content and script.stat().st_mode & 0o777 == 0o600
+    echoed = started["invocation"]["module_args"]["script_content"]
+    assert echoed != content and len(json.dumps(started)) < 5000
+    finish(start_module(finished_args(run_dir), tmp_path, "wait"))
+
+
+def test_a_busy_master_port_fails_the_start_with_what_to_do(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        began = time.monotonic()
+        result = finish(
+            start_module(
+                module_args(run_dir, fake_python, master_port=port, port_wait_timeout=1),
+                tmp_path,
+            )
+        )
+    assert time.monotonic() - began < 5
+    assert result["failed"] is True
+    assert f"MASTER_PORT {port} on 127.0.0.1 is still in use after 1 s" in result["msg"]
+    assert f"ss -ltnp 'sport = :{port}'" in result["msg"]
+    assert "-e nccl_master_port=<port>" in result["msg"]
+    assert not (run_dir / "torchrun.pids").exists() and tagged_processes(run_dir) == []
+
+
+def test_only_node_rank_0_waits_for_the_master_port(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        args = module_args(
+            run_dir,
+            fake_python,
+            node_rank=1,
+            master_port=holder.getsockname()[1],
+            port_wait_timeout=30,
+            environment={"FAKE_MODE": "ok"},
+        )
+        began = time.monotonic()
+        started = finish(start_module(args, tmp_path))
+        assert time.monotonic() - began < 5 and started["changed"] is True
+    finish(start_module(finished_args(run_dir), tmp_path, "wait"))
+
+
+def test_a_python_that_does_not_exist_fails_the_start(tmp_path: Path, run_dir: Path) -> None:
+    result = finish(start_module(module_args(run_dir, tmp_path / "no-such-python"), tmp_path))
+    assert result["failed"] is True
+    assert "torchrun did not start" in result["msg"] and "no-such-python" in result["msg"]
+    launch = json.loads((run_dir / "launch.json").read_text())
+    assert launch["rc"] is None and "no-such-python" in launch["error"]
+
+
+def test_finished_packs_the_results_and_removes_the_run_directory(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    finish(
+        start_module(module_args(run_dir, fake_python, environment={"FAKE_MODE": "ok"}), tmp_path)
+    )
+    (run_dir / "results" / "rank-4.json").write_text('{"status": "passed"}')
+    (run_dir / "results" / "stray.txt").write_text("not a result")
+    result = finish(
+        start_module(
+            finished_args(run_dir, collect=True, remove_run_dir=True, collect_log_max_bytes=100),
+            tmp_path,
+            "wait",
+        )
+    )
+    assert result["run_dir_removed"] is True and not run_dir.exists()
+    assert result["collected"] == [
+        "rank-4.json",
+        "rank-4.log",
+        "rank-5.log",
+        "torchrun.log",
+        "launch.json",
+    ]
+    data = base64.b64decode(result["collected_archive"])
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        members = {m.name: archive.extractfile(m).read() for m in archive}
+    assert set(members) == set(result["collected"])
+    assert json.loads(members["launch.json"])["rc"] == 0
+    assert members["rank-4.json"] == b'{"status": "passed"}'
+    assert set(result["truncated"]) <= {"rank-4.log", "rank-5.log", "torchrun.log"}
+    assert "torchrun.log" in result["truncated"] or len(members["torchrun.log"]) <= 100
+    for name in result["truncated"]:
+        assert b"were cut" in members[name].splitlines()[0]
+
+
+def test_stop_reason_ends_the_run_at_once_and_is_recorded(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    finish(
+        start_module(
+            module_args(run_dir, fake_python, timeout=120, environment={"FAKE_MODE": "hang"}),
+            tmp_path,
+        )
+    )
+    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    began = time.monotonic()
+    reason = "torchrun did not start on node0, so the rendezvous could not complete"
+    result = finish(start_module(finished_args(run_dir, stop_reason=reason), tmp_path, "wait"))
+    assert time.monotonic() - began < 15
+    assert result["stopped_by"] == reason and result["timed_out"] is False
+    assert tagged_processes(run_dir) == []
+    assert json.loads((run_dir / "launch.json").read_text())["stopped_by"] == reason
+
+
+def test_the_wait_ends_the_run_when_the_control_machine_goes_away(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    """Ctrl-C or a lost connection closes the pipe the waiting module writes its result to."""
+    finish(
+        start_module(
+            module_args(run_dir, fake_python, timeout=120, environment={"FAKE_MODE": "hang"}),
+            tmp_path,
+        )
+    )
+    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    waiter = start_module(finished_args(run_dir), tmp_path, "wait")
+    time.sleep(1)
+    assert waiter.poll() is None, "the wait must go on while someone reads its result"
+    waiter.stdout.close()
+    wait_for(lambda: tagged_processes(run_dir) == [], timeout=15)
+    waiter.wait(timeout=15)
+    launch = json.loads((run_dir / "launch.json").read_text())
+    assert "went away" in launch["stopped_by"]
+
+
 def test_state_stopped_ends_a_running_tree_by_its_recorded_pids(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
-    runner = start_module(
-        module_args(run_dir, fake_python, timeout=120, environment={"FAKE_MODE": "hang"}), tmp_path
+    started = finish(
+        start_module(
+            module_args(run_dir, fake_python, timeout=120, environment={"FAKE_MODE": "hang"}),
+            tmp_path,
+        )
     )
     wait_for(lambda: len(tagged_processes(run_dir)) == 5)
     wait_for(
@@ -292,22 +495,22 @@ def test_state_stopped_ends_a_running_tree_by_its_recorded_pids(
             and len(json.loads((run_dir / "torchrun.pids").read_text())["processes"]) == 5
         )
     )
-    stopper = start_module(
-        {"run_dir": str(run_dir), "state": "stopped", "rank_offset": 4, "kill_grace": 2},
-        tmp_path,
-        name="stop",
+    stopped = finish(
+        start_module(
+            {"run_dir": str(run_dir), "state": "stopped", "rank_offset": 4, "kill_grace": 2},
+            tmp_path,
+            name="stop",
+        )
     )
-    stopped = finish(stopper)
-    runner_result = finish(runner)
-    assert tagged_processes(run_dir) == []
-    assert runner_result["stopped_by"] == "SIGTERM"
+    assert tagged_processes(run_dir) == [] and not pid_alive(started["supervisor_pid"])
+    assert stopped["stopped_by"] == "SIGTERM"
     launch = json.loads((run_dir / "launch.json").read_text())
     assert launch["stopped_by"] == "SIGTERM" and launch["timed_out"] is False
     assert len(launch["killed_pids"]) == 5
     assert stopped["rank_logs"] and Path(stopped["rank_logs"][0]).name == "rank-4.log"
     # Stopping again finds nothing alive and changes nothing.
     again = finish(start_module({"run_dir": str(run_dir), "state": "stopped"}, tmp_path, "s2"))
-    assert again["changed"] is False and again["killed_pids"] == []
+    assert again["changed"] is False and again["ended_now"] == []
 
 
 def test_state_stopped_without_a_run_writes_a_launch_record(tmp_path: Path, run_dir: Path) -> None:
@@ -318,9 +521,7 @@ def test_state_stopped_without_a_run_writes_a_launch_record(tmp_path: Path, run_
 
 
 def test_a_run_directory_is_never_reused(tmp_path: Path, fake_python: Path, run_dir: Path) -> None:
-    finish(
-        start_module(module_args(run_dir, fake_python, environment={"FAKE_MODE": "ok"}), tmp_path)
-    )
+    run(module_args(run_dir, fake_python, environment={"FAKE_MODE": "ok"}), tmp_path)
     result = finish(start_module(module_args(run_dir, fake_python), tmp_path, "again"))
     assert result["failed"] is True
     assert "already holds a run" in result["msg"] and str(run_dir) in result["msg"]
@@ -342,8 +543,11 @@ def test_real_torchrun_rank_logs_and_rc(tmp_path: Path, run_dir: Path) -> None:
         script_args=[],
         timeout=60,
     )
-    result = finish(start_module(args, tmp_path), timeout=120)
+    started = finish(start_module(args, tmp_path, "start"))
+    result = finish(
+        start_module(finished_args(run_dir, rank_offset=0), tmp_path, "wait"), timeout=120
+    )
     assert result["timed_out"] is False and result["torchrun_rc"] == 1
     assert "hello from rank 0" in (run_dir / "results" / "rank-0.log").read_text()
     assert "hello from rank 1" in (run_dir / "results" / "rank-1.log").read_text()
-    assert tagged_processes(run_dir) == []
+    assert tagged_processes(run_dir) == [] and not pid_alive(started["supervisor_pid"])
