@@ -363,7 +363,8 @@ def log_tail(path: str, limit: int = 2000) -> str:
 
 
 def stop_listener(path: str, wait: float) -> dict:
-    """Write the stop file and wait up to ``wait`` s for listener.json.
+    """Write the stop file and wait up to ``wait`` s for the listener process to exit (killed
+    after that) and for its result, listener.json.
 
     -> {"result": dict | None, "pid": int | None, "killed": bool, "error": str}.
     """
@@ -372,41 +373,39 @@ def stop_listener(path: str, wait: float) -> dict:
     pid_info = read_json(os.path.join(path, PID_FILE)) or {}
     pid, start_time = pid_info.get("pid"), pid_info.get("start_time")
     deadline = time.monotonic() + wait
+    killed = False
     while True:
         result = read_json(os.path.join(path, RESULT_FILE))
-        if result is not None:
-            return {"result": result, "pid": result.get("pid"), "killed": False, "error": ""}
-        alive = pid is not None and process_alive(pid, start_time)
-        if not alive:
+        if pid is None or not process_alive(pid, start_time):
             # It may have written its result between the two looks.
-            result = read_json(os.path.join(path, RESULT_FILE))
-            if result is not None:
-                return {"result": result, "pid": pid, "killed": False, "error": ""}
-            error = (
-                f"the listener process (pid {pid}) ended without leaving its result in {path}"
-                if pid
-                else f"no listener process was started in {path}"
-            )
-            tail = log_tail(path)
-            return {
-                "result": None,
-                "pid": pid,
-                "killed": False,
-                "error": error + (f"; its log ends with: {tail}" if tail else ""),
-            }
+            result = result or read_json(os.path.join(path, RESULT_FILE))
+            break
         if time.monotonic() >= deadline:
             try:
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                continue  # it has just exited: look for its result once more
-            return {
-                "result": None,
-                "pid": pid,
-                "killed": True,
-                "error": f"the listener process (pid {pid}) did not exit within {wait:g} s of "
-                "the stop file; it was killed",
-            }
+                killed = True
+            except ProcessLookupError:  # it has just exited: look once more
+                continue
+            break
         time.sleep(0.05)
+    if result is not None:
+        return {"result": result, "pid": pid, "killed": killed, "error": ""}
+    if killed:
+        error = (
+            f"the listener process (pid {pid}) did not exit within {wait:g} s of the stop file; "
+            "it was killed"
+        )
+    elif pid is not None:
+        error = f"the listener process (pid {pid}) ended without leaving its result in {path}"
+    else:
+        error = f"no listener process was started in {path}"
+    tail = log_tail(path)
+    return {
+        "result": None,
+        "pid": pid,
+        "killed": killed,
+        "error": error + (f"; its log ends with: {tail}" if tail else ""),
+    }
 
 
 def start(module: AnsibleModule) -> None:
@@ -492,7 +491,7 @@ def stop(module: AnsibleModule) -> None:
         pid=result["pid"],
         ended=result["ended"],
         timed_out=result["timed_out"],
-        killed=False,
+        killed=outcome["killed"],
     )
 
 

@@ -11,8 +11,12 @@ carries the table host -> value.
 Observation of a host (``preflight_observation`` fact, built in roles/preflight/tasks/main.yml):
 
     host, is_master, facts (ansible_facts.nccl), ifname, ifname_reason, address, master_addr,
-    master_port, nproc_per_node, backend, python, port_owner (nccl_port_owner result or {}),
-    listeners (nccl_preflight_listen result or {}), probes ([nccl_tcp_probe results]),
+    master_port, nproc_per_node, backend, python,
+    port_owner (the master's MASTER_PORT owners, {free, listeners}, from nccl_preflight_listen
+    state=started with check_port; {} elsewhere or when it did not run),
+    listeners (nccl_preflight_listen state=stopped result: {listeners: [{name, address, port,
+    error, accepted, complete}], timed_out, ...}; the state=started result when the listeners
+    could not be collected; {} when neither ran), probes ([nccl_tcp_probe results]),
     firewall (nccl_firewall result or {}), clock (float epoch seconds or None)
 
 Settings: master (inventory name), order (inventory names in rank order), require_gpu,
@@ -645,7 +649,8 @@ def nccl_preflight_probe_plan(
 ) -> dict[str, Any]:
     """The nccl_tcp_probe targets of ``host`` and, per probe, why it cannot run.
 
-    ``ports_by_host``: each host's listener port file ({"master"|"ring": {"port", "error"}});
+    ``ports_by_host``: each host's listener ports, as nccl_preflight_listen state=started
+    returns them ({"master"|"ring": {"port", "error"}});
     ``addresses``: each host's fabric address. -> {"targets": [...], "skip": {name: reason}}.
     """
     targets: list[dict[str, Any]] = []

@@ -8,6 +8,8 @@ printed failures grouped by host, and reports/<run-id>/preflight/<host>.json.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.harness import Lab
+from tests.lab.harness import Lab, LabHost
 
 pytestmark = pytest.mark.lab
 
@@ -99,6 +101,26 @@ def firewall_state(lab: Lab) -> list[str]:
     ]
 
 
+def listening_ports(lab: Lab, host: LabHost) -> set[int]:
+    lines = lab.run(host, ["ss", "-tlnH"]).stdout.splitlines()
+    return {int(line.split()[3].rsplit(":", 1)[1]) for line in lines if line.strip()}
+
+
+def processes_holding(text: str) -> list[int]:
+    """The pids with an open file whose path contains ``text``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            links = [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+        except (FileNotFoundError, ProcessLookupError, PermissionError):  # ended, or not ours
+            continue
+        if any(text in link for link in links):
+            pids.append(int(proc.name))
+    return pids
+
+
 def ephemeral_range(lab: Lab, index: int) -> tuple[int, int]:
     lo, hi = lab.run(index, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"]).stdout.split()
     return int(lo), int(hi)
@@ -143,6 +165,21 @@ def test_healthy_lab_passes_every_check_and_changes_nothing(
     new_async = (set(async_dir.iterdir()) if async_dir.exists() else set()) - async_before
     assert [p for p in new_async if run.run_id in p.read_text(errors="replace")] == []
     assert run.leftover_run_dirs == []  # listeners' files lived in the run dir, removed at the end
+    # The listeners did not outlive the run: nothing listens any more on the ports they held.
+    for i, h in enumerate(lab.hosts):
+        neighbour = lab.hosts[(i + 1) % n]
+        ring_port = re.search(
+            rf"{re.escape(neighbour.fabric_addr)}:(\d+)",
+            run.results[h.inventory_name]["tcp_ring"]["message"],
+        )
+        assert ring_port, run.results[h.inventory_name]["tcp_ring"]
+        held = {MASTER_PORT} if i == n - 1 else set()
+        held.add(int(ring_port.group(1)))
+        # the neighbour's ring port, and MASTER_PORT on the master (the neighbour of the last)
+        assert listening_ports(lab, neighbour) & held == set()
+    # ...and no process holds a file of this run (the listener's log) any more: the lab's hosts
+    # share this machine's process table.
+    assert processes_holding(run.run_id) == []
 
 
 def test_faults_on_four_hosts_each_fail_naming_the_host_and_the_thing(
