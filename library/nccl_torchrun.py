@@ -26,7 +26,9 @@ description:
     (R = O(rank_offset) + local rank), writes C(<run_dir>/launch.json) and exits.
   - O(state=finished) waits on the node (one look every 0.2 s) until the supervisor exited, at most
     O(timeout) + O(kill_grace) + 30 seconds after the start; then it ends whatever is still alive
-    (as O(state=stopped)). With O(stop_reason) it ends the run at once instead of waiting.
+    (as O(state=stopped)). With O(stop_reason) it ends the run at once instead of waiting. It
+    also ends the run at once when it receives SIGTERM, SIGINT or SIGHUP, or when whoever reads
+    its result closed the pipe (Ctrl-C or a lost connection on the control machine).
   - O(state=stopped) ends whatever a run of the same O(run_dir) left running (first asking the
     supervisor to stop, then every recorded process), joins the logs and writes C(launch.json) if
     the supervisor could not. Safe to run at any time, also when nothing was started.
@@ -120,6 +122,8 @@ options:
     description:
       - With O(state=finished), end the run at once instead of waiting, and record this reason as
         C(stopped_by) in C(launch.json) (for example, another node could not start).
+      - With O(state=stopped), the reason replaces C(stopped_by) of a run that was still alive;
+        when no C(launch.json) exists (the run never started), it is recorded as its C(error).
     type: str
     default: ""
   collect:
@@ -629,6 +633,7 @@ def supervise(
             "killed_pids": killed,
             "timeout_s": timeout,
             "stopped_by": stopped_by,
+            "error": None,
             "subreaper": subreaper,
             "started_at": started_at,
             "finished_at": _now(),
@@ -860,12 +865,14 @@ def stop_run(
         if changed:
             write_json(launch_path, launch)
     elif run_dir.is_dir():
+        # The supervisor never wrote its record: the run did not start (or it was killed).
         launch = {
             "rc": None,
             "timed_out": False,
             "killed_pids": killed,
             "timeout_s": timeout,
-            "stopped_by": reason or "state=stopped",
+            "stopped_by": "state=stopped",
+            "error": reason,
             "started_at": None,
             "finished_at": _now(),
         }
@@ -1003,7 +1010,10 @@ def run_finished(module: AnsibleModule) -> dict[str, Any]:
 def run_stopped(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     run_dir = Path(params["run_dir"])
-    result = stop_run(run_dir, params["kill_grace"], params["timeout"], params["rank_offset"])
+    reason = params["stop_reason"] or None
+    result = stop_run(
+        run_dir, params["kill_grace"], params["timeout"], params["rank_offset"], reason
+    )
     return finish_call(module, result)
 
 

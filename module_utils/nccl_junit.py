@@ -281,9 +281,12 @@ def classify_missing(
     if rank in host.unreadable:
         return "crashed", f"{where} left an unreadable result: {host.unreadable[rank]}.{seen}"
     if not host.rank_logs.get(rank):
+        # Why the launch itself failed (error) or why it was ended early (stopped_by), if known.
+        why = launch.get("error") or launch.get("stopped_by")
         return "never started", (
             f"{where} never started: torchrun on {host.host} started no worker for it "
-            f"(torchrun rc {launch.get('rc')}; see torchrun.log).{seen}"
+            f"(torchrun rc {launch.get('rc')}{f'; {why}' if why else ''}; see torchrun.log)."
+            f"{seen}"
         )
     if launch.get("timed_out"):
         return "hung", (

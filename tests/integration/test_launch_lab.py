@@ -311,3 +311,54 @@ def test_embedded_local_inventory_passes_without_a_gpu(tmp_path: Path) -> None:
     assert set(suites) == {"nccl.localhost.rank0", "nccl.localhost.rank1"}
     validate(tmp_path / run_id)
     assert leftovers(run_id) == []
+
+
+@pytest.mark.lab
+def test_a_busy_master_port_ends_every_node_at_once_and_every_rank_says_why(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    """The master cannot start (MASTER_PORT held): the start fails there, the other node's run is
+    ended at once instead of waiting nccl_run_timeout for a rendezvous that cannot happen, and the
+    JUnit says why for every rank; nothing is left running and no run directory stays."""
+    run_id = new_run_id()
+    port = 29557
+    master, other = lab2.hosts
+    held = lab2.hold_port(master, port)
+    started = time.monotonic()
+    try:
+        result = playbook(
+            lab2,
+            run_id,
+            tmp_path,
+            {
+                "nccl_slots": 1,
+                "nccl_run_timeout": 120,
+                "nccl_master_port": port,
+                "launch_port_wait_timeout": 2,
+                "nccl_check_args": [*QUICK, "--tests", "correctness"],
+            },
+            "--tags",
+            "launch",
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        held.release()
+    assert result.returncode != 0, result.stdout[-6000:]
+    assert elapsed < 90, f"the play took {elapsed:.0f}s: the other node waited for the timeout"
+    report = tmp_path / run_id
+    suites = rank_suites(report / "junit.xml")
+    assert set(suites) == {f"nccl.{label(h)}.rank{h.rank}" for h in lab2.hosts}
+    errors = {
+        name: [c.find("error") for c in suite.iter("testcase") if c.find("error") is not None]
+        for name, suite in suites.items()
+    }
+    master_error = errors[f"nccl.{label(master)}.rank{master.rank}"][0]
+    assert master_error.get("type") == "never started"
+    assert f"MASTER_PORT {port}" in master_error.get("message"), master_error.get("message")
+    other_error = errors[f"nccl.{label(other)}.rank{other.rank}"][0]
+    assert f"did not start on {master.inventory_name}" in other_error.get("message")
+    for host in lab2.hosts:
+        assert (report / host.inventory_name / "launch.json").is_file()
+        assert not run_dir(run_id, host).exists(), "the run directory must be removed"
+    validate(report)
+    assert leftovers(run_id) == []

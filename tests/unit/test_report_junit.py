@@ -378,6 +378,27 @@ def test_hung_and_never_started_ranks_say_which(
     assert "RendezvousConnectionError" in never.text  # torchrun's log when the rank has none
 
 
+def test_a_launch_that_could_not_start_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = RunDir(tmp_path, ["node1", "node2"], nproc=1).plan()
+    busy = "node1: MASTER_PORT 29500 on 10.0.0.1 is still in use after 30 s"
+    (run.host_dir("node1") / "launch.json").write_text(
+        json.dumps({"rc": None, "timed_out": False, "killed_pids": [], "error": busy})
+    )
+    stopped = "torchrun did not start on node1, so the rendezvous could not complete"
+    (run.host_dir("node2") / "launch.json").write_text(
+        json.dumps({"rc": -15, "timed_out": False, "killed_pids": [5], "stopped_by": stopped})
+    )
+    build(run, capsys)
+    validate_report_junit(run.dir)
+    merged = suites(run.dir / "junit.xml")
+    master = case(merged["nccl.node1.rank0"], "result").find("error")
+    assert master.get("type") == "never started" and busy in master.get("message")
+    other = case(merged["nccl.node2.rank1"], "result").find("error")
+    assert other.get("type") == "never started" and stopped in other.get("message")
+
+
 def test_an_unreachable_host_is_an_error_for_that_host_and_its_ranks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
