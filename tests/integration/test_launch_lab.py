@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import threading
@@ -362,3 +363,47 @@ def test_a_busy_master_port_ends_every_node_at_once_and_every_rank_says_why(
         assert not run_dir(run_id, host).exists(), "the run directory must be removed"
     validate(report)
     assert leftovers(run_id) == []
+
+
+@pytest.mark.lab
+def test_ctrl_c_during_the_wait_ends_every_process_tree_at_once(lab2: Lab, tmp_path: Path) -> None:
+    """A user presses Ctrl-C while the ranks run (rank 0 paused before barrier): every node's
+    wait sees its session close and ends the run then, not at nccl_run_timeout; no run directory
+    stays."""
+    run_id = new_run_id()
+    record = run_dir(run_id, lab2.hosts[0]) / "results" / "rank-0.json"
+    variables = {
+        "nccl_run_id": run_id,
+        "nccl_report_root": str(tmp_path),
+        "nccl_slots": 1,
+        "nccl_run_timeout": 300,
+        "nccl_master_port": 29567,
+        "launch_check_timeout": 280,
+        "nccl_check_args": [*QUICK, "--tests", "correctness", "--pause-before", "barrier@0"],
+    }
+    exe = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(exe), "-i", str(lab2.inventory_dir), "playbooks/validate.yml", "--tags", "launch"]
+    player = subprocess.Popen(
+        [*argv, "-e", json.dumps(variables)],
+        cwd=ROOT,
+        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: the terminal's Ctrl-C reaches all of it
+    )
+    try:
+        wait_for_record(record, "barrier", timeout=120)
+        time.sleep(1)  # the wait task is running on every node
+        assert leftovers(run_id), "the run should be going"
+        os.killpg(player.pid, signal.SIGINT)
+        out, _ = player.communicate(timeout=60)
+    finally:
+        if player.poll() is None:
+            os.killpg(player.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    while leftovers(run_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert leftovers(run_id) == [], out[-3000:]
+    for host in lab2.hosts:
+        assert not run_dir(run_id, host).exists(), "the run directory must be removed"
