@@ -153,20 +153,22 @@ ended:
     - Why the listener process ended - C(complete) (every listener got its connections),
       C(stop file), C(timeout), C(run directory removed), or C(nothing bound) (no process was
       started).
-  returned: O(state=stopped)
+  returned: O(state=stopped), when the listener's result was read
   type: str
   sample: complete
 timed_out:
   description: True when the timeout or the stop file closed a listener before its expected
     connections came.
-  returned: O(state=stopped)
+  returned: O(state=stopped), when the listener's result was read
   type: bool
 killed:
   description: True when the listener process did not exit within O(stop_timeout) and was killed.
-  returned: O(state=stopped)
+  returned: O(state=stopped), when a listener process was found
   type: bool
 clock:
-  description: This host's clock (seconds since the epoch, C(time.time())) when the module started.
+  description:
+    - This host's clock (seconds since the epoch, C(time.time())) when the module started.
+    - Returned also when the module fails, so the clock check does not depend on the listeners.
   returned: O(state=stopped)
   type: float
   sample: 1763776800.123456
@@ -284,12 +286,10 @@ def result_of(entries: list[dict], ended: str, pid: int | None) -> dict:
 def _close_fds_except(keep: set[int]) -> None:
     """Close every file descriptor but ``keep``: an inherited end of the SSH session's pipes
     would keep the session, and so the module's task, open until the listener exits."""
-    low = 0
-    for fd in sorted(keep):
-        if low < fd:  # closerange(a, b) with b <= a would close everything from a on
-            os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, max(low + 1, os.sysconf("SC_OPEN_MAX")))
+    # The open ones, not range(SC_OPEN_MAX): that limit may be in the millions.
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) not in keep:
+            os.closerange(int(name), int(name) + 1)  # no error for listdir's own, closed fd
 
 
 def _listener_process(
