@@ -21,6 +21,7 @@ CONTROLLER_ACTIONS = {
     "ansible.builtin.fail",
     "ansible.builtin.assert",
     "ansible.builtin.meta",
+    "nccl_report_file",  # plugins/action: writes on the control machine, runs no module
 }
 KEYWORDS = {
     "name", "when", "register", "vars", "become", "ignore_errors", "delegate_to", "run_once",
