@@ -283,7 +283,7 @@ import traceback
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -645,7 +645,7 @@ def supervise(
 
 def _detached_child(
     read_fd: int, write_fd: int, log_path: Path, body: Callable[[int], int]
-) -> None:
+) -> NoReturn:
     """In the first child of fork(): new session, second fork, run `body` in the grandchild.
 
     Never returns: both processes leave with os._exit, so neither runs the caller's cleanup

@@ -401,8 +401,13 @@ def test_ctrl_c_during_the_wait_ends_every_process_tree_at_once(lab2: Lab, tmp_p
     finally:
         if player.poll() is None:
             os.killpg(player.pid, signal.SIGKILL)
+
+    def settled() -> bool:
+        # The tree ends first; the wait then packs what the ranks wrote and removes the directory.
+        return not leftovers(run_id) and not any(run_dir(run_id, h).exists() for h in lab2.hosts)
+
     deadline = time.monotonic() + 20
-    while leftovers(run_id) and time.monotonic() < deadline:
+    while not settled() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert leftovers(run_id) == [], out[-3000:]
     for host in lab2.hosts:
