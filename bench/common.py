@@ -290,6 +290,8 @@ def phase_of(event: dict[str, Any]) -> str:
     if role == "preflight":
         return "pre-flight"
     if role == "launch":
+        # The wait call (state=finished) also brings the results back: that task is "collect"
+        # only in name; its time is the run itself plus the transfer, so it stays in launch.
         return "collect" if "collect.yml" in path else "launch"
     if role == "report":
         return "report"
