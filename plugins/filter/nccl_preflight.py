@@ -714,9 +714,22 @@ def nccl_preflight_failures_text(results_by_host: dict[str, list[dict]]) -> str:
     return "\n".join(blocks)
 
 
-def nccl_preflight_by_host(hosts: list[str], hostvars: Any) -> dict[str, list[dict] | None]:
-    """Each host's pre-flight results, None for a host that has none (unreachable, failed)."""
-    return {host: hostvars[host].get("preflight_results") for host in hosts}
+def nccl_preflight_judge(
+    observations: dict[str, dict], present: list[str], settings: dict | None = None
+) -> dict[str, list[dict[str, str]] | None]:
+    """Every host's results at once, in settings["order"] (all nodes of the inventory).
+
+    Hosts in ``present`` (the play's hosts) get nccl_preflight_results; the others dropped out
+    before the pre-flight (unreachable, failed) and get None, as nccl_preflight_failed_hosts and
+    nccl_preflight_failures_text expect. One call for all hosts, so the play judges once
+    (run_once) instead of once per host.
+    """
+    settings = settings or {}
+    order = list(settings.get("order") or observations)
+    return {
+        host: nccl_preflight_results(observations, host, settings) if host in present else None
+        for host in order
+    }
 
 
 def nccl_preflight_failed_hosts(results_by_host: dict[str, list[dict] | None]) -> list[str]:
@@ -738,6 +751,6 @@ class FilterModule:
             "nccl_preflight_expected_connections": nccl_preflight_expected_connections,
             "nccl_preflight_failures_text": nccl_preflight_failures_text,
             "nccl_preflight_failed_hosts": nccl_preflight_failed_hosts,
-            "nccl_preflight_by_host": nccl_preflight_by_host,
+            "nccl_preflight_judge": nccl_preflight_judge,
             "nccl_preflight_probe_plan": nccl_preflight_probe_plan,
         }

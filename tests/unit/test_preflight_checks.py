@@ -429,10 +429,14 @@ def test_failures_text_groups_by_host_with_fixes() -> None:
     assert pf.nccl_preflight_failed_hosts(by_host) == ["node4", "node5"]
 
 
-def test_results_by_host_marks_a_host_without_results() -> None:
-    from nccl_preflight import nccl_preflight_by_host, nccl_preflight_failed_hosts
-
-    ok = [{"check": "mtu", "status": "passed"}]
-    by_host = nccl_preflight_by_host(["a", "b"], {"a": {"preflight_results": ok}, "b": {}})
-    assert by_host == {"a": ok, "b": None}
-    assert nccl_preflight_failed_hosts(by_host) == ["b"]
+def test_judge_gives_every_present_host_its_results_and_none_to_the_absent() -> None:
+    obs = cluster()
+    obs["node4"]["facts"]["python"]["torch_version"] = "2.12.0"
+    del obs["node3"]  # unreachable: it never observed anything
+    judged = pf.nccl_preflight_judge(obs, ["node1", "node2", "node4"], SETTINGS)
+    assert list(judged) == HOSTS  # the inventory's order, absent hosts included
+    assert judged["node3"] is None
+    # The same verdicts as judging one host at a time.
+    for host in ("node1", "node2", "node4"):
+        assert judged[host] == pf.nccl_preflight_results(obs, host, SETTINGS)
+    assert pf.nccl_preflight_failed_hosts(judged) == ["node3", "node4"]
