@@ -185,6 +185,7 @@ import traceback
 from typing import Any, NoReturn
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_files import write_atomically
 from ansible.module_utils.nccl_preflight_proc import (
     port_owner,
     process_alive,
@@ -217,11 +218,7 @@ def bind_listener(address: str, port: int) -> tuple[socket.socket | None, int, s
 
 def write_json(path: str, payload: Any) -> None:
     """Write ``payload`` to ``path`` (mode 0600) atomically: readers see all of it or nothing."""
-    tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(payload, fh)
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(payload), 0o600)
 
 
 def read_json(path: str) -> Any:

@@ -94,9 +94,9 @@ written:
 
 import os
 import stat
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_files import write_atomically
 
 
 def parse_mode(text: str) -> int | None:
@@ -133,17 +133,6 @@ def file_is_current(path: str, content: bytes, mode: int) -> bool:
         return False
     with open(path, "rb") as fh:
         return fh.read() == content
-
-
-def write_atomically(directory: str, name: str, content: bytes, mode: int) -> None:
-    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
-    try:
-        os.fchmod(fd, mode)
-        os.write(fd, content)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temporary, os.path.join(directory, name))
 
 
 def main() -> None:
@@ -222,7 +211,7 @@ def main() -> None:
     os.chmod(path, dir_mode)  # mkdir applies the umask; chmod gives exactly the mode asked for
     for name, content, mode in files:
         if os.path.join(path, name) in written:
-            write_atomically(path, name, content, mode)
+            write_atomically(os.path.join(path, name), content, mode)
     module.exit_json(changed=changed, path=path, created=not exists, written=written)
 
 

@@ -286,6 +286,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_files import write_atomically
 
 PIDS_FILE = "torchrun.pids"
 LAUNCH_FILE = "launch.json"
@@ -487,9 +488,7 @@ def join_rank_logs(run_dir: Path, rank_offset: int) -> list[str]:
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
 def _now() -> str:
@@ -759,12 +758,7 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
     env.update({str(k): str(v) for k, v in params["environment"].items()})
     env["NCCL_PREFLIGHT_RUN_DIR"] = str(run_dir)
     if params["script_content"] is not None:
-        script = Path(params["script"])
-        tmp = script.with_name(f".{script.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(params["script_content"])
-        os.replace(tmp, script)
+        write_atomically(params["script"], params["script_content"], 0o600)
     master, port = params["master_addr"], params["master_port"]
     wait_s = params["port_wait_timeout"]
     if params["node_rank"] == 0 and wait_s > 0 and not wait_port_free(master, port, wait_s):

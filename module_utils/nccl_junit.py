@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.nccl_files import write_atomically
+
 try:
     from junit_xml import TestCase, TestSuite
 except ImportError as exc:  # the module reports it with missing_required_lib
@@ -701,9 +703,7 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
 
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, text)
 
 
 def point_latest(report_root: Path, run_id: str) -> None:

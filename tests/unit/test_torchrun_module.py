@@ -29,6 +29,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "library" / "nccl_torchrun.py"
+# python -c RUN_AS_ANSIBLE <module> <args file>: AnsiballZ would ship module_utils/ with the module.
+RUN_AS_ANSIBLE = (
+    "import runpy, sys, ansible.module_utils as mu; "
+    f"mu.__path__.append({str(ROOT / 'module_utils')!r}); "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 
 FAKE_TORCHRUN = textwrap.dedent(
     """\
@@ -127,8 +133,9 @@ def module_args(run_dir: Path, python: Path, **over: Any) -> dict[str, Any]:
 def start_module(args: dict[str, Any], tmp_path: Path, name: str = "args") -> subprocess.Popen:
     args_file = tmp_path / f"{name}.json"
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    # The module as Ansible runs it: its own process, our module_utils importable.
     return subprocess.Popen(
-        [sys.executable, str(MODULE), str(args_file)],
+        [sys.executable, "-c", RUN_AS_ANSIBLE, str(MODULE), str(args_file)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
