@@ -44,14 +44,18 @@ def render(content: str | None, data: Any) -> bytes:
     return (json.dumps(data, indent=4, sort_keys=True) + "\n").encode("utf-8")
 
 
+def is_current(dest: Path, payload: bytes, mode: int) -> bool:
+    """True when dest already holds exactly this payload with this mode."""
+    try:
+        return dest.read_bytes() == payload and (dest.stat().st_mode & 0o7777) == mode
+    except FileNotFoundError:
+        return False
+
+
 def write_file(dest: Path, payload: bytes, mode: int, directory_mode: int) -> bool:
     """Make the parents, write atomically; False when the file already held exactly this."""
     dest.parent.mkdir(mode=directory_mode, parents=True, exist_ok=True)
-    try:
-        unchanged = dest.read_bytes() == payload and (dest.stat().st_mode & 0o7777) == mode
-    except FileNotFoundError:
-        unchanged = False
-    if unchanged:
+    if is_current(dest, payload, mode):
         return False
     fd, temporary = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
     try:
@@ -88,7 +92,7 @@ class ActionModule(ActionBase):
         payload = render(args["content"], args["data"])
         result["dest"] = str(dest)
         if self._task.check_mode:
-            result["changed"] = not dest.exists() or dest.read_bytes() != payload
+            result["changed"] = not is_current(dest, payload, mode)
             return result
         try:
             result["changed"] = write_file(dest, payload, mode, directory_mode)
