@@ -13,7 +13,9 @@ from pathlib import Path
 import nccl_facts
 import pytest
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+
+from tests.module_exit import ModuleExit as Exit
+from tests.module_exit import run_module_main
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -24,13 +26,6 @@ TOOLS = {"ip": "/usr/sbin/ip", "nvidia-smi": "/usr/bin/nvidia-smi"}
 
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text(encoding="utf-8")
-
-
-class Exit(Exception):
-    def __init__(self, result: dict, failed: bool) -> None:
-        super().__init__(result)
-        self.result = result
-        self.failed = failed
 
 
 class FakeNode:
@@ -97,21 +92,7 @@ def node(monkeypatch: pytest.MonkeyPatch, sysfs: Path) -> FakeNode:
 
 @pytest.fixture
 def run(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Exit]:
-    def exit_json(self: basic.AnsibleModule, **result: object) -> None:
-        raise Exit(result, failed=False)
-
-    def fail_json(self: basic.AnsibleModule, **result: object) -> None:
-        raise Exit(result, failed=True)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-
-    def call(**args: object) -> Exit:
-        with patch_module_args(args), pytest.raises(Exit) as info:
-            nccl_facts.main()
-        return info.value
-
-    return call
+    return lambda **args: run_module_main(monkeypatch, nccl_facts.main, args)
 
 
 def facts_of(outcome: Exit) -> dict:

@@ -3,43 +3,27 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import nccl_run_dir
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+
+from tests.module_exit import ModuleExit, run_module_main
 
 
-class Exit(Exception):
-    def __init__(self, result: dict, failed: bool) -> None:
-        super().__init__(result)
-        self.result, self.failed = result, failed
-
-
-@pytest.fixture(autouse=True)
-def _capture_exit(monkeypatch: pytest.MonkeyPatch) -> None:
-    def exit_json(self, **kw):
-        raise Exit(kw, False)
-
-    def fail_json(self, **kw):
-        raise Exit(kw, True)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-
-
-def run(args: dict) -> Exit:
-    with patch_module_args(args), pytest.raises(Exit) as exc:
-        nccl_run_dir.main()
-    return exc.value
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch) -> Callable[[dict], ModuleExit]:
+    return lambda args: run_module_main(monkeypatch, nccl_run_dir.main, args)
 
 
 def env_file(content: str = "MASTER_PORT=29500\n", mode: str = "0600") -> dict:
     return {"name": "nccl.env", "content": content, "mode": mode}
 
 
-def test_creates_the_directory_and_file_with_exact_modes_whatever_the_umask(tmp_path: Path) -> None:
+def test_creates_the_directory_and_file_with_exact_modes_whatever_the_umask(
+    tmp_path: Path, run: Callable[[dict], ModuleExit]
+) -> None:
     path = tmp_path / "run"
     old_umask = os.umask(0o077)
     try:
@@ -55,7 +39,9 @@ def test_creates_the_directory_and_file_with_exact_modes_whatever_the_umask(tmp_
     assert sorted(os.listdir(path)) == ["nccl.env"]  # no temporary file left behind
 
 
-def test_a_second_identical_call_changes_nothing_and_a_new_content_rewrites(tmp_path: Path) -> None:
+def test_a_second_identical_call_changes_nothing_and_a_new_content_rewrites(
+    tmp_path: Path, run: Callable[[dict], ModuleExit]
+) -> None:
     path = tmp_path / "run"
     assert not run({"path": str(path), "files": [env_file()]}).failed
     again = run({"path": str(path), "files": [env_file()]})
@@ -69,7 +55,9 @@ def test_a_second_identical_call_changes_nothing_and_a_new_content_rewrites(tmp_
     assert (path / "nccl.env").read_text() == "MASTER_PORT=29501\n"
 
 
-def test_a_wider_existing_directory_is_tightened(tmp_path: Path) -> None:
+def test_a_wider_existing_directory_is_tightened(
+    tmp_path: Path, run: Callable[[dict], ModuleExit]
+) -> None:
     path = tmp_path / "run"
     path.mkdir(mode=0o755)
     path.chmod(0o755)
@@ -78,14 +66,18 @@ def test_a_wider_existing_directory_is_tightened(tmp_path: Path) -> None:
     assert path.stat().st_mode & 0o7777 == 0o700
 
 
-def test_check_mode_reports_and_creates_nothing(tmp_path: Path) -> None:
+def test_check_mode_reports_and_creates_nothing(
+    tmp_path: Path, run: Callable[[dict], ModuleExit]
+) -> None:
     path = tmp_path / "run"
     result = run({"path": str(path), "files": [env_file()], "_ansible_check_mode": True})
     assert result.result["changed"] and result.result["created"]
     assert not path.exists()
 
 
-def test_a_symlink_in_place_of_the_directory_is_refused(tmp_path: Path) -> None:
+def test_a_symlink_in_place_of_the_directory_is_refused(
+    tmp_path: Path, run: Callable[[dict], ModuleExit]
+) -> None:
     target = tmp_path / "elsewhere"
     target.mkdir()
     (tmp_path / "run").symlink_to(target)
@@ -96,14 +88,18 @@ def test_a_symlink_in_place_of_the_directory_is_refused(tmp_path: Path) -> None:
     assert list(target.iterdir()) == []
 
 
-def test_a_file_in_place_of_the_directory_is_refused(tmp_path: Path) -> None:
+def test_a_file_in_place_of_the_directory_is_refused(
+    tmp_path: Path, run: Callable[[dict], ModuleExit]
+) -> None:
     (tmp_path / "run").write_text("x")
     result = run({"path": str(tmp_path / "run")})
     assert result.failed and "is not a directory" in result.result["msg"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
-def test_a_directory_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+def test_a_directory_owned_by_another_user_is_refused(
+    tmp_path: Path, run: Callable[[dict], ModuleExit]
+) -> None:
     path = tmp_path / "run"
     path.mkdir(mode=0o777)
     os.chown(path, 65534, 65534)
@@ -114,13 +110,15 @@ def test_a_directory_owned_by_another_user_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", "..", ""])
-def test_a_file_name_with_a_directory_part_is_refused(tmp_path: Path, name: str) -> None:
+def test_a_file_name_with_a_directory_part_is_refused(
+    tmp_path: Path, name: str, run: Callable[[dict], ModuleExit]
+) -> None:
     result = run({"path": str(tmp_path / "run"), "files": [{"name": name, "content": "x"}]})
     assert result.failed and repr(name) in result.result["msg"]
     assert not (tmp_path / "run").exists() and not (tmp_path / "escape").exists()
 
 
-def test_a_missing_parent_is_named(tmp_path: Path) -> None:
+def test_a_missing_parent_is_named(tmp_path: Path, run: Callable[[dict], ModuleExit]) -> None:
     result = run({"path": str(tmp_path / "absent" / "run")})
     assert result.failed
     assert result.result["msg"].startswith(f"{tmp_path / 'absent'} does not exist")

@@ -17,37 +17,21 @@ from pathlib import Path
 import nccl_preflight_listen
 import nccl_tcp_probe
 import pytest
-from ansible.module_utils import basic
 from ansible.module_utils.nccl_preflight_proc import (
     parse_proc_stat,
     process_alive,
     process_identity,
 )
-from ansible.module_utils.testing import patch_module_args
+
+from tests.module_exit import ModuleExit, run_module_main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class Exit(Exception):
-    def __init__(self, result: dict, failed: bool) -> None:
-        super().__init__(result)
-        self.result, self.failed = result, failed
-
-
-def run_module(monkeypatch: pytest.MonkeyPatch, args: dict, check_mode: bool = False) -> Exit:
-    def exit_json(self, **kw):
-        raise Exit(kw, False)
-
-    def fail_json(self, **kw):
-        raise Exit(kw, True)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+def run_module(monkeypatch: pytest.MonkeyPatch, args: dict, check_mode: bool = False) -> ModuleExit:
     if check_mode:
         args = {**args, "_ansible_check_mode": True}
-    with patch_module_args(args), pytest.raises(Exit) as exc:
-        nccl_preflight_listen.main()
-    return exc.value
+    return run_module_main(monkeypatch, nccl_preflight_listen.main, args)
 
 
 def wait_until(condition: Callable[[], bool], timeout: float) -> bool:

@@ -24,15 +24,10 @@ from ansible.module_utils.nccl_preflight_proc import (
     port_owner,
     socket_owners,
 )
-from ansible.module_utils.testing import patch_module_args
+
+from tests.module_exit import run_module_main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "firewall"
-
-
-class Exit(Exception):
-    def __init__(self, result: dict, failed: bool) -> None:
-        super().__init__(result)
-        self.result, self.failed = result, failed
 
 
 def run_firewall_module(monkeypatch, outputs: dict[str, str | None], args: dict) -> dict:
@@ -47,21 +42,12 @@ def run_firewall_module(monkeypatch, outputs: dict[str, str | None], args: dict)
         name = os.path.basename(argv[0])
         return 0, outputs[name], ""
 
-    def exit_json(self, **kw):
-        raise Exit(kw, False)
-
-    def fail_json(self, **kw):
-        raise Exit(kw, True)
-
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-    with patch_module_args(args), pytest.raises(Exit) as exc:
-        nccl_firewall.main()
-    assert not exc.value.failed, exc.value.result
-    exc.value.result["calls"] = calls
-    return exc.value.result
+    ended = run_module_main(monkeypatch, nccl_firewall.main, args)
+    assert not ended.failed, ended.result
+    ended.result["calls"] = calls
+    return ended.result
 
 
 ARGS = {
