@@ -149,6 +149,21 @@ def finish(proc: subprocess.Popen, timeout: float = 60) -> dict[str, Any]:
     return json.loads(out)
 
 
+def start_hanging_run(
+    tmp_path: Path, fake_python: Path, run_dir: Path, timeout: int
+) -> dict[str, Any]:
+    """state=started on a fake torchrun that hangs; returns once its 5 processes run
+    (torchrun + 2 workers + 2 grandchildren)."""
+    started = finish(
+        start_module(
+            module_args(run_dir, fake_python, timeout=timeout, environment={"FAKE_MODE": "hang"}),
+            tmp_path,
+        )
+    )
+    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    return started
+
+
 def finished_args(run_dir: Path, **over: Any) -> dict[str, Any]:
     return {
         "state": "finished",
@@ -281,13 +296,7 @@ def test_nothing_outlives_the_timeout_when_nobody_waits(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
     """The control machine is gone after the start: the supervisor alone bounds the run."""
-    started = finish(
-        start_module(
-            module_args(run_dir, fake_python, timeout=2, environment={"FAKE_MODE": "hang"}),
-            tmp_path,
-        )
-    )
-    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    started = start_hanging_run(tmp_path, fake_python, run_dir, timeout=2)
     wait_for(lambda: (run_dir / "launch.json").is_file(), timeout=2 + 2 + 8)
     wait_for(lambda: not pid_alive(started["supervisor_pid"]), timeout=5)
     assert tagged_processes(run_dir) == []
@@ -449,13 +458,7 @@ def test_finished_packs_the_results_and_removes_the_run_directory(
 def test_stop_reason_ends_the_run_at_once_and_is_recorded(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
-    finish(
-        start_module(
-            module_args(run_dir, fake_python, timeout=120, environment={"FAKE_MODE": "hang"}),
-            tmp_path,
-        )
-    )
-    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    start_hanging_run(tmp_path, fake_python, run_dir, timeout=120)
     began = time.monotonic()
     reason = "torchrun did not start on node0, so the rendezvous could not complete"
     result = finish(start_module(finished_args(run_dir, stop_reason=reason), tmp_path, "wait"))
@@ -469,13 +472,7 @@ def test_the_wait_ends_the_run_when_the_control_machine_goes_away(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
     """Ctrl-C or a lost connection closes the pipe the waiting module writes its result to."""
-    finish(
-        start_module(
-            module_args(run_dir, fake_python, timeout=120, environment={"FAKE_MODE": "hang"}),
-            tmp_path,
-        )
-    )
-    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    start_hanging_run(tmp_path, fake_python, run_dir, timeout=120)
     waiter = start_module(finished_args(run_dir), tmp_path, "wait")
     time.sleep(1)
     assert waiter.poll() is None, "the wait must go on while someone reads its result"
@@ -489,13 +486,7 @@ def test_the_wait_ends_the_run_when_the_control_machine_goes_away(
 def test_state_stopped_ends_a_running_tree_by_its_recorded_pids(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
-    started = finish(
-        start_module(
-            module_args(run_dir, fake_python, timeout=120, environment={"FAKE_MODE": "hang"}),
-            tmp_path,
-        )
-    )
-    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    started = start_hanging_run(tmp_path, fake_python, run_dir, timeout=120)
     wait_for(
         lambda: (
             (run_dir / "torchrun.pids").is_file()
