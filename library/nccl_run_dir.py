@@ -97,42 +97,13 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_files import write_atomically
-
-
-def parse_mode(text: str) -> int | None:
-    """'0700' or '700' -> 0o700; None when it is not an octal permission mode."""
-    try:
-        mode = int(text, 8)
-    except ValueError:
-        return None
-    return mode if 0 <= mode <= 0o7777 else None
-
-
-def bad_file_name(name: str) -> bool:
-    return not name or name in (".", "..") or "/" in name or "\0" in name
-
-
-def directory_problem(path: str, euid: int) -> str:
-    """Why an existing path cannot be this run's private directory; '' when it can."""
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode):
-        return "is a symbolic link"
-    if not stat.S_ISDIR(info.st_mode):
-        return "exists and is not a directory"
-    if info.st_uid != euid:
-        return f"is owned by uid {info.st_uid}, not by the user running the check (uid {euid})"
-    return ""
-
-
-def file_is_current(path: str, content: bytes, mode: int) -> bool:
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) != mode:
-        return False
-    with open(path, "rb") as fh:
-        return fh.read() == content
+from ansible.module_utils.nccl_run_dir import (
+    bad_file_name,
+    file_is_current,
+    make_private_dir,
+    parse_mode,
+    private_dir_problem,
+)
 
 
 def main() -> None:
@@ -154,8 +125,6 @@ def main() -> None:
         supports_check_mode=True,
     )
     path = module.params["path"]
-    if not os.path.isabs(path):
-        module.fail_json(msg=f"path {path!r} must be absolute", path=path)
     dir_mode = parse_mode(module.params["mode"])
     if dir_mode is None:
         module.fail_json(
@@ -173,23 +142,10 @@ def main() -> None:
             )
         files.append((entry["name"], entry["content"].encode("utf-8"), file_mode))
 
-    euid = os.geteuid()
+    problem = private_dir_problem(path)
+    if problem:
+        module.fail_json(msg=problem, path=path)
     exists = os.path.lexists(path)
-    if exists:
-        problem = directory_problem(path, euid)
-        if problem:
-            module.fail_json(
-                msg=f"{path} {problem}: it cannot be this run's private directory. Remove it, "
-                "or set nccl_run_root to a directory only you can write",
-                path=path,
-            )
-    parent = os.path.dirname(path.rstrip("/")) or "/"
-    if not exists and not os.path.isdir(parent):
-        module.fail_json(
-            msg=f"{parent} does not exist, so {path} cannot be made in it; check nccl_run_root",
-            path=path,
-        )
-
     current_mode = stat.S_IMODE(os.lstat(path).st_mode) if exists else None
     written = [
         os.path.join(path, name)
@@ -200,15 +156,13 @@ def main() -> None:
     if module.check_mode:
         module.exit_json(changed=changed, path=path, created=not exists, written=written)
 
-    if not exists:
-        try:
-            os.mkdir(path, dir_mode)
-        except FileExistsError:
-            module.fail_json(
-                msg=f"{path} appeared while this module was making it; rerun with another run id",
-                path=path,
-            )
-    os.chmod(path, dir_mode)  # mkdir applies the umask; chmod gives exactly the mode asked for
+    try:
+        make_private_dir(path, dir_mode)
+    except FileExistsError:
+        module.fail_json(
+            msg=f"{path} appeared while this module was making it; rerun with another run id",
+            path=path,
+        )
     for name, content, mode in files:
         if os.path.join(path, name) in written:
             write_atomically(os.path.join(path, name), content, mode)

@@ -1,0 +1,84 @@
+# Copyright (c) nccl-preflight contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A run's private directory on a node: make it, or refuse one somebody else could control.
+
+Standard library only: shipped to the nodes inside every module that imports it. Used by
+library/nccl_run_dir.py, by the pre-flight's first call (library/nccl_preflight_listen.py) and by
+the launch's start (library/nccl_torchrun.py), so whichever reaches a node first makes the
+directory with the same checks.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+def parse_mode(text: str) -> int | None:
+    """'0700' or '700' -> 0o700; None when it is not an octal permission mode."""
+    try:
+        mode = int(text, 8)
+    except ValueError:
+        return None
+    return mode if 0 <= mode <= 0o7777 else None
+
+
+def bad_file_name(name: str) -> bool:
+    return not name or name in (".", "..") or "/" in name or "\0" in name
+
+
+def directory_problem(path: str, euid: int) -> str:
+    """Why an existing path cannot be this run's private directory; '' when it can."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return "exists and is not a directory"
+    if info.st_uid != euid:
+        return f"is owned by uid {info.st_uid}, not by the user running the check (uid {euid})"
+    return ""
+
+
+def private_dir_problem(path: str) -> str:
+    """Why ``path`` can be neither found nor made as this run's private directory; '' when it can.
+
+    The message names the path and the fix.
+    """
+    if not os.path.isabs(path):
+        return f"path {path!r} must be absolute"
+    if os.path.lexists(path):
+        problem = directory_problem(path, os.geteuid())
+        if problem:
+            return (
+                f"{path} {problem}: it cannot be this run's private directory. Remove it, "
+                "or set nccl_run_root to a directory only you can write"
+            )
+        return ""
+    parent = os.path.dirname(path.rstrip("/")) or "/"
+    if not os.path.isdir(parent):
+        return f"{parent} does not exist, so {path} cannot be made in it; check nccl_run_root"
+    return ""
+
+
+def make_private_dir(path: str, mode: int) -> bool:
+    """Make ``path`` with exactly ``mode`` (or set the mode of the one there); -> created.
+
+    Call private_dir_problem() first. Raises FileExistsError when the directory appeared between
+    the two (another process made it: refuse it, as private_dir_problem would have).
+    """
+    created = not os.path.lexists(path)
+    if created:
+        os.mkdir(path, mode)
+    os.chmod(path, mode)  # mkdir applies the umask; chmod gives exactly the mode asked for
+    return created
+
+
+def file_is_current(path: str, content: bytes, mode: int) -> bool:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) != mode:
+        return False
+    with open(path, "rb") as fh:
+        return fh.read() == content
