@@ -194,8 +194,8 @@ from ansible.module_utils.nccl_parse import (
     find_rdma_devices,
     parse_ip_addr,
     parse_nvidia_smi_csv,
-    parse_python_probe,
     parse_route_get,
+    python_facts_from_run,
     read_port_range,
     read_speed_mbps,
     unique_addresses,
@@ -299,12 +299,7 @@ def gather_python(module: AnsibleModule, python: str) -> dict:
     if tool is None:
         return empty_python_facts(f"python {executable!r} not found or not executable", executable)
     rc, out, err = module.run_command([tool, "-c", PYTHON_PROBE])
-    if rc != 0:
-        return empty_python_facts(f"{tool} -c <probe> failed (rc={rc}): {_tail(err or out)}", tool)
-    try:
-        return parse_python_probe(out)
-    except ValueError as exc:
-        return empty_python_facts(f"{tool}: {exc}", tool)
+    return python_facts_from_run(tool, rc, out, err)
 
 
 def gather(module: AnsibleModule) -> dict:

@@ -97,138 +97,23 @@ tools:
   sample: {iptables: {present: true, read: true, active: true, error: ""}}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_firewall_rules import (
-    Query,
-    describe_finding,
-    evaluate_firewalld,
-    evaluate_iptables,
-    evaluate_nft,
-    evaluate_ufw,
-    iptables_owned_nft_tables,
-    parse_firewalld_list_all,
-    parse_iptables_save,
-    parse_nft_json,
-    parse_ufw_status,
-)
-
-# sbin directories are often missing from a non-login PATH over SSH
-EXTRA_PATHS = ["/usr/sbin", "/sbin", "/usr/local/sbin"]
-
-
-class Reader:
-    def __init__(self, module: AnsibleModule) -> None:
-        self.module = module
-        self.tools: dict[str, dict] = {}
-
-    def run(self, tool: str, argv: list[str]) -> str | None:
-        """Run a read-only command; None (and the reason in tools) when absent or failing."""
-        path = self.module.get_bin_path(argv[0], opt_dirs=EXTRA_PATHS)
-        info = self.tools.setdefault(tool, {"present": False, "read": False, "error": ""})
-        if path is None:
-            return None
-        info["present"] = True
-        rc, out, err = self.module.run_command([path, *argv[1:]], environ_update={"LC_ALL": "C"})
-        if rc != 0:
-            info["error"] = f"{' '.join(argv)} exited {rc}: {(err or out).strip()[:300]}"
-            if os.geteuid() != 0:
-                info["error"] += " (not root: set preflight_become_firewall: true)"
-            return None
-        info["read"] = True
-        return out
+from ansible.module_utils.nccl_firewall_read import PORTS_SPEC, read_firewall
 
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "peers": {"type": "list", "elements": "str", "required": True},
-            "ports": {
-                "type": "list",
-                "elements": "dict",
-                "required": True,
-                "options": {
-                    "label": {"type": "str", "required": True},
-                    "low": {"type": "int", "required": True},
-                    "high": {"type": "int"},
-                },
-            },
+            "ports": {"type": "list", "elements": "dict", "required": True, "options": PORTS_SPEC},
             "address": {"type": "str", "default": ""},
             "ifname": {"type": "str", "default": ""},
         },
         supports_check_mode=True,
     )
     p = module.params
-    queries = [
-        Query(
-            peers=p["peers"],
-            ports=[(spec["low"], spec["high"] if spec["high"] is not None else spec["low"])],
-            label=spec["label"],
-            ifname=p["ifname"],
-            address=p["address"],
-        )
-        for spec in p["ports"]
-    ]
-    reader = Reader(module)
-    findings: list[dict] = []
-
-    ufw_active = False
-    out = reader.run("ufw", ["ufw", "status", "verbose"])
-    if out is not None:
-        parsed = parse_ufw_status(out)
-        ufw_active = parsed["active"]
-        reader.tools["ufw"]["active"] = ufw_active
-        findings += evaluate_ufw(parsed, queries)
-
-    firewalld_running = False
-    out = reader.run("firewalld", ["firewall-cmd", "--state"])
-    if out is not None and out.strip() == "running":
-        firewalld_running = True
-        zone = ""
-        if p["ifname"]:
-            zone = (
-                reader.run("firewalld", ["firewall-cmd", f"--get-zone-of-interface={p['ifname']}"])
-                or ""
-            ).strip()
-        if not zone:
-            reader.tools["firewalld"]["error"] = ""
-            zone = (reader.run("firewalld", ["firewall-cmd", "--get-default-zone"]) or "").strip()
-        if zone:
-            out = reader.run("firewalld", ["firewall-cmd", f"--zone={zone}", "--list-all"])
-            if out is not None:
-                findings += evaluate_firewalld(parse_firewalld_list_all(out), queries)
-    if "firewalld" in reader.tools:
-        reader.tools["firewalld"]["active"] = firewalld_running
-
-    variant = ""
-    for tool in ("iptables", "ip6tables"):
-        out = reader.run(tool, [f"{tool}-save"])
-        if out is None:
-            continue
-        parsed = parse_iptables_save(out)
-        variant = variant or parsed["variant"]
-        reader.tools[tool]["active"] = bool(parsed["tables"])
-        if ufw_active:
-            reader.tools[tool]["note"] = "managed by ufw, reported as ufw"
-            continue
-        findings += evaluate_iptables(parsed, queries, tool=tool)
-
-    out = reader.run("nftables", ["nft", "-j", "list", "ruleset"])
-    if out is not None:
-        parsed = parse_nft_json(out)
-        skip = iptables_owned_nft_tables(variant, parsed)
-        if firewalld_running:
-            skip |= {k[:2] for k in parsed["chains"] if k[1] == "firewalld"}
-        if ufw_active:
-            skip |= {k[:2] for k in parsed["chains"] if k[0] in ("ip", "ip6")}
-        reader.tools["nftables"]["active"] = bool(parsed["chains"])
-        reader.tools["nftables"]["skipped_tables"] = sorted(" ".join(t) for t in skip)
-        findings += evaluate_nft(parsed, queries, skip_tables=skip)
-
-    for finding in findings:
-        finding["text"] = describe_finding(finding)
-    module.exit_json(changed=False, findings=findings, tools=reader.tools)
+    seen = read_firewall(module, p["peers"], p["ports"], p["address"], p["ifname"])
+    module.exit_json(changed=False, **seen)
 
 
 if __name__ == "__main__":

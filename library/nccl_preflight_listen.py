@@ -1,6 +1,9 @@
 #!/usr/bin/python
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Hold short-lived TCP listeners for the pre-flight reachability probes, in a detached process."""
+"""Hold short-lived TCP listeners for the pre-flight reachability probes, in a detached process.
+
+The pre-flight's first and last call on a node: it also makes the run's private directory and runs
+the torch probe beside the listeners, so importing torch (seconds) overlaps the probes."""
 
 from __future__ import annotations
 
@@ -9,23 +12,29 @@ DOCUMENTATION = r"""
 module: nccl_preflight_listen
 short_description: Start and stop the short-lived TCP listeners that peers probe in the pre-flight
 description:
-  - With O(state=started), makes O(path) (mode 0700) when missing, optionally looks for a process
+  - With O(state=started), makes O(run_dir) when given (with M(nccl_run_dir)'s checks - a private
+    directory of this user, never a symbolic link) and O(path) inside it (mode 0700) when missing,
+    optionally looks for a process
     already listening on O(check_port), binds one TCP listener per entry of O(listeners)
     (MASTER_PORT on the master, a port the kernel picks from C(net.ipv4.ip_local_port_range) on
     every host) and hands them to a detached listener process (double fork, new session, standard
     streams to C(/dev/null) and C(<path>/listener.log)), so the module, and the SSH session that
     runs it, ends at once. It returns the bound ports; the peers can connect as soon as it returns.
+  - With O(python), the listener process also runs that interpreter with a short script that
+    imports torch and prints the torch, CUDA, NCCL and torch_npu versions (what M(nccl_facts) does
+    with O(nccl_facts#module:query_python)); O(state=stopped) returns them in RV(python). Importing
+    torch takes seconds; here it overlaps the probes instead of adding to them.
   - The listener process accepts connections until each listener got its
     O(listeners[].expect) connections, C(<path>/listener.stop) appears, O(path) is removed, or
     O(timeout) seconds passed, whichever comes first. It then writes what it saw to
     C(<path>/listener.json) and exits; it never outlives O(timeout).
   - With O(state=stopped), writes C(<path>/listener.stop), waits up to O(stop_timeout) seconds for
-    the listener process to exit (kills it after that) and returns what it saw, and this host's
-    clock.
+    the listener process to exit (kills it after that; it first waits for the O(python) script,
+    up to O(python_timeout)) and returns what it saw, and this host's clock.
   - A listener that cannot bind (address not local, port in use) is reported in the result with
     its error; it does not fail the module, so the other checks still run.
   - Every file lives in O(path) - C(listener.pid), C(listener.stop), C(listener.json),
-    C(listener.log).
+    C(listener.log), C(python-probe.out), C(python-probe.err).
 version_added: "0.1.0"
 options:
   state:
@@ -39,6 +48,27 @@ options:
         (mode 0700) when missing.
     type: path
     required: true
+  run_dir:
+    description:
+      - The run's private directory on this node, made with O(run_dir_mode) when missing
+        (O(state=started)). Refused, and the module fails, when it is a symbolic link, not a
+        directory, or owned by another user. Its parent must exist.
+      - Not given - only O(path) is made.
+    type: path
+  run_dir_mode:
+    description: Octal mode of O(run_dir), as a string.
+    type: str
+    default: "0700"
+  python:
+    description:
+      - Python interpreter (absolute path or a name on PATH) to run the torch probe with, beside
+        the listeners (O(state=started)); its result comes back with O(state=stopped).
+      - Not given - no probe; RV(python) is not returned.
+    type: str
+  python_timeout:
+    description: Seconds the O(python) probe may take; it is killed after that.
+    type: float
+    default: 60
   listeners:
     description: The listeners to hold (O(state=started)).
     type: list
@@ -72,12 +102,14 @@ options:
     description:
       - Seconds the listener process lives at most (O(state=started)), whatever it received.
       - Keep it well above the time between starting the listeners and the end of the probes.
+      - Also bounds the O(python) probe.
     type: float
     default: 60
   stop_timeout:
     description:
       - Seconds O(state=stopped) waits for the listener process to exit after writing the stop
         file; after that the process is killed and the module fails.
+      - With O(python), keep it above O(python_timeout): the listener process waits for the probe.
     type: float
     default: 10
 attributes:
@@ -85,7 +117,7 @@ attributes:
     support: partial
     details:
       - In check mode O(state=started) only looks at O(check_port) (read only); no directory is
-        made, no listener is held.
+        made, no listener is held, no probe runs.
       - In check mode O(state=stopped) only reads the clock; no stop file is written.
 author:
   - nccl-preflight contributors
@@ -95,7 +127,9 @@ EXAMPLES = r"""
 - name: Start the listeners (MASTER_PORT on the master, an ephemeral port)
   nccl_preflight_listen:
     state: started
+    run_dir: /tmp/nccl-preflight-RUN-node1
     path: /tmp/nccl-preflight-RUN-node1/preflight
+    python: /usr/bin/python3
     check_port: 29500
     listeners:
       - {name: master, address: 10.0.0.11, port: 29500, expect: 4}
@@ -107,6 +141,7 @@ EXAMPLES = r"""
   nccl_preflight_listen:
     state: stopped
     path: /tmp/nccl-preflight-RUN-node1/preflight
+    stop_timeout: 70
   register: listened
 """
 
@@ -165,6 +200,25 @@ killed:
   description: True when the listener process did not exit within O(stop_timeout) and was killed.
   returned: O(state=stopped), when a listener process was found
   type: bool
+python:
+  description:
+    - What the O(python) probe reported, as RV(nccl_facts#module:ansible_facts.nccl.python) -
+      C(executable), C(version), C(torch_version), C(cuda_available), C(cuda_version),
+      C(nccl_version), C(device_count), C(npu_available), C(npu_version) and C(reason) (why a value
+      is empty - torch missing, the probe failed or ran out of time).
+  returned: O(state=stopped), when the listener was started with O(python) and its result was read
+  type: dict
+  sample:
+    executable: /usr/bin/python3
+    version: "3.12.3"
+    torch_version: "2.13.0+cu130"
+    cuda_available: true
+    cuda_version: "13.0"
+    nccl_version: "2.28.3"
+    device_count: 8
+    npu_available: false
+    npu_version: null
+    reason: ""
 clock:
   description:
     - This host's clock (seconds since the epoch, C(time.time())) when the module started.
@@ -180,22 +234,31 @@ import os
 import selectors
 import signal
 import socket
+import subprocess
 import time
 import traceback
 from typing import Any, NoReturn
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_files import write_atomically
+from ansible.module_utils.nccl_parse import (
+    PYTHON_PROBE,
+    empty_python_facts,
+    python_facts_from_run,
+)
 from ansible.module_utils.nccl_preflight_proc import (
     port_owner,
     process_alive,
     process_identity,
 )
+from ansible.module_utils.nccl_run_dir import make_private_dir, parse_mode, private_dir_problem
 
 PID_FILE = "listener.pid"
 STOP_FILE = "listener.stop"
 RESULT_FILE = "listener.json"
 LOG_FILE = "listener.log"
+PROBE_OUT = "python-probe.out"
+PROBE_ERR = "python-probe.err"
 # How often the listener process looks for the stop file and for its directory.
 POLL_S = 0.2
 
@@ -270,14 +333,75 @@ def serve(
             sock.close()
 
 
-def result_of(entries: list[dict], ended: str, pid: int | None) -> dict:
+def result_of(
+    entries: list[dict], ended: str, pid: int | None, python_run: dict | None = None
+) -> dict:
     """What the listener process leaves in listener.json."""
     return {
         "pid": pid,
         "listeners": entries,
         "ended": ended,
         "timed_out": ended not in ("complete", "nothing bound"),
+        "python_run": python_run,
     }
+
+
+def start_python_probe(path: str, python: str) -> tuple[subprocess.Popen | None, str]:
+    """Start ``python -c PYTHON_PROBE``, its streams to files in ``path``; -> (process, error)."""
+    try:
+        with (
+            open(os.path.join(path, PROBE_OUT), "wb") as out,
+            open(os.path.join(path, PROBE_ERR), "wb") as err,
+        ):
+            process = subprocess.Popen(
+                [python, "-c", PYTHON_PROBE], stdin=subprocess.DEVNULL, stdout=out, stderr=err
+            )
+    except OSError as exc:
+        return None, f"cannot run {python}: {exc.strerror or exc}"
+    return process, ""
+
+
+def _read_text(path: str, limit: int = 20000) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()[-limit:]
+    except FileNotFoundError:
+        return ""
+
+
+def finish_python_probe(
+    path: str, python: str, process: subprocess.Popen | None, error: str, deadline: float
+) -> dict:
+    """Wait for the probe until ``deadline`` (monotonic; killed then) and read what it printed.
+
+    -> {"executable", "rc", "stdout", "stderr", "error"}; error is set when it could not start
+    or was killed.
+    """
+    rc = None
+    if process is not None:
+        try:
+            rc = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            error = f"{python} -c <probe> (import torch) did not finish in time; it was killed"
+    return {
+        "executable": python,
+        "rc": rc,
+        "stdout": _read_text(os.path.join(path, PROBE_OUT)),
+        "stderr": _read_text(os.path.join(path, PROBE_ERR), 2000),
+        "error": error,
+    }
+
+
+def python_facts(python_run: dict) -> dict:
+    """The python fact (as nccl_facts returns it) from the probe run in listener.json."""
+    executable = python_run["executable"]
+    if python_run["error"] or python_run["rc"] is None:
+        return empty_python_facts(python_run["error"] or "the probe did not run", executable)
+    return python_facts_from_run(
+        executable, python_run["rc"], python_run["stdout"], python_run["stderr"]
+    )
 
 
 def _close_fds_except(keep: set[int]) -> None:
@@ -290,7 +414,12 @@ def _close_fds_except(keep: set[int]) -> None:
 
 
 def _listener_process(
-    path: str, entries: list[dict], socks: dict[str, socket.socket], deadline: float, notify: int
+    path: str,
+    entries: list[dict],
+    socks: dict[str, socket.socket],
+    deadline: float,
+    python: dict | None,
+    notify: int,
 ) -> NoReturn:
     """The first child: detach (new session, second fork) and serve in the grandchild.
 
@@ -318,10 +447,22 @@ def _listener_process(
         )
         os.write(notify, str(pid).encode())
         os.close(notify)
-        ended = serve(entries, socks, deadline, os.path.join(path, STOP_FILE))
+        probe, probe_error = None, ""
+        if python:
+            probe, probe_error = start_python_probe(path, python["executable"])
+            probe_deadline = min(deadline, time.monotonic() + python["timeout"])
+        stop_file = os.path.join(path, STOP_FILE)
+        ended = serve(entries, socks, deadline, stop_file) if socks else "nothing bound"
+        python_run = None
+        if python:
+            if ended == "run directory removed":
+                probe_deadline = time.monotonic()  # nobody waits for it any more
+            python_run = finish_python_probe(
+                path, python["executable"], probe, probe_error, probe_deadline
+            )
         # When the run directory is gone the run is over: nobody waits for the result.
         with contextlib.suppress(FileNotFoundError):
-            write_json(os.path.join(path, RESULT_FILE), result_of(entries, ended, pid))
+            write_json(os.path.join(path, RESULT_FILE), result_of(entries, ended, pid, python_run))
         code = 0
     # Catch everything: this forked process must end here, with its traceback in the log, and
     # never unwind into the module's (or AnsiballZ's) code, which would answer a second time.
@@ -332,15 +473,20 @@ def _listener_process(
 
 
 def spawn_listener(
-    path: str, entries: list[dict], socks: dict[str, socket.socket], deadline: float
+    path: str,
+    entries: list[dict],
+    socks: dict[str, socket.socket],
+    deadline: float,
+    python: dict | None = None,
 ) -> int:
-    """Serve the bound ``socks`` in a detached process; -> its pid, once it wrote its pid file
-    and let go of this process's standard streams (0 when it died before that)."""
+    """Serve the bound ``socks`` (and run the ``python`` probe, {executable, timeout}) in a
+    detached process; -> its pid, once it wrote its pid file and let go of this process's standard
+    streams (0 when it died before that)."""
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(read_end)
-        _listener_process(path, entries, socks, deadline, write_end)
+        _listener_process(path, entries, socks, deadline, python, write_end)
     os.close(write_end)
     os.waitpid(child, 0)
     with os.fdopen(read_end, "rb") as pipe:
@@ -412,15 +558,31 @@ def start(module: AnsibleModule) -> None:
     specs = p["listeners"]
     if owner and not owner["free"]:
         specs = [s for s in specs if s["port"] != p["check_port"]]
+    run_dir, run_dir_mode = p["run_dir"], parse_mode(p["run_dir_mode"])
+    if run_dir_mode is None:
+        module.fail_json(
+            msg=f"run_dir_mode {p['run_dir_mode']!r} is not an octal mode such as 0700",
+            port_owner=owner,
+        )
+    problem = private_dir_problem(run_dir) if run_dir else ""
+    if problem:
+        module.fail_json(msg=problem, port_owner=owner, listeners=[], ports={})
     if module.check_mode:
         module.exit_json(
             changed=False, listeners=[], ports={}, port_owner=owner, pid=None, msg="check mode"
         )
     deadline = time.monotonic() + p["timeout"]
     try:
+        if run_dir:
+            make_private_dir(run_dir, run_dir_mode)
         os.makedirs(path, mode=0o700, exist_ok=True)
     except OSError as exc:
-        module.fail_json(msg=f"cannot make the listener directory {path}: {exc}", port_owner=owner)
+        module.fail_json(
+            msg=f"cannot make the listener directory {path}"
+            + (f" in the run directory {run_dir}" if run_dir else "")
+            + f": {exc}; rerun with another run id",
+            port_owner=owner,
+        )
     # A listener of an earlier start in this directory would overwrite this one's result.
     if os.path.exists(os.path.join(path, PID_FILE)):
         stop_listener(path, p["stop_timeout"])
@@ -445,8 +607,9 @@ def start(module: AnsibleModule) -> None:
             socks[spec["name"]] = sock
     ports = {e["name"]: {"port": e["port"], "error": e["error"]} for e in entries}
     pid = None
-    if socks:
-        pid = spawn_listener(path, entries, socks, deadline)
+    python = {"executable": p["python"], "timeout": p["python_timeout"]} if p["python"] else None
+    if socks or python:
+        pid = spawn_listener(path, entries, socks, deadline, python)
         if not pid:
             module.fail_json(
                 msg=f"the listener process died while starting; its log: {log_tail(path)}",
@@ -481,6 +644,9 @@ def stop(module: AnsibleModule) -> None:
             pid=outcome["pid"],
             killed=outcome["killed"],
         )
+    extra = {}
+    if result.get("python_run"):
+        extra["python"] = python_facts(result["python_run"])
     module.exit_json(
         changed=True,
         clock=clock,
@@ -489,6 +655,7 @@ def stop(module: AnsibleModule) -> None:
         ended=result["ended"],
         timed_out=result["timed_out"],
         killed=outcome["killed"],
+        **extra,
     )
 
 
@@ -509,6 +676,10 @@ def main() -> None:
                 },
             },
             "check_port": {"type": "int"},
+            "run_dir": {"type": "path"},
+            "run_dir_mode": {"type": "str", "default": "0700"},
+            "python": {"type": "str"},
+            "python_timeout": {"type": "float", "default": 60.0},
             "timeout": {"type": "float", "default": 60.0},
             "stop_timeout": {"type": "float", "default": 10.0},
         },

@@ -11,6 +11,8 @@ short_description: Open a TCP connection to each target from a given source addr
 description:
   - For each target, connects from O(source) with a short timeout and closes at once. ICMP is
     often blocked; TCP to the very ports the job uses is what matters.
+  - With O(firewall), also reads this host's firewall in the same call, as M(nccl_firewall)
+    does (read only), so the pre-flight saves an SSH round trip and a module start per host.
   - A refused connection is retried for O(refused_retry) seconds (a listener that has not
     called C(listen) yet); a timeout is not retried.
   - Never fails for an unreachable target; each target's outcome is in the result.
@@ -20,7 +22,7 @@ options:
     description: Where to connect.
     type: list
     elements: dict
-    required: true
+    default: []
     suboptions:
       name:
         description: A label (C(master), C(ring)) for the result.
@@ -51,10 +53,36 @@ options:
     description: Seconds during which a refused connection is tried again.
     type: float
     default: 2
+  firewall:
+    description:
+      - Read the firewall for rules that would drop TCP from O(firewall.peers) to
+        O(firewall.ports); the options and the result are M(nccl_firewall)'s. Reading iptables
+        and nftables needs root (C(become)).
+      - Not given - the firewall is not read and RV(firewall) is empty.
+    type: dict
+    suboptions:
+      peers:
+        description: Fabric addresses of the other hosts.
+        type: list
+        elements: str
+        required: true
+      ports:
+        description: Port ranges to check, each C({label, low, high}).
+        type: list
+        elements: dict
+        required: true
+      address:
+        description: This host's fabric address (destination of the connections).
+        type: str
+        default: ""
+      ifname:
+        description: This host's fabric interface (where the connections arrive).
+        type: str
+        default: ""
 attributes:
   check_mode:
     support: full
-    details: Only connects and closes; nothing on the host changes.
+    details: Only connects, closes and reads; nothing on the host changes.
 author:
   - nccl-preflight contributors
 """
@@ -65,6 +93,19 @@ EXAMPLES = r"""
     source: 10.0.0.12
     targets:
       - {name: master, host: node1, address: 10.0.0.11, port: 29500}
+
+- name: Probe the peers and read the firewall in one call
+  nccl_tcp_probe:
+    source: 10.0.0.12
+    targets:
+      - {name: master, host: node1, address: 10.0.0.11, port: 29500}
+    firewall:
+      peers: [10.0.0.11]
+      address: 10.0.0.12
+      ifname: enp1s0f0np0
+      ports:
+        - {label: ephemeral range, low: 32768, high: 60999}
+  become: true
 """
 
 RETURN = r"""
@@ -83,6 +124,15 @@ results:
       error: timed out after 3.0 s
       error_kind: timeout
       elapsed_ms: 3001
+firewall:
+  description:
+    - With O(firewall), M(nccl_firewall)'s result - C(findings) (rules or policies that drop or
+      reject the traffic) and C(tools) (what could be read); empty without O(firewall).
+  returned: always
+  type: dict
+  sample:
+    findings: []
+    tools: {iptables: {present: true, read: true, active: true, error: ""}}
 """
 
 import errno
@@ -90,6 +140,7 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_firewall_read import PORTS_SPEC, read_firewall
 
 
 def probe(address: str, port: int, source: str, timeout: float, refused_retry: float) -> dict:
@@ -134,7 +185,7 @@ def main() -> None:
             "targets": {
                 "type": "list",
                 "elements": "dict",
-                "required": True,
+                "default": [],
                 "options": {
                     "name": {"type": "str", "required": True},
                     "host": {"type": "str", "default": ""},
@@ -145,6 +196,20 @@ def main() -> None:
             "source": {"type": "str", "default": ""},
             "timeout": {"type": "float", "default": 3.0},
             "refused_retry": {"type": "float", "default": 2.0},
+            "firewall": {
+                "type": "dict",
+                "options": {
+                    "peers": {"type": "list", "elements": "str", "required": True},
+                    "ports": {
+                        "type": "list",
+                        "elements": "dict",
+                        "required": True,
+                        "options": PORTS_SPEC,
+                    },
+                    "address": {"type": "str", "default": ""},
+                    "ifname": {"type": "str", "default": ""},
+                },
+            },
         },
         supports_check_mode=True,
     )
@@ -155,7 +220,11 @@ def main() -> None:
             target["address"], target["port"], p["source"], p["timeout"], p["refused_retry"]
         )
         results.append({**target, "source": p["source"], **outcome})
-    module.exit_json(changed=False, results=results)
+    firewall = {}
+    if p["firewall"] is not None:
+        fw = p["firewall"]
+        firewall = read_firewall(module, fw["peers"], fw["ports"], fw["address"], fw["ifname"])
+    module.exit_json(changed=False, results=results, firewall=firewall)
 
 
 if __name__ == "__main__":

@@ -112,6 +112,18 @@ def parse_python_probe(stdout: str) -> dict:
     raise ValueError(f"no JSON object in python probe output: {stdout.strip()[-300:]!r}")
 
 
+def python_facts_from_run(executable: str, rc: int, stdout: str, stderr: str) -> dict:
+    """The python fact from one run of ``executable -c PYTHON_PROBE`` (rc, its two streams)."""
+    if rc != 0:
+        text = (stderr or stdout or "").strip()
+        tail = text if len(text) <= 400 else "..." + text[-400:]
+        return empty_python_facts(f"{executable} -c <probe> failed (rc={rc}): {tail}", executable)
+    try:
+        return parse_python_probe(stdout)
+    except ValueError as exc:
+        return empty_python_facts(f"{executable}: {exc}", executable)
+
+
 def _not_available(value: str) -> bool:
     return value.strip() in _NOT_AVAILABLE
 

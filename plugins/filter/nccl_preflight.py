@@ -11,13 +11,16 @@ carries the table host -> value.
 Observation of a host (``preflight_observation`` fact, built in roles/preflight/tasks/main.yml):
 
     host, is_master, facts (ansible_facts.nccl), ifname, ifname_reason, address, master_addr,
-    master_port, nproc_per_node, backend, python,
+    master_port, nproc_per_node, backend, python (the interpreter path),
+    python_facts (what torch reported: nccl_preflight_listen state=stopped's python, as
+    ansible_facts.nccl.python; missing or {} -> facts.python),
     port_owner (the master's MASTER_PORT owners, {free, listeners}, from nccl_preflight_listen
     state=started with check_port; {} elsewhere or when it did not run),
     listeners (nccl_preflight_listen state=stopped result: {listeners: [{name, address, port,
     error, accepted, complete}], timed_out, ...}; the state=started result when the listeners
     could not be collected; {} when neither ran), probes ([nccl_tcp_probe results]),
-    firewall (nccl_firewall result or {}), clock (float epoch seconds or None)
+    firewall ({findings, tools} of nccl_firewall, read by nccl_tcp_probe's firewall option, or {}),
+    clock (float epoch seconds or None)
 
 Settings: master (inventory name), order (inventory names in rank order), require_gpu,
 expected_versions ({python, torch, cuda, nccl, driver}), clock_check, clock_max_skew_s,
@@ -436,7 +439,7 @@ def check_gpu(obs: dict, settings: dict) -> dict:
             f"nvidia-smi -L  (on {host}); set nccl_slots / nccl_nproc_per_node for {host} to "
             f"{len(gpus)} or fix the missing GPU",
         )
-    py = facts.get("python") or {}
+    py = python_facts_of(obs)
     python = obs.get("python") or py.get("executable") or "python"
     if not py.get("cuda_available"):
         why = py.get("reason") or f"torch {py.get('torch_version')} reports no CUDA"
@@ -494,9 +497,15 @@ def check_gpu_model(observations: dict, host: str, settings: dict, order: list[s
 
 
 # --------------------------------------------------------------------------- versions
+def python_facts_of(obs: dict) -> dict:
+    """What torch reported on the host: the pre-flight's torch probe (run beside the listeners),
+    else nccl_facts' (when it was asked to query Python)."""
+    return obs.get("python_facts") or (obs.get("facts") or {}).get("python") or {}
+
+
 def versions_of(obs: dict) -> dict[str, str | None]:
     facts = obs.get("facts") or {}
-    py = facts.get("python") or {}
+    py = python_facts_of(obs)
     gpus = facts.get("gpus") or []
     return {
         "python": py.get("version"),
@@ -510,7 +519,7 @@ def versions_of(obs: dict) -> dict[str, str | None]:
 def check_versions(observations: dict, host: str, settings: dict, order: list[str]) -> dict:
     obs = observations[host]
     python = obs.get("python") or "python"
-    py = (obs.get("facts") or {}).get("python") or {}
+    py = python_facts_of(obs)
     mine = versions_of(obs)
     if not mine["torch"]:
         why = py.get("reason") or "torch is not importable"

@@ -278,6 +278,84 @@ def test_check_mode_holds_nothing_and_writes_nothing(
     assert not listen_dir.exists()
 
 
+def fake_python(tmp_path: Path, body: str) -> str:
+    """An executable standing in for the node's Python: ignores `-c <probe>`, runs ``body``."""
+    path = tmp_path / "fake-python"
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_run_directory_is_made_private_and_a_foreign_one_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    listen = run_dir / "preflight"
+    args = {"path": str(listen), "run_dir": str(run_dir), "run_dir_mode": "0750"}
+    assert not run_module(monkeypatch, {**args, "listeners": []}).failed
+    assert run_dir.stat().st_mode & 0o7777 == 0o750 and listen.is_dir()
+    run_module(monkeypatch, {"path": str(listen), "state": "stopped"})
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    trap = tmp_path / "trap"
+    trap.symlink_to(elsewhere)
+    refused = run_module(monkeypatch, {"path": str(trap / "preflight"), "run_dir": str(trap)})
+    assert refused.failed and "is a symbolic link" in refused.result["msg"]
+    assert list(elsewhere.iterdir()) == []  # nothing was made through the link
+
+
+def test_the_python_probe_runs_beside_the_listeners_and_comes_back_with_the_stop(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path, tmp_path: Path
+) -> None:
+    """A slow probe (0.5 s, as importing torch) does not hold up the start; the stop waits."""
+    facts = {
+        "executable": "/opt/py/bin/python3", "version": "3.12.3", "torch_version": "2.13.0",
+        "cuda_available": False, "cuda_version": None, "nccl_version": None, "device_count": 0,
+        "npu_available": False, "npu_version": None, "reason": "",
+    }  # fmt: skip
+    python = fake_python(tmp_path, f"sleep 0.5; echo 'import noise'; echo '{json.dumps(facts)}'")
+    began = time.monotonic()
+    started = run_module(
+        monkeypatch, {"path": str(listen_dir), "listeners": ring(1), "python": python}
+    )
+    assert not started.failed and time.monotonic() - began < 0.4
+    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    assert not stopped.failed, stopped.result
+    assert stopped.result["python"] == facts
+    assert time.monotonic() - began >= 0.5
+
+
+def test_a_failing_missing_or_hanging_python_probe_says_why(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path, tmp_path: Path
+) -> None:
+    def probe(python: str, timeout: float = 60) -> dict:
+        args = {"path": str(listen_dir), "python": python, "python_timeout": timeout}
+        assert not run_module(monkeypatch, args).failed
+        stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+        assert not stopped.failed, stopped.result
+        return stopped.result["python"]
+
+    failing = probe(fake_python(tmp_path, "echo 'ModuleNotFoundError: torch' >&2; exit 3"))
+    assert failing["torch_version"] is None
+    assert "failed (rc=3): ModuleNotFoundError: torch" in failing["reason"]
+    missing = probe(str(tmp_path / "no-such-python"))
+    assert missing["executable"].endswith("no-such-python")
+    assert "cannot run" in missing["reason"] and "No such file" in missing["reason"]
+    hanging = probe(fake_python(tmp_path, "sleep 30"), timeout=0.3)
+    assert "did not finish in time; it was killed" in hanging["reason"]
+
+
+def test_the_real_interpreter_reports_the_torch_it_imports(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path
+) -> None:
+    torch = pytest.importorskip("torch")
+    run_module(monkeypatch, {"path": str(listen_dir), "python": sys.executable})
+    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    assert stopped.result["python"]["torch_version"] == str(torch.__version__)
+    assert stopped.result["python"]["executable"] == sys.executable
+
+
 def test_proc_stat_with_a_tricky_command_name() -> None:
     line = "4242 (a) (b) c) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 0 0"
     assert parse_proc_stat(line) == ("S", 987654)

@@ -30,7 +30,9 @@ from tests.module_exit import run_module_main
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "firewall"
 
 
-def run_firewall_module(monkeypatch, outputs: dict[str, str | None], args: dict) -> dict:
+def run_firewall_module(
+    monkeypatch, outputs: dict[str, str | None], args: dict, main=nccl_firewall.main
+) -> dict:
     """outputs: tool argv[0] -> stdout, or None for "not installed"; every run is recorded."""
     calls: list[list[str]] = []
 
@@ -44,7 +46,7 @@ def run_firewall_module(monkeypatch, outputs: dict[str, str | None], args: dict)
 
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
-    ended = run_module_main(monkeypatch, nccl_firewall.main, args)
+    ended = run_module_main(monkeypatch, main, args)
     assert not ended.failed, ended.result
     ended.result["calls"] = calls
     return ended.result
@@ -96,6 +98,24 @@ def test_firewall_module_active_ufw_is_reported_instead_of_its_iptables(monkeypa
     result = run_firewall_module(monkeypatch, outputs, ARGS)
     assert {f["tool"] for f in result["findings"]} == {"ufw"}
     assert result["tools"]["iptables"]["note"] == "managed by ufw, reported as ufw"
+
+
+def test_the_probe_reads_the_firewall_in_the_same_call_as_nccl_firewall(monkeypatch) -> None:
+    outputs = {
+        "iptables-save": (FIXTURES / "iptables-save-drops.txt").read_text(),
+        "ip6tables-save": "",
+        "nft": (FIXTURES / "nft-iptables-nft-drops.json").read_text(),
+    }
+    alone = run_firewall_module(monkeypatch, outputs, ARGS)
+    probe = run_firewall_module(
+        monkeypatch, outputs, {"targets": [], "firewall": ARGS}, main=nccl_tcp_probe.main
+    )
+    assert probe["results"] == [] and probe["changed"] is False
+    assert probe["firewall"] == {k: alone[k] for k in ("findings", "tools")}
+    assert len(probe["firewall"]["findings"]) == 2
+    # Without the option the firewall is not read at all.
+    bare = run_firewall_module(monkeypatch, outputs, {"targets": []}, main=nccl_tcp_probe.main)
+    assert (bare["firewall"], bare["calls"]) == ({}, [])
 
 
 def test_firewall_module_without_any_tool_passes(monkeypatch) -> None:
