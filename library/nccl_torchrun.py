@@ -11,7 +11,10 @@ DOCUMENTATION = r"""
 module: nccl_torchrun
 short_description: Run torchrun on one node in time bounds, end its process tree, return its results
 description:
-  - O(state=started) writes O(script_content) to O(script) (when given), waits on node rank 0 until
+  - O(state=started) makes O(run_dir) when it is missing (mode O(run_dir_mode), with the checks of
+    C(nccl_run_dir), which refuse a symbolic link, something that is not a directory, or a directory
+    owned by another user, and set the mode of one it finds exactly), writes O(env_content) to
+    O(env_file) and O(script_content) to O(script) (when given), waits on node rank 0 until
     nothing accepts connections on O(master_addr):O(master_port) any more (a previous run's store
     may still be closing; at most O(port_wait_timeout) seconds), then starts a detached supervisor
     (double fork and C(setsid), standard streams to C(<run_dir>/torchrun.log), like Ansible's
@@ -20,7 +23,7 @@ description:
     session, records every process of its tree (pid and start time) in C(<run_dir>/torchrun.pids),
     and ends every recorded process still alive after O(timeout) seconds (SIGTERM, then SIGKILL
     after O(kill_grace) seconds), or at once when it receives SIGTERM, SIGINT or SIGHUP. torchrun
-    starts each worker in a new session, so killing its process group is not enough: the
+    starts each worker in a new session, so killing its process group is not enough; the
     supervisor is a child subreaper, so orphaned workers stay in its tree. Then it joins the
     per-rank logs torchrun wrote under C(<run_dir>/logs) into C(<run_dir>/results/rank-<R>.log)
     (R = O(rank_offset) + local rank), writes C(<run_dir>/launch.json) and exits.
@@ -41,8 +44,9 @@ description:
     results are packed and nothing of the run is alive.
   - Processes are only ever ended by their recorded pid (checked against the recorded start time,
     so a reused pid is never hit), never by name.
-  - The node's environment is C(nccl.env) (O(env_file), shell-quoted C(KEY=value) lines) plus
-    O(environment); nothing passes through a shell.
+  - The node's environment is C(nccl.env) (O(env_file), shell-quoted C(KEY=value) lines; written
+    from O(env_content) when given, else read as it is) plus O(environment); nothing passes through
+    a shell.
 options:
   state:
     description:
@@ -52,9 +56,17 @@ options:
     choices: [started, finished, stopped]
     default: finished
   run_dir:
-    description: The private run directory of this host (holds the script and nccl.env).
+    description:
+      - The private run directory of this host (holds the script and nccl.env). O(state=started)
+        makes it when it is missing; its parent must exist.
     type: path
     required: true
+  run_dir_mode:
+    description:
+      - With O(state=started), the octal mode of O(run_dir), as a string; set exactly, also on a
+        directory that already exists.
+    type: str
+    default: "0700"
   python:
     description: The node's Python that has torch. Required with O(state=started).
     type: path
@@ -98,8 +110,21 @@ options:
     type: str
     default: nccl-preflight
   env_file:
-    description: File of shell-quoted C(KEY=value) lines added to the environment.
+    description:
+      - File of shell-quoted C(KEY=value) lines added to the environment.
+      - With O(env_content), the file is written first; it must then be directly inside
+        O(run_dir) (default C(<run_dir>/nccl.env)). Without it, the file must already exist.
     type: path
+  env_content:
+    description:
+      - With O(state=started), the whole text of O(env_file), written atomically (a temporary file
+        in O(run_dir), then a rename) with O(env_file_mode) before it is read; so nccl.env needs no
+        call of its own.
+    type: str
+  env_file_mode:
+    description: Octal mode of O(env_file) written from O(env_content), as a string.
+    type: str
+    default: "0600"
   environment:
     description: More environment for torchrun (wins over O(env_file)).
     type: dict
@@ -149,6 +174,7 @@ options:
 attributes:
   check_mode:
     support: none
+    details: Starting or ending processes cannot be predicted; in check mode the task is skipped.
 author:
   - nccl-preflight contributors
 """
@@ -169,7 +195,10 @@ EXAMPLES = r"""
     master_addr: "{{ nccl_env_master_addr }}"
     master_port: "{{ nccl_env_master_port }}"
     local_addr: "{{ nccl_env_address }}"
+    run_dir_mode: "0700"
     env_file: "{{ nccl_env_file }}"
+    env_content: "{{ nccl_env_file_content }}"
+    env_file_mode: "0600"
     timeout: 300
 
 - name: Wait for the run to end on the node and bring its results to the control machine
@@ -215,6 +244,15 @@ ended_now:
   returned: when O(state=finished) or O(state=stopped)
   type: list
   elements: int
+run_dir_created:
+  description: Whether this call made O(run_dir).
+  returned: when O(state=started)
+  type: bool
+env_file:
+  description: The environment file that was read (written from O(env_content) when given), or null.
+  returned: when O(state=started)
+  type: str
+  sample: /tmp/nccl-preflight-20261122T010203-abc123-spark-1/nccl.env
 cmd:
   description: The torchrun command line.
   returned: when O(state=started)
@@ -287,6 +325,12 @@ from typing import Any, NoReturn
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_files import write_atomically
+from ansible.module_utils.nccl_run_dir import (
+    bad_file_name,
+    make_private_dir,
+    parse_mode,
+    private_dir_problem,
+)
 
 PIDS_FILE = "torchrun.pids"
 LAUNCH_FILE = "launch.json"
@@ -709,6 +753,65 @@ def spawn_detached(
     return doc if isinstance(doc, dict) else {"error": f"unexpected report {text!r}"}
 
 
+def prepare_run_dir(module: AnsibleModule) -> tuple[bool, str | None]:
+    """state=started, before anything runs: make the private run directory when it is missing
+    (refusing one somebody else could control), write nccl.env from env_content.
+
+    Returns (whether the directory was made now, the environment file to read or None).
+    """
+    params = module.params
+    run_dir = params["run_dir"]
+    dir_mode = parse_mode(params["run_dir_mode"])
+    file_mode = parse_mode(params["env_file_mode"])
+    for name, mode in (("run_dir_mode", dir_mode), ("env_file_mode", file_mode)):
+        if mode is None:
+            module.fail_json(
+                msg=f"{name} {params[name]!r} is not an octal mode such as 0700", run_dir=run_dir
+            )
+    env_file = params["env_file"]
+    content = params["env_content"]
+    if content is not None:
+        env_file = env_file or os.path.join(run_dir, "nccl.env")
+        inside = os.path.dirname(os.path.normpath(env_file)) == os.path.normpath(run_dir)
+        if not inside or bad_file_name(os.path.basename(os.path.normpath(env_file))):
+            module.fail_json(
+                msg=(
+                    f"env_file {env_file} must be a file directly inside the run directory "
+                    f"{run_dir} when env_content is given"
+                ),
+                run_dir=run_dir,
+            )
+    problem = private_dir_problem(run_dir)
+    if problem:
+        module.fail_json(msg=f"cannot use the run directory: {problem}", run_dir=run_dir)
+    if os.path.exists(os.path.join(run_dir, PIDS_FILE)):
+        module.fail_json(
+            msg=(
+                f"{run_dir} already holds a run ({PIDS_FILE} exists); every run needs its own "
+                f"run directory (a new nccl_run_id)"
+            ),
+            run_dir=run_dir,
+        )
+    try:
+        created = make_private_dir(run_dir, dir_mode)
+    except FileExistsError:
+        module.fail_json(
+            msg=f"{run_dir} appeared while this module was making it; rerun with another run id",
+            run_dir=run_dir,
+        )
+    if content is not None:
+        write_atomically(env_file, content, file_mode)
+    elif env_file is not None and not os.path.isfile(env_file):
+        module.fail_json(
+            msg=(
+                f"environment file {env_file} does not exist on this host; pass its text as "
+                f"env_content (roles/launch does), or write it there first"
+            ),
+            env_file=env_file,
+        )
+    return created, env_file
+
+
 def run_started(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     missing = [
@@ -728,32 +831,17 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
     if missing:
         module.fail_json(msg=f"nccl_torchrun state=started needs {', '.join(missing)}")
     run_dir = Path(params["run_dir"])
-    if not run_dir.is_dir():
-        module.fail_json(
-            msg=(
-                f"run directory {run_dir} does not exist on this host; run the environment "
-                f"stage first: ansible-playbook playbooks/validate.yml --tags env,launch"
-            ),
-            run_dir=str(run_dir),
-        )
-    if (run_dir / PIDS_FILE).exists():
-        module.fail_json(
-            msg=(
-                f"{run_dir} already holds a run ({PIDS_FILE} exists); every run needs its own "
-                f"run directory (a new nccl_run_id)"
-            ),
-            run_dir=str(run_dir),
-        )
+    created, env_file = prepare_run_dir(module)
     env = dict(os.environ)
-    if params["env_file"]:
-        text = Path(params["env_file"]).read_text(encoding="utf-8")
+    if env_file is not None:
+        text = Path(env_file).read_text(encoding="utf-8")
         try:
-            env.update(parse_env_file(text, params["env_file"]))
+            env.update(parse_env_file(text, env_file))
         except ValueError as exc:
             module.fail_json(
                 msg=f"cannot read the environment file: {exc}; re-render it with "
-                f"ansible-playbook playbooks/validate.yml --tags env",
-                env_file=params["env_file"],
+                f"ansible-playbook playbooks/validate.yml --tags launch",
+                env_file=env_file,
             )
     env.update({str(k): str(v) for k, v in params["environment"].items()})
     env["NCCL_PREFLIGHT_RUN_DIR"] = str(run_dir)
@@ -798,6 +886,8 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
         )
     return {
         "changed": True,
+        "run_dir_created": created,
+        "env_file": env_file,
         "cmd": argv,
         "supervisor_pid": ready["supervisor_pid"],
         "torchrun_pid": ready["torchrun_pid"],
@@ -1032,7 +1122,10 @@ def main() -> None:
             "master_port": {"type": "int"},
             "local_addr": {"type": "str"},
             "rdzv_id": {"type": "str", "default": "nccl-preflight"},
+            "run_dir_mode": {"type": "str", "default": "0700"},
             "env_file": {"type": "path"},
+            "env_content": {"type": "str"},
+            "env_file_mode": {"type": "str", "default": "0600"},
             "environment": {"type": "dict", "default": {}},
             "timeout": {"type": "int", "default": 300},
             "kill_grace": {"type": "int", "default": 5},

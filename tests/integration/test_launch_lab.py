@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nccl_torchrun import parse_env_file
 
 from tests.lab.harness import Lab
 
@@ -134,6 +135,9 @@ def test_two_hosts_three_ranks_each_pass_end_to_end(lab2: Lab, tmp_path: Path) -
     assert "nccl-preflight run" in result.stdout  # the summary is shown at the end of the play
     for host in lab2.hosts:
         assert (report / host.inventory_name / "launch.json").is_file()
+        # The environment play's copy of nccl.env stays beside the collected results.
+        env = parse_env_file((report / host.inventory_name / "nccl.env").read_text())
+        assert env["NODE_RANK"] == str(host.rank) and env["NPROC_PER_NODE"] == "3", env
         assert not run_dir(run_id, host).exists(), "the run directory must be removed"
     assert leftovers(run_id) == []
 
@@ -175,6 +179,11 @@ def test_four_hosts_with_one_fork_start_together(lab4: Lab, tmp_path: Path) -> N
     suites = rank_suites(tmp_path / run_id / "junit.xml")
     assert set(suites) == {f"nccl.{label(h)}.rank{h.rank}" for h in lab4.hosts}
     assert all(s.get("failures") == "0" and s.get("errors") == "0" for s in suites.values())
+    # No pre-flight ran (--tags launch): the start call made each run directory and its nccl.env.
+    for host in lab4.hosts:
+        collected = {p.name for p in (tmp_path / run_id / host.inventory_name).iterdir()}
+        assert {"nccl.env", "launch.json", f"rank-{host.rank}.json"} <= collected, collected
+        assert not run_dir(run_id, host).exists(), "the run directory must be removed"
     validate(tmp_path / run_id)
     assert leftovers(run_id) == []
 

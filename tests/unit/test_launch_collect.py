@@ -56,6 +56,17 @@ def test_the_result_files_land_flat_in_the_host_directory(tmp_path: Path) -> Non
     assert sorted(p.name for p in dest.iterdir()) == sorted(name for name, _ in files)
 
 
+def test_the_nccl_env_the_environment_play_wrote_there_is_kept(tmp_path: Path) -> None:
+    """roles/nccl_env writes reports/<run-id>/<host>/nccl.env before the launch: the unpack adds
+    the results beside it and neither removes nor refuses it."""
+    dest = tmp_path / "reports" / "run1" / "node1"
+    dest.mkdir(parents=True)
+    (dest / "nccl.env").write_text("MASTER_PORT='29500'\n")
+    action.unpack_results(archive(("launch.json", b'{"rc": 0}')), dest)
+    assert sorted(p.name for p in dest.iterdir()) == ["launch.json", "nccl.env"]
+    assert (dest / "nccl.env").read_text() == "MASTER_PORT='29500'\n"
+
+
 @pytest.mark.parametrize(
     "name",
     ["../rank-0.json", "/etc/rank-0.json", "sub/rank-0.json", "rank-0.json/..", "nccl.env", ""],

@@ -1,7 +1,8 @@
 """roles/validate_inputs and roles/nccl_env run by real ansible-playbook on local-connection hosts.
 
 Two inventory hosts (both this machine, connection local) get the facts of two DGX Sparks cabled
-on differently named ports; the role must render each its own nccl.env.
+on differently named ports; the role must render each its own nccl.env, on the control machine
+only: into a fact for the launch and into reports/<run-id>/<host>/nccl.env, never on a node.
 """
 
 from __future__ import annotations
@@ -66,7 +67,12 @@ def spark(fabric_ifname: str, fabric_addr: str, mgmt_addr: str) -> dict:
     }
 
 
-def run_playbook(tmp_path: Path, extra: dict, hostfile: str = "spark-1 slots=1\nspark-2\n"):
+def run_playbook(
+    tmp_path: Path,
+    extra: dict,
+    hostfile: str = "spark-1 slots=1\nspark-2\n",
+    args: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess[str]:
     inventory = tmp_path / "inventory"
     (inventory / "group_vars").mkdir(parents=True)
     (inventory / "hostfile").write_text(hostfile)
@@ -75,6 +81,7 @@ def run_playbook(tmp_path: Path, extra: dict, hostfile: str = "spark-1 slots=1\n
         f"ansible_python_interpreter: {sys.executable}\n"
         "nccl_fabric_cidr: 192.168.100.0/24\n"
         f"nccl_run_root: {tmp_path}\n"
+        f"nccl_report_root: {tmp_path / 'reports'}\n"
     )
     facts = {
         "spark-1": spark("enp1s0f0np0", "192.168.100.10", "10.20.0.5"),
@@ -90,6 +97,7 @@ def run_playbook(tmp_path: Path, extra: dict, hostfile: str = "spark-1 slots=1\n
             [
                 str(Path(sys.executable).parent / "ansible-playbook"),
                 str(playbook),
+                *args,
                 "-i",
                 str(inventory),
                 "-e",
@@ -111,11 +119,16 @@ def read_env(path: Path) -> dict[str, str]:
     return parse_env_file(path.read_text(), str(path))
 
 
+def report_env(tmp_path: Path, host: str) -> Path:
+    """Where the role keeps a host's nccl.env on the control machine."""
+    return tmp_path / "reports" / "t1" / host / "nccl.env"
+
+
 def test_hosts_with_different_interface_names_get_their_own(tmp_path: Path) -> None:
     result = run_playbook(tmp_path, {"nccl_extra_env": {"NCCL_IB_HCA": "rocep1s0f0 $(x)"}})
     assert result.returncode == 0, result.stdout + result.stderr
-    one = read_env(tmp_path / "nccl-preflight-t1-spark-1" / "nccl.env")
-    two = read_env(tmp_path / "nccl-preflight-t1-spark-2" / "nccl.env")
+    one = read_env(report_env(tmp_path, "spark-1"))
+    two = read_env(report_env(tmp_path, "spark-2"))
     assert one["NCCL_SOCKET_IFNAME"] == one["GLOO_SOCKET_IFNAME"] == "enp1s0f0np0"
     assert two["NCCL_SOCKET_IFNAME"] == two["GLOO_SOCKET_IFNAME"] == "enp1s0f1np1"
     # MASTER_ADDR is the master's fabric address, not its management address.
@@ -125,19 +138,50 @@ def test_hosts_with_different_interface_names_get_their_own(tmp_path: Path) -> N
     assert (one["NPROC_PER_NODE"], two["NPROC_PER_NODE"]) == ("1", "1")
     # A value with shell metacharacters stays one literal word when sourced.
     assert two["NCCL_IB_HCA"] == "rocep1s0f0 $(x)"
-    mode = (tmp_path / "nccl-preflight-t1-spark-1").stat().st_mode & 0o777
-    assert mode == 0o700
-    env_path = tmp_path / "nccl-preflight-t1-spark-1" / "nccl.env"
+    # Nothing on the "nodes": the launch's start call makes the run directory and writes nccl.env.
+    assert not list(tmp_path.glob("nccl-preflight-*"))
+    env_path = report_env(tmp_path, "spark-1")
     assert env_path.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in (tmp_path / "reports" / "t1").iterdir()) == ["spark-1", "spark-2"]
     text = env_path.read_text()
     assert text.startswith("# ") and text.endswith("'\n"), text
-    assert f"set -a; . {env_path}; set +a" in text
+    # The comment tells how to source it where the launch writes it: the node's run directory.
+    assert f"set -a; . {tmp_path}/nccl-preflight-t1-spark-1/nccl.env; set +a" in text
+
+
+def test_the_launch_gets_each_host_its_own_text_and_the_modes(tmp_path: Path) -> None:
+    """The launch's start call writes nccl_env_file_content with the modes the role keeps as
+    host facts (a later play of the same run sees them; the role's defaults it would not)."""
+    later_play = tmp_path / "later-play.yml"
+    later_play.write_text(
+        "- name: A later play reads what the launch passes on\n"
+        "  hosts: nccl_nodes\n"
+        "  gather_facts: false\n"
+        "  tasks:\n"
+        "    - name: Write the facts the launch reads to a file per host\n"
+        "      ansible.builtin.copy:\n"
+        f'        dest: "{tmp_path}/seen-{{{{ inventory_hostname }}}}.json"\n'
+        "        content: >-\n"
+        "          {{ {'content': nccl_env_file_content, 'dir_mode': nccl_env_run_dir_mode,\n"
+        "              'file_mode': nccl_env_file_mode} | to_json }}\n"
+        "        mode: '0600'\n"
+    )
+    result = run_playbook(tmp_path, {"nccl_env_file_mode": "0640"}, args=(str(later_play),))
+    assert result.returncode == 0, result.stdout + result.stderr
+    texts = set()
+    for host in ("spark-1", "spark-2"):
+        seen = json.loads((tmp_path / f"seen-{host}.json").read_text())
+        assert seen["content"] == report_env(tmp_path, host).read_text()
+        assert (seen["dir_mode"], seen["file_mode"]) == ("0700", "0640")
+        texts.add(seen["content"])
+    assert len(texts) == 2
+    assert report_env(tmp_path, "spark-2").stat().st_mode & 0o777 == 0o640
 
 
 def test_sourcing_nccl_env_in_a_shell_gives_the_same_values(tmp_path: Path) -> None:
     result = run_playbook(tmp_path, {"nccl_extra_env": {"NCCL_IB_HCA": 'a\'b "c" `d`'}})
     assert result.returncode == 0, result.stdout + result.stderr
-    env_file = tmp_path / "nccl-preflight-t1-spark-2" / "nccl.env"
+    env_file = report_env(tmp_path, "spark-2")
     shown = subprocess.run(
         [
             "bash",
@@ -166,5 +210,13 @@ def test_bad_inputs_fail_before_any_host_is_touched(tmp_path: Path, extra: dict,
     result = run_playbook(tmp_path, extra)
     assert result.returncode != 0
     assert named in result.stdout + result.stderr
-    # Nothing was rendered: no run directory exists.
+    # Nothing was rendered: no run directory exists, no report was written.
+    assert not list(tmp_path.glob("nccl-preflight-*"))
+    assert not (tmp_path / "reports").exists()
+
+
+def test_check_mode_writes_nothing(tmp_path: Path) -> None:
+    result = run_playbook(tmp_path, {}, args=("--check",))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not (tmp_path / "reports").exists()
     assert not list(tmp_path.glob("nccl-preflight-*"))

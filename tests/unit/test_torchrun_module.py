@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tarfile
@@ -318,25 +319,180 @@ def test_sigkill_follows_when_a_worker_ignores_sigterm(
     assert tagged_processes(run_dir) == []
 
 
-def test_environment_comes_from_nccl_env(tmp_path: Path, run_dir: Path) -> None:
+ENV_KEYS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "EXTRA")
+
+
+@pytest.fixture
+def env_python(tmp_path: Path) -> Path:
+    """A "python" that prints, as JSON, the part of its environment the tests look at."""
     script = tmp_path / "env-python"
     script.write_text(
         f"#!{sys.executable}\nimport json, os\n"
-        "print(json.dumps({k: os.environ.get(k) for k in "
-        "('NCCL_SOCKET_IFNAME', 'GLOO_SOCKET_IFNAME', 'NCCL_IB_HCA', 'EXTRA')}))\n"
+        f"print(json.dumps({{k: os.environ.get(k) for k in {ENV_KEYS!r}}}))\n"
     )
     script.chmod(0o755)
-    result = run(module_args(run_dir, script, environment={"EXTRA": "1"}), tmp_path)
+    return script
+
+
+def seen_env(run_dir: Path) -> dict[str, str | None]:
+    return json.loads((run_dir / "torchrun.log").read_text().strip().splitlines()[-1])
+
+
+def test_environment_comes_from_nccl_env(tmp_path: Path, run_dir: Path, env_python: Path) -> None:
+    """Without env_content, the nccl.env already in the run directory is read (as before)."""
+    before = (run_dir / "nccl.env").read_text()
+    result = run(module_args(run_dir, env_python, environment={"EXTRA": "1"}), tmp_path)
     assert (
         result["torchrun_rc"] == 0 and result["timed_out"] is False and result["killed_pids"] == []
     )
-    seen = json.loads((run_dir / "torchrun.log").read_text().strip().splitlines()[-1])
-    assert seen == {
+    assert seen_env(run_dir) == {
         "NCCL_SOCKET_IFNAME": "eth1",
         "GLOO_SOCKET_IFNAME": "eth1",
         "NCCL_IB_HCA": "mlx5_0 mlx5_1",
         "EXTRA": "1",
     }
+    assert (run_dir / "nccl.env").read_text() == before
+
+
+# --- state=started makes the run directory and writes nccl.env --------------------------------
+
+ENV_CONTENT = "# nccl.env of node1\nNCCL_SOCKET_IFNAME='enp 9'\nGLOO_SOCKET_IFNAME='enp 9'\n"
+
+
+def test_started_makes_the_run_directory_with_its_exact_mode_and_writes_env_content(
+    tmp_path: Path, env_python: Path
+) -> None:
+    new_dir = tmp_path / "nccl-preflight-new-node1"
+    args = module_args(
+        new_dir,
+        env_python,
+        script=str(new_dir / "check.py"),
+        script_content="print('a rank')\n",
+        run_dir_mode="0770",  # the umask (022 here) would take the group's w from a plain mkdir
+        env_content=ENV_CONTENT,
+        env_file_mode="0640",
+    )
+    old_umask = os.umask(0o022)
+    try:
+        started = finish(start_module(args, tmp_path, "start"))
+    finally:
+        os.umask(old_umask)
+    assert started.get("failed") is not True, started
+    assert started["run_dir_created"] is True
+    assert started["env_file"] == str(new_dir / "nccl.env")
+    info = new_dir.lstat()
+    assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o770
+    assert info.st_uid == os.geteuid()
+    env_file = new_dir / "nccl.env"
+    assert env_file.read_text() == ENV_CONTENT
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o640
+    # No temporary file of the atomic write is left behind.
+    assert not [p.name for p in new_dir.iterdir() if p.name.startswith(".")]
+    finish(start_module(finished_args(new_dir), tmp_path, "wait"))
+    assert seen_env(new_dir)["NCCL_SOCKET_IFNAME"] == "enp 9"
+
+
+def test_env_content_wins_over_the_nccl_env_already_there(
+    tmp_path: Path, run_dir: Path, env_python: Path
+) -> None:
+    run_dir.chmod(0o755)
+    result = run(module_args(run_dir, env_python, env_content=ENV_CONTENT), tmp_path)
+    assert result["torchrun_rc"] == 0
+    assert seen_env(run_dir) == {
+        "NCCL_SOCKET_IFNAME": "enp 9",
+        "GLOO_SOCKET_IFNAME": "enp 9",
+        "NCCL_IB_HCA": None,
+        "EXTRA": None,
+    }
+    assert (run_dir / "nccl.env").read_text() == ENV_CONTENT
+    assert stat.S_IMODE((run_dir / "nccl.env").stat().st_mode) == 0o600
+    # A directory it finds gets exactly the mode asked for (the default, 0700), not a wider one.
+    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+
+
+def test_env_content_goes_to_the_run_directory_only(
+    tmp_path: Path, run_dir: Path, env_python: Path
+) -> None:
+    outside = tmp_path / "elsewhere.env"
+    result = finish(
+        start_module(
+            module_args(run_dir, env_python, env_file=str(outside), env_content=ENV_CONTENT),
+            tmp_path,
+        )
+    )
+    assert result["failed"] is True
+    assert f"{outside} must be a file directly inside the run directory {run_dir}" in result["msg"]
+    assert not outside.exists() and not (run_dir / "torchrun.pids").exists()
+
+
+def test_a_missing_env_file_without_env_content_fails_naming_it(
+    tmp_path: Path, run_dir: Path, env_python: Path
+) -> None:
+    (run_dir / "nccl.env").unlink()
+    result = finish(start_module(module_args(run_dir, env_python), tmp_path))
+    assert result["failed"] is True
+    assert f"environment file {run_dir / 'nccl.env'} does not exist" in result["msg"]
+    assert not (run_dir / "torchrun.pids").exists() and tagged_processes(run_dir) == []
+
+
+def refused_start(tmp_path: Path, path: Path, python: Path) -> dict[str, Any]:
+    """state=started with env_content at `path`, which must be refused."""
+    args = module_args(path, python, script=str(path / "check.py"), env_content=ENV_CONTENT)
+    result = finish(start_module(args, tmp_path))
+    assert result["failed"] is True, result
+    assert result["msg"].startswith(f"cannot use the run directory: {path} "), result["msg"]
+    assert "supervisor_pid" not in result and tagged_processes(path) == []
+    return result
+
+
+def test_a_symlink_at_the_run_directory_is_refused(tmp_path: Path, env_python: Path) -> None:
+    target = tmp_path / "somebody-elses"
+    target.mkdir(mode=0o755)
+    link = tmp_path / "nccl-preflight-run-node1"
+    link.symlink_to(target)
+    result = refused_start(tmp_path, link, env_python)
+    assert "is a symbolic link" in result["msg"]
+    assert list(target.iterdir()) == [] and stat.S_IMODE(target.stat().st_mode) == 0o755
+
+
+def test_a_file_at_the_run_directory_is_refused(tmp_path: Path, env_python: Path) -> None:
+    path = tmp_path / "nccl-preflight-run-node1"
+    path.write_text("not a directory")
+    result = refused_start(tmp_path, path, env_python)
+    assert "exists and is not a directory" in result["msg"]
+    assert path.read_text() == "not a directory"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root")
+def test_a_run_directory_of_another_user_is_refused(tmp_path: Path, env_python: Path) -> None:
+    path = tmp_path / "nccl-preflight-run-node1"
+    path.mkdir()
+    path.chmod(0o755)
+    os.chown(path, 65534, 65534)
+    result = refused_start(tmp_path, path, env_python)
+    assert (
+        f"is owned by uid 65534, not by the user running the check (uid {os.geteuid()})"
+        in (result["msg"])
+    )
+    # Neither written into nor tightened to 0700: it is not ours.
+    assert list(path.iterdir()) == [] and stat.S_IMODE(path.stat().st_mode) == 0o755
+
+
+def test_a_run_directory_without_its_parent_is_refused(tmp_path: Path, env_python: Path) -> None:
+    path = tmp_path / "no-such-root" / "nccl-preflight-run-node1"
+    args = module_args(path, env_python, script=str(path / "check.py"), env_content=ENV_CONTENT)
+    result = finish(start_module(args, tmp_path))
+    assert result["failed"] is True
+    assert f"{path.parent} does not exist, so {path} cannot be made" in result["msg"]
+    assert not path.parent.exists()
+
+
+def test_a_bad_run_dir_mode_fails_before_anything_is_made(tmp_path: Path, env_python: Path) -> None:
+    path = tmp_path / "nccl-preflight-run-node1"
+    args = module_args(path, env_python, run_dir_mode="rwx", env_content=ENV_CONTENT)
+    result = finish(start_module(args, tmp_path))
+    assert result["failed"] is True and "run_dir_mode 'rwx' is not an octal mode" in result["msg"]
+    assert not path.exists()
 
 
 def test_failing_run_reports_its_rc_without_failing_the_task(
