@@ -68,7 +68,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # torch wheels built without NumPy warn about it on import; nothing here uses NumPy.
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -135,15 +135,52 @@ BUSBW_FACTORS: dict[str, Callable[[int], float]] = {
     "send_recv": lambda n: 1.0,
 }
 
-# What a backend's own algorithm bounds, printed under its table so a low busbw is not blamed on
-# the link (measured in BENCHMARKS.md, fidelity; both read from the torch 2.x and gloo sources).
-BANDWIDTH_NOTES: dict[tuple[str, str], str] = {
-    ("gloo", "reduce_scatter"): "gloo runs reduce_scatter as an all_reduce of the whole input "
-    "plus a copy (ProcessGroupGloo::reduce_scatter_tensor_coalesced): busbw is at most half "
-    "the link rate",
-    ("gloo", "all_gather"): "gloo's ring all_gather posts each send before its receive, so the "
-    "two directions of a link can take turns: busbw may stay well below the link rate",
+
+class BandwidthNote(NamedTuple):
+    """A bound of a backend's own algorithm on busbw, from min_ranks to max_ranks (None: any)."""
+
+    min_ranks: int
+    max_ranks: int | None
+    text: str
+
+
+# Printed under a table of that backend and rank count, so a low busbw is not blamed on the link.
+# The algorithms are read from the torch 2.13 and gloo sources; the numbers are busbw / link rate,
+# measured with links limited to 1 Gbit/s (BENCHMARKS.md, fidelity), on 2 hosts x 1 and x 2 ranks.
+BANDWIDTH_NOTES: dict[tuple[str, str], BandwidthNote] = {
+    ("gloo", "reduce_scatter"): BandwidthNote(
+        2,
+        None,
+        "gloo runs reduce_scatter as an all_reduce of the whole input plus a copy "
+        "(ProcessGroupGloo::reduce_scatter_tensor_coalesced; the list API runs one all_reduce "
+        "per chunk): busbw is at most half the link rate (measured 0.44-0.48)",
+    ),
+    ("gloo", "all_gather"): BandwidthNote(
+        2,
+        2,
+        "gloo's ring all_gather posts each send before its receive; with 2 ranks one connection "
+        "carries both directions and they take turns: busbw 0.62-0.66 of the link rate (from 3 "
+        "ranks on, each connection carries one direction: 0.81-0.95 on 2 hosts x 2 ranks)",
+    ),
+    ("gloo", "broadcast"): BandwidthNote(
+        3,
+        None,
+        "gloo's broadcast is a binomial tree, not a pipeline (gloo/broadcast.cc): with more than "
+        "2 ranks the root sends the whole buffer once per round, log2(n) rounds, and every rank "
+        "of a host that has it sends it on in the same round, so a link can carry it several "
+        "times: busbw 0.50 of the link rate on 2 hosts x 2 ranks (1.0 on 2 hosts x 1 rank)",
+    ),
 }
+
+
+def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
+    note = BANDWIDTH_NOTES.get((backend, collective))
+    if note is None or world_size < note.min_ranks:
+        return None
+    if note.max_ranks is not None and world_size > note.max_ranks:
+        return None
+    return note.text
+
 
 # Texts with which backends refuse an operation they do not implement (older gloo: AVG,
 # reduce_scatter, all_to_all; gloo's AVG on integers). Only these turn an exception into "skipped".
@@ -1137,6 +1174,13 @@ def verify(
 
 
 # torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; older torch has the old names.
+# On gloo no reduce_scatter API is a real reduce-scatter: the tensor API is one all_reduce of the
+# whole input, the list API (dist.reduce_scatter) one all_reduce per chunk (torch PR 149869; both
+# seen as gloo:all_reduce in torch.profiler, tests/check/test_bandwidth_notes.py). Measured on 2
+# lab hosts, links at 1 Gbit/s, 64 MiB: tensor API 0.59-0.61 s, list API 0.58-0.60 s, all_reduce
+# 0.56 s (2 x 1 rank); 0.91-0.93 s, 0.87-1.19 s and 0.84 s (2 x 2 ranks), where a real
+# reduce-scatter would take about half of all_reduce. The list API gains nothing, so every backend
+# gets the tensor API, the one NCCL runs as a real reduce-scatter.
 all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
@@ -1618,7 +1662,7 @@ def bandwidth_table(
         )
     avg = sum(r["busbw_gbps"] for r in rows) / len(rows) if rows else 0.0
     lines.append(f"# Avg bus bandwidth    : {avg:g}")
-    note = BANDWIDTH_NOTES.get((backend, collective))
+    note = bandwidth_note(backend, collective, world_size)
     if note:
         lines.append(f"# Note: {note}")
     return "\n".join(lines)
