@@ -1,9 +1,18 @@
 """Fidelity: does nccl_check's busbw match what the link really carries?
 
 Both fabric links of a 2-host lab are limited with tc tbf (lab.rate_limit). iperf3 between the two
-hosts' fabric addresses gives the link rate (TCP goodput); nccl_check (2 hosts x 1 rank, gloo,
-started with torchrun by hand, like roles/launch does) gives busbw at the largest size for every
-collective. The ratio busbw / link rate is the fidelity. Goal: >= 0.9 for every collective.
+hosts' fabric addresses gives the link rate (TCP goodput); nccl_check (gloo, started with torchrun
+by hand, like roles/launch does) gives busbw at the largest size for every collective. The ratio
+busbw / link rate is the fidelity. Goal: >= 0.9 for every collective.
+
+Layout: 2 hosts x 2 ranks is the goal's layout, 2 hosts x 1 rank is measured beside it in the same
+lab. Real nodes run several ranks (GPUs) behind one NIC, and nccl-tests' busbw makes the link rate
+the ideal of a ring at any rank count. torchrun numbers the ranks host by host, so the ring
+0 -> 1 -> 2 -> 3 -> 0 crosses the link once per direction and every connection between two ranks
+carries payload one way only; with 1 rank per host one connection carries both directions, where
+gloo's ring all_gather takes turns (BENCHMARKS.md, Findings). Traffic between two ranks of one host
+stays in the host (loopback), as NVLink traffic does on GPU nodes. Each layout is recorded (hosts,
+ranks per host, which send/recv pairs cross hosts) with its own table.
 """
 
 from __future__ import annotations
@@ -29,6 +38,9 @@ from tests.lab.harness import Lab
 
 GOAL = 0.9
 RATE = "1gbit"
+HOSTS = 2
+# Ranks per host of the layouts measured; the first is the goal's layout (see the docstring).
+RANKS_PER_HOST = (2, 1)
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv")
 MIN_BYTES = "16M"
 MAX_BYTES = "64M"
@@ -129,74 +141,112 @@ def largest_rows(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return rows
 
 
+def layout(ranks_per_host: int) -> dict[str, Any]:
+    """The rank layout as torchrun makes it (rank = node rank * ranks per host + local rank), and
+    which pairs of nccl_check's send/recv ring (rank r sends to r + 1) cross hosts."""
+    world = HOSTS * ranks_per_host
+    pairs = [(r, (r + 1) % world) for r in range(world)]
+    crosses = [(a, b) for a, b in pairs if a // ranks_per_host != b // ranks_per_host]
+    return {
+        "label": f"{HOSTS} hosts x {ranks_per_host} rank{'s' if ranks_per_host > 1 else ''}",
+        "hosts": HOSTS,
+        "ranks_per_host": ranks_per_host,
+        "world_size": world,
+        "hosts_of_ranks": [r // ranks_per_host for r in range(world)],
+        "send_recv_cross_host": [f"{a}->{b}" for a, b in crosses],
+        "send_recv_same_host": [f"{a}->{b}" for a, b in pairs if (a, b) not in crosses],
+        # every rank waits for its send and its receive: with a leg on the link, the link bounds it
+        "send_recv_every_rank_on_link": all(
+            any(r in pair for pair in crosses) for r in range(world)
+        ),
+    }
+
+
+def summarize(runs: list[dict[str, Any]], label: str) -> dict[str, dict[str, Any]]:
+    """collective -> median busbw and ratio over the repeats, for one layout."""
+    per_run = [r["layouts"][label] for r in runs]
+    summary = {}
+    for c in COLLECTIVES:
+        rows = [m["rows"][c] for m in per_run if "busbw_gbps" in m["rows"].get(c, {})]
+        summary[c] = {
+            "busbw_gbps": median([row["busbw_gbps"] for row in rows]),
+            "size_bytes": rows[0]["size_bytes"] if rows else None,
+            "ratio": median([m["ratios"][c] for m in per_run if m["ratios"][c] is not None]),
+        }
+    return summary
+
+
+def goal_met(summary: dict[str, dict[str, Any]]) -> bool:
+    return all(s["ratio"] is not None and s["ratio"] >= GOAL for s in summary.values())
+
+
 def run(workdir: Path, repeats: int) -> dict[str, Any]:
     check_args = [
         "--tests", ",".join(f"bandwidth_{c}" for c in COLLECTIVES),
         "--min-bytes", MIN_BYTES, "--max-bytes", MAX_BYTES,
         "--iters", str(ITERS), "--warmup", str(WARMUP),
     ]  # fmt: skip
+    layouts = [layout(k) for k in RANKS_PER_HOST]
+    for lay in layouts:
+        log(
+            f"fidelity: layout {lay['label']} (world {lay['world_size']}); send/recv pairs across "
+            f"hosts {', '.join(lay['send_recv_cross_host'])}, within a host "
+            f"{', '.join(lay['send_recv_same_host']) or 'none'}"
+        )
     runs: list[dict[str, Any]] = []
     for i in range(repeats):
         log(f"fidelity: repeat {i + 1}/{repeats}")
-        with lab_session(2, slots=1) as (lab, _cpu):
+        with lab_session(HOSTS, slots=RANKS_PER_HOST[0]) as (lab, _cpu):
             for h in lab.hosts:
                 lab.rate_limit(h, RATE)
             link = iperf3(lab)
             duplex = iperf3(lab, bidir=True, port=IPERF_PORT + 1)
-            hand = run_by_hand(
-                lab, workdir / "fidelity", f"r{i}", nproc=1, check_args=check_args,
-                check_timeout=check_timeout_for(300), port=29500 + i,
-            )  # fmt: skip
-            rows = largest_rows(rank_records(hand.out_dirs))
             link_gbytes = link["received_bps"] / 8e9
-            runs.append(
-                {
-                    "link": link,
-                    "duplex": duplex,
-                    "rcs": hand.rcs,
-                    "wall_s": hand.wall_s,
-                    "rows": rows,
-                    "ratios": {
-                        c: (rows[c]["busbw_gbps"] / link_gbytes)
-                        if c in rows and "busbw_gbps" in rows[c]
-                        else None
-                        for c in COLLECTIVES
-                    },
+            measured: dict[str, Any] = {}
+            for j, lay in enumerate(layouts):
+                hand = run_by_hand(
+                    lab, workdir / "fidelity", f"r{i}-{lay['ranks_per_host']}",
+                    nproc=lay["ranks_per_host"], check_args=check_args,
+                    check_timeout=check_timeout_for(300), port=29500 + len(layouts) * i + j,
+                )  # fmt: skip
+                rows = largest_rows(rank_records(hand.out_dirs))
+                ratios = {
+                    c: (rows[c]["busbw_gbps"] / link_gbytes)
+                    if c in rows and "busbw_gbps" in rows[c]
+                    else None
+                    for c in COLLECTIVES
                 }
-            )
-            log(
-                f"fidelity: link {link['received_bps'] / 1e9:.3f} Gbit/s, rcs {hand.rcs}, "
-                + ", ".join(f"{c} {fmt_ratio(runs[-1]['ratios'][c])}" for c in COLLECTIVES)
-            )
+                measured[lay["label"]] = {
+                    "rcs": hand.rcs, "wall_s": hand.wall_s, "rows": rows, "ratios": ratios,
+                }  # fmt: skip
+                log(
+                    f"fidelity: {lay['label']}: link {link['received_bps'] / 1e9:.3f} Gbit/s, "
+                    f"rcs {hand.rcs}, "
+                    + ", ".join(f"{c} {fmt_ratio(ratios[c])}" for c in COLLECTIVES)
+                )
+            runs.append({"link": link, "duplex": duplex, "layouts": measured})
     link_bps = median([r["link"]["received_bps"] for r in runs])
     duplex_bps = (
         median([r["duplex"]["received_bps"] for r in runs]),
         median([r["duplex"]["reverse_received_bps"] for r in runs]),
     )
-    summary = {
-        c: {
-            "busbw_gbps": median(
-                [r["rows"][c]["busbw_gbps"] for r in runs if "busbw_gbps" in r["rows"].get(c, {})]
-            ),
-            "size_bytes": next(
-                (r["rows"][c]["size_bytes"] for r in runs if "size_bytes" in r["rows"].get(c, {})),
-                None,
-            ),
-            "ratio": median([r["ratios"][c] for r in runs if r["ratios"][c] is not None]),
-        }
-        for c in COLLECTIVES
-    }
-    ratios = [s["ratio"] for s in summary.values()]
-    met = all(r is not None and r >= GOAL for r in ratios)
+    by_layout = {}
+    for lay in layouts:
+        summary = summarize(runs, lay["label"])
+        by_layout[lay["label"]] = {"layout": lay, "summary": summary, "met": goal_met(summary)}
+    goal_layout = by_layout[layouts[0]["label"]]
     return {
         "name": "fidelity",
-        "goal": f"busbw / iperf3 link rate >= {GOAL} for every collective",
-        "met": met,
+        "goal": f"busbw / iperf3 link rate >= {GOAL} for every collective, {layouts[0]['label']}",
+        "met": goal_layout["met"],
         "rate": RATE,
         "link_bps": link_bps,
         "duplex_bps": duplex_bps,
         "check_args": check_args,
-        "summary": summary,
+        # the goal's layout; every layout measured, the goal's first, is in "layouts"
+        "layout": goal_layout["layout"],
+        "summary": goal_layout["summary"],
+        "layouts": by_layout,
         "runs": runs,
         "repeats": repeats,
     }
