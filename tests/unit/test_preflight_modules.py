@@ -5,7 +5,6 @@ loopback only; the listener process itself: tests/unit/test_preflight_listener.p
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import threading
@@ -225,31 +224,3 @@ def test_socket_family_follows_the_address() -> None:
         pytest.skip(f"no IPv6 loopback here: {error}")
     assert sock.family == socket.AF_INET6
     sock.close()
-
-
-def test_module_documentation_parses_with_ansible_doc() -> None:
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    names = ["nccl_firewall", "nccl_port_owner", "nccl_preflight_listen", "nccl_tcp_probe"]
-    proc = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-doc"),
-            "-M",
-            str(root / "library"),
-            "--json",
-            *names,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env={**os.environ, "ANSIBLE_CONFIG": str(root / "ansible.cfg")},
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    docs = json.loads(proc.stdout)
-    assert sorted(docs) == names
-    for name in names:
-        assert docs[name]["doc"]["attributes"]["check_mode"]["support"] in ("full", "partial")
-        assert docs[name]["return"], name
