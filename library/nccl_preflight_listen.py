@@ -12,9 +12,9 @@ DOCUMENTATION = r"""
 module: nccl_preflight_listen
 short_description: Start and stop the short-lived TCP listeners that peers probe in the pre-flight
 description:
-  - With O(state=started), makes O(run_dir) when given (with M(nccl_run_dir)'s checks - a private
-    directory of this user, never a symbolic link) and O(path) inside it (mode 0700) when missing,
-    optionally looks for a process
+  - With O(state=started), makes O(run_dir) when given (with the checks of
+    C(module_utils/nccl_run_dir) - a private directory of this user, never a symbolic link) and
+    O(path) inside it (mode 0700) when missing, optionally looks for a process
     already listening on O(check_port), binds one TCP listener per entry of O(listeners)
     (MASTER_PORT on the master, a port the kernel picks from C(net.ipv4.ip_local_port_range) on
     every host) and hands them to a detached listener process (double fork, new session, standard

@@ -12,13 +12,14 @@ module: nccl_torchrun
 short_description: Run torchrun on one node in time bounds, end its process tree, return its results
 description:
   - O(state=started) makes O(run_dir) when it is missing (mode O(run_dir_mode), with the checks of
-    C(nccl_run_dir), which refuse a symbolic link, something that is not a directory, or a directory
-    owned by another user, and set the mode of one it finds exactly), writes O(env_content) to
-    O(env_file) and O(script_content) to O(script) (when given), waits on node rank 0 until
-    nothing accepts connections on O(master_addr):O(master_port) any more (a previous run's store
-    may still be closing; at most O(port_wait_timeout) seconds), then starts a detached supervisor
-    (double fork and C(setsid), standard streams to C(<run_dir>/torchrun.log), like Ansible's
-    C(async_wrapper)) and returns at once, so every node starts together whatever C(forks) is.
+    C(module_utils/nccl_run_dir), which refuse a symbolic link, something that is not a directory,
+    or a directory owned by another user, and set the mode of one it finds exactly), writes
+    O(env_content) to O(env_file) and O(script_content) to O(script) (when given), waits on node
+    rank 0 until nothing accepts connections on O(master_addr):O(master_port) any more (a previous
+    run's store may still be closing; at most O(port_wait_timeout) seconds), then starts a detached
+    supervisor (double fork and C(setsid), standard streams to C(<run_dir>/torchrun.log), like
+    Ansible's C(async_wrapper)) and returns at once, so every node starts together whatever C(forks)
+    is.
   - The supervisor starts C(python -m torch.distributed.run) with static rendezvous in its own
     session, records every process of its tree (pid and start time) in C(<run_dir>/torchrun.pids),
     and ends every recorded process still alive after O(timeout) seconds (SIGTERM, then SIGKILL
@@ -794,9 +795,10 @@ def prepare_run_dir(module: AnsibleModule) -> tuple[bool, str | None]:
         )
     try:
         created = make_private_dir(run_dir, dir_mode)
-    except FileExistsError:
+    except FileExistsError as exc:
         module.fail_json(
-            msg=f"{run_dir} appeared while this module was making it; rerun with another run id",
+            msg=f"cannot use the run directory: {exc} (it appeared while this module was making "
+            "it); rerun with another run id",
             run_dir=run_dir,
         )
     if content is not None:

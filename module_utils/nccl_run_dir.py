@@ -61,15 +61,32 @@ def private_dir_problem(path: str) -> str:
 
 
 def make_private_dir(path: str, mode: int) -> bool:
-    """Make ``path`` with exactly ``mode`` (or set the mode of the one there); -> created.
+    """Make ``path`` with exactly ``mode``, or take the directory already there; -> created.
 
-    Call private_dir_problem() first. Raises FileExistsError when the directory appeared between
-    the two (another process made it: refuse it, as private_dir_problem would have).
+    Call private_dir_problem() first, for its message. What is at ``path`` is checked again here,
+    through a descriptor opened without following links (a shared /tmp leaves a window between
+    the two): a symbolic link, a non-directory or another user's directory raises
+    FileExistsError, and the mode is set on the directory that was checked.
     """
-    created = not os.path.lexists(path)
-    if created:
+    try:
         os.mkdir(path, mode)
-    os.chmod(path, mode)  # mkdir applies the umask; chmod gives exactly the mode asked for
+        created = True
+    except FileExistsError:
+        created = False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:  # ELOOP: a symbolic link; ENOTDIR: not a directory
+        raise FileExistsError(f"{path} {directory_problem(path, os.geteuid())}") from exc
+    try:
+        owner = os.fstat(fd).st_uid
+        if owner != os.geteuid():
+            raise FileExistsError(
+                f"{path} is owned by uid {owner}, not by the user running the check "
+                f"(uid {os.geteuid()})"
+            )
+        os.fchmod(fd, mode)  # mkdir applies the umask; fchmod gives exactly the mode asked for
+    finally:
+        os.close(fd)
     return created
 
 

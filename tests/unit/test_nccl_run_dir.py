@@ -1,124 +1,109 @@
-"""library/nccl_run_dir.py on a real file system (tmp_path), through patch_module_args."""
+"""module_utils/nccl_run_dir.py on a real file system (tmp_path): the checks and the mode that
+the pre-flight's first call (nccl_preflight_listen) and the launch's start (nccl_torchrun) apply
+to the run's private directory, whichever reaches a node first."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
-import nccl_run_dir
 import pytest
-
-from tests.module_exit import ModuleExit, run_module_main
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch) -> Callable[[dict], ModuleExit]:
-    return lambda args: run_module_main(monkeypatch, nccl_run_dir.main, args)
-
-
-def env_file(content: str = "MASTER_PORT=29500\n", mode: str = "0600") -> dict:
-    return {"name": "nccl.env", "content": content, "mode": mode}
+from ansible.module_utils.nccl_run_dir import (
+    bad_file_name,
+    file_is_current,
+    make_private_dir,
+    parse_mode,
+    private_dir_problem,
+)
 
 
-def test_creates_the_directory_and_file_with_exact_modes_whatever_the_umask(
-    tmp_path: Path, run: Callable[[dict], ModuleExit]
-) -> None:
+def test_a_new_directory_gets_exactly_its_mode_whatever_the_umask(tmp_path: Path) -> None:
     path = tmp_path / "run"
+    assert private_dir_problem(str(path)) == ""
     old_umask = os.umask(0o077)
     try:
-        result = run({"path": str(path), "mode": "0750", "files": [env_file(mode="0640")]})
+        assert make_private_dir(str(path), 0o750) is True
     finally:
         os.umask(old_umask)
-    assert not result.failed, result.result
-    assert result.result["changed"] and result.result["created"]
-    assert result.result["written"] == [str(path / "nccl.env")]
     assert path.stat().st_mode & 0o7777 == 0o750
-    assert (path / "nccl.env").read_text() == "MASTER_PORT=29500\n"
-    assert (path / "nccl.env").stat().st_mode & 0o7777 == 0o640
-    assert sorted(os.listdir(path)) == ["nccl.env"]  # no temporary file left behind
 
 
-def test_a_second_identical_call_changes_nothing_and_a_new_content_rewrites(
-    tmp_path: Path, run: Callable[[dict], ModuleExit]
-) -> None:
-    path = tmp_path / "run"
-    assert not run({"path": str(path), "files": [env_file()]}).failed
-    again = run({"path": str(path), "files": [env_file()]})
-    assert (again.result["changed"], again.result["created"], again.result["written"]) == (
-        False,
-        False,
-        [],
-    )
-    newer = run({"path": str(path), "files": [env_file("MASTER_PORT=29501\n")]})
-    assert newer.result["changed"] and newer.result["written"] == [str(path / "nccl.env")]
-    assert (path / "nccl.env").read_text() == "MASTER_PORT=29501\n"
-
-
-def test_a_wider_existing_directory_is_tightened(
-    tmp_path: Path, run: Callable[[dict], ModuleExit]
-) -> None:
+def test_an_existing_own_directory_is_kept_and_a_wider_mode_tightened(tmp_path: Path) -> None:
     path = tmp_path / "run"
     path.mkdir(mode=0o755)
-    path.chmod(0o755)
-    result = run({"path": str(path)})
-    assert result.result["changed"] and not result.result["created"]
-    assert path.stat().st_mode & 0o7777 == 0o700
+    (path / "keep").write_text("x")
+    assert private_dir_problem(str(path)) == ""
+    assert make_private_dir(str(path), 0o700) is False
+    assert path.stat().st_mode & 0o7777 == 0o700 and (path / "keep").exists()
 
 
-def test_check_mode_reports_and_creates_nothing(
-    tmp_path: Path, run: Callable[[dict], ModuleExit]
-) -> None:
+def test_a_link_put_there_between_the_check_and_the_mkdir_is_not_taken(tmp_path: Path) -> None:
     path = tmp_path / "run"
-    result = run({"path": str(path), "files": [env_file()], "_ansible_check_mode": True})
-    assert result.result["changed"] and result.result["created"]
-    assert not path.exists()
-
-
-def test_a_symlink_in_place_of_the_directory_is_refused(
-    tmp_path: Path, run: Callable[[dict], ModuleExit]
-) -> None:
-    target = tmp_path / "elsewhere"
-    target.mkdir()
-    (tmp_path / "run").symlink_to(target)
-    result = run({"path": str(tmp_path / "run"), "files": [env_file()]})
-    assert result.failed
-    assert "is a symbolic link" in result.result["msg"]
-    assert "nccl_run_root" in result.result["msg"]
-    assert list(target.iterdir()) == []
-
-
-def test_a_file_in_place_of_the_directory_is_refused(
-    tmp_path: Path, run: Callable[[dict], ModuleExit]
-) -> None:
-    (tmp_path / "run").write_text("x")
-    result = run({"path": str(tmp_path / "run")})
-    assert result.failed and "is not a directory" in result.result["msg"]
+    assert private_dir_problem(str(path)) == ""
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs").chmod(0o777)
+    path.symlink_to(tmp_path / "theirs")  # somebody else, in a shared /tmp, was faster
+    with pytest.raises(FileExistsError, match="is a symbolic link"):
+        make_private_dir(str(path), 0o700)
+    assert (tmp_path / "theirs").stat().st_mode & 0o777 == 0o777  # its mode was not touched
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
-def test_a_directory_owned_by_another_user_is_refused(
-    tmp_path: Path, run: Callable[[dict], ModuleExit]
-) -> None:
+def test_another_users_directory_put_there_after_the_check_is_not_taken(tmp_path: Path) -> None:
+    path = tmp_path / "run"
+    assert private_dir_problem(str(path)) == ""
+    path.mkdir()
+    path.chmod(0o777)
+    os.chown(path, 65534, 65534)
+    with pytest.raises(FileExistsError, match="owned by uid 65534"):
+        make_private_dir(str(path), 0o700)
+    assert path.stat().st_mode & 0o777 == 0o777
+
+
+def test_a_symlink_is_refused_with_the_path_and_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "run"
+    link.symlink_to(tmp_path / "elsewhere")
+    problem = private_dir_problem(str(link))
+    assert problem.startswith(f"{link} is a symbolic link")
+    assert "set nccl_run_root" in problem
+
+
+def test_a_file_in_place_of_the_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "run").write_text("")
+    assert "exists and is not a directory" in private_dir_problem(str(tmp_path / "run"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_directory_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "run"
     path.mkdir(mode=0o777)
     os.chown(path, 65534, 65534)
-    result = run({"path": str(path), "files": [env_file()]})
-    assert result.failed
-    assert "owned by uid 65534" in result.result["msg"]
-    assert not (path / "nccl.env").exists()
+    assert "is owned by uid 65534" in private_dir_problem(str(path))
 
 
-@pytest.mark.parametrize("name", ["../escape", "a/b", "..", ""])
-def test_a_file_name_with_a_directory_part_is_refused(
-    tmp_path: Path, name: str, run: Callable[[dict], ModuleExit]
-) -> None:
-    result = run({"path": str(tmp_path / "run"), "files": [{"name": name, "content": "x"}]})
-    assert result.failed and repr(name) in result.result["msg"]
-    assert not (tmp_path / "run").exists() and not (tmp_path / "escape").exists()
+def test_a_missing_parent_and_a_relative_path_are_named(tmp_path: Path) -> None:
+    missing = private_dir_problem(str(tmp_path / "absent" / "run"))
+    assert missing.startswith(f"{tmp_path / 'absent'} does not exist")
+    assert private_dir_problem("run") == "path 'run' must be absolute"
 
 
-def test_a_missing_parent_is_named(tmp_path: Path, run: Callable[[dict], ModuleExit]) -> None:
-    result = run({"path": str(tmp_path / "absent" / "run")})
-    assert result.failed
-    assert result.result["msg"].startswith(f"{tmp_path / 'absent'} does not exist")
+@pytest.mark.parametrize(("text", "mode"), [("0700", 0o700), ("750", 0o750), ("8", None),
+                                            ("rwx", None), ("17777", None)])  # fmt: skip
+def test_modes_are_octal_strings(text: str, mode: int | None) -> None:
+    assert parse_mode(text) == mode
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "..", ".", "", "a\0b"])
+def test_a_file_name_with_a_directory_part_is_bad(name: str) -> None:
+    assert bad_file_name(name) and not bad_file_name("nccl.env")
+
+
+def test_a_file_is_current_only_with_the_same_content_and_mode(tmp_path: Path) -> None:
+    path = tmp_path / "nccl.env"
+    assert not file_is_current(str(path), b"A=1\n", 0o600)
+    path.write_bytes(b"A=1\n")
+    path.chmod(0o600)
+    assert file_is_current(str(path), b"A=1\n", 0o600)
+    assert not file_is_current(str(path), b"A=2\n", 0o600)
+    assert not file_is_current(str(path), b"A=1\n", 0o644)
