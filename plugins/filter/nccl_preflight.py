@@ -351,7 +351,7 @@ def _probe_check(check: str, observations: dict, host: str, target: str, what: s
     for p in bad:
         src = p.get("source") or "the default address"
         lines.append(
-            f"{host}: cannot open TCP to {what} {p['host']} at {p['address']}:{p['port']} "
+            f"{host}: cannot open TCP to {p['host']} at {p['address']}:{p['port']} ({what}) "
             f"from {src}: {_probe_failure_text(p)}"
         )
         src_opt = f"-s {p['source']} " if p.get("source") else ""

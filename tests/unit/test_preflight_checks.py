@@ -270,8 +270,8 @@ def test_unreachable_master_names_both_ends_and_the_nc_command() -> None:
     v = verdicts(obs, "node2")["tcp_master_port"]
     assert v["status"] == "failed"
     assert (
-        "node2: cannot open TCP to the master's MASTER_PORT 29500 node1 at 10.0.0.11:29500"
-        in v["message"]
+        "node2: cannot open TCP to node1 at 10.0.0.11:29500 (the master's MASTER_PORT 29500) "
+        "from 10.0.0.12" in v["message"]
     )
     assert "packets are dropped" in v["message"]
     assert "nc -zv -s 10.0.0.12 10.0.0.11 29500  (on node2)" in v["hint"]
