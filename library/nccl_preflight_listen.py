@@ -105,6 +105,13 @@ options:
       - Also bounds the O(python) probe.
     type: float
     default: 60
+  remove_run_dir:
+    description:
+      - With O(state=stopped), remove this directory (the run's private directory, which holds
+        O(path)) and everything in it once the listener's result is read, also when the module
+        fails. Only this user's own directory is removed, never through a symbolic link.
+      - For a pre-flight that no launch follows - the stop is then the last call on the host.
+    type: path
   stop_timeout:
     description:
       - Seconds O(state=stopped) waits for the listener process to exit after writing the stop
@@ -219,6 +226,10 @@ python:
     npu_available: false
     npu_version: null
     reason: ""
+run_dir_removed:
+  description: Whether O(remove_run_dir) is gone (C(remove_error) says why not).
+  returned: O(state=stopped) with O(remove_run_dir), outside check mode
+  type: bool
 clock:
   description:
     - This host's clock (seconds since the epoch, C(time.time())) when the module started.
@@ -251,7 +262,12 @@ from ansible.module_utils.nccl_preflight_proc import (
     process_alive,
     process_identity,
 )
-from ansible.module_utils.nccl_run_dir import make_private_dir, parse_mode, private_dir_problem
+from ansible.module_utils.nccl_run_dir import (
+    make_private_dir,
+    parse_mode,
+    private_dir_problem,
+    remove_private_dir,
+)
 
 PID_FILE = "listener.pid"
 STOP_FILE = "listener.stop"
@@ -622,13 +638,35 @@ def start(module: AnsibleModule) -> None:
     module.exit_json(changed=True, listeners=entries, ports=ports, port_owner=owner, pid=pid)
 
 
+def end_run(module: AnsibleModule, failed: bool, **result: Any) -> NoReturn:
+    """Exit (or fail) after removing O(remove_run_dir) when asked: the listeners' stop is then
+    the pre-flight's last call on the host, and no clean-up call has to follow."""
+    run_dir = module.params["remove_run_dir"]
+    if run_dir and not module.check_mode:
+        problem = remove_private_dir(run_dir)
+        result["run_dir_removed"] = not problem
+        if problem:
+            result["remove_error"] = problem
+    if failed:
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
 def stop(module: AnsibleModule) -> None:
     clock = time.time()
     path = module.params["path"]
+    run_dir = module.params["remove_run_dir"]
+    if run_dir and os.path.commonpath([run_dir, path]) != run_dir:
+        module.fail_json(
+            msg=f"remove_run_dir {run_dir} does not hold the listener directory {path}",
+            clock=clock,
+        )
     if module.check_mode:
         module.exit_json(changed=False, clock=clock, listeners=[], pid=None, msg="check mode")
     if not os.path.isdir(path):
-        module.fail_json(
+        end_run(
+            module,
+            True,
             msg=f"no listener directory {path}: the listeners were not started",
             clock=clock,
             listeners=[],
@@ -637,7 +675,9 @@ def stop(module: AnsibleModule) -> None:
     outcome = stop_listener(path, module.params["stop_timeout"])
     result = outcome["result"]
     if result is None:
-        module.fail_json(
+        end_run(
+            module,
+            True,
             msg=outcome["error"],
             clock=clock,
             listeners=[],
@@ -647,7 +687,9 @@ def stop(module: AnsibleModule) -> None:
     extra = {}
     if result.get("python_run"):
         extra["python"] = python_facts(result["python_run"])
-    module.exit_json(
+    end_run(
+        module,
+        False,
         changed=True,
         clock=clock,
         listeners=result["listeners"],
@@ -680,6 +722,7 @@ def main() -> None:
             "run_dir_mode": {"type": "str", "default": "0700"},
             "python": {"type": "str"},
             "python_timeout": {"type": "float", "default": 60.0},
+            "remove_run_dir": {"type": "path"},
             "timeout": {"type": "float", "default": 60.0},
             "stop_timeout": {"type": "float", "default": 10.0},
         },

@@ -11,6 +11,7 @@ directory with the same checks.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 
 
@@ -88,6 +89,24 @@ def make_private_dir(path: str, mode: int) -> bool:
     finally:
         os.close(fd)
     return created
+
+
+def remove_private_dir(path: str) -> str:
+    """Remove the run's private directory and everything in it; -> '' or why it is still there.
+
+    Only this user's own directory is removed (never through a symbolic link); a missing one is
+    already gone.
+    """
+    if not os.path.lexists(path):
+        return ""
+    problem = directory_problem(path, os.geteuid())
+    if problem:
+        return f"{path} {problem}: left in place"
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        return f"cannot remove {path}: {exc}"
+    return ""
 
 
 def file_is_current(path: str, content: bytes, mode: int) -> bool:

@@ -165,6 +165,11 @@ def test_healthy_lab_passes_every_check_and_changes_nothing(
     new_async = (set(async_dir.iterdir()) if async_dir.exists() else set()) - async_before
     assert [p for p in new_async if run.run_id in p.read_text(errors="replace")] == []
     assert run.leftover_run_dirs == []  # listeners' files lived in the run dir, removed at the end
+    # No launch follows --tags preflight: the listeners' stop removed it, the clean-up play made
+    # no call on the nodes.
+    cleanup = run.output.split("TASK [Remove the run directory of this run on this node]")[1]
+    cleanup = cleanup.split("TASK [")[0]
+    assert cleanup.count("skipping:") == n and "changed:" not in cleanup, cleanup
     # The listeners did not outlive the run: nothing listens any more on the ports they held.
     for i, h in enumerate(lab.hosts):
         neighbour = lab.hosts[(i + 1) % n]

@@ -356,6 +356,55 @@ def test_the_real_interpreter_reports_the_torch_it_imports(
     assert stopped.result["python"]["executable"] == sys.executable
 
 
+def test_the_stop_removes_the_run_directory_when_no_launch_follows(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    listen = run_dir / "preflight"
+    started = run_module(
+        monkeypatch, {"path": str(listen), "run_dir": str(run_dir), "listeners": ring(1)}
+    )
+    pid = started.result["pid"]
+    stopped = run_module(
+        monkeypatch, {"path": str(listen), "state": "stopped", "remove_run_dir": str(run_dir)}
+    )
+    assert not stopped.failed, stopped.result
+    assert stopped.result["run_dir_removed"] is True and not run_dir.exists()
+    assert stopped.result["ended"] == "stop file" and not process_alive(pid, None)
+    # A failed stop (nothing was started) still removes it: the run is over on this host.
+    run_dir.mkdir()
+    failed = run_module(
+        monkeypatch, {"path": str(listen), "state": "stopped", "remove_run_dir": str(run_dir)}
+    )
+    assert failed.failed and failed.result["run_dir_removed"] is True and not run_dir.exists()
+
+
+def test_the_stop_removes_only_the_directory_that_holds_the_listeners_and_no_link(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "preflight").mkdir(parents=True)
+    outside = run_module(
+        monkeypatch,
+        {
+            "path": str(elsewhere / "preflight"),
+            "state": "stopped",
+            "remove_run_dir": str(tmp_path / "x"),
+        },
+    )
+    assert outside.failed and "does not hold the listener directory" in outside.result["msg"]
+    assert elsewhere.exists()
+    link = tmp_path / "run"
+    link.symlink_to(elsewhere)
+    linked = run_module(
+        monkeypatch,
+        {"path": str(link / "preflight"), "state": "stopped", "remove_run_dir": str(link)},
+    )
+    assert linked.result["run_dir_removed"] is False
+    assert "is a symbolic link: left in place" in linked.result["remove_error"]
+    assert (elsewhere / "preflight").is_dir() and link.is_symlink()
+
+
 def test_proc_stat_with_a_tricky_command_name() -> None:
     line = "4242 (a) (b) c) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 0 0"
     assert parse_proc_stat(line) == ("S", 987654)
