@@ -210,31 +210,48 @@ def _sizes(r: dict[str, Any]) -> list[int]:
 
 # ------------------------------------------------------------------------------------ fidelity
 def _fidelity_line(r: dict[str, Any]) -> str:
-    return ", ".join(f"{c} {fmt(s['ratio'], 2)}" for c, s in r["summary"].items())
+    label = (r.get("layout") or {}).get("label", "2 hosts x 1 rank")
+    ratios = ", ".join(f"{c} {fmt(s['ratio'], 2)}" for c, s in r["summary"].items())
+    return f"{label}: {ratios}"
+
+
+def _fidelity_table(summary: dict[str, Any]) -> list[str]:
+    out = ["| collective | size (B) | busbw GB/s | busbw / link |", "|---|---|---|---|"]
+    for c, s in summary.items():
+        out.append(
+            f"| {c} | {s['size_bytes']} | {fmt(s['busbw_gbps'], 4)} | **{fmt(s['ratio'], 3)}** |"
+        )
+    return out
 
 
 def _fidelity(r: dict[str, Any]) -> list[str]:
     link = r["link_bps"]
     fwd, rev = r.get("duplex_bps") or (None, None)
+    # Older results measured one layout, 2 hosts x 1 rank, and recorded no layout.
+    layouts = r.get("layouts") or {"2 hosts x 1 rank": {"summary": r["summary"], "met": r["met"]}}
+    goal_label = (r.get("layout") or {}).get("label", "2 hosts x 1 rank")
     out = [
         "## 3. Fidelity: nccl_check busbw against the link rate",
         "",
         *_header(r),
-        f"Both fabric links limited with tc tbf to {r['rate']} (lab.rate_limit). 2 hosts x 1 rank, "
-        f"gloo; nccl_check `{' '.join(r['check_args'])}`, started with torchrun by hand.",
+        f"Both fabric links limited with tc tbf to {r['rate']} (lab.rate_limit), gloo; nccl_check "
+        f"`{' '.join(r['check_args'])}`, started with torchrun by hand in each layout below. The "
+        f"goal is judged on {goal_label} (several ranks per node and one NIC, as real nodes).",
         "",
         f"- link rate (iperf3, one TCP stream, one way, 5 s): **{fmt(link / 1e9, 3)} Gbit/s** = "
         f"{fmt(link / 8e9, 4)} GB/s",
         f"- both ways at once (iperf3 --bidir): {fmt(fwd / 1e9 if fwd else None, 3)} + "
         f"{fmt(rev / 1e9 if rev else None, 3)} Gbit/s: the link is full duplex",
-        "",
-        "| collective | size (B) | busbw GB/s | busbw / link |",
-        "|---|---|---|---|",
     ]
-    for c, s in r["summary"].items():
-        out.append(
-            f"| {c} | {s['size_bytes']} | {fmt(s['busbw_gbps'], 4)} | **{fmt(s['ratio'], 3)}** |"
-        )
+    for label, res in layouts.items():
+        layout = res.get("layout") or {}
+        out += ["", f"**{label}**" + (" (the goal's layout)" if label == goal_label else "")]
+        if layout.get("send_recv_cross_host"):
+            out.append(
+                f"(send/recv pairs across the link: {', '.join(layout['send_recv_cross_host'])}; "
+                f"inside a host: {', '.join(layout.get('send_recv_same_host') or []) or 'none'})"
+            )
+        out += ["", *_fidelity_table(res["summary"])]
     return [*out, ""]
 
 
@@ -273,49 +290,62 @@ FINDINGS = [
     "Written from the runs above (and the investigations noted); the numbers in this section",
     "are from those runs, not re-measured by every `make bench`.",
     "",
-    "**Overhead.** The first measurement of this flow was 36.8 s against 11.3 s by hand",
-    "(3.27x): every task on a node is an SSH session plus a Python start (0.5-0.75 s on",
-    "this lab), and the flow made about 45 of them per host. What changed, per host:",
+    "**Overhead.** Three rounds, each cutting the calls on the nodes (every task on a node is an",
+    "SSH session plus a Python start, 0.4-0.7 s on this lab; `ansible.builtin.ping` alone costs",
+    "0.4 s per task here):",
+    "",
+    "| round | validate.yml | by hand | ratio | module calls per node |",
+    "|---|---|---|---|---|",
+    "| first | 36.8 s | 11.3 s | 3.27x | about 45 |",
+    "| second | 19.3 s | 11.4 s | 1.72x | 8 |",
+    "| third (now) | 16.1 s | 10.9 s | 1.46x | 5 |",
+    "",
+    "What the third round changed, per node:",
     "",
     "| phase | before | after | how |",
     "|---|---|---|---|",
-    "| environment | file + template (3 module runs, 1 transfer) | 1 | "
-    "library/nccl_run_dir.py makes the directory and writes nccl.env |",
-    "| pre-flight | 8-10, plus 2 local module runs | 4 | the listener start detaches "
-    "its process and returns the ports; the stop returns who connected and the clock; "
-    "no async, no ports.json |",
-    "| launch + collect | about 28, plus 7 transfers | 2 | nccl_torchrun `started` "
-    "stages the script, waits for MASTER_PORT and detaches a supervisor; `finished` "
-    "waits on the node and returns the results in the same session (an action plugin "
-    "unpacks them) |",
-    "| control-machine files | file + copy per file (2 local module runs) | 0 | "
-    "action plugin nccl_report_file writes from the worker; judged once for all hosts "
-    "|",
+    "| facts | 1 call, 2.2 s (1.2 s of it importing torch) | 1 call, 0.8 s | nccl_facts "
+    "reads no Python (`query_python: false`); the torch probe runs in the pre-flight's "
+    "listener process, beside the probes |",
+    "| environment | 1 call (directory + nccl.env) | 0 | nccl.env is rendered on the "
+    "control machine (a copy in reports/<run-id>/<host>/); the launch's start writes it; "
+    "the pre-flight's first call or the launch's start makes the directory "
+    "(module_utils/nccl_run_dir.py) |",
+    "| pre-flight | 4 calls | 3 | the probe call also reads the firewall "
+    "(module_utils/nccl_firewall_read.py); the listeners' stop returns torch's versions |",
+    "| pre-flight only | + 1 clean-up call | 0 | with no launch after it, the listeners' "
+    "stop removes the run directory |",
     "",
-    "Now 19.3 s against 11.4 s (1.72x), fixed overhead about 8 s: facts 2.2 s (of which",
-    "about 1.3 s is importing torch on the node, which the versions and gpu checks need),",
-    "six module calls on each node at 0.5-0.75 s (environment, four pre-flight, the launch",
-    "start; the wait lasts as long as torchrun), ansible-playbook start and inventory 0.5 s,",
-    "input checks 0.3 s, report 0.55 s. 1.3x would leave 3.4 s for all of that, less than",
-    "the module calls a pre-flight that checks ports between hosts must make, so the goal is",
-    "not met for this 11 s check; it is met for checks of about 26 s or longer (8 s / 0.3),",
-    "e.g. a longer bandwidth sweep. Left to try: start the torch import detached in",
-    "nccl_facts and read it with the listener stop (about 1.3 s); let the launch's start",
-    "call write nccl.env too when the launch runs (0.8 s).",
+    "The 5.2 s left: ansible-playbook start and inventory 0.4 s, input checks 0.25 s, facts 0.8 s,",
+    "environment 0.3 s (control machine only), pre-flight 3.0 s (three calls: 0.6, 1.1 and",
+    "1.0 s), report 0.5 s, exit 0.1 s; the launch itself (10.6 s) is no slower than torchrun by",
+    "hand (10.9 s). On this lab the rest is CPU-bound: the flow spends 4.6 CPU s on the control",
+    "machine and 4.0 CPU s more on the lab hosts than torchrun by hand (1.2 s of it is each",
+    "host's torch import for the version checks), 8.6 CPU s on 2 shared cores, about the 5.2 s",
+    "measured: the probe and stop calls are slow here because both hosts import torch on the same",
+    "two cores at that moment; on real nodes that import overlaps the probes. 1.3x would leave",
+    "3.3 s for everything but the launch. Left to try, estimated, not measured: gather the facts,",
+    "make the run directory, start the listeners (bound to the wildcard address, as torch's",
+    "TCPStore binds) and the torch probe in one first call (about 0.6 s for the call and up to",
+    "0.5 s of the stop's wait for torch), and build the JUnit in the controller process instead of",
+    "a local module run (about 0.3 s): about 15 s, 1.36x. The goal is met for checks of about 17 s",
+    "or longer (5.2 s / 0.3).",
     "",
-    "**Scaling.** The 2-host pre-flight fell from 20.3 s to 8.2 s and 32 hosts from 251 s",
-    "to 102 s, but the ratio stays about 12x: on this machine every lab host's modules run",
-    "on the same 2 cores, so the wall time follows the in-host CPU (now about 4.8 CPU",
-    "seconds per host, was 9.6; the torch import in nccl_facts is 1.3 of them, and facts",
-    "is now the phase that grows most) divided by 2. No Ansible setting changes that: a",
-    "32-host lab on 2 cores cannot meet 2x. What grows on real hosts, each with its own CPU,",
-    "is the control machine's CPU: about 1.4 CPU seconds per host (was 2.8), from about 13",
-    "tasks per host (Ansible forks a worker per task and host, plus an ssh client per module",
-    "call). With this machine's 2 cores that estimates 32 real hosts at 29 s, 3.6x of 2; the",
-    "same CPU on a control machine with 8 free cores would give about 8.2 + 42 / 8 = 13.5 s,",
-    "1.6x (an estimate, not measured). Cut for it: the probe plan is a role variable, not a",
-    "set_fact per host; the verdicts are judged once for all hosts (run_once) and written",
-    "in one controller-side task.",
+    "**Scaling.** 2 hosts now take 6.3 s (20.3 s in the first round, 8.2 s in the second), "
+    "32 hosts",
+    "84 s (251 s, then 102 s), but the ratio stays about 13x: every lab host's modules run on this",
+    "machine's 2 cores, so the wall time follows the in-host CPU, about 3.8 CPU s per host (9.6,",
+    "then 4.8), divided by 2 (32 hosts: 118 CPU s, 59 s of the 84). Of those 3.8 s, 1.2 s is",
+    "importing torch for the version checks, which now happens in the pre-flight's listener",
+    "process; that is why the pre-flight is the phase that grows. No Ansible setting changes that:",
+    "a 32-host lab on 2 cores cannot meet 2x. What grows on real hosts, each with its own CPU, is",
+    "the control machine's CPU: about 1.3 CPU s per host (2.8, then 1.4), from Ansible's worker",
+    "per task and host and an ssh client per module call. With this machine's 2 cores that",
+    "estimates 32 real hosts at 26 s, 4.2x of 2; the same CPU on a control machine with 8 free",
+    "cores would give about 6.3 + 40 / 8 = 11.3 s, 1.8x (an estimate, not measured). Cut for it",
+    "in this round: the clean-up play's call (7.1 s at 32 hosts, now 0.7 s: the listeners' stop",
+    "removes the run directory when no launch follows), the environment play's call and the",
+    "firewall's own call.",
     "",
     "**What was tuned** (ansible.cfg, measured through ANSIBLE_* variables, table 2b).",
     "The committed ansible.cfg holds the settings that pay: on 8 hosts it took 22.9 s",
@@ -326,24 +356,34 @@ FINDINGS = [
     "this round is `action_plugins = plugins/action` for nccl_report_file; the gains were",
     "in the roles: fewer round trips.",
     "",
-    "**Fidelity.** all_reduce, broadcast and send/recv reach the link rate. send/recv used",
-    "to reach half of it: gloo's TCP pair sends a payload only after the peer announced the",
-    "matching receive, and that announcement waits in the same per-peer queue as payloads,",
-    "so a receive posted after a send whose peer was already waiting sat behind the whole",
-    "64 MiB and the two directions took turns (a standalone probe on this lab: send posted",
-    "first took 1.11 s for 64 MiB each way in 4 of 6 runs, receive first 0.56 s in 6 of 6).",
-    "nccl_check now posts the receive first (files/nccl_check.py, ring_exchange); NCCL",
-    "groups the two, so the order changes nothing there. The two left below the goal are",
-    "bounded by gloo's own algorithms, not by the measurement, and nccl_check prints a note",
-    "under their tables when the backend is gloo: torch's gloo reduce_scatter_tensor is an",
-    "all_reduce of the whole input plus a copy (ProcessGroupGloo::",
-    "reduce_scatter_tensor_coalesced), so its busbw, with the (n-1)/n factor of nccl-tests,",
-    "is at most half of all_reduce's, which is the link rate (measured 0.43-0.48); gloo's",
-    "ring all_gather (gloo/allgather.cc) posts each send before its receive, the same race",
-    "as above inside gloo (0.63-0.65). NCCL on real NICs runs neither algorithm; not",
-    "measurable here (no GPU). iperf3 --bidir shows the link is full duplex, and the tbf",
-    "settings (burst 10 ms, latency 200 ms) are not a cause: one-way traffic, all_reduce and",
-    "now send/recv reach the iperf3 rate through the same qdisc.",
+    "**Fidelity.** Two layouts were measured in the same lab: 2 hosts x 2 ranks (the goal's, as",
+    "real nodes: several ranks and one NIC each) and 2 hosts x 1 rank. Each collective reaches the",
+    "link in at least one of them, but none in both, and the shortfalls are gloo's algorithms, not",
+    "the measurement (busbw keeps the nccl-tests factors; nccl_check prints a note under these",
+    "tables on gloo):",
+    "- reduce_scatter, 0.47 in both: torch runs gloo's reduce_scatter as an all_reduce. The tensor",
+    "  API is one all_reduce of the whole input plus a copy (ProcessGroupGloo::",
+    "  reduce_scatter_tensor_coalesced), the list API `dist.reduce_scatter` one all_reduce "
+    "per chunk",
+    "  (torch PR #149869); torch.profiler on 2.13 records `gloo:all_reduce` for both (pinned by",
+    "  tests/check/test_bandwidth_notes.py, which fails when torch gives gloo a real",
+    "  reduce-scatter). Measured on the limited link: list API 0.35-0.49, tensor API 0.45-0.47. So",
+    "  busbw is at most half the link by construction.",
+    "- broadcast, 1.01 with 1 rank per host, 0.50 with 2: gloo's broadcast is a binomial tree",
+    "  (gloo/broadcast.cc); with 4 ranks, 0->2 and 1->3 both cross the link in the same round.",
+    "- all_gather, 0.95 with 2 ranks per host, 0.64 with 1: with 2 ranks one TCP pair carries both",
+    "  directions, and gloo's ring all_gather (gloo/allgather.cc) posts each send before its",
+    "  receive: gloo's pair sends a payload only after the peer announced the receive, and that",
+    "  announcement waits behind the in-flight payload, so the two directions take turns.",
+    "- all_reduce 1.00 and send/recv 1.00 in both. send/recv used to reach half the link for the",
+    "  reason just given; nccl_check's ring exchange now posts the receive first (NCCL groups the",
+    "  two, so the order changes nothing there).",
+    "Meeting 0.9 on gloo would mean nccl_check replacing torch's broadcast and reduce_scatter with",
+    "its own algorithms, which would then not time what training calls: not done. NCCL on "
+    "real NICs",
+    "runs none of these algorithms; it cannot be measured here (no GPU). iperf3 --bidir shows the",
+    "link is full duplex, and the tbf settings (burst 10 ms, latency 200 ms) are not a cause:",
+    "all_reduce and send/recv reach the iperf3 rate through the same qdisc.",
     "",
     "**Time to detect.** Gloo does not notice a link that is down (TCP keeps retrying), so",
     "the failure is found by the time bounds: nccl_check's watchdog (`--timeout`, which",
