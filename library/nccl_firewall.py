@@ -17,6 +17,10 @@ description:
     root. A tool that cannot be read is reported in RV(tools) with its error.
   - When ufw is active it is the one reported (its rules are also in iptables); tables owned by
     iptables-nft or firewalld are not reported a second time from nft.
+  - firewalld - the zone of O(ifname) (else the default zone) with C(firewall-cmd --list-all);
+    the ports of its services, and of the services they include, are read with
+    C(firewall-cmd --info-service) and count as open. A service that cannot be read turns what the
+    zone's target would reject into an uncertain finding (C(certain) false), not a certain one.
 version_added: "0.1.0"
 options:
   peers:

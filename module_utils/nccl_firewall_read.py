@@ -21,6 +21,7 @@ from ansible.module_utils.nccl_firewall_rules import (
     evaluate_ufw,
     iptables_owned_nft_tables,
     parse_firewalld_list_all,
+    parse_firewalld_service_info,
     parse_iptables_save,
     parse_nft_json,
     parse_ufw_status,
@@ -57,6 +58,33 @@ class Reader:
             return None
         info["read"] = True
         return out
+
+
+# A service includes others; a loop or a long chain stops here.
+MAX_FIREWALLD_SERVICES = 64
+
+
+def read_firewalld_services(reader: Reader, names: list[str]) -> dict[str, dict]:
+    """``firewall-cmd --info-service`` of each of ``names`` and of what they include.
+
+    -> name -> parse_firewalld_service_info result; a service that cannot be read is missing
+    (its error stays in the reader's tools).
+    """
+    services: dict[str, dict] = {}
+    todo = list(names)
+    tried: set[str] = set()
+    while todo and len(tried) < MAX_FIREWALLD_SERVICES:
+        name = todo.pop(0)
+        if name in tried:
+            continue
+        tried.add(name)
+        out = reader.run("firewalld", ["firewall-cmd", f"--info-service={name}"])
+        if out is None:
+            continue
+        info = parse_firewalld_service_info(out)
+        services[name] = info
+        todo += info["includes"]
+    return services
 
 
 def read_firewall(
@@ -102,7 +130,9 @@ def read_firewall(
         if zone:
             out = reader.run("firewalld", ["firewall-cmd", f"--zone={zone}", "--list-all"])
             if out is not None:
-                findings += evaluate_firewalld(parse_firewalld_list_all(out), queries)
+                parsed = parse_firewalld_list_all(out)
+                services = read_firewalld_services(reader, parsed["services"])
+                findings += evaluate_firewalld(parsed, queries, services)
     if "firewalld" in reader.tools:
         reader.tools["firewalld"]["active"] = firewalld_running
 

@@ -832,6 +832,47 @@ def parse_firewalld_list_all(text: str) -> dict[str, Any]:
     }
 
 
+def parse_firewalld_service_info(text: str) -> dict[str, Any]:
+    """``firewall-cmd --info-service=<s>`` -> {"name", "ports" (tcp intervals), "includes"}."""
+    name, fields = "", {}
+    for raw in text.splitlines():
+        if raw.strip() and not raw.startswith((" ", "\t")):
+            name = raw.strip()
+            continue
+        m = re.match(r"\s+([a-z][a-z-]*):\s*(.*)$", raw)
+        if m:
+            fields[m.group(1)] = m.group(2)
+    ports = []
+    for p in fields.get("ports", "").split():
+        num, _, proto = p.partition("/")
+        if proto == "tcp":
+            ports += _parse_port_list(num, "-")
+    return {"name": name, "ports": _norm(ports), "includes": fields.get("includes", "").split()}
+
+
+def firewalld_service_ports(
+    names: list[str], services: dict[str, dict[str, Any]]
+) -> tuple[list[Interval], list[str]]:
+    """The tcp ports the zone's ``names`` open, following includes, from ``services`` (name ->
+    parse_firewalld_service_info result); -> (ports, names that could not be read)."""
+    ports: list[Interval] = []
+    unknown: list[str] = []
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        info = services.get(name)
+        if info is None:
+            unknown.append(name)
+            continue
+        ports = ports_union(ports, info["ports"])
+        todo += info["includes"]
+    return ports, unknown
+
+
 def _firewalld_rich(rule: str) -> dict[str, Any]:
     def attr(name: str) -> str | None:
         m = re.search(rf'{name}="([^"]*)"', rule)
@@ -851,14 +892,26 @@ def _firewalld_rich(rule: str) -> dict[str, Any]:
     }
 
 
-def evaluate_firewalld(parsed: dict[str, Any], queries: list[Query]):
-    """firewalld evaluates a zone as: deny rich rules (drop/reject), then allow (ports, accept
-    rich rules), then the zone target (``default``/``%%REJECT%%`` reject, ``DROP`` drops)."""
+def evaluate_firewalld(
+    parsed: dict[str, Any],
+    queries: list[Query],
+    services: dict[str, dict[str, Any]] | None = None,
+):
+    """firewalld evaluates a zone as: deny rich rules (drop/reject), then allow (ports, the
+    services' ports, accept rich rules), then the zone target (``default``/``%%REJECT%%`` reject,
+    ``DROP`` drops).
+
+    ``services``: name -> parse_firewalld_service_info result, for the zone's services and what
+    they include; a service missing there makes a target finding uncertain, not certain.
+    """
     acc = _Acc()
     target = parsed["target"]
     if target == "ACCEPT":
         return []
     zone = parsed["zone"]
+    service_ports, unknown = firewalld_service_ports(parsed.get("services", []), services or {})
+    listed = ", ".join(parsed.get("services", [])) or "none"
+    unread = f"; services not read: {', '.join(unknown)}" if unknown else ""
     for q in queries:
         for peer in q.peers:
             fam = "ipv4" if _family(peer) == 4 else "ipv6"
@@ -890,6 +943,7 @@ def evaluate_firewalld(parsed: dict[str, Any], queries: list[Query]):
                     if r["understood"]:
                         todo = ports_subtract(todo, hit)
             todo = ports_subtract(todo, parsed["ports"])
+            todo = ports_subtract(todo, service_ports)
             for _pos, _text, r in rich:
                 if r["action"] == "accept" and r["understood"]:
                     todo = ports_subtract(todo, r["ports"] or [(PORT_MIN, PORT_MAX)])
@@ -900,9 +954,11 @@ def evaluate_firewalld(parsed: dict[str, Any], queries: list[Query]):
                     "table": f"zone {zone}",
                     "chain": "target",
                     "position": None,
-                    "rule": f"target: {target} (port not in the zone's ports/services)",
+                    "rule": f"target: {target} (port not in the zone's ports or services; "
+                    f"services: {listed}{unread})",
                     "action": action,
-                    "certain": True,
+                    # A service that could not be read may open the port.
+                    "certain": not unknown,
                     "label": q.label,
                 }
                 acc.add(("firewalld", "target", q.label), finding, peer, todo)

@@ -173,6 +173,45 @@ def test_firewalld_default_target_rejects_ports_not_opened() -> None:
     assert "firewalld zone public chain target" in fw.describe_finding(found[0])
 
 
+def services(*names: str) -> dict[str, dict]:
+    """The recorded ``firewall-cmd --info-service`` of each name (firewalld 1.3.3)."""
+    return {n: fw.parse_firewalld_service_info(text(f"firewalld-service-{n}.txt")) for n in names}
+
+
+def test_firewalld_service_info_recorded() -> None:
+    assert services("ssh")["ssh"] == {"name": "ssh", "ports": [(22, 22)], "includes": []}
+    # The site's own service: tcp ports only (its 29500/udp does not open TCP).
+    assert services("nccl")["nccl"]["ports"] == [(29500, 29500), EPHEMERAL]
+    samba = services("samba", "samba-client")
+    assert samba["samba"] == {"name": "samba", "ports": [(139, 139), (445, 445)],
+                              "includes": ["samba-client"]}  # fmt: skip
+    assert samba["samba-client"]["includes"] == ["netbios-ns"]
+    ports, unknown = fw.firewalld_service_ports(["samba", "ssh"], {**samba, **services("ssh")})
+    assert ports == [(22, 22), (139, 139), (445, 445)] and unknown == ["netbios-ns"]
+
+
+def test_firewalld_ports_of_the_zones_services_are_open() -> None:
+    parsed = fw.parse_firewalld_list_all(text("firewalld-public-service-nccl.txt"))
+    assert parsed["services"] == ["dhcpv6-client", "nccl", "ssh"] and parsed["ports"] == []
+    known = services("dhcpv6-client", "nccl", "ssh")
+    assert fw.evaluate_firewalld(parsed, queries(), known) == []
+    # The same zone, the nccl service unreadable: the target may reject, but that is not certain.
+    unsure = fw.evaluate_firewalld(parsed, queries(), services("dhcpv6-client", "ssh"))
+    assert {f["label"] for f in unsure} == {"MASTER_PORT", "ephemeral range"}
+    assert all(f["certain"] is False for f in unsure)
+    assert "services not read: nccl" in unsure[0]["rule"]
+
+
+def test_firewalld_services_that_do_not_open_the_port_leave_a_certain_finding() -> None:
+    parsed = fw.parse_firewalld_list_all(text("firewalld-public-default.txt"))
+    found = fw.evaluate_firewalld(parsed, queries(), services("dhcpv6-client", "ssh"))
+    assert [(f["label"], f["certain"]) for f in found] == [
+        ("MASTER_PORT", True),
+        ("ephemeral range", True),
+    ]
+    assert "services: dhcpv6-client, ssh)" in found[0]["rule"]
+
+
 def test_firewalld_reject_target_recorded_on_centos() -> None:
     parsed = fw.parse_firewalld_list_all(text("firewalld-public-reject.txt"))
     assert parsed["target"] == "%%REJECT%%" and parsed["services"] == ["http", "nrpe", "ssh"]

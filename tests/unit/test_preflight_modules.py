@@ -117,6 +117,58 @@ def test_the_probe_reads_the_firewall_in_the_same_call_as_nccl_firewall(monkeypa
     assert (bare["firewall"], bare["calls"]) == ({}, [])
 
 
+def fake_firewall_cmd(monkeypatch, zone: str) -> list[list[str]]:
+    """Only firewall-cmd is installed, firewalld runs, eth1 is in zone public (``zone`` is its
+    --list-all); services answer from the recordings, an unknown one fails as firewalld does.
+    -> the list every call is recorded in."""
+    calls: list[list[str]] = []
+
+    def run_command(self, argv, **kwargs):
+        calls.append(argv)
+        arg = " ".join(argv[1:])
+        if arg == "--state":
+            return 0, "running\n", ""
+        if arg.startswith("--get-zone-of-interface="):
+            return 0, "public\n", ""
+        if arg == "--zone=public --list-all":
+            return 0, zone, ""
+        name = arg.removeprefix("--info-service=")
+        path = FIXTURES / f"firewalld-service-{name}.txt"
+        if path.exists():
+            return 0, path.read_text(), ""
+        return 101, "", f"Error: INVALID_SERVICE: {name}"
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return "/usr/bin/firewall-cmd" if name == "firewall-cmd" else None
+
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    return calls
+
+
+def test_firewalld_zone_services_are_read_and_open_their_ports(monkeypatch) -> None:
+    zone = (FIXTURES / "firewalld-public-service-nccl.txt").read_text()
+    calls = fake_firewall_cmd(monkeypatch, zone)
+    ended = run_module_main(monkeypatch, nccl_firewall.main, ARGS)
+    assert not ended.failed, ended.result
+    # dhcpv6-client, nccl and ssh are read once each; nccl opens MASTER_PORT and the range.
+    info = [c[1] for c in calls if c[1].startswith("--info-service=")]
+    assert info == ["--info-service=dhcpv6-client", "--info-service=nccl", "--info-service=ssh"]
+    assert ended.result["findings"] == []
+    assert ended.result["tools"]["firewalld"]["active"] is True
+
+
+def test_a_zone_service_firewalld_cannot_describe_makes_the_finding_a_warning(
+    monkeypatch,
+) -> None:
+    zone = (FIXTURES / "firewalld-public-default.txt").read_text().replace("ssh", "ssh nccl-gone")
+    fake_firewall_cmd(monkeypatch, zone)
+    result = run_module_main(monkeypatch, nccl_firewall.main, ARGS).result
+    assert [f["certain"] for f in result["findings"]] == [False, False]
+    assert "services not read: nccl-gone" in result["findings"][0]["text"]
+    assert "--info-service=nccl-gone exited 101" in result["tools"]["firewalld"]["error"]
+
+
 def test_firewall_module_without_any_tool_passes(monkeypatch) -> None:
     result = run_firewall_module(monkeypatch, {}, ARGS)
     assert result["findings"] == [] and result["calls"] == []
