@@ -15,8 +15,9 @@ description:
     connection from O(peers) to O(ports) on O(address) (arriving on O(ifname)).
   - Reading iptables and nftables needs root; run it with C(become) when the remote user is not
     root. A tool that cannot be read is reported in RV(tools) with its error.
-  - When ufw is active it is the one reported (its rules are also in iptables); tables owned by
-    iptables-nft or firewalld are not reported a second time from nft.
+  - When ufw is active, its rules and defaults are judged from C(ufw status verbose), and from
+    iptables only the rules outside ufw's own chains (a DROP inserted before them, say); tables
+    owned by iptables-nft or firewalld are not reported a second time from nft.
   - firewalld - the zone of O(ifname) (else the default zone) with C(firewall-cmd --list-all);
     the ports of its services, and of the services they include, are read with
     C(firewall-cmd --info-service) and count as open. A service that cannot be read turns what the

@@ -25,6 +25,7 @@ from ansible.module_utils.nccl_firewall_rules import (
     parse_iptables_save,
     parse_nft_json,
     parse_ufw_status,
+    ufw_owns,
 )
 
 # sbin directories are often missing from a non-login PATH over SSH
@@ -144,10 +145,13 @@ def read_firewall(
         parsed = parse_iptables_save(out)
         variant = variant or parsed["variant"]
         reader.tools[tool]["active"] = bool(parsed["tables"])
+        found = evaluate_iptables(parsed, queries, tool=tool)
         if ufw_active:
-            reader.tools[tool]["note"] = "managed by ufw, reported as ufw"
-            continue
-        findings += evaluate_iptables(parsed, queries, tool=tool)
+            reader.tools[tool]["note"] = (
+                "ufw's chains and policies reported as ufw; the other rules judged here"
+            )
+            found = [f for f in found if not ufw_owns(f)]
+        findings += found
 
     out = reader.run("nftables", ["nft", "-j", "list", "ruleset"])
     if out is not None:

@@ -290,6 +290,18 @@ _IPT_PATH = (
 )
 
 
+# Chains ufw makes in iptables (ufw-before-input, ufw-user-input, ...) and ip6tables (ufw6-...).
+UFW_CHAIN_PREFIXES = ("ufw-", "ufw6-")
+
+
+def ufw_owns(finding: dict[str, Any]) -> bool:
+    """Whether an iptables finding is ufw's own: a rule in one of ufw's chains, or a built-in
+    chain's policy (ufw sets it from its defaults). With ufw active, evaluate_ufw judges those
+    from ``ufw status``; the other iptables rules (one inserted before ufw's chains) still count.
+    """
+    return finding["chain"].startswith(UFW_CHAIN_PREFIXES) or finding["position"] is None
+
+
 def evaluate_iptables(parsed: dict[str, Any], queries: list[Query], tool: str = "iptables"):
     """Findings for iptables-save (``tool`` "iptables") or ip6tables-save ("ip6tables")."""
     fam = 6 if tool.startswith("ip6") else 4

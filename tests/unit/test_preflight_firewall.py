@@ -163,6 +163,18 @@ def test_ufw_numbered_rules_first_match_wins(port, peer, expected) -> None:
     assert [(f["action"], f["position"]) for f in found] == ([expected] if expected else [])
 
 
+def test_ufw_owns_its_chains_and_the_built_in_policies_not_other_rules() -> None:
+    ufw = fw.parse_iptables_save(text("iptables-save-ufw-custom-drop.txt"))
+    found = fw.evaluate_iptables(ufw, queries())
+    assert [(f["chain"], f["position"], fw.ufw_owns(f)) for f in found] == [
+        ("INPUT", 1, False),  # inserted before ufw's chains: not ufw's
+        ("ufw-not-local", 5, True),
+    ]
+    policy = fw.evaluate_iptables(fw.parse_iptables_save(text("iptables-save-policy-drop.txt")),
+                                  queries())  # fmt: skip
+    assert [(f["position"], fw.ufw_owns(f)) for f in policy] == [(None, True)]
+
+
 def test_firewalld_default_target_rejects_ports_not_opened() -> None:
     parsed = fw.parse_firewalld_list_all(text("firewalld-public-default.txt"))
     assert parsed["zone"] == "public" and parsed["target"] == "default"

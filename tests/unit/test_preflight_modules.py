@@ -86,35 +86,41 @@ def test_firewall_module_reports_iptables_once_and_only_reads(monkeypatch) -> No
     ]
 
 
-def test_firewall_module_active_ufw_is_reported_instead_of_its_iptables(monkeypatch) -> None:
+def test_with_ufw_active_a_drop_inserted_before_ufws_chains_still_counts(monkeypatch) -> None:
+    """Recorded together (record-ufw.sh): ufw allows 10.77.0.0/24, and an iptables rule put in
+    INPUT before ufw's chains drops tcp/29500 from 10.77.0.12."""
     outputs = {
-        "ufw": (FIXTURES / "ufw-status-verbose-ssh-only.txt").read_text(),
-        "iptables-save": (FIXTURES / "iptables-save-drops.txt").read_text(),
+        "ufw": (FIXTURES / "ufw-status-verbose-recorded.txt").read_text(),
+        "iptables-save": (FIXTURES / "iptables-save-ufw-custom-drop.txt").read_text(),
         "ip6tables-save": "",
         "nft": None,
         "firewall-cmd": None,
     }
     result = run_firewall_module(monkeypatch, outputs, ARGS)
-    assert {f["tool"] for f in result["findings"]} == {"ufw"}
-    assert result["tools"]["iptables"]["note"] == "managed by ufw, reported as ufw"
+    found = [(f["tool"], f["chain"], f["position"], f["label"]) for f in result["findings"]]
+    # Nothing from ufw (it allows the fabric), nothing from ufw's own chains or its INPUT policy.
+    assert found == [("iptables", "INPUT", 1, "MASTER_PORT")]
+    assert result["findings"][0]["certain"] is True
+    assert result["tools"]["iptables"]["note"].startswith("ufw's chains and policies")
 
 
-def test_the_probe_reads_the_firewall_in_the_same_call_as_nccl_firewall(monkeypatch) -> None:
+def test_with_ufw_active_its_default_deny_is_reported_once_as_ufw(monkeypatch) -> None:
+    """ufw allowing only 22/tcp beside the recorded iptables: ufw's deny is ufw's finding, the
+    rule outside ufw's chains stays an iptables finding, nothing is reported twice."""
     outputs = {
-        "iptables-save": (FIXTURES / "iptables-save-drops.txt").read_text(),
+        "ufw": (FIXTURES / "ufw-status-verbose-ssh-only.txt").read_text(),
+        "iptables-save": (FIXTURES / "iptables-save-ufw-custom-drop.txt").read_text(),
         "ip6tables-save": "",
-        "nft": (FIXTURES / "nft-iptables-nft-drops.json").read_text(),
+        "nft": None,
+        "firewall-cmd": None,
     }
-    alone = run_firewall_module(monkeypatch, outputs, ARGS)
-    probe = run_firewall_module(
-        monkeypatch, outputs, {"targets": [], "firewall": ARGS}, main=nccl_tcp_probe.main
-    )
-    assert probe["results"] == [] and probe["changed"] is False
-    assert probe["firewall"] == {k: alone[k] for k in ("findings", "tools")}
-    assert len(probe["firewall"]["findings"]) == 2
-    # Without the option the firewall is not read at all.
-    bare = run_firewall_module(monkeypatch, outputs, {"targets": []}, main=nccl_tcp_probe.main)
-    assert (bare["firewall"], bare["calls"]) == ({}, [])
+    result = run_firewall_module(monkeypatch, outputs, ARGS)
+    found = [(f["tool"], f["chain"], f["label"]) for f in result["findings"]]
+    assert found == [
+        ("ufw", "default incoming policy", "MASTER_PORT"),
+        ("ufw", "default incoming policy", "ephemeral range"),
+        ("iptables", "INPUT", "MASTER_PORT"),
+    ]
 
 
 def fake_firewall_cmd(monkeypatch, zone: str) -> list[list[str]]:
