@@ -118,6 +118,11 @@ def read_firewall(
 
     firewalld_running = False
     out = reader.run("firewalld", ["firewall-cmd", "--state"])
+    if out is None and reader.tools["firewalld"]["present"]:
+        # firewall-cmd --state exits non-zero when firewalld is stopped (252, "not running") or
+        # D-Bus is not there (36): installed but not filtering, which is no error.
+        reader.tools["firewalld"]["note"] = "not running: " + reader.tools["firewalld"]["error"]
+        reader.tools["firewalld"]["error"] = ""
     if out is not None and out.strip() == "running":
         firewalld_running = True
         zone = ""

@@ -175,6 +175,23 @@ def test_a_zone_service_firewalld_cannot_describe_makes_the_finding_a_warning(
     assert "--info-service=nccl-gone exited 101" in result["tools"]["firewalld"]["error"]
 
 
+def test_firewalld_installed_but_stopped_is_no_error(monkeypatch) -> None:
+    def run_command(self, argv, **kwargs):
+        return 252, "not running\n", ""
+
+    monkeypatch.setattr(
+        basic.AnsibleModule,
+        "get_bin_path",
+        lambda self, name, required=False, opt_dirs=None: (
+            "/usr/bin/firewall-cmd" if name == "firewall-cmd" else None
+        ),
+    )
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    tools = run_module_main(monkeypatch, nccl_firewall.main, ARGS).result["tools"]
+    assert tools["firewalld"]["active"] is False and tools["firewalld"]["error"] == ""
+    assert tools["firewalld"]["note"].startswith("not running: firewall-cmd --state exited 252")
+
+
 def test_firewall_module_without_any_tool_passes(monkeypatch) -> None:
     result = run_firewall_module(monkeypatch, {}, ARGS)
     assert result["findings"] == [] and result["calls"] == []
