@@ -955,6 +955,16 @@ class Lab:
         proc = subprocess.Popen(self.netns_argv(host, argv), **kwargs)
         self._procs[proc.pid] = proc
         self._state["pids"].append(proc.pid)
+        # `ip netns exec` enters the namespace a moment after it starts (same pid): return once it
+        # has, so the process already belongs to the host when the caller looks at it.
+        netns = _ns_inode(f"/run/netns/{self.host(host).netns}")
+        deadline = time.monotonic() + 5
+        while (
+            proc.poll() is None
+            and _ns_inode(f"/proc/{proc.pid}/ns/net") != netns
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.002)
         return proc
 
     def ssh_argv(self, host: HostRef) -> list[str]:
