@@ -378,6 +378,7 @@ def start_python_probe(path: str, python: str) -> tuple[subprocess.Popen | None,
 
 
 def _read_text(path: str, limit: int = 20000) -> str:
+    """The last ``limit`` characters of a text file; empty when there is no such file."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read()[-limit:]
@@ -514,11 +515,7 @@ def spawn_listener(
 
 def log_tail(path: str, limit: int = 2000) -> str:
     """The end of the listener's log, for error messages."""
-    try:
-        with open(os.path.join(path, LOG_FILE), encoding="utf-8", errors="replace") as fh:
-            return fh.read()[-limit:].strip()
-    except FileNotFoundError:
-        return ""
+    return _read_text(os.path.join(path, LOG_FILE), limit).strip()
 
 
 def stop_listener(path: str, wait: float) -> dict:
