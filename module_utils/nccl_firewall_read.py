@@ -1,6 +1,6 @@
 # Copyright (c) nccl-preflight contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Read a node's firewall (never change it) and judge it with module_utils/nccl_firewall_rules.
+"""Read a node's firewall (never change it) and judge it (module_utils/nccl_firewall_<tool>.py).
 
 Runs the read-only commands through the calling module (AnsibleModule.run_command); used by
 library/nccl_firewall.py and by library/nccl_tcp_probe.py, which reads the firewall in the same
@@ -12,21 +12,19 @@ from __future__ import annotations
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_firewall_rules import (
-    Query,
-    describe_finding,
+from ansible.module_utils.nccl_firewall_common import describe_finding, host_queries
+from ansible.module_utils.nccl_firewall_firewalld import (
     evaluate_firewalld,
-    evaluate_iptables,
-    evaluate_nft,
-    evaluate_ufw,
-    iptables_owned_nft_tables,
     parse_firewalld_list_all,
     parse_firewalld_service_info,
-    parse_iptables_save,
-    parse_nft_json,
-    parse_ufw_status,
-    ufw_owns,
 )
+from ansible.module_utils.nccl_firewall_iptables import evaluate_iptables, parse_iptables_save
+from ansible.module_utils.nccl_firewall_nft import (
+    evaluate_nft,
+    iptables_owned_nft_tables,
+    parse_nft_json,
+)
+from ansible.module_utils.nccl_firewall_ufw import evaluate_ufw, parse_ufw_status, ufw_owns
 
 # sbin directories are often missing from a non-login PATH over SSH
 EXTRA_PATHS = ["/usr/sbin", "/sbin", "/usr/local/sbin"]
@@ -95,16 +93,9 @@ def read_firewall(
 
     ``ports``: [{label, low, high}] as PORTS_SPEC. -> {"findings": [...], "tools": {...}}.
     """
-    queries = [
-        Query(
-            peers=peers,
-            ports=[(spec["low"], spec["high"] if spec.get("high") is not None else spec["low"])],
-            label=spec["label"],
-            ifname=ifname,
-            address=address,
-        )
-        for spec in ports
-    ]
+    spans = [(s["label"], [(s["low"], s["low"] if s.get("high") is None else s["high"])])
+             for s in ports]  # fmt: skip
+    queries = host_queries(peers, spans, address, ifname)
     reader = Reader(module)
     findings: list[dict] = []
 
