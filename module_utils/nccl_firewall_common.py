@@ -21,6 +21,9 @@ from typing import Any
 Interval = tuple[int, int]
 PORT_MIN, PORT_MAX = 0, 65535
 
+# Where a host's connections to its own fabric address arrive (its own ranks, its own probe).
+LOOPBACK_IFNAME = "lo"
+
 
 # --------------------------------------------------------------------------- port interval sets
 def norm(intervals: list[Interval]) -> list[Interval]:
@@ -98,10 +101,19 @@ class Query:
 def host_queries(
     peers: list[str], ports: list[tuple[str, list[Interval]]], address: str, ifname: str
 ) -> list[Query]:
-    """The queries of one host: per ``(label, ports)``, the peers arriving on ``ifname``."""
-    return [
-        Query(list(peers), spans, label, ifname=ifname, address=address) for label, spans in ports
-    ]
+    """The queries of one host: per ``(label, ports)``, the peers arriving on ``ifname``, and,
+    when ``address`` is known, this host itself: its own ranks and its own probe connect to its
+    fabric address, and that traffic arrives on the loopback interface, from ``address``.
+
+    A rule that drops it (one without ``-i <fabric>``) is as fatal as one that drops a peer, so
+    the fix a finding prints lets this host in as well.
+    """
+    out = []
+    for label, spans in ports:
+        out.append(Query(list(peers), spans, label, ifname=ifname, address=address))
+        if address:
+            out.append(Query([address], spans, label, ifname=LOOPBACK_IFNAME, address=address))
+    return out
 
 
 @dataclass

@@ -7,9 +7,11 @@ Recorded examples: tests/fixtures/firewall/firewalld-*.txt.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from ansible.module_utils.nccl_firewall_common import (
+    LOOPBACK_IFNAME,
     Findings,
     Interval,
     Query,
@@ -110,20 +112,22 @@ def _rich(rule: str) -> dict[str, Any]:
     action = next((a for a in ("accept", "reject", "drop") if re.search(rf"\b{a}\b", rule)), None)
     port = attr("port")
     proto = attr("protocol")
+    priority = attr("priority")
     return {
         "family": attr("family"),
         "source": attr("address") if "source" in rule else None,
         "ports": parse_port_list(port, "-") if port else None,
         "proto": proto,
         "action": action,
-        "priority": 0,
+        "priority": int(priority) if priority and re.fullmatch(r"-?\d+", priority) else 0,
         "negated": "not" in rule.split("source", 1)[-1].split("address", 1)[0],
         "understood": not re.search(r"\b(service|ipset|mac|forward-port|masquerade|icmp)", rule),
     }
 
 
 def _zone_order(rich: list[tuple[int, str, dict]]) -> tuple[list, list, list, list]:
-    """firewalld's order of a zone's rich rules: the deny rules (drop, reject), the allow rules."""
+    """firewalld's order of a zone's rich rules: priority < 0 (ascending), then at priority 0
+    the deny rules (drop, reject) and the allow rules, then priority > 0 (ascending)."""
     pre = sorted((x for x in rich if x[2]["priority"] < 0), key=lambda x: x[2]["priority"])
     deny = [x for x in rich if x[2]["priority"] == 0 and x[2]["action"] in ("drop", "reject")]
     allow = [x for x in rich if x[2]["priority"] == 0 and x[2]["action"] == "accept"]
@@ -136,12 +140,14 @@ def evaluate_firewalld(
     queries: list[Query],
     services: dict[str, dict[str, Any]] | None = None,
 ):
-    """firewalld evaluates a zone as: deny rich rules (drop, reject), then allow (ports, the
-    services' ports, accept rich rules), then the zone target (``default``/``%%REJECT%%``
-    reject, ``DROP`` drops).
+    """firewalld evaluates a zone as: rich rules with a negative priority, deny rich rules (drop,
+    reject), then allow (ports, the services' ports, accept rich rules), rich rules with a
+    positive priority, then the zone target (``default``/``%%REJECT%%`` reject, ``DROP`` drops).
 
     ``services``: name -> parse_firewalld_service_info result, for the zone's services and what
     they include; a service missing there makes a target finding uncertain, not certain.
+    A host's connections to itself (queries arriving on ``lo``) are not judged: firewalld accepts
+    everything on the loopback interface before any zone.
     """
     acc = Findings()
     target = parsed["target"]
@@ -152,6 +158,8 @@ def evaluate_firewalld(
     listed = ", ".join(parsed.get("services", [])) or "none"
     unread = f"; services not read: {', '.join(unknown)}" if unknown else ""
     for q in queries:
+        if q.ifname == LOOPBACK_IFNAME:
+            continue
         for peer in q.peers:
             pre, deny, allow, post = _zone_order(_rich_for(parsed["rich"], peer))
 
@@ -209,10 +217,25 @@ def _rich_for(rich: list[str], peer: str) -> list[tuple[int, str, dict]]:
 
 
 def fix_command(f: dict[str, Any], ports: list[Interval]) -> str:
-    """Open the ports in the zone, now and ``--permanent``."""
-    z = f["table"].removeprefix("zone ")
-    spec = ports_text(ports)
-    return (
-        f"firewall-cmd --zone={z} --add-port={spec}/tcp && "
-        f"firewall-cmd --permanent --zone={z} --add-port={spec}/tcp"
-    )
+    """The zone's target rejects: open the ports in the zone (now and ``--permanent``). A rich
+    rule drops: an accept rich rule of priority -1 per peer and port range, which firewalld
+    puts before every rule of priority 0 (deny rules come before ports otherwise)."""
+    z = shlex.quote(f["table"].removeprefix("zone "))
+    if f["chain"] != "rich rules":
+        spec = ports_text(ports)
+        return (
+            f"firewall-cmd --zone={z} --add-port={spec}/tcp && "
+            f"firewall-cmd --permanent --zone={z} --add-port={spec}/tcp"
+        )
+    cmds = []
+    for peer in f["peers"]:
+        fam = "ipv4" if family(peer) == 4 else "ipv6"
+        for lo, hi in ports:
+            port = str(lo) if lo == hi else f"{lo}-{hi}"
+            rule = (
+                f'rule priority="-1" family="{fam}" source address="{peer}" '
+                f'port port="{port}" protocol="tcp" accept'
+            )
+            for permanent in ("", "--permanent "):
+                cmds.append(f"firewall-cmd {permanent}--zone={z} --add-rich-rule='{rule}'")
+    return " && ".join(cmds)

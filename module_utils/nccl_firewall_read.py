@@ -3,8 +3,8 @@
 """Read a node's firewall (never change it) and judge it (module_utils/nccl_firewall_<tool>.py).
 
 Runs the read-only commands through the calling module (AnsibleModule.run_command); used by
-library/nccl_firewall.py and by library/nccl_tcp_probe.py, which reads the firewall in the same
-call as its probes (one SSH round trip less per host).
+library/nccl_tcp_probe.py, which reads the firewall in the same call as its probes (one SSH round
+trip less per host).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ansible.module_utils.nccl_firewall_ufw import evaluate_ufw, parse_ufw_statu
 # sbin directories are often missing from a non-login PATH over SSH
 EXTRA_PATHS = ["/usr/sbin", "/sbin", "/usr/local/sbin"]
 
-# The argument spec of one port range (nccl_firewall's ports, nccl_tcp_probe's firewall.ports).
+# The argument spec of one port range (nccl_tcp_probe's firewall.ports).
 PORTS_SPEC = {
     "label": {"type": "str", "required": True},
     "low": {"type": "int", "required": True},
@@ -92,6 +92,8 @@ def read_firewall(
     """Every rule or policy that would drop a new TCP connection from ``peers`` to ``ports``.
 
     ``ports``: [{label, low, high}] as PORTS_SPEC. -> {"findings": [...], "tools": {...}}.
+    This host's own connections to ``address`` (its ranks, its probe; they arrive on ``lo``) are
+    judged with the peers', so a finding's fix lets both in (nccl_firewall_common.host_queries).
     """
     spans = [(s["label"], [(s["low"], s["low"] if s.get("high") is None else s["high"])])
              for s in ports]  # fmt: skip

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ansible.module_utils.nccl_firewall_common import (
+    LOOPBACK_IFNAME,
     Findings,
     Query,
     addr_in,
@@ -117,11 +118,17 @@ def _rule_hit(r: dict[str, Any], peer: str, q: Query, todo):
 
 
 def evaluate_ufw(parsed: dict[str, Any], queries: list[Query]):
-    """Findings for ``ufw status verbose``: the first matching rule decides, then the default."""
+    """Findings for ``ufw status verbose``: the first matching rule decides, then the default.
+
+    A host's connections to itself (queries arriving on ``lo``) are not judged: ufw's
+    before.rules accept everything on the loopback interface before any rule ufw status shows.
+    """
     acc = Findings()
     if not parsed.get("active"):
         return []
     for q in queries:
+        if q.ifname == LOOPBACK_IFNAME:
+            continue
         for peer in q.peers:
             v6 = family(peer) == 6
             todo = list(q.ports)
@@ -168,8 +175,11 @@ def evaluate_ufw(parsed: dict[str, Any], queries: list[Query]):
 
 
 def fix_command(f: dict[str, Any], ports) -> str:
-    """``ufw insert 1 allow`` per peer."""
+    """``ufw allow`` per peer: inserted at the denying rule's number (so it comes first), or
+    appended when the default policy denies (no rule matched; ``ufw insert 1`` fails on a ruleset
+    without rules, and for an IPv6 rule above the IPv4 ones)."""
+    where = f"insert {f['position']} " if f["position"] else ""
     spec = ports_text(ports, ":")
     return " && ".join(
-        f"ufw insert 1 allow proto tcp from {p} to any port {spec}" for p in f["peers"]
+        f"ufw {where}allow proto tcp from {p} to any port {spec}" for p in f["peers"]
     )

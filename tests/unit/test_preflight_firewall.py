@@ -139,7 +139,9 @@ def test_ufw_default_deny_with_only_ssh_blocks_both_ranges() -> None:
     found = ufw.evaluate_ufw(parsed, queries())
     assert {f["label"] for f in found} == {"MASTER_PORT", "ephemeral range"}
     assert all(f["chain"] == "default incoming policy" for f in found)
-    assert found[0]["fix"] == f"ufw insert 1 allow proto tcp from {PEER} to any port 29500"
+    # Appended, not `ufw insert 1` (which fails on a ruleset without rules): see
+    # test_firewall_fixes.py.
+    assert found[0]["fix"] == f"ufw allow proto tcp from {PEER} to any port 29500"
 
 
 def test_ufw_allow_from_the_fabric_passes_and_inactive_ufw_is_no_firewall() -> None:
