@@ -7,6 +7,7 @@ for ufw's chains in iptables).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any
 
@@ -61,7 +62,7 @@ def parse_ufw_status(text: str) -> dict[str, Any]:
             if len(cols) < 3:
                 continue
             to, action, frm = cols[0], cols[1], cols[2]
-            v6 = "(v6)" in to or "(v6)" in frm
+            v6 = "(v6)" in to or "(v6)" in frm or _names_ipv6(to) or _names_ipv6(frm)
             rules.append(
                 {
                     "text": line.strip(),
@@ -72,6 +73,19 @@ def parse_ufw_status(text: str) -> dict[str, Any]:
                 }
             )
     return {"active": active, "default_incoming": default_in, "rules": rules}
+
+
+def _names_ipv6(column: str) -> bool:
+    """ufw marks a rule "(v6)" only where its address is Anywhere; a rule for one IPv6 address or
+    network (``ufw allow from fd00::12 ...``) shows that address instead."""
+    for token in column.split():
+        try:
+            network = ipaddress.ip_network(re.sub(r"/(tcp|udp)$", "", token), strict=False)
+        except ValueError:  # a port, Anywhere, (v6), an application name
+            continue
+        if network.version == 6:
+            return True
+    return False
 
 
 def _ufw_endpoint(spec: str):

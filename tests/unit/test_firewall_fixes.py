@@ -195,3 +195,20 @@ def test_firewalld_target_fix_opens_the_ports_and_the_host_itself_is_not_judged(
     for f in found:
         zone = apply_firewalld(zone, f["fix"])
     assert fwd.evaluate_firewalld(fwd.parse_firewalld_list_all(zone), host()) == []
+
+
+def test_ufw_ipv6_peer_fix_is_appended_and_its_rule_read_back_as_ipv6() -> None:
+    """ufw prints a rule for one IPv6 address without "(v6)" (sous-chefs' rule 7 is one): the
+    allow the fix adds must still count for the IPv6 peer."""
+    numbered = ufw.parse_ufw_status(text("ufw-status-numbered-sous-chefs.txt"))
+    assert [r["v6"] for r in numbered["rules"]] == [False] * 6 + [True] + [False] * 3
+    status = text("ufw-status-verbose-ssh-only.txt")
+    q = fw.host_queries(["fd00::12"], PORTS, "fd00::11", "eth1")
+    found = ufw.evaluate_ufw(ufw.parse_ufw_status(status), q)
+    assert [f["fix"] for f in found] == [
+        "ufw allow proto tcp from fd00::12 to any port 29500",
+        "ufw allow proto tcp from fd00::12 to any port 32768:60999",
+    ]
+    for f in found:
+        status = apply_ufw(status, f["fix"])
+    assert ufw.evaluate_ufw(ufw.parse_ufw_status(status), q) == []
