@@ -58,6 +58,7 @@ def test_the_printed_firewall_fixes_applied_verbatim_make_the_rerun_pass(
     low, high = map(
         int, lab2.run(other, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"]).stdout.split()
     )
+    applied: list[tuple[str, str]] = []  # (host, the command that takes a fix out again)
     try:
         lab2.firewall_drop(master, MASTER_PORT)
         lab2.firewall_drop(other, (low, high))
@@ -83,6 +84,8 @@ def test_the_printed_firewall_fixes_applied_verbatim_make_the_rerun_pass(
         )
 
         for host, cmd in fixes:  # verbatim, on the host it names
+            assert re.fullmatch(r"iptables -I \S+ \d+ [^;&|]+", cmd), cmd
+            applied.append((host, re.sub(r"-I (\S+) \d+", r"-D \1", cmd)))
             lab2.run(host, ["sh", "-c", cmd])
 
         run_id, rc, output, results = validate(lab2, tmp_path)
@@ -100,9 +103,16 @@ def test_the_printed_firewall_fixes_applied_verbatim_make_the_rerun_pass(
         for h in lab2.hosts:
             assert "nccl-lab-fault" in lab2.run(h, ["iptables-save"]).stdout
     finally:
+        # The lab is shared: take the applied fixes out again (iptables-restore of an empty
+        # iptables-save would leave them).
+        for host, undo in applied:
+            lab2.run(host, ["sh", "-c", undo], check=False)
         lab2.reset_faults()
         for h in lab2.hosts:
             lab2.run(h, ["iptables-restore"], input=saved[h.name])
+    assert [lab2.run(h, ["iptables-save"]).stdout.count("-A ") for h in lab2.hosts] == [
+        saved[h.name].count("-A ") for h in lab2.hosts
+    ]
 
 
 # --------------------------------------------------------------------------- every recorded ruleset
