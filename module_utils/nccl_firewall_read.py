@@ -86,6 +86,39 @@ def read_firewalld_services(reader: Reader, names: list[str]) -> dict[str, dict]
     return services
 
 
+def read_firewalld(reader: Reader, ifname: str, queries: list) -> tuple[bool, list[dict]]:
+    """firewalld's findings for the zone of ``ifname`` (else the default zone); -> (whether
+    firewalld runs, findings)."""
+    out = reader.run("firewalld", ["firewall-cmd", "--state"])
+    tools = reader.tools.get("firewalld")
+    if out is None and tools and tools["present"]:
+        # firewall-cmd --state exits non-zero when firewalld is stopped (252, "not running") or
+        # D-Bus is not there (36): installed but not filtering, which is no error.
+        tools["note"] = "not running: " + tools["error"]
+        tools["error"] = ""
+    running = out is not None and out.strip() == "running"
+    if tools:
+        tools["active"] = running
+    if not running:
+        return False, []
+    zone = ""
+    if ifname:
+        zone = (
+            reader.run("firewalld", ["firewall-cmd", f"--get-zone-of-interface={ifname}"]) or ""
+        ).strip()
+    if not zone:
+        reader.tools["firewalld"]["error"] = ""
+        zone = (reader.run("firewalld", ["firewall-cmd", "--get-default-zone"]) or "").strip()
+    out = (
+        reader.run("firewalld", ["firewall-cmd", f"--zone={zone}", "--list-all"]) if zone else None
+    )
+    if out is None:
+        return True, []
+    parsed = parse_firewalld_list_all(out)
+    services = read_firewalld_services(reader, parsed["services"])
+    return True, evaluate_firewalld(parsed, queries, services)
+
+
 def read_firewall(
     module: AnsibleModule, peers: list[str], ports: list[dict], address: str, ifname: str
 ) -> dict:
@@ -109,31 +142,8 @@ def read_firewall(
         reader.tools["ufw"]["active"] = ufw_active
         findings += evaluate_ufw(parsed, queries)
 
-    firewalld_running = False
-    out = reader.run("firewalld", ["firewall-cmd", "--state"])
-    if out is None and reader.tools["firewalld"]["present"]:
-        # firewall-cmd --state exits non-zero when firewalld is stopped (252, "not running") or
-        # D-Bus is not there (36): installed but not filtering, which is no error.
-        reader.tools["firewalld"]["note"] = "not running: " + reader.tools["firewalld"]["error"]
-        reader.tools["firewalld"]["error"] = ""
-    if out is not None and out.strip() == "running":
-        firewalld_running = True
-        zone = ""
-        if ifname:
-            zone = (
-                reader.run("firewalld", ["firewall-cmd", f"--get-zone-of-interface={ifname}"]) or ""
-            ).strip()
-        if not zone:
-            reader.tools["firewalld"]["error"] = ""
-            zone = (reader.run("firewalld", ["firewall-cmd", "--get-default-zone"]) or "").strip()
-        if zone:
-            out = reader.run("firewalld", ["firewall-cmd", f"--zone={zone}", "--list-all"])
-            if out is not None:
-                parsed = parse_firewalld_list_all(out)
-                services = read_firewalld_services(reader, parsed["services"])
-                findings += evaluate_firewalld(parsed, queries, services)
-    if "firewalld" in reader.tools:
-        reader.tools["firewalld"]["active"] = firewalld_running
+    firewalld_running, found = read_firewalld(reader, ifname, queries)
+    findings += found
 
     variant = ""
     for tool in ("iptables", "ip6tables"):
