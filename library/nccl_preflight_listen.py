@@ -177,8 +177,8 @@ ports:
   sample: {master: {port: 29500, error: ""}, ring: {port: 41234, error: ""}}
 port_owner:
   description:
-    - What listens on O(check_port) (C(free), and C(listeners) as C(nccl_port_owner) returns
-      them); empty when O(check_port) is not given.
+    - What listens on O(check_port) (C(free), and C(listeners) with their owning processes);
+      empty when O(check_port) is not given.
   returned: O(state=started)
   type: dict
   sample:

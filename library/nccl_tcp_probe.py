@@ -11,8 +11,20 @@ short_description: Open a TCP connection to each target from a given source addr
 description:
   - For each target, connects from O(source) with a short timeout and closes at once. ICMP is
     often blocked; TCP to the very ports the job uses is what matters.
-  - With O(firewall), also reads this host's firewall in the same call, as M(nccl_firewall)
-    does (read only), so the pre-flight saves an SSH round trip and a module start per host.
+  - With O(firewall), also reads (never changes) this host's firewall in the same call, so the
+    pre-flight saves an SSH round trip and a module start per host. It runs
+    C(ufw status verbose), C(firewall-cmd --list-all), C(nft -j list ruleset), C(iptables-save)
+    and C(ip6tables-save), whichever are installed, and reports every rule or policy that would
+    drop or reject a new TCP connection from O(firewall.peers) to O(firewall.ports) on
+    O(firewall.address) (arriving on O(firewall.ifname)), and from this host itself (its own
+    ranks and probe connect to O(firewall.address); that traffic arrives on C(lo)).
+  - When ufw is active, its rules and defaults are judged from C(ufw status verbose), and from
+    iptables only the rules outside ufw's own chains (a DROP inserted before them, say); tables
+    owned by iptables-nft or firewalld are not reported a second time from nft.
+  - firewalld - the zone of O(firewall.ifname) (else the default zone) with
+    C(firewall-cmd --list-all); the ports of its services, and of the services they include, are
+    read with C(firewall-cmd --info-service) and count as open. A service that cannot be read
+    turns what the zone's target would reject into an uncertain finding (C(certain) false).
   - A refused connection is retried for O(refused_retry) seconds (a listener that has not
     called C(listen) yet); a timeout is not retried.
   - Never fails for an unreachable target; each target's outcome is in the result.
@@ -56,8 +68,8 @@ options:
   firewall:
     description:
       - Read the firewall for rules that would drop TCP from O(firewall.peers) to
-        O(firewall.ports); the options and the result are M(nccl_firewall)'s. Reading iptables
-        and nftables needs root (C(become)).
+        O(firewall.ports). Reading iptables and nftables needs root (C(become)); a tool that
+        cannot be read is reported in RV(firewall) with its error.
       - Not given - the firewall is not read and RV(firewall) is empty.
     type: dict
     suboptions:
@@ -126,12 +138,28 @@ results:
       elapsed_ms: 3001
 firewall:
   description:
-    - With O(firewall), M(nccl_firewall)'s result - C(findings) (rules or policies that drop or
-      reject the traffic) and C(tools) (what could be read); empty without O(firewall).
+    - With O(firewall), C(findings) (rules or policies that drop or reject the traffic;
+      C(certain) false means the rule has a condition this module cannot judge and may drop it;
+      C(fix) is the command that lets the traffic in, on this host) and C(tools) (per tool,
+      whether it is installed, was read and what went wrong reading it); empty without
+      O(firewall).
   returned: always
   type: dict
   sample:
-    findings: []
+    findings:
+      - tool: iptables
+        table: filter
+        chain: INPUT
+        position: 3
+        rule: "-A INPUT -p tcp -m tcp --dport 29500 -j DROP"
+        action: drop
+        certain: true
+        label: MASTER_PORT
+        peers: [10.0.0.12, 10.0.0.11]
+        ports: [[29500, 29500]]
+        ports_text: "29500"
+        fix: "iptables -I INPUT 3 -p tcp -s 10.0.0.12,10.0.0.11 --dport 29500 -j ACCEPT"
+        text: "iptables filter chain INPUT rule 3 (...) drops tcp/29500 (MASTER_PORT) from ..."
     tools: {iptables: {present: true, read: true, active: true, error: ""}}
 """
 

@@ -1,10 +1,10 @@
 # Copyright (c) nccl-preflight contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Read a node's firewall (never change it) and judge it with module_utils/nccl_firewall_rules.
+"""Read a node's firewall (never change it) and judge it (module_utils/nccl_firewall_<tool>.py).
 
 Runs the read-only commands through the calling module (AnsibleModule.run_command); used by
-library/nccl_firewall.py and by library/nccl_tcp_probe.py, which reads the firewall in the same
-call as its probes (one SSH round trip less per host).
+library/nccl_tcp_probe.py, which reads the firewall in the same call as its probes (one SSH round
+trip less per host).
 """
 
 from __future__ import annotations
@@ -12,26 +12,24 @@ from __future__ import annotations
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_firewall_rules import (
-    Query,
-    describe_finding,
+from ansible.module_utils.nccl_firewall_common import describe_finding, host_queries
+from ansible.module_utils.nccl_firewall_firewalld import (
     evaluate_firewalld,
-    evaluate_iptables,
-    evaluate_nft,
-    evaluate_ufw,
-    iptables_owned_nft_tables,
     parse_firewalld_list_all,
     parse_firewalld_service_info,
-    parse_iptables_save,
-    parse_nft_json,
-    parse_ufw_status,
-    ufw_owns,
 )
+from ansible.module_utils.nccl_firewall_iptables import evaluate_iptables, parse_iptables_save
+from ansible.module_utils.nccl_firewall_nft import (
+    evaluate_nft,
+    iptables_owned_nft_tables,
+    parse_nft_json,
+)
+from ansible.module_utils.nccl_firewall_ufw import evaluate_ufw, parse_ufw_status, ufw_owns
 
 # sbin directories are often missing from a non-login PATH over SSH
 EXTRA_PATHS = ["/usr/sbin", "/sbin", "/usr/local/sbin"]
 
-# The argument spec of one port range (nccl_firewall's ports, nccl_tcp_probe's firewall.ports).
+# The argument spec of one port range (nccl_tcp_probe's firewall.ports).
 PORTS_SPEC = {
     "label": {"type": "str", "required": True},
     "low": {"type": "int", "required": True},
@@ -88,23 +86,51 @@ def read_firewalld_services(reader: Reader, names: list[str]) -> dict[str, dict]
     return services
 
 
+def read_firewalld(reader: Reader, ifname: str, queries: list) -> tuple[bool, list[dict]]:
+    """firewalld's findings for the zone of ``ifname`` (else the default zone); -> (whether
+    firewalld runs, findings)."""
+    out = reader.run("firewalld", ["firewall-cmd", "--state"])
+    tools = reader.tools.get("firewalld")
+    if out is None and tools and tools["present"]:
+        # firewall-cmd --state exits non-zero when firewalld is stopped (252, "not running") or
+        # D-Bus is not there (36): installed but not filtering, which is no error.
+        tools["note"] = "not running: " + tools["error"]
+        tools["error"] = ""
+    running = out is not None and out.strip() == "running"
+    if tools:
+        tools["active"] = running
+    if not running:
+        return False, []
+    zone = ""
+    if ifname:
+        zone = (
+            reader.run("firewalld", ["firewall-cmd", f"--get-zone-of-interface={ifname}"]) or ""
+        ).strip()
+    if not zone:
+        reader.tools["firewalld"]["error"] = ""
+        zone = (reader.run("firewalld", ["firewall-cmd", "--get-default-zone"]) or "").strip()
+    out = (
+        reader.run("firewalld", ["firewall-cmd", f"--zone={zone}", "--list-all"]) if zone else None
+    )
+    if out is None:
+        return True, []
+    parsed = parse_firewalld_list_all(out)
+    services = read_firewalld_services(reader, parsed["services"])
+    return True, evaluate_firewalld(parsed, queries, services)
+
+
 def read_firewall(
     module: AnsibleModule, peers: list[str], ports: list[dict], address: str, ifname: str
 ) -> dict:
     """Every rule or policy that would drop a new TCP connection from ``peers`` to ``ports``.
 
     ``ports``: [{label, low, high}] as PORTS_SPEC. -> {"findings": [...], "tools": {...}}.
+    This host's own connections to ``address`` (its ranks, its probe; they arrive on ``lo``) are
+    judged with the peers', so a finding's fix lets both in (nccl_firewall_common.host_queries).
     """
-    queries = [
-        Query(
-            peers=peers,
-            ports=[(spec["low"], spec["high"] if spec.get("high") is not None else spec["low"])],
-            label=spec["label"],
-            ifname=ifname,
-            address=address,
-        )
-        for spec in ports
-    ]
+    spans = [(s["label"], [(s["low"], s["low"] if s.get("high") is None else s["high"])])
+             for s in ports]  # fmt: skip
+    queries = host_queries(peers, spans, address, ifname)
     reader = Reader(module)
     findings: list[dict] = []
 
@@ -116,31 +142,8 @@ def read_firewall(
         reader.tools["ufw"]["active"] = ufw_active
         findings += evaluate_ufw(parsed, queries)
 
-    firewalld_running = False
-    out = reader.run("firewalld", ["firewall-cmd", "--state"])
-    if out is None and reader.tools["firewalld"]["present"]:
-        # firewall-cmd --state exits non-zero when firewalld is stopped (252, "not running") or
-        # D-Bus is not there (36): installed but not filtering, which is no error.
-        reader.tools["firewalld"]["note"] = "not running: " + reader.tools["firewalld"]["error"]
-        reader.tools["firewalld"]["error"] = ""
-    if out is not None and out.strip() == "running":
-        firewalld_running = True
-        zone = ""
-        if ifname:
-            zone = (
-                reader.run("firewalld", ["firewall-cmd", f"--get-zone-of-interface={ifname}"]) or ""
-            ).strip()
-        if not zone:
-            reader.tools["firewalld"]["error"] = ""
-            zone = (reader.run("firewalld", ["firewall-cmd", "--get-default-zone"]) or "").strip()
-        if zone:
-            out = reader.run("firewalld", ["firewall-cmd", f"--zone={zone}", "--list-all"])
-            if out is not None:
-                parsed = parse_firewalld_list_all(out)
-                services = read_firewalld_services(reader, parsed["services"])
-                findings += evaluate_firewalld(parsed, queries, services)
-    if "firewalld" in reader.tools:
-        reader.tools["firewalld"]["active"] = firewalld_running
+    firewalld_running, found = read_firewalld(reader, ifname, queries)
+    findings += found
 
     variant = ""
     for tool in ("iptables", "ip6tables"):

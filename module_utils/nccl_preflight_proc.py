@@ -2,7 +2,7 @@
 """Read /proc: who listens on a TCP port, and whether a process is still the one we started.
 
 The parsers are pure functions; the readers take the /proc root as an argument so tests can hand
-them a fake tree. Used by library/nccl_port_owner.py and library/nccl_preflight_listen.py.
+them a fake tree. Used by library/nccl_preflight_listen.py.
 """
 
 from __future__ import annotations

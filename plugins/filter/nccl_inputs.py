@@ -115,5 +115,4 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "nccl_input_problems": nccl_input_problems,
-            "nccl_ifname_problem": nccl_ifname_problem,
         }

@@ -74,19 +74,10 @@ def nccl_fabric_choice(
     return {"ifname": "", "address": "", "reason": reason}
 
 
-def nccl_address_family(address: str) -> str:
-    """Return "ipv4" or "ipv6" for a literal address, "" for anything else (a hostname)."""
-    try:
-        return f"ipv{ipaddress.ip_address(address).version}"
-    except ValueError:
-        return ""
-
-
 class FilterModule:
     """Network filters for nccl-preflight."""
 
     def filters(self) -> dict[str, Any]:
         return {
             "nccl_fabric_choice": nccl_fabric_choice,
-            "nccl_address_family": nccl_address_family,
         }

@@ -19,7 +19,7 @@ Observation of a host (``preflight_observation`` fact, built in roles/preflight/
     listeners (nccl_preflight_listen state=stopped result: {listeners: [{name, address, port,
     error, accepted, complete}], timed_out, ...}; the state=started result when the listeners
     could not be collected; {} when neither ran), probes ([nccl_tcp_probe results]),
-    firewall ({findings, tools} of nccl_firewall, read by nccl_tcp_probe's firewall option, or {}),
+    firewall ({findings, tools}, read by nccl_tcp_probe's firewall option, or {}),
     clock (float epoch seconds or None)
 
 Settings: master (inventory name), order (inventory names in rank order), require_gpu,
@@ -755,8 +755,6 @@ class FilterModule:
 
     def filters(self) -> dict[str, Any]:
         return {
-            "nccl_preflight_results": nccl_preflight_results,
-            "nccl_preflight_ring_peers": nccl_preflight_ring_peers,
             "nccl_preflight_expected_connections": nccl_preflight_expected_connections,
             "nccl_preflight_failures_text": nccl_preflight_failures_text,
             "nccl_preflight_failed_hosts": nccl_preflight_failed_hosts,

@@ -1,4 +1,5 @@
-"""The pre-flight modules: nccl_firewall (through patch_module_args, tools answered from fixtures),
+"""The pre-flight modules: nccl_tcp_probe's firewall read (through patch_module_args, tools answered
+from fixtures),
 the port owner look-up of module_utils/nccl_preflight_proc.py (recorded /proc/net/tcp, a fake
 /proc tree, a real socket), nccl_tcp_probe and nccl_preflight_listen (their socket functions, on
 loopback only; the listener process itself: tests/unit/test_preflight_listener.py)."""
@@ -11,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-import nccl_firewall
 import nccl_preflight_listen
 import nccl_tcp_probe
 import pytest
@@ -29,9 +29,18 @@ from tests.module_exit import run_module_main
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "firewall"
 
 
-def run_firewall_module(
-    monkeypatch, outputs: dict[str, str | None], args: dict, main=nccl_firewall.main
-) -> dict:
+def read_firewall(monkeypatch, args: dict):
+    """nccl_tcp_probe with no target and ``args`` as its firewall option, the way the pre-flight
+    reads the firewall; -> the module's end (``.result`` is the firewall part of its result)."""
+    ended = run_module_main(monkeypatch, nccl_tcp_probe.main, {"firewall": args})
+    if not ended.failed:
+        # It only reads: nothing changed, and no connection was tried.
+        assert ended.result["changed"] is False and ended.result["results"] == []
+        ended.result = ended.result["firewall"]
+    return ended
+
+
+def run_firewall_module(monkeypatch, outputs: dict[str, str | None], args: dict) -> dict:
     """outputs: tool argv[0] -> stdout, or None for "not installed"; every run is recorded."""
     calls: list[list[str]] = []
 
@@ -45,7 +54,7 @@ def run_firewall_module(
 
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
-    ended = run_module_main(monkeypatch, main, args)
+    ended = read_firewall(monkeypatch, args)
     assert not ended.failed, ended.result
     ended.result["calls"] = calls
     return ended.result
@@ -71,7 +80,6 @@ def test_firewall_module_reports_iptables_once_and_only_reads(monkeypatch) -> No
         "firewall-cmd": None,
     }
     result = run_firewall_module(monkeypatch, outputs, ARGS)
-    assert result["changed"] is False
     assert [(f["tool"], f["chain"], f["label"]) for f in result["findings"]] == [
         ("iptables", "NCCL-FENCE", "MASTER_PORT"),
         ("iptables", "NCCL-FENCE", "ephemeral range"),
@@ -155,7 +163,7 @@ def fake_firewall_cmd(monkeypatch, zone: str) -> list[list[str]]:
 def test_firewalld_zone_services_are_read_and_open_their_ports(monkeypatch) -> None:
     zone = (FIXTURES / "firewalld-public-service-nccl.txt").read_text()
     calls = fake_firewall_cmd(monkeypatch, zone)
-    ended = run_module_main(monkeypatch, nccl_firewall.main, ARGS)
+    ended = read_firewall(monkeypatch, ARGS)
     assert not ended.failed, ended.result
     # dhcpv6-client, nccl and ssh are read once each; nccl opens MASTER_PORT and the range.
     info = [c[1] for c in calls if c[1].startswith("--info-service=")]
@@ -169,7 +177,7 @@ def test_a_zone_service_firewalld_cannot_describe_makes_the_finding_a_warning(
 ) -> None:
     zone = (FIXTURES / "firewalld-public-default.txt").read_text().replace("ssh", "ssh nccl-gone")
     fake_firewall_cmd(monkeypatch, zone)
-    result = run_module_main(monkeypatch, nccl_firewall.main, ARGS).result
+    result = read_firewall(monkeypatch, ARGS).result
     assert [f["certain"] for f in result["findings"]] == [False, False]
     assert "services not read: nccl-gone" in result["findings"][0]["text"]
     assert "--info-service=nccl-gone exited 101" in result["tools"]["firewalld"]["error"]
@@ -187,7 +195,7 @@ def test_firewalld_installed_but_stopped_is_no_error(monkeypatch) -> None:
         ),
     )
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
-    tools = run_module_main(monkeypatch, nccl_firewall.main, ARGS).result["tools"]
+    tools = read_firewall(monkeypatch, ARGS).result["tools"]
     assert tools["firewalld"]["active"] is False and tools["firewalld"]["error"] == ""
     assert tools["firewalld"]["note"].startswith("not running: firewall-cmd --state exited 252")
 
