@@ -351,7 +351,11 @@ def test_the_real_interpreter_reports_the_torch_it_imports(
 ) -> None:
     torch = pytest.importorskip("torch")
     run_module(monkeypatch, {"path": str(listen_dir), "python": sys.executable})
-    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    # The stop waits for the probe (import torch: seconds, more on a loaded machine); as the
+    # module's docs say, its stop_timeout stays above python_timeout (60 s by default).
+    stopped = run_module(
+        monkeypatch, {"path": str(listen_dir), "state": "stopped", "stop_timeout": 70}
+    )
     assert stopped.result["python"]["torch_version"] == str(torch.__version__)
     assert stopped.result["python"]["executable"] == sys.executable
 
