@@ -314,34 +314,45 @@ def parse_xids(text: str, limit: int = 200) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- dcgmi diag -j
+def _dcgm_info(result: dict) -> str:
+    info = result.get("warnings") or result.get("info") or result.get("warning") or ""
+    if isinstance(info, list):
+        info = "; ".join(
+            str(i.get("warning", i.get("message", i))) if isinstance(i, dict) else str(i)
+            for i in info
+        )
+    return str(info)[:300]
+
+
 def parse_dcgm_diag(text: str) -> list[dict]:
     """`dcgmi diag -r N -j` -> [{category, test, gpu, status, info}] (status: Pass, Fail, ...).
 
-    Raises ValueError when the text is not that JSON.
+    DCGM 3 names the root "DCGM GPU Diagnostic" and gives per-GPU results (gpu_id); DCGM 4 names
+    it "DCGM Diagnostic", may give results per entity (entity_id) and a test_summary per test
+    (facebookresearch/gcm#38). Raises ValueError when the text is not that JSON.
     """
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise ValueError(f"dcgmi diag -j did not print JSON: {exc}") from None
-    root = data.get("DCGM GPU Diagnostic") if isinstance(data, dict) else None
+    root = None
+    if isinstance(data, dict):
+        root = data.get("DCGM GPU Diagnostic") or data.get("DCGM Diagnostic")
     if not isinstance(root, dict):
-        raise ValueError("no 'DCGM GPU Diagnostic' object in the dcgmi diag -j output")
+        raise ValueError("no 'DCGM GPU Diagnostic' or 'DCGM Diagnostic' object in dcgmi's JSON")
     out: list[dict] = []
     for category in root.get("test_categories") or []:
         for test in category.get("tests") or []:
-            for result in test.get("results") or [{}]:
-                info = result.get("warnings") or result.get("info") or result.get("warning") or ""
-                if isinstance(info, list):
-                    info = "; ".join(
-                        str(i.get("warning", i)) if isinstance(i, dict) else str(i) for i in info
-                    )
+            results = test.get("results") or [test.get("test_summary") or {}]
+            for result in results:
+                gpu = result.get("gpu_id", result.get("entity_id"))
                 out.append(
                     {
                         "category": str(category.get("category") or ""),
                         "test": str(test.get("name") or ""),
-                        "gpu": None if result.get("gpu_id") is None else str(result["gpu_id"]),
+                        "gpu": None if gpu is None else str(gpu),
                         "status": str(result.get("status") or "Unknown"),
-                        "info": str(info)[:300],
+                        "info": _dcgm_info(result),
                     }
                 )
     return out

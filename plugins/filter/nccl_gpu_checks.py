@@ -113,7 +113,7 @@ def _skip_reason(obs: dict, settings: dict, part: str = "query") -> str:
         return f"no GPU found ({facts.get('gpus_reason') or 'see check gpu'})"
     health = _health(obs)
     if not health:
-        return "the facts hold no GPU health (nccl_facts ran with gpu_health: false)"
+        return "the facts hold no GPU health (nccl_gpu_health is false: nccl_facts read none)"
     if not health.get(part):
         return health.get(f"{part}_reason") or f"no {part} data"
     return ""

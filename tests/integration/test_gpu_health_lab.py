@@ -83,6 +83,8 @@ def test_one_host_with_ecc_errors_and_a_x4_link_is_named(
         in pcie["message"]
     )
     assert "7 GPUs x16, 1 GPU x4 differ from the other hosts (8 GPUs x16)" in pcie["message"]
+    # ...and the play's own output says it, grouped under that host.
+    assert f"{bad_host}: GPU 3 (00000000:86:00.0): PCIe link trained down" in run.output
     # The facts came from the double over SSH: every host lists the recording's GPUs.
     for rank in range(3):
         model = run.result(rank, "gpu_model")

@@ -172,6 +172,26 @@ def test_dcgm_diag_json() -> None:
     assert {r["test"]: r["status"] for r in rows}["Persistence Mode"] == "Fail"
 
 
+def test_dcgm_4_shape() -> None:
+    # Made here in the shape facebookresearch/gcm#38 describes for DCGM 4.x: root "DCGM
+    # Diagnostic", a test_summary per test, results per entity.
+    data = (
+        '{"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": ['
+        '{"name": "memory", "test_summary": {"status": "Pass"}, "results": ['
+        '{"entity_group": "GPU", "entity_id": 0, "status": "Pass"},'
+        '{"entity_group": "GPU", "entity_id": 1, "status": "Fail",'
+        ' "warnings": [{"warning": "Uncorrectable ECC error"}]}]},'
+        '{"name": "software", "test_summary": {"status": "Pass"}}]}]}}'
+    )
+    rows = parse.parse_dcgm_diag(data)
+    assert [(r["test"], r["gpu"], r["status"]) for r in rows] == [
+        ("memory", "0", "Pass"),
+        ("memory", "1", "Fail"),
+        ("software", None, "Pass"),
+    ]
+    assert rows[1]["info"] == "Uncorrectable ECC error"
+
+
 def test_cuda_visible_devices() -> None:
     assert parse.parse_cuda_visible_devices(None) is None
     assert parse.parse_cuda_visible_devices("") == []
@@ -393,6 +413,8 @@ def test_skipped_with_the_reason() -> None:
     unread = observation(health(None, query_reason="nvidia-smi -q failed (rc=15)"))
     got = results({"g": unread}, "g")["gpu_memory"]
     assert got["status"] == "skipped" and "nvidia-smi -q failed (rc=15)" in got["message"]
+    off = results({"g": observation({})}, "g")["gpu_nvlink"]
+    assert off["status"] == "skipped" and "nccl_gpu_health is false" in off["message"]
     nogpu = observation()
     nogpu["facts"]["gpus"], nogpu["facts"]["gpus_reason"] = [], "nvidia-smi not found on PATH"
     assert "nvidia-smi not found" in results({"g": nogpu}, "g")["gpu_modes"]["message"]
