@@ -40,6 +40,9 @@ GPU_CHECKS = (
 # recordings in tests/fixtures/gpu show HW Power Brake Slowdown active on a working node).
 THROTTLE_FAIL = ("HW Thermal Slowdown",)
 THROTTLE_WARN = ("HW Slowdown", "HW Power Brake Slowdown", "SW Thermal Slowdown")
+# GPUs joined to their CPU by NVLink-C2C on one chip, not by a PCIe slot: their PCIe figures say
+# nothing about a link (NVML reports Gen1 x1 on a DGX Spark's GB10, Syllo/nvtop#426).
+C2C_GPUS = ("GB10",)
 TOPO_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
 # Xids that mean the GPU, not the application, needs attention before a job runs on it: the list
 # Azure's node health checks fail on (customTests/azure_gpu_xid.nhc), plus 95 (uncontained ECC).
@@ -244,6 +247,7 @@ def _pcie_summary(obs: dict) -> str | None:
         (g.get("pcie") or {}).get("width_current")
         for g in gpus_of(obs)
         if (g.get("pcie") or {}).get("width_current") is not None
+        and not any(c in str(g.get("name")) for c in C2C_GPUS)
     )
     return (
         ", ".join(
@@ -261,6 +265,9 @@ def check_pcie(observations: dict, host: str, settings: dict, order: list[str]) 
     lines, notes = [], []
     for gpu in gpus_of(obs):
         pcie = gpu.get("pcie") or {}
+        if any(c in str(gpu.get("name")) for c in C2C_GPUS):
+            notes.append(f"{gpu_label(gpu)} {gpu.get('name')} sits on NVLink-C2C: PCIe not judged")
+            continue
         width, width_max = pcie.get("width_current"), pcie.get("width_max")
         gen, gen_max = pcie.get("gen_current"), pcie.get("gen_max")
         if width is not None and width_max is not None and width < width_max:

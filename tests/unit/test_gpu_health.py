@@ -433,6 +433,11 @@ def test_gb10_spark_never_fails_on_what_it_does_not_report() -> None:
     assert "failed" not in {r["status"] for r in got.values()}, got
     assert got["gpu_memory"]["status"] == "passed"
     assert "ECC counters not reported" in got["gpu_memory"]["message"]
+    # Variant made here: NVML's Gen1 x1 (Syllo/nvtop#426) beside a maximum of x16 on GB10.
+    gpu = obs["facts"]["gpu_health"]["query"]["gpus"][0]
+    gpu["pcie"].update(gen_current=1, width_current=1, gen_max=5, width_max=16)
+    pcie = results(observations, "spark-a")["gpu_pcie"]
+    assert pcie["status"] == "passed" and "NVLink-C2C: PCIe not judged" in pcie["message"]
 
 
 def test_add_appends_to_every_host_and_keeps_dropped_hosts() -> None:
