@@ -42,11 +42,18 @@ def _tail(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
+def _shown(argv: list[str]) -> str:
+    """The command as the user would type it (without the timeout wrapper)."""
+    return " ".join(argv[4:] if os.path.basename(argv[0]) == "timeout" else argv)
+
+
 def _run(module: AnsibleModule, argv: list[str]) -> tuple[str | None, str]:
     """(stdout, "") on success, (None, why) otherwise."""
     rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
+    if rc in (124, 137) and os.path.basename(argv[0]) == "timeout":
+        return None, f"{_shown(argv)} did not answer within {argv[3]} s (a GPU hung?)"
     if rc != 0:
-        return None, f"{' '.join(argv)} failed (rc={rc}): {_tail(err or out)}"
+        return None, f"{_shown(argv)} failed (rc={rc}): {_tail(err or out)}"
     return out, ""
 
 
@@ -57,7 +64,7 @@ def _parsed(module: AnsibleModule, argv: list[str], parse) -> tuple[object, str]
     try:
         return parse(out), ""
     except ValueError as exc:
-        return None, f"cannot read the output of {' '.join(argv[1:])}: {exc}"
+        return None, f"cannot read the output of {_shown(argv)}: {exc}"
 
 
 def read_kernel_log(module: AnsibleModule) -> tuple[dict | None, str]:
@@ -141,13 +148,25 @@ def run_dcgm_diag(module: AnsibleModule, level: int, timeout: float) -> dict:
     return {**base, "results": results, "seconds": round(time.monotonic() - start, 1)}
 
 
+def bounded(module: AnsibleModule, argv: list[str], seconds: int) -> list[str]:
+    """argv under coreutils' timeout (TERM after seconds, KILL 5 s later) when it exists: an
+    nvidia-smi stuck on a GPU that fell off the bus must not hang the facts play."""
+    tool = module.get_bin_path("timeout", opt_dirs=EXTRA_PATHS)
+    return [tool, "-k", "5", str(seconds), *argv] if tool else argv
+
+
 def read_gpu_health(
-    module: AnsibleModule, nvidia_smi: str, dcgm_level: int = 0, dcgm_timeout: float = 300
+    module: AnsibleModule,
+    nvidia_smi: str,
+    dcgm_level: int = 0,
+    dcgm_timeout: float = 300,
+    smi_timeout: int = 60,
 ) -> dict:
     """Every part of the GPU health, each with a reason when it could not be read."""
-    query, query_reason = _parsed(module, [nvidia_smi, "-q"], parse_smi_query)
-    topology, topology_reason = _parsed(module, [nvidia_smi, "topo", "-m"], parse_topology)
-    nvlink, nvlink_reason = _parsed(module, [nvidia_smi, "nvlink", "-s"], parse_nvlink_status)
+    smi = bounded(module, [nvidia_smi], smi_timeout)
+    query, query_reason = _parsed(module, [*smi, "-q"], parse_smi_query)
+    topology, topology_reason = _parsed(module, [*smi, "topo", "-m"], parse_topology)
+    nvlink, nvlink_reason = _parsed(module, [*smi, "nvlink", "-s"], parse_nvlink_status)
     kernel_log, kernel_log_reason = read_kernel_log(module)
     return {
         "query": query,

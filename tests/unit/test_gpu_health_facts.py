@@ -88,6 +88,33 @@ def test_unreadable_parts_give_reasons() -> None:
     assert "not been booted with systemd" in got["fabric_manager"]["reason"]
 
 
+def test_nvidia_smi_is_bounded_in_time(tmp_path: Path) -> None:
+    """A real coreutils timeout around a real process that hangs like a wedged nvidia-smi."""
+    import shutil
+    import subprocess
+
+    hang = tmp_path / "nvidia-smi"
+    hang.write_text("#!/bin/sh\nsleep 30\n")
+    hang.chmod(0o755)
+    timeout = shutil.which("timeout")
+    if timeout is None:
+        pytest.skip("coreutils timeout is not installed here")
+
+    class Real(FakeModule):
+        def get_bin_path(self, name: str, opt_dirs: list[str] | None = None) -> str | None:
+            return timeout if name == "timeout" else None
+
+        def run_command(self, argv: list[str], **kwargs: object) -> tuple[int, str, str]:
+            done = subprocess.run(argv, capture_output=True, text=True, check=False)
+            return done.returncode, done.stdout, done.stderr
+
+    start = time.monotonic()
+    got = read.read_gpu_health(Real({}), str(hang), smi_timeout=1)
+    assert time.monotonic() - start < 20
+    assert got["query"] is None
+    assert got["query_reason"] == f"{hang} -q did not answer within 1 s (a GPU hung?)"
+
+
 def test_journal_when_dmesg_is_refused() -> None:
     module = FakeModule(
         {

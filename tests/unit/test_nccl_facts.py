@@ -50,6 +50,8 @@ class FakeNode:
 
     def run_command(self, argv: list[str], **kwargs: object) -> tuple[int, str, str]:
         self.calls.append(list(argv))
+        if os.path.basename(argv[0]) == "timeout":  # GPU health reads: timeout -k 5 60 <argv>
+            argv = argv[4:]
         if argv[0] == self.tools.get("ip") and argv[1:] == ["-j", "-d", "addr", "show"]:
             return self.addr
         if argv[0] == self.tools.get("ip") and argv[1:4] == ["-j", "route", "get"]:
