@@ -118,6 +118,26 @@ def test_smi_query_variants() -> None:
     assert bad["ecc"]["volatile_uncorrectable"] == bad["ecc"]["aggregate_uncorrectable"] == 2
 
 
+def test_volta_ecc_layout() -> None:
+    recorded = text("gpu/q-titanv-volta.txt")
+    (gpu,) = parse.parse_smi_query(recorded)["gpus"]
+    assert gpu["name"] == "NVIDIA TITAN V"
+    assert set(gpu["ecc"].values()) == {None}  # every counter N/A on this board
+    assert gpu["remapped_rows"]["pending"] is None  # "Remapped Rows : N/A" before Ampere
+    # Variant made here: 3 double-bit errors in the volatile Total, 1 pending retired page.
+    lines = recorded.splitlines()
+    start = lines.index("            Double Bit")
+    total = next(i for i in range(start, len(lines)) if lines[i].strip().startswith("Total"))
+    lines[total] = lines[total].replace("N/A", "3")
+    variant = "\n".join(lines).replace(
+        "Pending Page Blacklist            : N/A", "Pending Page Blacklist            : Yes"
+    )
+    (gpu,) = parse.parse_smi_query(variant)["gpus"]
+    assert gpu["ecc"]["volatile_uncorrectable"] == 3
+    assert gpu["ecc"]["aggregate_uncorrectable"] is None
+    assert gpu["retired_pages"]["pending"] is True
+
+
 def test_gb10_reports_nothing_it_does_not_have() -> None:
     (gpu,) = parse.parse_smi_query(text("gpu/gb10-q-partial.txt"))["gpus"]
     assert gpu["name"] == "NVIDIA GB10"
