@@ -50,6 +50,24 @@ options:
         --format=csv,noheader,nounits).
     type: bool
     default: true
+  gpu_health:
+    description:
+      - When GPUs were found, also read their health (module_utils/nccl_gpu_health_read.py)
+        into C(nccl.gpu_health) - C(nvidia-smi -q), C(nvidia-smi topo -m),
+        C(nvidia-smi nvlink -s), Xid events of the kernel log, the Fabric Manager service.
+    type: bool
+    default: true
+  dcgm_diag_level:
+    description:
+      - When above 0 and C(dcgmi) exists, run C(dcgmi diag -r <level> -j) (1 takes seconds,
+        2 minutes, 3 and 4 far longer); 0 runs nothing.
+    type: int
+    default: 0
+  dcgm_diag_timeout:
+    description:
+      - Seconds after which C(dcgmi diag) is killed (its result then says it timed out).
+    type: int
+    default: 300
 attributes:
   check_mode:
     support: full
@@ -165,6 +183,23 @@ ansible_facts:
           type: str
           returned: always
           sample: "nvidia-smi not found on PATH"
+        gpu_health:
+          description:
+            - The GPUs' health (see module_utils/nccl_gpu_health_read.py), only with
+              O(gpu_health) and GPUs found; otherwise empty. Each part is null with a
+              C(<part>_reason) when it could not be read.
+          type: dict
+          returned: always
+          sample:
+            query: {driver_version: "535.183.01", gpus: [{bus_id: "00000000:53:00.0"}]}
+            query_reason: ""
+            topology: {nics: [mlx5_0], gpus: [{index: 0, nics: {mlx5_0: PIX}}]}
+            nvlink: [{index: 0, links: [{link: 0, up: true, gbps: 26.562}]}]
+            kernel_log: {source: dmesg, xids: []}
+            nvswitch: false
+            fabric_manager: {state: active, reason: ""}
+            cuda_visible_devices: null
+            dcgm: {level: 0, results: null, reason: nccl_dcgm_diag_level is 0 (off)}
         python:
           description: What the node's Python reports; every key is always present.
           type: dict
@@ -187,6 +222,7 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_gpu_health_read import read_gpu_health
 from ansible.module_utils.nccl_parse import (
     NVIDIA_SMI_FIELDS,
     PYTHON_PROBE,
@@ -293,6 +329,16 @@ def gather_gpus(module: AnsibleModule, nvidia_smi: str) -> tuple[list, str]:
     return gpus, ""
 
 
+def gather_gpu_health(module: AnsibleModule, gpus: list) -> dict:
+    params = module.params
+    if not (gpus and params["gpu_health"]):
+        return {}
+    tool = _find_tool(module, params["nvidia_smi"]) or params["nvidia_smi"]
+    return read_gpu_health(
+        module, tool, params["dcgm_diag_level"], float(params["dcgm_diag_timeout"])
+    )
+
+
 def gather_python(module: AnsibleModule, python: str) -> dict:
     executable = python or sys.executable
     tool = _find_tool(module, executable)
@@ -331,6 +377,7 @@ def gather(module: AnsibleModule) -> dict:
         "ip_local_port_range": port_range,
         "gpus": gpus,
         "gpus_reason": gpus_reason,
+        "gpu_health": gather_gpu_health(module, gpus),
         "python": python,
     }
 
@@ -343,6 +390,9 @@ def main() -> None:
             "query_python": {"type": "bool", "default": True},
             "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
             "query_gpus": {"type": "bool", "default": True},
+            "gpu_health": {"type": "bool", "default": True},
+            "dcgm_diag_level": {"type": "int", "default": 0},
+            "dcgm_diag_timeout": {"type": "int", "default": 300},
         },
         supports_check_mode=True,
     )

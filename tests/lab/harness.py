@@ -55,6 +55,7 @@ DEFAULT_FABRIC_IFNAME = "fab0"
 DEFAULT_MGMT_IFNAME = "mgmt0"
 NETNS_DIR = Path("/etc/netns")
 SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 _LABNAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,19}$")
 _RATE_RE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps|tbps)?$")
@@ -338,6 +339,7 @@ class Lab:
         slots: int | None = 1,
         keep: bool = False,
         ready_timeout: float = 30.0,
+        host_env: dict[int | str, dict[str, str]] | None = None,
     ) -> None:
         if not 1 <= n_hosts <= MAX_HOSTS:
             raise ValueError(f"n_hosts must be 1..{MAX_HOSTS}, got {n_hosts}")
@@ -366,6 +368,13 @@ class Lab:
             )
         if slots is not None and slots < 1:
             raise ValueError(f"slots must be >= 1 or None, got {slots}")
+        for ref, env in (host_env or {}).items():
+            for key, value in env.items():
+                if not _ENV_NAME_RE.match(key) or any(c in str(value) for c in '"\n\0'):
+                    raise ValueError(
+                        f"host_env[{ref!r}]: {key}={value!r} cannot go into sshd's SetEnv (a name "
+                        "of letters, digits and '_'; a value without '\"' or a newline)"
+                    )
         self.n_hosts = n_hosts
         self.fabric_ifnames = [fabric_ifnames[i % len(fabric_ifnames)] for i in range(n_hosts)]
         self.mgmt_ifname = mgmt_ifname
@@ -374,6 +383,8 @@ class Lab:
         self.slots = slots
         self.keep = keep
         self.ready_timeout = ready_timeout
+        # Per-host environment of every SSH session (sshd's SetEnv), by rank (0-based) or name.
+        self.host_env = {ref: dict(env) for ref, env in (host_env or {}).items()}
         self.index: int | None = None
         self.hosts: list[LabHost] = []
         self.up_seconds: float | None = None
@@ -713,7 +724,14 @@ class Lab:
             "MaxSessions 200\n"
             "LogLevel ERROR\n"
             "Subsystem sftp internal-sftp\n"
-        )
+        ) + self._setenv_line(h)
+
+    def _setenv_line(self, h: LabHost) -> str:
+        """sshd's SetEnv for host h (host_env by rank, then by name); "" when none."""
+        env = {**self.host_env.get(h.rank, {}), **self.host_env.get(h.name, {})}
+        if not env:
+            return ""
+        return "SetEnv " + " ".join(f'"{k}={v}"' for k, v in env.items()) + "\n"
 
     def _start_sshd(self, h: LabHost, ip: str, sshd: str, setup: bool = False) -> int:
         hd = self.state_dir / "hosts" / h.name

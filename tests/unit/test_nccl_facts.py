@@ -22,6 +22,11 @@ FIXTURES = ROOT / "tests" / "fixtures"
 BIN = Path(sys.executable).parent
 
 TOOLS = {"ip": "/usr/sbin/ip", "nvidia-smi": "/usr/bin/nvidia-smi"}
+GPU_HEALTH = {
+    "-q": "gpu/q-h100x8.txt",
+    "topo": "gpu/topo-h100x8-nv18.txt",
+    "nvlink": "gpu/nvlink-a100x8.txt",
+}
 
 
 def fixture(name: str) -> str:
@@ -45,10 +50,16 @@ class FakeNode:
 
     def run_command(self, argv: list[str], **kwargs: object) -> tuple[int, str, str]:
         self.calls.append(list(argv))
+        if os.path.basename(argv[0]) == "timeout":  # GPU health reads: timeout -k 5 60 <argv>
+            argv = argv[4:]
         if argv[0] == self.tools.get("ip") and argv[1:] == ["-j", "-d", "addr", "show"]:
             return self.addr
         if argv[0] == self.tools.get("ip") and argv[1:4] == ["-j", "route", "get"]:
             return self.route
+        if argv[0] == self.tools.get("nvidia-smi") and argv[1] in GPU_HEALTH:
+            return 0, fixture(GPU_HEALTH[argv[1]]), ""  # nvidia-smi -q, topo -m, nvlink -s
+        if os.path.basename(argv[0]) in ("dmesg", "journalctl", "systemctl"):
+            return 1, "", "not recorded"  # GPU health: tests/unit/test_gpu_health_facts.py
         if argv[0] == self.tools.get("nvidia-smi"):
             assert argv[1:] == [
                 "--query-gpu=index,name,driver_version,memory.total,uuid,pci.bus_id",
@@ -111,6 +122,7 @@ CONTRACT_KEYS = {
     "ip_local_port_range",
     "gpus",
     "gpus_reason",
+    "gpu_health",
     "python",
 }
 
