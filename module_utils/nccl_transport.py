@@ -107,6 +107,7 @@ def _empty(name: str) -> dict[str, Any]:
         "net": None,
         "net_kind": None,
         "net_plugin": None,
+        "net_line": None,
         "ib_devices": [],
         "ib_no_device": False,
         "oob": None,
@@ -149,6 +150,7 @@ def _parse_net_lines(out: dict[str, Any], line: str) -> bool:
     """The lines that say which network NCCL chose and on which devices; True when one matched."""
     if match := _USING_NETWORK.search(line):
         out["net"] = match.group("name")
+        out["net_line"] = line.strip()
     elif match := _NET_IB.search(line):
         out["ib_devices"] = [
             {
