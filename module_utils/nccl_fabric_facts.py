@@ -86,6 +86,8 @@ def gid_type(text: str | None) -> str | None:
 def _port_gids(port_dir: str) -> list[dict[str, Any]]:
     gids = []
     for index in _listdir(os.path.join(port_dir, "gids")):
+        if not index.isdigit():
+            continue
         gid = _read(os.path.join(port_dir, "gids", index))
         if not gid or gid == _ZERO_GID:
             continue  # an empty slot; its type attribute cannot even be read (EINVAL)
@@ -282,13 +284,24 @@ def gather_fabric(
     shm_path: str = "/dev/shm",
     environ: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """ansible_facts.nccl.fabric: RDMA, GPUDirect, limits, NCCL configuration, SSH address."""
-    rdma, rdma_reason = read_rdma(sys_root)
+    """ansible_facts.nccl.fabric: RDMA, GPUDirect, limits, NCCL configuration, SSH address.
+
+    A reader that meets something it cannot read leaves its part empty with an ``error`` key
+    instead of failing the facts of the whole host."""
+
+    def guarded(read, *args, **kwargs) -> Any:
+        try:
+            return read(*args, **kwargs)
+        except (OSError, ValueError, TypeError) as exc:
+            return {"error": f"{read.__name__}: {exc}"}
+
+    rdma = guarded(read_rdma, sys_root)
+    rdma, rdma_reason = rdma if isinstance(rdma, tuple) else ([], rdma["error"])
     return {
         "rdma": rdma,
         "rdma_reason": rdma_reason,
-        "gpudirect": read_gpudirect(sys_root, proc_root),
-        "limits": read_limits(proc_root, shm_path),
-        "nccl_config": read_nccl_config(etc_root, environ=environ),
+        "gpudirect": guarded(read_gpudirect, sys_root, proc_root),
+        "limits": guarded(read_limits, proc_root, shm_path),
+        "nccl_config": guarded(read_nccl_config, etc_root, environ=environ),
         "ssh_address": ssh_address(environ),
     }

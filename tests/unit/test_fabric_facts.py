@@ -169,3 +169,15 @@ def test_gather_fabric_keys(tmp_path):
         "ssh_address",
     }
     assert len(fabric["rdma"]) == 4
+
+
+def test_an_unreadable_part_does_not_fail_the_host(tmp_path):
+    bad = tmp_path / "sys" / "class" / "infiniband" / "mlx5_0" / "ports" / "1"
+    (bad / "gids").mkdir(parents=True)
+    (bad / "gids" / "0").write_text("fe80:0000:0000:0000:0000:0000:0000:0001\n")
+    (bad / "gids" / "notanindex").write_text("x\n")
+    fabric = gather_fabric(str(tmp_path / "sys"), str(tmp_path), str(tmp_path), str(tmp_path), {})
+    [port] = fabric["rdma"][0]["ports"]
+    assert [g["index"] for g in port["gids"]] == [0] and port["state"] is None
+    fabric = gather_fabric(str(tmp_path / "sys"), str(tmp_path), str(tmp_path), str(tmp_path), None)
+    assert set(fabric["limits"]) >= {"memlock_soft", "shm"}
