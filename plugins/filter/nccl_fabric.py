@@ -410,11 +410,16 @@ def check_limits(observations: dict[str, dict], host: str, order: list[str]) -> 
 # --------------------------------------------------------------------------------------------
 # NCCL configuration that overrides ours
 # --------------------------------------------------------------------------------------------
+# What nccl.env always sets (roles/nccl_env/templates/nccl.env.j2): the ranks never see another
+# value from nccl.conf or the inherited environment.
+SET_BY_NCCL_ENV = ("NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
+
+
 def overrides_of(obs: dict, extra_env: dict) -> dict[str, dict[str, str]]:
-    """NCCL_* the ranks will see from nccl.conf or the inherited environment, unless the
-    inventory (nccl_extra_env, written into nccl.env, which wins) sets the same variable."""
+    """NCCL_* the ranks will see from nccl.conf or the inherited environment, unless nccl.env
+    (which wins) sets the same variable: nccl_extra_env, or one of SET_BY_NCCL_ENV."""
     effective = (_fabric(obs).get("nccl_config") or {}).get("effective") or {}
-    return {k: v for k, v in effective.items() if k not in extra_env}
+    return {k: v for k, v in effective.items() if k not in extra_env and k not in SET_BY_NCCL_ENV}
 
 
 def _p2p_capable(obs: dict) -> bool:

@@ -404,3 +404,13 @@ def test_expect_net():
     got = fc.nccl_expect_net(plain, "enp1s0f1np1")
     assert got["expect"] == "socket" and "no RDMA device" in got["reason"]
     assert fc.nccl_expect_net(plain, "x", "any")["expect"] == "any"
+
+
+def test_what_nccl_env_sets_itself_is_no_override():
+    # per-host NCCL_SOCKET_IFNAME in nccl.conf (a common recipe) never reaches the ranks
+    obs = {h: observation(i + 1) for i, h in enumerate(HOSTS)}
+    _conf("NCCL_SOCKET_IFNAME", "eth0")(obs["node1"])
+    _conf("NCCL_DEBUG", "WARN", "environment")(obs["node1"])
+    r = results(obs, "node1")["nccl_config"]
+    assert r["status"] == "passed"
+    assert r["message"] == "node1: no NCCL setting from nccl.conf or the environment"
