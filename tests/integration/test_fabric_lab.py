@@ -193,3 +193,50 @@ def test_memlock_ib_hca_and_nccl_conf_faults_are_named_before_torch_starts(
     plan = json.loads((report / "plan.json").read_text())
     assert "the pre-flight failed" in plan["launch_skipped"]
     assert [h["expect_net"]["expect"] for h in plan["hosts"]] == ["socket", "socket"]
+
+
+def test_ranks_get_the_nccl_debug_file_and_gloo_ranks_say_why_no_transport(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    """A healthy run: every rank sees NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS and its own
+    NCCL_DEBUG_FILE in the run directory; with gloo (no NCCL in the lab's torch) every rank's
+    `transport` testcase is skipped with the reason and summary.md says it per host."""
+    run_id = f"fabric-{uuid.uuid4().hex[:8]}"
+    quick = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"]
+    variables = {
+        "nccl_run_id": run_id,
+        "nccl_report_root": str(tmp_path),
+        "nccl_check_args": quick,
+        "nccl_run_timeout": 120,
+    }
+    try:
+        proc = lab2.ansible_playbook(PLAYBOOK, "-e", json.dumps(variables), timeout=600)
+    finally:
+        for h in lab2.hosts:
+            shutil.rmtree(f"/tmp/nccl-preflight-{run_id}-{h.inventory_name}", True)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    report = tmp_path / run_id
+    validate_report_junit(report)
+    for rank, host in enumerate(lab2.hosts):
+        doc = json.loads((report / host.inventory_name / f"rank-{rank}.json").read_text())
+        env = doc["env"]
+        assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_DEBUG_SUBSYS"] == "INIT,NET,GRAPH"
+        assert env["NCCL_DEBUG_FILE"] == (
+            f"/tmp/nccl-preflight-{run_id}-{host.inventory_name}/results/nccl.%p.log"
+        )
+        suite = next(
+            s for s in ET.parse(report / "junit" / f"rank-{rank}.xml").getroot().iter("testsuite")
+        )
+        [transport] = [c for c in suite.iter("testcase") if c.get("name") == "transport"]
+        assert transport.find("skipped").get("message") == (
+            f"rank {rank} on {host.inventory_name} ran the gloo backend: NCCL is not used"
+        )
+    summary = (report / "summary.md").read_text()
+    assert "Transport (what NCCL used, from its INFO log):" in summary
+    for rank, host in enumerate(lab2.hosts):
+        assert f"- {host.inventory_name}: rank {rank} on {host.inventory_name} ran the gloo" in (
+            summary
+        )
+    plan = json.loads((report / "plan.json").read_text())
+    assert plan["hosts"][0]["expect_net"]["expect"] == "socket"
+    assert "no RDMA device" in plan["hosts"][0]["expect_net"]["reason"]
