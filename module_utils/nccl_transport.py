@@ -232,8 +232,14 @@ def _finish(out: dict[str, Any]) -> dict[str, Any]:
         # NCCL before 2.6 prints no "Using network" line: NET/IB initialised means IB.
         out["net"] = "IB"
     out["net_kind"] = net_kind(out["net"])
+    # Recent NCCL logs "Bootstrap: Using" under the BOOTSTRAP subsystem only (not in
+    # INIT,NET,GRAPH): the OOB interface of NET/IB, else NET/Socket's, is the same
+    # NCCL_SOCKET_IFNAME choice.
     if out["bootstrap"] is None and out["oob"] is not None:
         out["bootstrap"] = dict(out["oob"])
+    elif out["bootstrap"] is None and out["socket_devices"]:
+        first = out["socket_devices"][0]
+        out["bootstrap"] = {"ifname": first["ifname"], "address": first["address"]}
     out["bootstrap_interface"] = (out["bootstrap"] or {}).get("ifname")
     out["ranks"].sort()
     return out

@@ -68,6 +68,7 @@ def test_socket_fallback_with_ib_disabled_by_environment():
     out = parse("socket-lo-ib-disabled.log")
     assert out["net"] == "Socket" and out["net_kind"] == "socket"
     assert out["socket_devices"] == [{"index": 0, "ifname": "lo", "address": "127.0.0.1"}]
+    assert out["bootstrap_interface"] == "lo"  # no Bootstrap line: NET/Socket's interface
     assert out["env"]["NCCL_IB_DISABLE"] == "1"
     assert out["gdrdma"] is False
 
