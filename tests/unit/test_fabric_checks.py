@@ -414,3 +414,20 @@ def test_what_nccl_env_sets_itself_is_no_override():
     r = results(obs, "node1")["nccl_config"]
     assert r["status"] == "passed"
     assert r["message"] == "node1: no NCCL setting from nccl.conf or the environment"
+
+
+def test_nccl_expect_net_is_validated_with_the_other_inputs():
+    from nccl_inputs import nccl_input_problems
+
+    good = {
+        "nccl_master_port": 29500,
+        "nccl_backend": "auto",
+        "nccl_nproc_per_node": 1,
+        "nccl_run_timeout": 60,
+        "nccl_check_args": [],
+        "nccl_extra_env": {},
+    }
+    assert nccl_input_problems({**good, "nccl_expect_net": "ib"}) == []
+    assert nccl_input_problems({**good, "nccl_expect_net": "IB"}) == [
+        "nccl_expect_net is 'IB', not one of auto, ib, socket, any"
+    ]
