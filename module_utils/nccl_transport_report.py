@@ -150,7 +150,8 @@ def analyze_run(run: Any) -> dict[str, Any]:
         net = next((p["net"] for p in parsed_by_rank.values() if p.get("net")), None)
         if net:
             nets[host.host] = net
-        hosts.append(_host_row(host, parsed_by_rank, ranks, expect, net))
+        if host.expected_ranks():
+            hosts.append(_host_row(host, parsed_by_rank, ranks, expect, net))
     _name_odd_networks(run, ranks, nets)
     return {"ranks": ranks, "hosts": hosts}
 

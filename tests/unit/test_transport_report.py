@@ -177,3 +177,15 @@ def test_read_nccl_logs_by_rank_and_pid(tmp_path):
     (tmp_path / "nccl-pid-77.log").write_text("b")
     (tmp_path / "rank-3.log").write_text("c")
     assert read_nccl_logs(tmp_path) == {3: "a", "pid-77": "b"}
+
+
+def test_a_preflight_only_run_has_no_transport_section(tmp_path):
+    run_dir = tmp_path / "r1"
+    (run_dir / "preflight").mkdir(parents=True)
+    (run_dir / "preflight" / "node1.json").write_text(
+        json.dumps({"host": "node1", "results": [{"check": "mtu", "status": "passed"}]})
+    )
+    run = nccl_junit.read_run(run_dir)
+    files = nccl_junit.build_suites(run, expect_ranks=False)
+    summary = nccl_junit.summarize(run, files)
+    assert summary["transport"] == [] and "Transport" not in summary["markdown"]
