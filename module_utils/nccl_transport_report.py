@@ -131,6 +131,8 @@ def analyze_run(run: Any) -> dict[str, Any]:
         parsed_by_rank = {}
         for rank in host.expected_ranks():
             log = logs.get(rank)
+            if rank not in host.ranks and log is None:
+                continue  # it never ran: its result testcase says why
             reason = _skip_reason(host, rank, log, plan_backend)
             if reason:
                 ranks[rank] = {"host": host.host, "status": "skipped", "message": reason}

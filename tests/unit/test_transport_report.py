@@ -189,3 +189,12 @@ def test_a_preflight_only_run_has_no_transport_section(tmp_path):
     files = nccl_junit.build_suites(run, expect_ranks=False)
     summary = nccl_junit.summarize(run, files)
     assert summary["transport"] == [] and "Transport" not in summary["markdown"]
+
+
+def test_a_rank_that_never_ran_gets_no_transport_testcase(tmp_path):
+    run_dir = make_run(tmp_path, {"node1": "roce-dgxh100.log", "node2": None})
+    (run_dir / "node2" / "rank-1.json").unlink()
+    report(run_dir)
+    root = ET.parse(run_dir / "junit" / "rank-1.xml").getroot()
+    assert "transport" not in [c.get("name") for c in root.iter("testcase")]
+    assert transport(run_dir, 0) is not None
