@@ -12,6 +12,9 @@ c) an /etc/nccl.conf with NCCL_IB_DISABLE=1 seen by one host's sessions only (`i
    fails on that host only.
 
 The pre-flight sees all three before torch starts; the launch is then skipped and the play fails.
+Two healthy runs follow: the ranks' NCCL_DEBUG settings and skipped `transport` testcases on gloo,
+and the NCCL logs' way back through the launch (with a stand-in writing a transcribed NCCL log
+where NCCL would, since the lab's torch has no NCCL).
 """
 
 from __future__ import annotations
@@ -240,3 +243,54 @@ def test_ranks_get_the_nccl_debug_file_and_gloo_ranks_say_why_no_transport(
     plan = json.loads((report / "plan.json").read_text())
     assert plan["hosts"][0]["expect_net"]["expect"] == "socket"
     assert "no RDMA device" in plan["hosts"][0]["expect_net"]["reason"]
+
+
+STAND_IN = """\
+# A stand-in for NCCL's NCCL_DEBUG_FILE writer (the lab's torch has no NCCL): writes a transcribed
+# NCCL log where NCCL would (%h hostname, %p pid of this rank process), then runs the real check.
+import os, runpy, socket, sys
+target = os.environ["NCCL_DEBUG_FILE"].replace("%h", socket.gethostname())
+with open(target.replace("%p", str(os.getpid())), "w") as out, open({fixture!r}) as src:
+    out.write(src.read())
+sys.argv[0] = {check!r}
+runpy.run_path({check!r}, run_name="__main__")
+"""
+
+
+def test_each_rank_nccl_log_comes_back_named_by_its_rank(lab2: Lab, tmp_path: Path) -> None:
+    """The path of the NCCL logs through the whole playbook: NCCL_DEBUG_FILE in the rank's
+    environment, the file at the pid NCCL expands, the collect naming it by rank, the report."""
+    root = Path(__file__).resolve().parents[2]
+    fixture = root / "tests" / "fixtures" / "nccl_logs" / "roce-dgxh100.log"
+    script = tmp_path / "stand_in.py"
+    script.write_text(
+        STAND_IN.format(fixture=str(fixture), check=str(root / "files" / "nccl_check.py"))
+    )
+    run_id = f"fabric-{uuid.uuid4().hex[:8]}"
+    variables = {
+        "nccl_run_id": run_id,
+        "nccl_report_root": str(tmp_path / "reports"),
+        "nccl_check_args": ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"],
+        "nccl_run_timeout": 120,
+        "nccl_slots": 2,
+        "launch_script": str(script),
+    }
+    try:
+        proc = lab2.ansible_playbook(
+            PLAYBOOK, "--tags", "launch", "-e", json.dumps(variables), timeout=600
+        )
+    finally:
+        for h in lab2.hosts:
+            shutil.rmtree(f"/tmp/nccl-preflight-{run_id}-{h.inventory_name}", True)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    report = tmp_path / "reports" / run_id
+    for node, host in enumerate(lab2.hosts):
+        names = sorted(p.name for p in (report / host.inventory_name).glob("nccl-*.log"))
+        assert names == [f"nccl-rank-{2 * node}.log", f"nccl-rank-{2 * node + 1}.log"]
+        for name in names:
+            assert (report / host.inventory_name / name).read_text() == fixture.read_text()
+    validate_report_junit(report)
+    # gloo ranks: the log came back, the backend says NCCL carried nothing
+    root_el = ET.parse(report / "junit" / "rank-3.xml").getroot()
+    [case] = [c for c in root_el.iter("testcase") if c.get("name") == "transport"]
+    assert "ran the gloo backend" in case.find("skipped").get("message")
