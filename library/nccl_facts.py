@@ -78,7 +78,7 @@ attributes:
     support: full
 notes:
   - Interface data comes from C(ip -j -d addr show) (iproute2 4.14 or later) plus C(/sys/class/net),
-    RDMA devices from C(/sys/class/infiniband).
+    RDMA devices from C(/sys/class/infiniband); C(fabric) from sysfs and /proc only.
   - On a unified-memory GPU such as the GB10 of a DGX Spark, C(nvidia-smi) reports the memory as
     C([N/A]); C(memory_total_mib) is then null.
 """
@@ -215,6 +215,27 @@ ansible_facts:
             npu_available: false
             npu_version: null
             reason: ""
+        fabric:
+          description:
+            - What the node offers NCCL below IP, from sysfs and /proc
+              (module_utils/nccl_fabric_facts.py, docs/design.md). C(rdma) every RDMA device
+              and port (state, phys_state, rate, link_layer, netdevs, RoCE GIDs with type and
+              address); C(gpudirect) (peer-memory module, dma-buf); C(limits) (RLIMIT_MEMLOCK,
+              /dev/shm, ephemeral ports) as this session has them; C(nccl_config) (nccl.conf
+              files and the NCCL_* environment); C(ssh_address).
+          type: dict
+          returned: always
+          sample:
+            rdma: []
+            rdma_reason: "no RDMA device: /sys/class/infiniband does not exist"
+            gpudirect: {nvidia_loaded: false, peermem: null, memory_peers: [], dmabuf: null,
+                        dmabuf_reason: "the NVIDIA driver is not loaded",
+                        kernel: "6.1.0-27-amd64", driver_version: null, open_module: null}
+            limits: {memlock_soft: 8388608, memlock_hard: 8388608,
+                     shm: {path: /dev/shm, size_bytes: 67108864, free_bytes: 67108864, reason: ""},
+                     ip_local_port_range: [32768, 60999]}
+            nccl_config: {files: [], env: {}, effective: {}}
+            ssh_address: 192.168.100.10
 """
 
 import os
@@ -222,6 +243,7 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_fabric_facts import gather_fabric
 from ansible.module_utils.nccl_gpu_health_read import read_gpu_health
 from ansible.module_utils.nccl_parse import (
     NVIDIA_SMI_FIELDS,
@@ -379,6 +401,8 @@ def gather(module: AnsibleModule) -> dict:
         "gpus_reason": gpus_reason,
         "gpu_health": gather_gpu_health(module, gpus),
         "python": python,
+        # RDMA ports, GPUDirect, limits, NCCL configuration (module_utils/nccl_fabric_facts.py).
+        "fabric": gather_fabric(SYS_ROOT, PROC_ROOT),
     }
 
 

@@ -37,7 +37,9 @@ description:
     supervisor to stop, then every recorded process), joins the logs and writes C(launch.json) if
     the supervisor could not. Safe to run at any time, also when nothing was started.
   - With O(collect), O(state=finished) and O(state=stopped) return C(results/rank-*.json),
-    C(results/rank-*.log), C(torchrun.log) and C(launch.json) as one gzip tar archive in
+    C(results/rank-*.log), C(torchrun.log), C(launch.json) and the ranks' NCCL logs
+    (C(results/nccl.<pid>.log), named C(nccl-rank-<R>.log) by the pid in C(rank-<R>.json))
+    as one gzip tar archive in
     RV(collected_archive) (logs longer than O(collect_log_max_bytes) keep their end, after a line
     that says how much was cut). The action plugin of roles/launch unpacks it into O(collect_to)
     on the control machine and drops it from the result.
@@ -163,7 +165,8 @@ options:
   collect_to:
     description:
       - Directory on the control machine to unpack the results into (C(rank-<R>.json),
-        C(rank-<R>.log), C(torchrun.log), C(launch.json)); sets O(collect).
+        C(rank-<R>.log), C(torchrun.log), C(launch.json), C(nccl-rank-<R>.log)); sets
+        O(collect).
       - Handled by the action plugin of roles/launch on the control machine, never by the node.
     type: path
   remove_run_dir:
@@ -348,7 +351,11 @@ FINISH_MARGIN_S = 30
 READY_TIMEOUT_S = 30
 MAX_FD = 65536
 # The files a run leaves for the control machine (docs/design.md, reports/<run-id>/<host>/).
-COLLECTED_NAME = re.compile(r"^(rank-\d+\.(json|log)|torchrun\.log|launch\.json)$")
+COLLECTED_NAME = re.compile(
+    r"^(rank-\d+\.(json|log)|torchrun\.log|launch\.json|nccl-(rank|pid)-\d+\.log)$"
+)
+# NCCL_DEBUG_FILE of the ranks (roles/nccl_env/templates/nccl.env.j2): results/nccl.<pid>.log.
+NCCL_DEBUG_LOG = re.compile(r"^nccl\.(\d+)\.log$")
 
 
 class Stop(Exception):
@@ -1035,30 +1042,55 @@ def read_tail(path: Path, max_bytes: int) -> tuple[bytes, bool]:
     return marker.encode() + kept, True
 
 
+def nccl_log_names(results: Path) -> dict[Path, str]:
+    """results/nccl.<pid>.log -> nccl-rank-<R>.log (the rank whose rank-<R>.json has that pid),
+    else nccl-pid-<pid>.log."""
+    rank_of: dict[int, int] = {}
+    for path in results.glob("rank-*.json"):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            rank_of[int(doc["pid"])] = int(doc["global_rank"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    names = {}
+    for path in sorted(results.glob("nccl.*.log")):
+        match = NCCL_DEBUG_LOG.match(path.name)
+        if match:
+            pid = int(match.group(1))
+            names[path] = (
+                f"nccl-rank-{rank_of[pid]}.log" if pid in rank_of else f"nccl-pid-{pid}.log"
+            )
+    return names
+
+
 def pack_results(run_dir: Path, log_max_bytes: int) -> tuple[bytes, list[str], list[str]]:
-    """A gzip tar of results/rank-*.{json,log}, torchrun.log and launch.json, flat."""
+    """A gzip tar of results/rank-*.{json,log}, torchrun.log, launch.json and the ranks' NCCL
+    logs (nccl-rank-<R>.log), flat."""
     results = run_dir / RESULTS_DIR
     paths = sorted(results.glob("rank-*.json")) + sorted(results.glob("rank-*.log"))
     paths += [p for p in (run_dir / TORCHRUN_LOG, run_dir / LAUNCH_FILE) if p.is_file()]
+    arcnames = nccl_log_names(results) if results.is_dir() else {}
+    paths += list(arcnames)
     names: list[str] = []
     truncated: list[str] = []
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
         for path in paths:
-            if not path.is_file() or not COLLECTED_NAME.match(path.name):
+            name = arcnames.get(path, path.name)
+            if not path.is_file() or not COLLECTED_NAME.match(name):
                 continue
             if path.suffix == ".log":
                 data, cut = read_tail(path, log_max_bytes)
             else:
                 data, cut = path.read_bytes(), False
-            info = tarfile.TarInfo(path.name)
+            info = tarfile.TarInfo(name)
             info.size = len(data)
             info.mode = 0o644
             info.mtime = int(path.stat().st_mtime)
             tar.addfile(info, io.BytesIO(data))
-            names.append(path.name)
+            names.append(name)
             if cut:
-                truncated.append(path.name)
+                truncated.append(name)
     return buffer.getvalue(), names, truncated
 
 

@@ -22,6 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.nccl_files import write_atomically
+from ansible.module_utils.nccl_transport_report import (
+    add_transport_cases,
+    analyze_run,
+    read_nccl_logs,
+    transport_lines,
+)
 
 try:
     from junit_xml import TestCase, TestSuite
@@ -86,6 +92,7 @@ class HostData:
     unreadable: dict[int, str] = field(default_factory=dict)
     torchrun_log: str | None = None
     launch: dict[str, Any] | None = None
+    nccl_logs: dict[Any, str] = field(default_factory=dict)  # nccl-rank-<R>.log by rank
 
     def expected_ranks(self) -> list[int]:
         """Global ranks planned on this host, plus any that reported from it anyway."""
@@ -185,6 +192,7 @@ def read_run(report_dir: Path) -> RunData:
             elif match:
                 data.rank_logs[int(match.group(1))] = _read_text(path) or ""
         data.torchrun_log = _read_text(sub / "torchrun.log")
+        data.nccl_logs = read_nccl_logs(sub)
         launch, _ = (
             _read_json(sub / "launch.json") if (sub / "launch.json").is_file() else (None, None)
         )
@@ -485,6 +493,7 @@ def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
         for rank in host.expected_ranks():
             suite = rank_suite(host, rank, launch_skipped, missing_by.get(rank))
             files.append(SuiteFile(f"junit/rank-{rank}.xml", suite, "rank", host.host, rank))
+    add_transport_cases(run, files)  # a `transport` testcase per rank (nccl_transport_report)
     if (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):
         case = TestCase("ranks planned", classname="nccl.run")
         case.add_error_info(
@@ -684,6 +693,7 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
                 f"{row['busbw_min_gbps']:.3f} | {row['busbw_median_gbps']:.3f} | "
                 f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} |"
             )
+    lines += transport_lines(run)
     if problems:
         lines += ["", "Problems:", ""] + [f"- {p}" for p in problems]
     return {
@@ -692,6 +702,7 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
         "hosts": hosts,
         "bandwidth": bandwidth,
         "problems": problems,
+        "transport": analyze_run(run)["hosts"],
         "markdown": "\n".join(lines) + "\n",
     }
 

@@ -103,6 +103,9 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
     else:
         for key in extra_env:
             check(f"nccl_extra_env key {key!r}", nccl_env_name_problem(key))
+    expect_net = values.get("nccl_expect_net", "auto")
+    if expect_net not in ("auto", "ib", "socket", "any"):
+        check("nccl_expect_net", f"is {expect_net!r}, not one of auto, ib, socket, any")
     python = values.get("nccl_python") or ""
     if python and (not python.startswith("/") or any(c.isspace() for c in python)):
         check("nccl_python", f"is {python!r}, not an absolute path without spaces")

@@ -21,7 +21,9 @@ def nccl_fabric_choice(
     """Choose this host's fabric interface and its address on it.
 
     In order: an explicit interface name; else the interface holding an address inside the fabric
-    CIDR; else the interface the host routes through to the master. Returns
+    CIDR; else an interface with an RDMA device under it and a routable address (the one that
+    routes to the master when several do); else the interface the host routes through to the
+    master. Returns
     {"ifname", "address", "reason"}; "ifname" is "" (and "reason" says why) when nothing fits.
     """
     interfaces: dict[str, dict[str, Any]] = facts.get("interfaces") or {}
@@ -58,6 +60,17 @@ def nccl_fabric_choice(
         }
 
     route = facts.get("route") or {}
+    rdma_backed = [
+        name
+        for name in sorted(interfaces)
+        if interfaces[name].get("rdma_devices")
+        and interfaces[name].get("state") != "down"
+        and address_on(name)
+        and not ipaddress.ip_address(address_on(name)).is_link_local
+    ]
+    if rdma_backed:
+        name = route.get("interface") if route.get("interface") in rdma_backed else rdma_backed[0]
+        return {"ifname": name, "address": address_on(name), "reason": ""}
     destination = route.get("destination")
     # On the master itself the route to its own address goes through lo: the interface that
     # holds the address is the one the other hosts reach it on.

@@ -275,7 +275,11 @@ def test_all_passed_gives_one_suite_per_rank_and_per_host(
         "reduce_scatter",
         "bandwidth_all_reduce",
         "bandwidth_all_gather",
+        "transport",  # module_utils/nccl_transport_report.py: NCCL is not used with gloo
     ]
+    assert case(rank4, "transport").find("skipped").get("message") == (
+        "rank 4 on node2 ran the gloo backend: NCCL is not used"
+    )
     props = {p.get("name"): p.get("value") for p in rank4.iter("property")}
     assert props["version.torch"] == "2.13.0+cpu" and props["backend"] == "gloo"
     assert "busbw_gbps=" in props["bandwidth.all_reduce.65536"]
@@ -285,7 +289,7 @@ def test_all_passed_gives_one_suite_per_rank_and_per_host(
     # junit-xml writes times with 6 decimals and disabled="0": neither survives.
     root = ET.parse(run.dir / "junit.xml").getroot()
     assert set(root.attrib) <= {"name", "time", "tests", "failures", "errors"}
-    assert root.get("tests") == str(6 * 8 + 2 * 2) and root.get("failures") == "0"
+    assert root.get("tests") == str(6 * 9 + 2 * 2) and root.get("failures") == "0"
     for suite in root.iter("testsuite"):
         assert "disabled" not in suite.attrib
         assert len(suite.get("time").split(".")[1]) <= 3

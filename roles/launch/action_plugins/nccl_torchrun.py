@@ -24,14 +24,17 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 # Exactly the files docs/design.md lists under reports/<run-id>/<host>/: flat, nothing else.
-COLLECTED_NAME = re.compile(r"^(rank-\d+\.(json|log)|torchrun\.log|launch\.json)$")
+COLLECTED_NAME = re.compile(
+    r"^(rank-\d+\.(json|log)|torchrun\.log|launch\.json|nccl-(rank|pid)-\d+\.log)$"
+)
 
 
 def unpack_results(archive: bytes, dest: Path) -> list[str]:
     """Write the archive's files into dest; refuse anything but the flat, known result files.
 
-    Every member must be a regular file named rank-<R>.json, rank-<R>.log, torchrun.log or
-    launch.json (no directory part, no link, no device), so nothing can be written outside dest.
+    Every member must be a regular file named rank-<R>.json, rank-<R>.log, torchrun.log,
+    launch.json or nccl-rank-<R>.log / nccl-pid-<P>.log (the ranks' NCCL logs) (no directory
+    part, no link, no device), so nothing can be written outside dest.
     """
     dest.mkdir(parents=True, exist_ok=True)
     written: list[str] = []
@@ -40,7 +43,8 @@ def unpack_results(archive: bytes, dest: Path) -> list[str]:
             if not member.isfile() or not COLLECTED_NAME.match(member.name):
                 raise ValueError(
                     f"unexpected member {member.name!r} in the archive from the node "
-                    f"(only flat rank-<R>.json, rank-<R>.log, torchrun.log, launch.json)"
+                    f"(only flat rank-<R>.json, rank-<R>.log, torchrun.log, launch.json, "
+                    f"nccl-rank-<R>.log)"
                 )
             stream = tar.extractfile(member)
             if stream is None:
