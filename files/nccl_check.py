@@ -35,8 +35,9 @@ exactly (AVG excepted: backends compute it as a scaled sum, so it is compared to
 the last place). The integers are kept small enough that the *largest partial sum* any backend can
 form in the checked dtype is exactly representable: for a world of n ranks the largest element a
 rank contributes is at most limit(dtype) // n, where limit is 2**8 for bfloat16, 2**11 for float16,
-2**24 for float32, 127 for int8, 255 for uint8 (see exact_pattern()). PRODUCT, MIN and MAX use
-"owner" inputs (1s and 2s, see owner_input()), so their results are 1 or 2 for any world size.
+2**24 for float32, 127 for int8, 255 for uint8 (see exact_pattern()). PRODUCT, MIN and MAX share one
+"owner" input (1, 2, 3 and 5, see expected_owner()) on which every two reductions differ, so a
+backend that applies the wrong one fails; their results are at most 10 for any world size.
 
 The record (docs/design.md, "Rank result") also holds "dtype" and "pid"; its tests start with
 "checkin" and "init"; each of "missing_ranks" is {"rank", "node_rank", "host"}, node_rank from the
@@ -938,20 +939,41 @@ def all_to_all_chunk(
 
 
 def owner(index: int, world_size: int) -> int:
-    """Element i belongs to rank i mod n in the PRODUCT/MIN/MAX inputs."""
+    """Element i belongs to rank i mod n in the PRODUCT/MIN/MAX input (its second owner is i+1)."""
     return index % world_size
 
 
-def owner_input(count: int, rank: int, world_size: int, mine: int, others: int) -> list[int]:
-    """`mine` on the elements this rank owns, `others` elsewhere."""
-    return [mine if owner(i, world_size) == rank else others for i in range(count)]
+def owner_high(index: int) -> int:
+    """What the second owner holds: 3 on even elements, 5 on odd ones."""
+    return 3 if index % 2 == 0 else 5
 
 
-# Each element has exactly one owner, so the closed forms do not depend on n:
-#   PRODUCT of owner_input(mine=2, others=1) = 2 * 1**(n-1) = 2
-#   MIN     of owner_input(mine=1, others=2) = 1
-#   MAX     of owner_input(mine=2, others=1) = 2
-OWNER_OPS = {"product": (2, 1, 2), "min": (1, 2, 1), "max": (2, 1, 2)}  # mine, others, expected
+def owner_value(index: int, rank: int, world_size: int) -> int:
+    """x_r[i] = 2 on rank i mod n, owner_high(i) on rank (i+1) mod n, 1 on every other rank."""
+    if rank == owner(index, world_size):
+        return 2
+    return owner_high(index) if rank == owner(index + 1, world_size) else 1
+
+
+def owner_input(count: int, rank: int, world_size: int) -> list[int]:
+    return [owner_value(i, rank, world_size) for i in range(count)]
+
+
+def expected_owner(op: str, count: int, world_size: int) -> list[int]:
+    """PRODUCT = 2 * h, MAX = h, MIN = 2 with 2 ranks, else 1 (h = owner_high(i); one rank: 2).
+
+    SUM would be h + n and AVG (h + n) / n: PRODUCT meets SUM only at n = 3 (h = 3) or n = 5
+    (h = 5), never on both kinds of element, so every pair of reductions differs somewhere.
+    Every value is at most 10: exact in every dtype.
+    """
+    if world_size == 1:
+        return [2] * count
+    results = {
+        "product": lambda h: 2 * h,
+        "max": lambda h: h,
+        "min": lambda h: 2 if world_size == 2 else 1,
+    }
+    return [results[op](owner_high(i)) for i in range(count)]
 
 
 def expected_broadcast(base: Sequence[float], step: int, root: int, period: int) -> list[float]:
@@ -1082,10 +1104,23 @@ def movement_source(
     return explain
 
 
-def owner_source(world_size: int) -> Callable[[int, float], str]:
+def owner_source(world_size: int, op: str = "product") -> Callable[[int, float], str]:
+    """Name the reduction a wrong PRODUCT/MIN/MAX value is, if it is one, else its owners."""
+
     def explain(index: int, got: float) -> str:
-        rank = owner(index, world_size)
-        return f"rank {rank} owns this element; its contribution is wrong or missing"
+        values = [owner_value(index, r, world_size) for r in range(world_size)]
+        results = {"sum": sum(values), "product": math.prod(values), "min": min(values)}
+        results.update(max=max(values), avg=sum(values) / world_size)
+        applied = [name.upper() for name, value in results.items() if value == got and name != op]
+        if applied:
+            return (
+                f"{number(got)} is the {' or '.join(applied)} of the inputs, not the {op.upper()}"
+            )
+        first, second = owner(index, world_size), owner(index + 1, world_size)
+        return (
+            f"ranks {first} and {second} hold 2 and {owner_high(index)} here, every other rank 1; "
+            "a contribution is wrong or missing"
+        )
 
     return explain
 
@@ -1198,12 +1233,11 @@ def check_all_reduce(
 ) -> dict[str, Any]:
     """all_reduce: SUM/AVG of the affine input; PRODUCT/MIN/MAX of the owner input."""
     n, r = ctx.world_size, ctx.rank
-    if op in OWNER_OPS:
-        mine, others, result = OWNER_OPS[op]
+    if op in ("product", "min", "max"):
         count = len(base) if base is not None else ctx.count
-        tensor = ctx.tensor(owner_input(count, r, n, mine, others))
+        tensor = ctx.tensor(owner_input(count, r, n))
         dist.all_reduce(tensor, op=REDUCE_OPS[op])
-        return verify(tensor, [result] * count, owner_source(n))
+        return verify(tensor, expected_owner(op, count, n), owner_source(n, op))
     base, step = ctx.inputs(base, step)
     tensor = ctx.tensor(reduction_input(base, step, r, ctx.period))
     dist.all_reduce(tensor, op=REDUCE_OPS[op])

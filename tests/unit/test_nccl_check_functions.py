@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from pathlib import Path
 
@@ -59,13 +60,18 @@ def test_closed_forms_match_brute_force(n: int, period: int) -> None:
     ]
 
 
-@pytest.mark.parametrize("op", ["product", "min", "max"])
-@pytest.mark.parametrize("n", [1, 2, 5, 1000])
-def test_owner_inputs_give_one_or_two_for_any_world(op: str, n: int) -> None:
-    mine, others, expected = nc.OWNER_OPS[op]
-    columns = zip(*(nc.owner_input(7, r, n, mine, others) for r in range(n)), strict=True)
-    reduce = {"product": lambda c: eval("*".join(map(str, c))), "min": min, "max": max}[op]
-    assert [reduce(c) for c in columns] == [expected] * 7
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 1000])
+def test_owner_input_closed_forms_match_brute_force(n: int) -> None:
+    columns = list(zip(*(nc.owner_input(7, r, n) for r in range(n)), strict=True))
+    reduce = {"product": math.prod, "min": min, "max": max}
+    for op, func in reduce.items():
+        assert [func(c) for c in columns] == nc.expected_owner(op, 7, n), op
+    if n > 1:  # every two of SUM, PRODUCT, MIN, MAX, AVG differ on some element
+        results = {op: [func(c) for c in columns] for op, func in reduce.items()}
+        results["sum"] = [sum(c) for c in columns]
+        results["avg"] = [sum(c) / n for c in columns]
+        values = list(results.values())
+        assert all(a != b for i, a in enumerate(values) for b in values[i + 1 :]), results
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int8, torch.float32])
@@ -377,3 +383,69 @@ def test_ring_exchange_posts_the_receive_before_the_send(monkeypatch: pytest.Mon
     monkeypatch.setattr(nc.dist, "batch_isend_irecv", batch_isend_irecv)
     nc.ring_exchange(torch.zeros(2), torch.empty(2), rank=1, world_size=4)
     assert posted == [("irecv", 0), ("isend", 2)]
+
+
+# --- all_reduce PRODUCT/MIN/MAX: a backend that applies another reduction is caught --------------
+
+APPLY = {
+    "sum": lambda rows: rows.sum(dim=0),
+    "product": lambda rows: rows.prod(dim=0),
+    "min": lambda rows: rows.min(dim=0).values,
+    "max": lambda rows: rows.max(dim=0).values,
+    "avg": lambda rows: rows.mean(dim=0),
+}
+
+
+def inputs_of_every_rank(
+    monkeypatch: pytest.MonkeyPatch, op: str, n: int, dtype: torch.dtype
+) -> torch.Tensor:
+    """What check_all_reduce(op) hands to all_reduce on each of n ranks (rows), captured."""
+    rows: list[torch.Tensor] = []
+
+    class Captured(Exception):
+        pass
+
+    def capture(tensor: torch.Tensor, op: object = None) -> None:
+        rows.append(tensor.clone())
+        raise Captured
+
+    monkeypatch.setattr(nc.dist, "all_reduce", capture)
+    for rank in range(n):
+        with pytest.raises(Captured):
+            nc.check_all_reduce(nc.Context.make(rank, n, torch.device("cpu"), dtype), op)
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+@pytest.mark.parametrize("asked", ["product", "min", "max"])
+def test_all_reduce_fails_when_the_backend_applies_another_reduction(
+    monkeypatch: pytest.MonkeyPatch, asked: str, n: int
+) -> None:
+    rows = inputs_of_every_rank(monkeypatch, asked, n, torch.float32)
+    for applied, apply in APPLY.items():
+
+        def all_reduce(tensor: torch.Tensor, op: object = None, apply=apply) -> None:
+            tensor.copy_(apply(rows))
+
+        monkeypatch.setattr(nc.dist, "all_reduce", all_reduce)
+        ctx = nc.Context.make(0, n, torch.device("cpu"), torch.float32)
+        if applied == asked:
+            assert nc.check_all_reduce(ctx, asked)["elements"] == ctx.count
+            continue
+        with pytest.raises(nc.Fail) as exc:
+            nc.check_all_reduce(ctx, asked)
+        source = exc.value.details["source"]
+        if applied != "avg":  # a float32 mean need not equal the exact one
+            assert applied.upper() in source and f"not the {asked.upper()}" in source
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.bfloat16, torch.float16])
+def test_product_min_max_results_are_exact_in_narrow_dtypes(
+    monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype
+) -> None:
+    for op in ("product", "min", "max"):
+        rows = inputs_of_every_rank(monkeypatch, op, 7, dtype)
+        monkeypatch.setattr(
+            nc.dist, "all_reduce", lambda t, op=None, r=rows, f=APPLY[op]: t.copy_(f(r))
+        )
+        assert nc.check_all_reduce(nc.Context.make(3, 7, torch.device("cpu"), dtype), op)
