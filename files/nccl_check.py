@@ -41,8 +41,9 @@ backend that applies the wrong one fails; their results are at most 10 for any w
 
 The record (docs/design.md, "Rank result") also holds "dtype" and "pid"; its tests start with
 "checkin" and "init"; each of "missing_ranks" is {"rank", "node_rank", "host"}, node_rank from the
-usual torchrun layout (rank // local world size) and host when a rank of that node arrived (else
-null). A rank killed outright leaves status "running" with the test it died in as current_test.
+ranks per node (--ranks-per-node, which the launch passes from its plan; else torchrun's layout,
+$LOCAL_WORLD_SIZE on every node) and host when a rank of that node arrived (else null). A rank
+killed outright leaves status "running" with the test it died in as current_test.
 
 Exit status: 0 every test passed or was skipped; 1 a test failed or could not run (error, missing
 rank); 2 bad command line; 124 the watchdog stopped a phase that ran past --timeout; 128+N killed by
@@ -194,6 +195,7 @@ UNSUPPORTED_PATTERNS = (
 
 CHECK_ELEMENTS = 1027  # elements per rank (per chunk) in correctness tests; odd on purpose
 SMALL_WORLD = 16  # up to this many ranks, gather and scatter are checked from every root
+BARRIER_LATE_S = 0.05  # how late the last rank enters each round of the barrier check
 
 
 # --------------------------------------------------------------------------------------------
@@ -269,6 +271,16 @@ def test_names(text: str) -> list[str]:
     return names
 
 
+def rank_counts(text: str) -> list[int]:
+    """'2,4,1' -> [2, 4, 1]: the ranks of each node, in node-rank order (--ranks-per-node)."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of rank counts such as 2,4,1"
+        )
+    return [int(part) for part in parts]
+
+
 def pause_spec(text: str) -> tuple[str, int | None]:
     """'send_recv@1' -> ('send_recv', 1); 'send_recv' -> ('send_recv', None) = every rank."""
     name, _, rank = text.partition("@")
@@ -329,6 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--local-rank",
         type=non_negative_int,
         help="rank on this node = device index; default: $LOCAL_RANK, else 0",
+    )
+    where.add_argument(
+        "--ranks-per-node",
+        type=rank_counts,
+        metavar="N0,N1,...",
+        help="ranks of each node in node-rank order, as the launch plans them (plan.json), so a "
+        "rank that never came is placed on its node when hosts run different numbers of ranks "
+        "(default: $LOCAL_WORLD_SIZE on every node, torchrun's layout)",
     )
     where.add_argument(
         "--timeout",
@@ -456,6 +476,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--rank {args.rank} is not below --world-size {args.world_size}")
     if args.local_rank is None:
         args.local_rank = env_int("LOCAL_RANK") or 0
+    if args.ranks_per_node is None:
+        args.ranks_per_node = uniform_layout(args.world_size, env_int("LOCAL_WORLD_SIZE") or 1)
+    elif sum(args.ranks_per_node) != args.world_size:
+        parser.error(
+            f"--ranks-per-node {','.join(map(str, args.ranks_per_node))} adds up to "
+            f"{sum(args.ranks_per_node)} ranks, not --world-size {args.world_size}"
+        )
     args.tests = list(dict.fromkeys(args.tests)) if args.tests else list(ALL_TESTS)
     args.thresholds = dict.fromkeys(BANDWIDTH_COLLECTIVES, args.min_busbw)
     args.thresholds.update(dict(args.min_busbw_for))
@@ -833,24 +860,39 @@ def check_in(
     return [r for r in range(world_size) if not store.check([f"ready/{r}"])]
 
 
+def uniform_layout(world_size: int, local_world_size: int) -> list[int]:
+    """torchrun's layout by hand: every node runs local_world_size ranks (the last one the rest)."""
+    full, rest = divmod(world_size, local_world_size)
+    return [local_world_size] * full + ([rest] if rest else [])
+
+
+def node_of(rank: int, layout: Sequence[int]) -> int:
+    """The node of a global rank: nodes hold consecutive ranks, layout[k] of them on node k."""
+    offset = 0
+    for node, size in enumerate(layout):
+        offset += size
+        if rank < offset:
+            return node
+    raise ValueError(f"rank {rank} is outside the layout {list(layout)}")
+
+
 def describe_missing(
-    store: dist.Store, missing: list[int], world_size: int, local_world_size: int
+    store: dist.Store, missing: list[int], world_size: int, layout: int | Sequence[int]
 ) -> list[dict[str, Any]]:
-    """{"rank", "node_rank", "host"} per missing rank: node from the usual torchrun layout
-    (rank // local world size) and the host from a rank of that node that did arrive."""
+    """{"rank", "node_rank", "host"} per missing rank: the node from the layout (ranks per node,
+    --ranks-per-node; an int = that many on every node) and the host from a rank of that node
+    that did arrive."""
+    if isinstance(layout, int):
+        layout = uniform_layout(world_size, layout)
     hosts: dict[int, str] = {}
-    if local_world_size > 0:
-        for r in range(world_size):
-            if r not in missing and store.check([f"ready/{r}"]):
-                info = json.loads(store.get(f"ready/{r}"))
-                hosts.setdefault(int(info["node_rank"]), info["host"])
-    result = []
-    for r in missing:
-        node = r // local_world_size if local_world_size > 0 else None
-        result.append(
-            {"rank": r, "node_rank": node, "host": hosts.get(node) if node is not None else None}
-        )
-    return result
+    for r in range(world_size):
+        if r not in missing and store.check([f"ready/{r}"]):
+            info = json.loads(store.get(f"ready/{r}"))
+            hosts.setdefault(int(info["node_rank"]), info["host"])
+    return [
+        {"rank": r, "node_rank": node_of(r, layout), "host": hosts.get(node_of(r, layout))}
+        for r in missing
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1151,14 +1193,21 @@ class Context:
     count: int = CHECK_ELEMENTS
     base_period: int = 8
     period: int = 1
+    store: Any = None  # the check-in store (a dist.Store); None for mpi
 
     @classmethod
-    def make(cls, rank: int, world_size: int, device: torch.device, dtype: torch.dtype) -> Context:
+    def make(
+        cls,
+        rank: int,
+        world_size: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        store: Any = None,
+    ) -> Context:
         pattern = exact_pattern(world_size, dtype)
         base_period, period = pattern if pattern else (1, 1)
-        return cls(
-            rank, world_size, device, dtype, max(CHECK_ELEMENTS, world_size), base_period, period
-        )
+        count = max(CHECK_ELEMENTS, world_size)
+        return cls(rank, world_size, device, dtype, count, base_period, period, store)
 
     def tensor(self, values: Sequence[float]) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.float64).to(self.dtype).to(self.device)
@@ -1408,8 +1457,40 @@ def check_send_recv(
 
 
 def check_barrier(ctx: Context) -> dict[str, Any]:
-    dist.barrier()
-    return {}
+    """Nobody leaves before the last rank arrived, counted in the store (no clocks compared).
+
+    A round per late rank (every rank in small worlds, else the first and the last): the late
+    rank waits until the n - 1 others have counted their arrival in barrier/<round>, waits
+    BARRIER_LATE_S more, counts itself and enters. Every rank reads the count once it left;
+    below n it left before the last rank arrived.
+    """
+    n, r, store = ctx.world_size, ctx.rank, ctx.store
+    if store is None:
+        dist.barrier()
+        raise Skip("no store to count arrivals in (the mpi backend): only ran dist.barrier()")
+    late_ranks = list(ctx.gather_roots())
+    early: list[dict[str, int]] = []
+    for round_no, late in enumerate(late_ranks):
+        key = f"barrier/{round_no}"
+        if r == late:
+            while store.add(key, 0) < n - 1:
+                time.sleep(0.005)
+            time.sleep(BARRIER_LATE_S)
+        store.add(key, 1)
+        dist.barrier()
+        arrived = store.add(key, 0)
+        if arrived < n:
+            early.append({"round": round_no, "late_rank": late, "arrived": arrived})
+    details = {"rounds": len(late_ranks), "late_by_s": BARRIER_LATE_S}
+    if early:
+        first = early[0]
+        raise Fail(
+            f"rank {r} left the barrier when {first['arrived']} of {n} ranks had arrived "
+            f"(round {first['round']}: rank {first['late_rank']} arrived last, "
+            f"{BARRIER_LATE_S:g} s after the others); {len(early)} of {len(late_ranks)} rounds",
+            {**details, "early": early},
+        )
+    return details
 
 
 CHECKS: dict[str, Callable[[Context], dict[str, Any]]] = {
@@ -1728,7 +1809,7 @@ def new_record(args: argparse.Namespace, host: str) -> RankRecord:
     if node_rank is None:
         node_rank = env_int("NODE_RANK")
     if node_rank is None:
-        node_rank = args.rank // local_world
+        node_rank = node_of(args.rank, args.ranks_per_node)
     data = {
         "schema": SCHEMA,
         "host": host,
@@ -1756,15 +1837,15 @@ def new_record(args: argparse.Namespace, host: str) -> RankRecord:
 class Peers:
     """What the store tells about the other ranks: who checked in, what each is running."""
 
-    def __init__(self, world_size: int, local_world_size: int):
-        self.world_size, self.local_world_size = world_size, local_world_size
+    def __init__(self, world_size: int, layout: list[int]):
+        self.world_size, self.layout = world_size, layout
         self.store: dist.Store | None = None
 
     def missing(self) -> list[dict[str, Any]]:
         if self.store is None:
             return []
         absent = [r for r in range(self.world_size) if not self.store.check([f"ready/{r}"])]
-        return describe_missing(self.store, absent, self.world_size, self.local_world_size)
+        return describe_missing(self.store, absent, self.world_size, self.layout)
 
     def progress(self, rank: int, test: str) -> None:
         if self.store is not None:
@@ -1796,7 +1877,7 @@ def checkin_phase(
     value = checkin_value(host, record.data["node_rank"], args.local_rank)
     absent = check_in(peers.store, args.rank, args.world_size, value, args.timeout)
     if absent:
-        described = describe_missing(peers.store, absent, args.world_size, peers.local_world_size)
+        described = describe_missing(peers.store, absent, args.world_size, peers.layout)
         with record.lock:
             record.data["missing_ranks"] = described
         names = ", ".join(
@@ -1844,7 +1925,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
     """Device, check-in, process group, the tests, the summary."""
-    peers = Peers(args.world_size, record.data["local_world_size"])
+    peers = Peers(args.world_size, args.ranks_per_node)
     watchdog = Watchdog(record, peers.describe)
     # A phase with its own deadline (check-in) reports at --timeout; the watchdog ends any
     # phase at --timeout (+ GRACE_S for check-in), before the process group's own timeout.
@@ -1909,7 +1990,7 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
 
     # The tests, in order; after an error the process group cannot be trusted: stop.
     dtype, type_name = DTYPES[args.dtype]
-    ctx = Context.make(args.rank, args.world_size, device, dtype)
+    ctx = Context.make(args.rank, args.world_size, device, dtype, peers.store)
     max_bytes = args.max_bytes or parse_size("1M" if device.type == "cpu" else "1G")
     sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
     stopped_by: str | None = None

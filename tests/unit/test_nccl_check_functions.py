@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -331,6 +332,44 @@ def test_missing_ranks_name_node_and_host_from_a_neighbour() -> None:
     assert nc.check_in(store, 1, 2, nc.checkin_value("node-a", 0, 1), timeout=5) == []
 
 
+def test_missing_ranks_take_their_node_from_the_planned_layout() -> None:
+    # hosts with different slots=: node 0 runs rank 0, node 1 ranks 1-3, node 2 ranks 4-5
+    layout = [1, 3, 2]
+    assert [nc.node_of(r, layout) for r in range(6)] == [0, 1, 1, 1, 2, 2]
+    store = torch.distributed.HashStore()
+    store.set("ready/0", nc.checkin_value("node-a", 0, 0))
+    store.set("ready/1", nc.checkin_value("node-b", 1, 0))
+    assert nc.describe_missing(store, [2, 3, 4, 5], 6, layout) == [
+        {"rank": 2, "node_rank": 1, "host": "node-b"},
+        {"rank": 3, "node_rank": 1, "host": "node-b"},
+        {"rank": 4, "node_rank": 2, "host": None},
+        {"rank": 5, "node_rank": 2, "host": None},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("2,x", "is not a comma-separated list"), ("2,0", "is not a comma-separated list")],
+)
+def test_ranks_per_node_must_be_positive_counts(text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        nc.rank_counts(text)
+
+
+def test_ranks_per_node_must_add_up_to_the_world(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    argv = ["--rank", "0", "--world-size", "5"]
+    assert nc.parse_args([*argv, "--ranks-per-node", "1,4"]).ranks_per_node == [1, 4]
+    assert nc.parse_args(argv).ranks_per_node == [1] * 5  # torchrun's layout by hand
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert nc.parse_args(argv).ranks_per_node == [2, 2, 1]
+    with pytest.raises(SystemExit):
+        nc.parse_args([*argv, "--ranks-per-node", "2,2"])
+    assert "--ranks-per-node 2,2 adds up to 4 ranks, not --world-size 5" in capsys.readouterr().err
+
+
 # --- a wrong collective is caught by the check functions (the collective faked in-process) -----
 
 
@@ -449,3 +488,53 @@ def test_product_min_max_results_are_exact_in_narrow_dtypes(
             nc.dist, "all_reduce", lambda t, op=None, r=rows, f=APPLY[op]: t.copy_(f(r))
         )
         assert nc.check_all_reduce(nc.Context.make(3, 7, torch.device("cpu"), dtype), op)
+
+
+# --- barrier: a rank that leaves before the last one arrived is caught ---------------------------
+
+
+def barrier_on_threads(
+    monkeypatch: pytest.MonkeyPatch, n: int, barrier: object
+) -> dict[int, object]:
+    """check_barrier on n threads (one per rank) sharing one store; rank -> details or Fail."""
+    monkeypatch.setattr(nc.dist, "barrier", barrier)
+    store = torch.distributed.HashStore()
+    results: dict[int, object] = {}
+
+    def rank(r: int) -> None:
+        ctx = nc.Context.make(r, n, torch.device("cpu"), torch.float32, store=store)
+        try:
+            results[r] = nc.check_barrier(ctx)
+        except nc.Fail as exc:
+            results[r] = exc
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(results) == list(range(n))
+    return results
+
+
+def test_barrier_passes_when_every_rank_waits_for_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    n = 3
+    waits = threading.Barrier(n)
+    results = barrier_on_threads(monkeypatch, n, lambda: waits.wait(timeout=30))
+    assert all(isinstance(d, dict) and d["rounds"] == n for d in results.values()), results
+
+
+def test_barrier_fails_when_a_rank_leaves_before_the_last_arrived(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    n = 3
+    results = barrier_on_threads(monkeypatch, n, lambda: None)  # returns at once: no barrier
+    # each round one rank arrives last, after the others are in: they all left too early
+    for rank, result in results.items():
+        assert isinstance(result, nc.Fail), (rank, result)
+        assert f"rank {rank} left the barrier" in str(result)
+        late = {r for r in range(n) if r != rank}
+        assert {e["late_rank"] for e in result.details["early"]} == late, result.details
+        assert all(e["arrived"] < n for e in result.details["early"])
