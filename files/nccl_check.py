@@ -69,7 +69,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 # torch wheels built without NumPy warn about it on import; nothing here uses NumPy.
@@ -81,35 +81,6 @@ import torch.distributed as dist
 SCHEMA = 1
 GRACE_S = 5.0  # a phase may overrun --timeout by this much before the watchdog ends the rank
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
-
-CORRECTNESS_TESTS = (
-    "all_reduce_sum",
-    "all_reduce_product",
-    "all_reduce_min",
-    "all_reduce_max",
-    "all_reduce_avg",
-    "broadcast",
-    "reduce",
-    "all_gather",
-    "gather",
-    "scatter",
-    "reduce_scatter",
-    "all_to_all",
-    "send_recv",
-    "barrier",
-)
-BANDWIDTH_COLLECTIVES = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-    "broadcast",
-    "reduce",
-    "send_recv",
-)
-BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
-ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
-TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
 
 # --dtype name -> (torch dtype, nccl-tests' name for the "type" column)
 DTYPES: dict[str, tuple[torch.dtype, str]] = {
@@ -125,64 +96,6 @@ DTYPES: dict[str, tuple[torch.dtype, str]] = {
 DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "bf16": "bfloat16"}
 
 BACKEND_FOR_DEVICE = {"cuda": "nccl", "npu": "hccl", "xpu": "xccl", "cpu": "gloo"}
-
-# busbw = algbw * factor(n): nccl-tests' doc/PERFORMANCE.md
-BUSBW_FACTORS: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "send_recv": lambda n: 1.0,
-}
-
-
-class BandwidthNote(NamedTuple):
-    """A bound of a backend's own algorithm on busbw, from min_ranks to max_ranks (None: any)."""
-
-    min_ranks: int
-    max_ranks: int | None
-    text: str
-
-
-# Printed under a table of that backend and rank count, so a low busbw is not blamed on the link.
-# The algorithms are read from the torch 2.13 and gloo sources; the numbers are busbw / link rate,
-# measured with links limited to 1 Gbit/s (BENCHMARKS.md, fidelity), on 2 hosts x 1 and x 2 ranks.
-BANDWIDTH_NOTES: dict[tuple[str, str], BandwidthNote] = {
-    ("gloo", "reduce_scatter"): BandwidthNote(
-        2,
-        None,
-        "gloo runs reduce_scatter as an all_reduce of the whole input plus a copy "
-        "(ProcessGroupGloo::reduce_scatter_tensor_coalesced; the list API runs one all_reduce "
-        "per chunk): busbw is at most half the link rate (measured 0.44-0.48)",
-    ),
-    ("gloo", "all_gather"): BandwidthNote(
-        2,
-        2,
-        "gloo's ring all_gather posts each send before its receive; with 2 ranks one connection "
-        "carries both directions and they take turns: busbw 0.62-0.66 of the link rate (from 3 "
-        "ranks on, each connection carries one direction: 0.81-0.95 on 2 hosts x 2 ranks)",
-    ),
-    ("gloo", "broadcast"): BandwidthNote(
-        3,
-        None,
-        "gloo's broadcast is a binomial tree, not a pipeline (gloo/broadcast.cc): with more than "
-        "2 ranks the root sends the whole buffer once per round, log2(n) rounds, and every rank "
-        "of a host that has it sends it on in the same round, so a link can carry it several "
-        "times: busbw 0.50 of the link rate on 2 hosts x 2 ranks (1.0 on 2 hosts x 1 rank)",
-    ),
-}
-
-
-def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
-    note = BANDWIDTH_NOTES.get((backend, collective))
-    if note is None or world_size < note.min_ranks:
-        return None
-    if note.max_ranks is not None and world_size > note.max_ranks:
-        return None
-    return note.text
-
 
 # Texts with which backends refuse an operation they do not implement (older gloo: AVG,
 # reduce_scatter, all_to_all; gloo's AVG on integers). Only these turn an exception into "skipped".
@@ -1168,7 +1081,7 @@ def owner_source(world_size: int, op: str = "product") -> Callable[[int, float],
 
 
 # --------------------------------------------------------------------------------------------
-# 7. One function per collective
+# 7. One check per collective: closed-form expected values
 # --------------------------------------------------------------------------------------------
 
 
@@ -1493,24 +1406,6 @@ def check_barrier(ctx: Context) -> dict[str, Any]:
     return details
 
 
-CHECKS: dict[str, Callable[[Context], dict[str, Any]]] = {
-    "all_reduce_sum": lambda ctx: check_all_reduce(ctx, "sum"),
-    "all_reduce_product": lambda ctx: check_all_reduce(ctx, "product"),
-    "all_reduce_min": lambda ctx: check_all_reduce(ctx, "min"),
-    "all_reduce_max": lambda ctx: check_all_reduce(ctx, "max"),
-    "all_reduce_avg": lambda ctx: check_all_reduce(ctx, "avg"),
-    "broadcast": check_broadcast,
-    "reduce": check_reduce,
-    "all_gather": check_all_gather,
-    "gather": check_gather,
-    "scatter": check_scatter,
-    "reduce_scatter": check_reduce_scatter,
-    "all_to_all": check_all_to_all,
-    "send_recv": check_send_recv,
-    "barrier": check_barrier,
-}
-
-
 def unsupported(exc: BaseException) -> bool:
     """True when the backend refused the operation as not implemented (its own message)."""
     return isinstance(exc, RuntimeError | NotImplementedError | TypeError) and any(
@@ -1553,7 +1448,204 @@ def first_line(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# 8. Bandwidth sweep, nccl-tests style
+# 8. The collectives: one record each, looked up by name
+# --------------------------------------------------------------------------------------------
+
+
+class Buffers:
+    """The sweep's preallocated tensors for one message of `count` elements, on one rank.
+
+    Rank r holds the constant v(r) = 1 + tag(r), so a SUM is `total` = n + sum_of_tags(n)
+    everywhere, and gathered or exchanged chunk j holds v(j) (by_source()).
+    """
+
+    def __init__(self, ctx: Context, count: int):
+        self.ctx, self.rank, self.n = ctx, ctx.rank, ctx.world_size
+        self.total = self.n + sum_of_tags(self.n, ctx.period)
+        self.part = count // self.n
+        self.send, self.out = self.full(count, self.v(self.rank)), self.full(count, 0)
+        self.chunk_in = self.full(self.part, self.v(self.rank))
+        self.chunk_out = self.full(self.part, 0)
+
+    def full(self, length: int, value: float) -> torch.Tensor:
+        return torch.full((length,), value, dtype=self.ctx.dtype, device=self.ctx.device)
+
+    def v(self, rank: int) -> int:
+        return 1 + rank_tag(rank, self.ctx.period)
+
+    def by_source(self) -> torch.Tensor:
+        """Chunk j holds v(j); made only when checking."""
+        return torch.cat([self.full(self.part, self.v(j)) for j in range(self.n)])
+
+
+class BandwidthNote(NamedTuple):
+    """A bound of a backend's own algorithm on busbw, from min_ranks to max_ranks (None: any).
+
+    Printed under a table of that backend and rank count, so a low busbw is not blamed on the
+    link. The algorithms are read from the torch 2.13 and gloo sources; the numbers are busbw /
+    link rate, measured with links limited to 1 Gbit/s (BENCHMARKS.md, fidelity), on 2 hosts x 1
+    and x 2 ranks.
+    """
+
+    min_ranks: int
+    max_ranks: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Collective:
+    """Everything about one collective, as nccl-tests keeps one testColl per collective.
+
+    name     its correctness tests are `name`, or name_<op> for each of `ops`; its bandwidth
+             test is bandwidth_<name> when it has `run`
+    check    correctness with closed-form expected values (section 6): check(ctx), or
+             check(ctx, op) for each of `ops`
+    ops      the reductions checked, one test each (all_reduce: sum, product, min, max, avg)
+    busbw    busbw = algbw * busbw(n), nccl-tests' doc/PERFORMANCE.md
+    run      one timed call on the sweep's Buffers (None: not timed)
+    result   after a fresh run: (the result tensor, the value or tensor it must equal), None
+             where the content is unspecified (reduce, off the root); a different element
+             counts in the "#wrong" column
+    redop, root   nccl-tests' columns ("none" and -1 where they do not apply)
+    split    the message is n chunks: its count is a multiple of n
+    notes    backend -> what that backend's own algorithm bounds busbw to (BandwidthNote)
+
+    Adding a collective is adding a record to COLLECTIVES; the bandwidth sweep's order is
+    BANDWIDTH_COLLECTIVES.
+    """
+
+    name: str
+    check: Callable[..., dict[str, Any]]
+    ops: tuple[str, ...] = ()
+    busbw: Callable[[int], float] = lambda n: 1.0
+    run: Callable[[Buffers], object] | None = None
+    result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None
+    redop: str = "none"
+    root: int = -1
+    split: bool = False
+    notes: dict[str, BandwidthNote] = field(default_factory=dict)
+
+    def tests(self) -> list[str]:
+        return [f"{self.name}_{op}" for op in self.ops] or [self.name]
+
+    def checker(self, test: str) -> Callable[[Context], dict[str, Any]]:
+        op = test.removeprefix(f"{self.name}_")
+        return (lambda ctx: self.check(ctx, op)) if self.ops else self.check
+
+
+COLLECTIVES: dict[str, Collective] = {
+    c.name: c
+    for c in (
+        Collective(
+            "all_reduce",
+            check_all_reduce,
+            ops=("sum", "product", "min", "max", "avg"),
+            busbw=lambda n: 2 * (n - 1) / n,
+            run=lambda b: dist.all_reduce(b.send),
+            result=lambda b: (b.send, b.total),
+            redop="sum",
+        ),
+        Collective(
+            "broadcast",
+            check_broadcast,
+            run=lambda b: dist.broadcast(b.send, src=0),
+            result=lambda b: (b.send, b.v(0)),
+            root=0,
+            notes={
+                "gloo": BandwidthNote(
+                    3,
+                    None,
+                    "gloo's broadcast is a binomial tree, not a pipeline (gloo/broadcast.cc): with "
+                    "more than 2 ranks the root sends the whole buffer once per round, log2(n) "
+                    "rounds, and every rank of a host that has it sends it on in the same round, "
+                    "so a link can carry it several times: busbw 0.50 of the link rate on 2 hosts "
+                    "x 2 ranks (1.0 on 2 hosts x 1 rank)",
+                )
+            },
+        ),
+        Collective(
+            "reduce",
+            check_reduce,
+            run=lambda b: dist.reduce(b.send, dst=0),
+            result=lambda b: (b.send, b.total) if b.rank == 0 else None,
+            redop="sum",
+            root=0,
+        ),
+        Collective(
+            "all_gather",
+            check_all_gather,
+            busbw=lambda n: (n - 1) / n,
+            run=lambda b: all_gather_single(b.out, b.chunk_in),
+            result=lambda b: (b.out, b.by_source()),
+            split=True,
+            notes={
+                "gloo": BandwidthNote(
+                    2,
+                    2,
+                    "gloo's ring all_gather posts each send before its receive; with 2 ranks one "
+                    "connection carries both directions and they take turns: busbw 0.62-0.66 of "
+                    "the link rate (from 3 ranks on, each connection carries one direction: "
+                    "0.81-0.95 on 2 hosts x 2 ranks)",
+                )
+            },
+        ),
+        Collective("gather", check_gather),
+        Collective("scatter", check_scatter),
+        Collective(
+            "reduce_scatter",
+            check_reduce_scatter,
+            busbw=lambda n: (n - 1) / n,
+            run=lambda b: reduce_scatter_single(b.chunk_out, b.send),
+            result=lambda b: (b.chunk_out, b.total),
+            redop="sum",
+            split=True,
+            notes={
+                "gloo": BandwidthNote(
+                    2,
+                    None,
+                    "gloo runs reduce_scatter as an all_reduce of the whole input plus a copy "
+                    "(ProcessGroupGloo::reduce_scatter_tensor_coalesced; the list API runs one "
+                    "all_reduce per chunk): busbw is at most half the link rate (measured "
+                    "0.44-0.48)",
+                )
+            },
+        ),
+        Collective(
+            "all_to_all",
+            check_all_to_all,
+            busbw=lambda n: (n - 1) / n,
+            run=lambda b: dist.all_to_all_single(b.out, b.send),
+            result=lambda b: (b.out, b.by_source()),
+            split=True,
+        ),
+        Collective(
+            "send_recv",
+            check_send_recv,
+            run=lambda b: ring_exchange(b.send, b.out, b.rank, b.n),
+            result=lambda b: (b.out, b.v((b.rank - 1) % b.n)),
+        ),
+        Collective("barrier", check_barrier),
+    )
+}
+# The sweep's order, nccl-tests' binaries' (all_reduce_perf first): every collective with `run`.
+BANDWIDTH_COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "send_recv",
+)
+CHECKS = {t: c.checker(t) for c in COLLECTIVES.values() for t in c.tests()}
+CORRECTNESS_TESTS = tuple(CHECKS)
+BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
+ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
+TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
+
+
+# --------------------------------------------------------------------------------------------
+# 9. Bandwidth sweep, nccl-tests style
 # --------------------------------------------------------------------------------------------
 
 
@@ -1566,7 +1658,16 @@ def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
 
 
 def busbw(collective: str, algbw: float, world_size: int) -> float:
-    return algbw * BUSBW_FACTORS[collective](world_size)
+    return algbw * COLLECTIVES[collective].busbw(world_size)
+
+
+def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
+    note = COLLECTIVES[collective].notes.get(backend)
+    if note is None or world_size < note.min_ranks:
+        return None
+    if note.max_ranks is not None and world_size > note.max_ranks:
+        return None
+    return note.text
 
 
 def message_shape(
@@ -1575,7 +1676,7 @@ def message_shape(
     """(count, bytes) nccl-tests style: size is the larger buffer, a multiple of n for the
     collectives that split it (all_gather output, reduce_scatter input, all_to_all)."""
     count = max(1, size_bytes // elem_size)
-    if collective in ("all_gather", "reduce_scatter", "all_to_all"):
+    if COLLECTIVES[collective].split:
         count = max(world_size, count - count % world_size)
     return count, count * elem_size
 
@@ -1591,104 +1692,13 @@ class Sweep:
     arm: Callable[[str], None]
 
 
-def bandwidth_op(
-    ctx: Context, collective: str, count: int
-) -> tuple[Callable[[], None], Callable[[], int]]:
-    """(run: one collective on preallocated buffers, wrong: #wrong elements of a fresh run).
-
-    Rank r holds the constant v(r) = 1 + tag(r), so a SUM is n + sum_of_tags(n) everywhere,
-    and gathered or exchanged chunk j holds v(j).
-    """
-    n, r = ctx.world_size, ctx.rank
-
-    def full(length: int, value: float) -> torch.Tensor:
-        return torch.full((length,), value, dtype=ctx.dtype, device=ctx.device)
-
-    def v(rank: int) -> int:
-        return 1 + rank_tag(rank, ctx.period)
-
-    total = n + sum_of_tags(n, ctx.period)
-    part = count // n
-    send = full(count, v(r))
-    out = full(count, 0)
-    chunk_in, chunk_out = full(part, v(r)), full(part, 0)
-
-    def by_source() -> torch.Tensor:  # chunk j holds v(j); made only when checking
-        return torch.cat([full(part, v(j)) for j in range(n)])
-
-    def wrong(tensor: torch.Tensor, expected: float | torch.Tensor) -> int:
-        return int((tensor != expected).sum())
-
-    if collective == "all_reduce":
-
-        def run() -> None:
-            dist.all_reduce(send)
-
-        def check() -> int:
-            send.fill_(v(r))
-            run()
-            return wrong(send, total)
-
-    elif collective == "reduce":
-
-        def run() -> None:
-            dist.reduce(send, dst=0)
-
-        def check() -> int:
-            send.fill_(v(r))
-            run()
-            return wrong(send, total) if r == 0 else 0
-
-    elif collective == "broadcast":
-
-        def run() -> None:
-            dist.broadcast(send, src=0)
-
-        def check() -> int:
-            send.fill_(v(r))
-            run()
-            return wrong(send, v(0))
-
-    elif collective == "all_gather":
-
-        def run() -> None:
-            all_gather_single(out, chunk_in)
-
-        def check() -> int:
-            run()
-            return wrong(out, by_source())
-
-    elif collective == "reduce_scatter":
-
-        def run() -> None:
-            reduce_scatter_single(chunk_out, send)
-
-        def check() -> int:
-            send.fill_(v(r))
-            run()
-            return wrong(chunk_out, total)
-
-    elif collective == "all_to_all":
-
-        def run() -> None:
-            dist.all_to_all_single(out, send)
-
-        def check() -> int:
-            run()
-            return wrong(out, by_source())
-
-    elif collective == "send_recv":
-
-        def run() -> None:
-            ring_exchange(send, out, r, n)
-
-        def check() -> int:
-            run()
-            return wrong(out, v((r - 1) % n))
-
-    else:
-        raise ValueError(f"unknown collective {collective!r}")
-    return run, check
+def count_wrong(collective: Collective, buffers: Buffers) -> int:
+    """Elements that differ from the expected value after a fresh run (nccl-tests' #wrong)."""
+    buffers.send.fill_(buffers.v(buffers.rank))
+    assert collective.run is not None
+    collective.run(buffers)
+    found = collective.result(buffers)
+    return 0 if found is None else int((found[0] != found[1]).sum())
 
 
 def average_over_ranks(value: float, ctx: Context) -> float:
@@ -1705,20 +1715,21 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
     if exact_pattern(n, ctx.dtype) is None:
         raise Skip(f"{n} ranks exceed the exact integer range of {ctx.dtype}: use --dtype float32")
     elem = torch.empty(0, dtype=ctx.dtype).element_size()
-    redop = "sum" if collective in ("all_reduce", "reduce_scatter", "reduce") else "none"
-    root = 0 if collective in ("broadcast", "reduce") else -1
+    coll = COLLECTIVES[collective]
+    run = coll.run
+    assert run is not None, f"{collective} is not timed"
     rows: list[dict[str, Any]] = []
     for size in sweep.sizes:
         sweep.arm(f"bandwidth_{collective} at {size} B")
         count, nbytes = message_shape(collective, size, elem, n)
-        run, count_wrong = bandwidth_op(ctx, collective, count)
+        buffers = Buffers(ctx, count)
         for _ in range(sweep.warmup):
-            run()
+            run(buffers)
         synchronize(ctx.device)
         dist.barrier()
         started = time.perf_counter()
         for _ in range(sweep.iters):
-            run()
+            run(buffers)
         synchronize(ctx.device)
         seconds = average_over_ranks((time.perf_counter() - started) / sweep.iters, ctx)
         algbw = nbytes / seconds / 1e9
@@ -1727,12 +1738,12 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
                 "size_bytes": nbytes,
                 "count": count,
                 "type": sweep.type_name,
-                "redop": redop,
-                "root": root,
+                "redop": coll.redop,
+                "root": coll.root,
                 "time_us": round(seconds * 1e6, 2),
                 "algbw_gbps": round(algbw, 4),
                 "busbw_gbps": round(busbw(collective, algbw, n), 4),
-                "wrong": count_wrong(),
+                "wrong": count_wrong(coll, buffers),
             }
         )
     avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
@@ -1784,7 +1795,7 @@ def bandwidth_table(
 
 
 # --------------------------------------------------------------------------------------------
-# 9. Main
+# 10. Main
 # --------------------------------------------------------------------------------------------
 
 

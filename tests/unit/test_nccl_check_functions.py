@@ -174,6 +174,14 @@ def test_busbw_factors_are_nccl_tests() -> None:
         assert nc.busbw(coll, 10.0, 4) == 10.0
 
 
+def test_every_collective_is_one_record_looked_up_by_name() -> None:
+    timed = {name for name, c in nc.COLLECTIVES.items() if c.run is not None}
+    assert sorted(nc.BANDWIDTH_COLLECTIVES) == sorted(timed)
+    assert nc.CORRECTNESS_TESTS[:5] == tuple(f"all_reduce_{op}" for op in nc.REDUCE_OPS)
+    assert set(nc.CORRECTNESS_TESTS) == {t for c in nc.COLLECTIVES.values() for t in c.tests()}
+    assert all(name == c.name for name, c in nc.COLLECTIVES.items())
+
+
 def test_sizes_and_message_shapes() -> None:
     assert nc.sweep_sizes(1024, 1 << 20, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]
     assert nc.message_shape("all_reduce", 1024, 4, 3) == (256, 1024)
