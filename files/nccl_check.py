@@ -24,9 +24,11 @@ The script reads top to bottom:
  5. check-in                 every rank writes ready/<rank> = its host into the store before the
                              process group is made, so the ranks that came can name the missing
  6. inputs and expected values, as closed-form formulas (pure functions, unit-tested)
- 7. one function per collective: check_all_reduce ... check_barrier
- 8. bandwidth sweep          nccl-tests' algbw/busbw and table columns
- 9. main()
+ 7. one check per collective: check_all_reduce ... check_barrier
+ 8. the collectives          Collective: one record each (its checks, busbw factor, timed call,
+                             nccl-tests columns, backend notes), looked up by name in COLLECTIVES
+ 9. bandwidth sweep          nccl-tests' algbw/busbw and table columns
+10. main()
 
 Exactness of the inputs
 -----------------------
@@ -217,7 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
             "arguments, 124 the watchdog ended a phase that overran --timeout, 128+N signal N."
         ),
     )
-    where = parser.add_argument_group("process group")
+    add_process_group_options(parser.add_argument_group("process group"))
+    add_test_options(parser.add_argument_group("what to check"))
+    add_sweep_options(parser.add_argument_group("bandwidth sweep (nccl-tests' -b -e -f -n -w)"))
+    add_output_options(parser.add_argument_group("output"))
+    return parser
+
+
+def add_process_group_options(where: argparse._ArgumentGroup) -> None:
     where.add_argument(
         "--backend",
         default="auto",
@@ -273,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
         "watchdog records the running test and exits 124 when a phase overruns (default: 120)",
     )
 
-    what = parser.add_argument_group("what to check")
+
+def add_test_options(what: argparse._ArgumentGroup) -> None:
     what.add_argument(
         "--tests",
         type=test_names,
@@ -290,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"element type: {', '.join(DTYPES)} (default: float32)",
     )
 
-    perf = parser.add_argument_group("bandwidth sweep (nccl-tests' -b -e -f -n -w)")
+
+def add_sweep_options(perf: argparse._ArgumentGroup) -> None:
     perf.add_argument(
         "--min-bytes",
         type=parse_size,
@@ -332,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-busbw for that collective",
     )
 
-    out = parser.add_argument_group("output")
+
+def add_output_options(out: argparse._ArgumentGroup) -> None:
     out.add_argument(
         "--out-dir",
         metavar="DIR",
@@ -346,7 +358,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="for testing and debugging: before TEST (or checkin/init), write the record and "
         "sleep until the watchdog fires, on RANK only or on every rank",
     )
-    return parser
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -1085,6 +1096,13 @@ def owner_source(world_size: int, op: str = "product") -> Callable[[int, float],
 # --------------------------------------------------------------------------------------------
 
 
+# A check's own inputs (base, step: see section 6; None = the defaults exact for the dtype and
+# world), and what a passed check records as its details.
+Base = Sequence[float] | None
+Step = int | None
+Details = dict[str, Any]
+
+
 class Skip(Exception):
     """The test does not apply here (the reason is the message)."""
 
@@ -1190,9 +1208,7 @@ REDUCE_OPS = {
 }
 
 
-def check_all_reduce(
-    ctx: Context, op: str, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_all_reduce(ctx: Context, op: str, base: Base = None, step: Step = None) -> Details:
     """all_reduce: SUM/AVG of the affine input; PRODUCT/MIN/MAX of the owner input."""
     n, r = ctx.world_size, ctx.rank
     if op in ("product", "min", "max"):
@@ -1216,9 +1232,7 @@ def check_all_reduce(
     return verify(tensor, want, avg_source, ulps=1)
 
 
-def check_broadcast(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """broadcast from every root: every rank ends with payload(root)."""
     base, step = ctx.inputs(base, step)
     n, r, width = ctx.world_size, ctx.rank, len(base)
@@ -1233,9 +1247,7 @@ def check_broadcast(
     return details
 
 
-def check_reduce(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce (SUM) to every root: the root holds n * base + step * sum_of_tags(n)."""
     base, step = ctx.inputs(base, step)
     n, r = ctx.world_size, ctx.rank
@@ -1250,9 +1262,7 @@ def check_reduce(
     return details
 
 
-def check_all_gather(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_all_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """all_gather: chunk j of the result is payload(j)."""
     base, step = ctx.inputs(base, step)
     n, width = ctx.world_size, len(base)
@@ -1263,9 +1273,7 @@ def check_all_gather(
     return verify(out, want, movement_source(sent_by, n, width, source=None))
 
 
-def check_gather(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """gather to every root (see Context.gather_roots): on the root, chunk j is payload(j)."""
     base, step = ctx.inputs(base, step)
     n, r, width = ctx.world_size, ctx.rank, len(base)
@@ -1282,9 +1290,7 @@ def check_gather(
     return details
 
 
-def check_scatter(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """scatter from every root (see Context.gather_roots): rank d receives payload(d)."""
     base, step = ctx.inputs(base, step)
     n, r, width = ctx.world_size, ctx.rank, len(base)
@@ -1301,9 +1307,7 @@ def check_scatter(
     return details
 
 
-def check_reduce_scatter(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_reduce_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce_scatter (SUM): rank r gets chunk r of n * base + step * sum_of_tags(n)."""
     n, r = ctx.world_size, ctx.rank
     if base is None:
@@ -1320,9 +1324,7 @@ def check_reduce_scatter(
     return verify(out, want, sum_source(my_chunk, step, n, ctx.period, want))
 
 
-def check_all_to_all(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """all_to_all: chunk s of the result on rank d is all_to_all_chunk(s, d)."""
     base, step = ctx.inputs(base, step)
     n, r, width = ctx.world_size, ctx.rank, len(base)
@@ -1352,9 +1354,7 @@ def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size:
         work.wait()
 
 
-def check_send_recv(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_send_recv(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """send/recv ring: rank r receives payload(r-1), so every neighbour link carries data."""
     n, r = ctx.world_size, ctx.rank
     if n < 2:
@@ -1369,7 +1369,7 @@ def check_send_recv(
     return {**details, "from": left, "to": (r + 1) % n}
 
 
-def check_barrier(ctx: Context) -> dict[str, Any]:
+def check_barrier(ctx: Context) -> Details:
     """Nobody leaves before the last rank arrived, counted in the store (no clocks compared).
 
     A round per late rank (every rank in small worlds, else the first and the last): the late
@@ -1927,23 +1927,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     record.write()
     watch_signals(record)
     try:
-        return check(args, record, host)
+        return run_rank(args, record, host)
     except Exception as exc:  # a bug or an unforeseen failure: still leave the record behind
         traceback.print_exc()
         abort(record, None, f"nccl_check stopped: {type(exc).__name__}: {first_line(exc)}", 1)
         raise  # not reached: abort() leaves the process
 
 
-def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
+def run_rank(args: argparse.Namespace, record: RankRecord, host: str) -> int:
     """Device, check-in, process group, the tests, the summary."""
     peers = Peers(args.world_size, args.ranks_per_node)
     watchdog = Watchdog(record, peers.describe)
-    # A phase with its own deadline (check-in) reports at --timeout; the watchdog ends any
-    # phase at --timeout (+ GRACE_S for check-in), before the process group's own timeout.
-    timeout = args.timeout
-    pg_timeout = datetime.timedelta(seconds=timeout + GRACE_S)
+    device = open_device(args, record)
+    if device is None or not join_group(args, record, peers, watchdog, device, host):
+        return EXIT_FAILED
+    tables, stopped_by = run_tests(args, record, peers, watchdog, device)
 
-    # Device and backend.
+    # Every rank posts its verdict in the store; rank 0 prints them all.
+    status = record.finish()
+    watchdog.arm("summary", args.timeout + GRACE_S)
+    verdicts = exchange_verdicts(args, record, peers, args.timeout)
+    if args.rank == 0:
+        print_summary(args, record, tables, verdicts)
+    watchdog.disarm()
+    if stopped_by is None:
+        dist.destroy_process_group()
+    return EXIT_OK if status == "passed" else EXIT_FAILED
+
+
+def open_device(args: argparse.Namespace, record: RankRecord) -> torch.device | None:
+    """The backend and this rank's device, in the record; None (recorded as init) when absent."""
     import_vendor_plugins()
     backend = choose_backend(args.backend, args.device)
     try:
@@ -1951,16 +1964,31 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
     except RuntimeError as exc:
         record.add(test_entry("init", "error", str(exc)))
         record.finish()
-        return EXIT_FAILED
+        return None
     with record.lock:
         record.data["device"], record.data["backend"] = str(device), backend
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    return device
 
-    # Check-in: every rank writes ready/<rank> into the store before the process group exists,
-    # so a rank that never comes is named instead of a hang in init.
+
+def join_group(
+    args: argparse.Namespace,
+    record: RankRecord,
+    peers: Peers,
+    watchdog: Watchdog,
+    device: torch.device,
+    host: str,
+) -> bool:
+    """Check in, then make the process group on the same store; False (recorded) on failure.
+
+    Every rank writes ready/<rank> into the store before the process group exists, so a rank
+    that never comes is named instead of a hang in init. A phase with its own deadline
+    (check-in) reports at --timeout; the watchdog ends any phase at --timeout (+ GRACE_S for
+    check-in), before the process group's own timeout (--timeout + GRACE_S).
+    """
     record.start("checkin")
-    watchdog.arm("checkin", timeout + GRACE_S)
+    watchdog.arm("checkin", args.timeout + GRACE_S)
     pause_if_asked(args, record, "checkin")
     try:
         raw_store = checkin_phase(args, record, peers, host)
@@ -1969,26 +1997,19 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
         record.add(test_entry("checkin", "error", str(exc), exc.details, duration))
         record.finish()
         if args.rank == 0:  # rank 0 may serve the store: let the others read it before leaving
-            time.sleep(min(GRACE_S / 2, timeout))
-        return EXIT_FAILED
-    except (
-        RuntimeError,
-        ValueError,
-    ) as exc:  # store unreachable (DistStoreError is a RuntimeError)
-        record.add(
-            test_entry(
-                "checkin",
-                "error",
-                f"cannot reach the store for {args.init_method}: {first_line(exc)}",
-            )
-        )
+            time.sleep(min(GRACE_S / 2, args.timeout))
+        return False
+    except (RuntimeError, ValueError) as exc:  # store unreachable (DistStoreError: RuntimeError)
+        message = f"cannot reach the store for {args.init_method}: {first_line(exc)}"
+        record.add(test_entry("checkin", "error", message))
         record.finish()
-        return EXIT_FAILED
+        return False
 
-    # The process group, on the store the ranks checked in to.
     record.start("init")
-    watchdog.arm("init", timeout)
+    watchdog.arm("init", args.timeout)
     pause_if_asked(args, record, "init")
+    pg_timeout = datetime.timedelta(seconds=args.timeout + GRACE_S)
+    backend = record.data["backend"]
     entry = run_test(
         "init",
         lambda: init_group(backend, raw_store, args.rank, args.world_size, pg_timeout, device),
@@ -1997,9 +2018,19 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
     record.add(entry)
     if entry["status"] != "passed":
         record.finish()
-        return EXIT_FAILED
+        return False
+    return True
 
-    # The tests, in order; after an error the process group cannot be trusted: stop.
+
+def run_tests(
+    args: argparse.Namespace,
+    record: RankRecord,
+    peers: Peers,
+    watchdog: Watchdog,
+    device: torch.device,
+) -> tuple[list[str], str | None]:
+    """The tests, in order: (rank 0's bandwidth tables, the test after which the rest were not
+    run). After an error the process group cannot be trusted: the rest are not run."""
     dtype, type_name = DTYPES[args.dtype]
     ctx = Context.make(args.rank, args.world_size, device, dtype, peers.store)
     max_bytes = args.max_bytes or parse_size("1M" if device.type == "cpu" else "1G")
@@ -2014,7 +2045,7 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
             continue
         record.start(name)
         peers.progress(args.rank, name)
-        watchdog.arm(name, timeout)
+        watchdog.arm(name, args.timeout)
         pause_if_asked(args, record, name)
         if name.startswith("bandwidth_"):
             collective = name.removeprefix("bandwidth_")
@@ -2025,10 +2056,11 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
                 args.warmup,
                 type_name,
                 args.thresholds[collective],
-                lambda phase: watchdog.arm(phase, timeout),
+                lambda phase: watchdog.arm(phase, args.timeout),
             )
             entry = run_test(name, lambda c=collective, s=sweep: measure(s, c))
             if entry["bandwidth"]:
+                backend = record.data["backend"]
                 tables.append(
                     bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
                 )
@@ -2038,17 +2070,7 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
         record.add(entry)
         if entry["status"] == "error":
             stopped_by = name
-
-    # Every rank posts its verdict in the store; rank 0 prints them all.
-    status = record.finish()
-    watchdog.arm("summary", timeout + GRACE_S)
-    verdicts = exchange_verdicts(args, record, peers, timeout)
-    if args.rank == 0:
-        print_summary(args, record, tables, verdicts)
-    watchdog.disarm()
-    if stopped_by is None:
-        dist.destroy_process_group()
-    return EXIT_OK if status == "passed" else EXIT_FAILED
+    return tables, stopped_by
 
 
 def init_group(
