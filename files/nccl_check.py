@@ -1510,8 +1510,9 @@ class Collective:
     split    the message is n chunks: its count is a multiple of n
     notes    backend -> what that backend's own algorithm bounds busbw to (BandwidthNote)
 
-    Adding a collective is adding a record to COLLECTIVES; the bandwidth sweep's order is
-    BANDWIDTH_COLLECTIVES.
+    Adding a collective is adding a record to COLLECTIVES (its place there is its tests' place
+    in --list-tests); a timed one also takes its place in BANDWIDTH_COLLECTIVES, the sweep's
+    order (a unit test checks that the two agree).
     """
 
     name: str
