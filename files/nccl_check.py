@@ -24,9 +24,11 @@ The script reads top to bottom:
  5. check-in                 every rank writes ready/<rank> = its host into the store before the
                              process group is made, so the ranks that came can name the missing
  6. inputs and expected values, as closed-form formulas (pure functions, unit-tested)
- 7. one function per collective: check_all_reduce ... check_barrier
- 8. bandwidth sweep          nccl-tests' algbw/busbw and table columns
- 9. main()
+ 7. one check per collective: check_all_reduce ... check_barrier
+ 8. the collectives          Collective: one record each (its checks, busbw factor, timed call,
+                             nccl-tests columns, backend notes), looked up by name in COLLECTIVES
+ 9. bandwidth sweep          nccl-tests' algbw/busbw and table columns
+10. main()
 
 Exactness of the inputs
 -----------------------
@@ -35,13 +37,15 @@ exactly (AVG excepted: backends compute it as a scaled sum, so it is compared to
 the last place). The integers are kept small enough that the *largest partial sum* any backend can
 form in the checked dtype is exactly representable: for a world of n ranks the largest element a
 rank contributes is at most limit(dtype) // n, where limit is 2**8 for bfloat16, 2**11 for float16,
-2**24 for float32, 127 for int8, 255 for uint8 (see exact_pattern()). PRODUCT, MIN and MAX use
-"owner" inputs (1s and 2s, see owner_input()), so their results are 1 or 2 for any world size.
+2**24 for float32, 127 for int8, 255 for uint8 (see exact_pattern()). PRODUCT, MIN and MAX share one
+"owner" input (1, 2, 3 and 5, see expected_owner()) on which every two reductions differ, so a
+backend that applies the wrong one fails; their results are at most 10 for any world size.
 
 The record (docs/design.md, "Rank result") also holds "dtype" and "pid"; its tests start with
 "checkin" and "init"; each of "missing_ranks" is {"rank", "node_rank", "host"}, node_rank from the
-usual torchrun layout (rank // local world size) and host when a rank of that node arrived (else
-null). A rank killed outright leaves status "running" with the test it died in as current_test.
+ranks per node (--ranks-per-node, which the launch passes from its plan; else torchrun's layout,
+$LOCAL_WORLD_SIZE on every node) and host when a rank of that node arrived (else null). A rank
+killed outright leaves status "running" with the test it died in as current_test.
 
 Exit status: 0 every test passed or was skipped; 1 a test failed or could not run (error, missing
 rank); 2 bad command line; 124 the watchdog stopped a phase that ran past --timeout; 128+N killed by
@@ -67,7 +71,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 # torch wheels built without NumPy warn about it on import; nothing here uses NumPy.
@@ -79,35 +83,6 @@ import torch.distributed as dist
 SCHEMA = 1
 GRACE_S = 5.0  # a phase may overrun --timeout by this much before the watchdog ends the rank
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
-
-CORRECTNESS_TESTS = (
-    "all_reduce_sum",
-    "all_reduce_product",
-    "all_reduce_min",
-    "all_reduce_max",
-    "all_reduce_avg",
-    "broadcast",
-    "reduce",
-    "all_gather",
-    "gather",
-    "scatter",
-    "reduce_scatter",
-    "all_to_all",
-    "send_recv",
-    "barrier",
-)
-BANDWIDTH_COLLECTIVES = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-    "broadcast",
-    "reduce",
-    "send_recv",
-)
-BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
-ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
-TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
 
 # --dtype name -> (torch dtype, nccl-tests' name for the "type" column)
 DTYPES: dict[str, tuple[torch.dtype, str]] = {
@@ -124,64 +99,6 @@ DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "bf
 
 BACKEND_FOR_DEVICE = {"cuda": "nccl", "npu": "hccl", "xpu": "xccl", "cpu": "gloo"}
 
-# busbw = algbw * factor(n): nccl-tests' doc/PERFORMANCE.md
-BUSBW_FACTORS: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "send_recv": lambda n: 1.0,
-}
-
-
-class BandwidthNote(NamedTuple):
-    """A bound of a backend's own algorithm on busbw, from min_ranks to max_ranks (None: any)."""
-
-    min_ranks: int
-    max_ranks: int | None
-    text: str
-
-
-# Printed under a table of that backend and rank count, so a low busbw is not blamed on the link.
-# The algorithms are read from the torch 2.13 and gloo sources; the numbers are busbw / link rate,
-# measured with links limited to 1 Gbit/s (BENCHMARKS.md, fidelity), on 2 hosts x 1 and x 2 ranks.
-BANDWIDTH_NOTES: dict[tuple[str, str], BandwidthNote] = {
-    ("gloo", "reduce_scatter"): BandwidthNote(
-        2,
-        None,
-        "gloo runs reduce_scatter as an all_reduce of the whole input plus a copy "
-        "(ProcessGroupGloo::reduce_scatter_tensor_coalesced; the list API runs one all_reduce "
-        "per chunk): busbw is at most half the link rate (measured 0.44-0.48)",
-    ),
-    ("gloo", "all_gather"): BandwidthNote(
-        2,
-        2,
-        "gloo's ring all_gather posts each send before its receive; with 2 ranks one connection "
-        "carries both directions and they take turns: busbw 0.62-0.66 of the link rate (from 3 "
-        "ranks on, each connection carries one direction: 0.81-0.95 on 2 hosts x 2 ranks)",
-    ),
-    ("gloo", "broadcast"): BandwidthNote(
-        3,
-        None,
-        "gloo's broadcast is a binomial tree, not a pipeline (gloo/broadcast.cc): with more than "
-        "2 ranks the root sends the whole buffer once per round, log2(n) rounds, and every rank "
-        "of a host that has it sends it on in the same round, so a link can carry it several "
-        "times: busbw 0.50 of the link rate on 2 hosts x 2 ranks (1.0 on 2 hosts x 1 rank)",
-    ),
-}
-
-
-def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
-    note = BANDWIDTH_NOTES.get((backend, collective))
-    if note is None or world_size < note.min_ranks:
-        return None
-    if note.max_ranks is not None and world_size > note.max_ranks:
-        return None
-    return note.text
-
-
 # Texts with which backends refuse an operation they do not implement (older gloo: AVG,
 # reduce_scatter, all_to_all; gloo's AVG on integers). Only these turn an exception into "skipped".
 UNSUPPORTED_PATTERNS = (
@@ -193,6 +110,7 @@ UNSUPPORTED_PATTERNS = (
 
 CHECK_ELEMENTS = 1027  # elements per rank (per chunk) in correctness tests; odd on purpose
 SMALL_WORLD = 16  # up to this many ranks, gather and scatter are checked from every root
+BARRIER_LATE_S = 0.05  # how late the last rank enters each round of the barrier check
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,6 +186,16 @@ def test_names(text: str) -> list[str]:
     return names
 
 
+def rank_counts(text: str) -> list[int]:
+    """'2,4,1' -> [2, 4, 1]: the ranks of each node, in node-rank order (--ranks-per-node)."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of rank counts such as 2,4,1"
+        )
+    return [int(part) for part in parts]
+
+
 def pause_spec(text: str) -> tuple[str, int | None]:
     """'send_recv@1' -> ('send_recv', 1); 'send_recv' -> ('send_recv', None) = every rank."""
     name, _, rank = text.partition("@")
@@ -291,7 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
             "arguments, 124 the watchdog ended a phase that overran --timeout, 128+N signal N."
         ),
     )
-    where = parser.add_argument_group("process group")
+    add_process_group_options(parser.add_argument_group("process group"))
+    add_test_options(parser.add_argument_group("what to check"))
+    add_sweep_options(parser.add_argument_group("bandwidth sweep (nccl-tests' -b -e -f -n -w)"))
+    add_output_options(parser.add_argument_group("output"))
+    return parser
+
+
+def add_process_group_options(where: argparse._ArgumentGroup) -> None:
     where.add_argument(
         "--backend",
         default="auto",
@@ -330,6 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="rank on this node = device index; default: $LOCAL_RANK, else 0",
     )
     where.add_argument(
+        "--ranks-per-node",
+        type=rank_counts,
+        metavar="N0,N1,...",
+        help="ranks of each node in node-rank order, as the launch plans them (plan.json), so a "
+        "rank that never came is placed on its node when hosts run different numbers of ranks "
+        "(default: $LOCAL_WORLD_SIZE on every node, torchrun's layout)",
+    )
+    where.add_argument(
         "--timeout",
         type=positive_float,
         default=120.0,
@@ -339,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
         "watchdog records the running test and exits 124 when a phase overruns (default: 120)",
     )
 
-    what = parser.add_argument_group("what to check")
+
+def add_test_options(what: argparse._ArgumentGroup) -> None:
     what.add_argument(
         "--tests",
         type=test_names,
@@ -356,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"element type: {', '.join(DTYPES)} (default: float32)",
     )
 
-    perf = parser.add_argument_group("bandwidth sweep (nccl-tests' -b -e -f -n -w)")
+
+def add_sweep_options(perf: argparse._ArgumentGroup) -> None:
     perf.add_argument(
         "--min-bytes",
         type=parse_size,
@@ -398,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-busbw for that collective",
     )
 
-    out = parser.add_argument_group("output")
+
+def add_output_options(out: argparse._ArgumentGroup) -> None:
     out.add_argument(
         "--out-dir",
         metavar="DIR",
@@ -412,7 +358,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="for testing and debugging: before TEST (or checkin/init), write the record and "
         "sleep until the watchdog fires, on RANK only or on every rank",
     )
-    return parser
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -455,6 +400,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--rank {args.rank} is not below --world-size {args.world_size}")
     if args.local_rank is None:
         args.local_rank = env_int("LOCAL_RANK") or 0
+    if args.ranks_per_node is None:
+        args.ranks_per_node = uniform_layout(args.world_size, env_int("LOCAL_WORLD_SIZE") or 1)
+    elif sum(args.ranks_per_node) != args.world_size:
+        parser.error(
+            f"--ranks-per-node {','.join(map(str, args.ranks_per_node))} adds up to "
+            f"{sum(args.ranks_per_node)} ranks, not --world-size {args.world_size}"
+        )
     args.tests = list(dict.fromkeys(args.tests)) if args.tests else list(ALL_TESTS)
     args.thresholds = dict.fromkeys(BANDWIDTH_COLLECTIVES, args.min_busbw)
     args.thresholds.update(dict(args.min_busbw_for))
@@ -832,24 +784,39 @@ def check_in(
     return [r for r in range(world_size) if not store.check([f"ready/{r}"])]
 
 
+def uniform_layout(world_size: int, local_world_size: int) -> list[int]:
+    """torchrun's layout by hand: every node runs local_world_size ranks (the last one the rest)."""
+    full, rest = divmod(world_size, local_world_size)
+    return [local_world_size] * full + ([rest] if rest else [])
+
+
+def node_of(rank: int, layout: Sequence[int]) -> int:
+    """The node of a global rank: nodes hold consecutive ranks, layout[k] of them on node k."""
+    offset = 0
+    for node, size in enumerate(layout):
+        offset += size
+        if rank < offset:
+            return node
+    raise ValueError(f"rank {rank} is outside the layout {list(layout)}")
+
+
 def describe_missing(
-    store: dist.Store, missing: list[int], world_size: int, local_world_size: int
+    store: dist.Store, missing: list[int], world_size: int, layout: int | Sequence[int]
 ) -> list[dict[str, Any]]:
-    """{"rank", "node_rank", "host"} per missing rank: node from the usual torchrun layout
-    (rank // local world size) and the host from a rank of that node that did arrive."""
+    """{"rank", "node_rank", "host"} per missing rank: the node from the layout (ranks per node,
+    --ranks-per-node; an int = that many on every node) and the host from a rank of that node
+    that did arrive."""
+    if isinstance(layout, int):
+        layout = uniform_layout(world_size, layout)
     hosts: dict[int, str] = {}
-    if local_world_size > 0:
-        for r in range(world_size):
-            if r not in missing and store.check([f"ready/{r}"]):
-                info = json.loads(store.get(f"ready/{r}"))
-                hosts.setdefault(int(info["node_rank"]), info["host"])
-    result = []
-    for r in missing:
-        node = r // local_world_size if local_world_size > 0 else None
-        result.append(
-            {"rank": r, "node_rank": node, "host": hosts.get(node) if node is not None else None}
-        )
-    return result
+    for r in range(world_size):
+        if r not in missing and store.check([f"ready/{r}"]):
+            info = json.loads(store.get(f"ready/{r}"))
+            hosts.setdefault(int(info["node_rank"]), info["host"])
+    return [
+        {"rank": r, "node_rank": node_of(r, layout), "host": hosts.get(node_of(r, layout))}
+        for r in missing
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -938,20 +905,41 @@ def all_to_all_chunk(
 
 
 def owner(index: int, world_size: int) -> int:
-    """Element i belongs to rank i mod n in the PRODUCT/MIN/MAX inputs."""
+    """Element i belongs to rank i mod n in the PRODUCT/MIN/MAX input (its second owner is i+1)."""
     return index % world_size
 
 
-def owner_input(count: int, rank: int, world_size: int, mine: int, others: int) -> list[int]:
-    """`mine` on the elements this rank owns, `others` elsewhere."""
-    return [mine if owner(i, world_size) == rank else others for i in range(count)]
+def owner_high(index: int) -> int:
+    """What the second owner holds: 3 on even elements, 5 on odd ones."""
+    return 3 if index % 2 == 0 else 5
 
 
-# Each element has exactly one owner, so the closed forms do not depend on n:
-#   PRODUCT of owner_input(mine=2, others=1) = 2 * 1**(n-1) = 2
-#   MIN     of owner_input(mine=1, others=2) = 1
-#   MAX     of owner_input(mine=2, others=1) = 2
-OWNER_OPS = {"product": (2, 1, 2), "min": (1, 2, 1), "max": (2, 1, 2)}  # mine, others, expected
+def owner_value(index: int, rank: int, world_size: int) -> int:
+    """x_r[i] = 2 on rank i mod n, owner_high(i) on rank (i+1) mod n, 1 on every other rank."""
+    if rank == owner(index, world_size):
+        return 2
+    return owner_high(index) if rank == owner(index + 1, world_size) else 1
+
+
+def owner_input(count: int, rank: int, world_size: int) -> list[int]:
+    return [owner_value(i, rank, world_size) for i in range(count)]
+
+
+def expected_owner(op: str, count: int, world_size: int) -> list[int]:
+    """PRODUCT = 2 * h, MAX = h, MIN = 2 with 2 ranks, else 1 (h = owner_high(i); one rank: 2).
+
+    SUM would be h + n and AVG (h + n) / n: PRODUCT meets SUM only at n = 3 (h = 3) or n = 5
+    (h = 5), never on both kinds of element, so every pair of reductions differs somewhere.
+    Every value is at most 10: exact in every dtype.
+    """
+    if world_size == 1:
+        return [2] * count
+    results = {
+        "product": lambda h: 2 * h,
+        "max": lambda h: h,
+        "min": lambda h: 2 if world_size == 2 else 1,
+    }
+    return [results[op](owner_high(i)) for i in range(count)]
 
 
 def expected_broadcast(base: Sequence[float], step: int, root: int, period: int) -> list[float]:
@@ -1082,17 +1070,37 @@ def movement_source(
     return explain
 
 
-def owner_source(world_size: int) -> Callable[[int, float], str]:
+def owner_source(world_size: int, op: str = "product") -> Callable[[int, float], str]:
+    """Name the reduction a wrong PRODUCT/MIN/MAX value is, if it is one, else its owners."""
+
     def explain(index: int, got: float) -> str:
-        rank = owner(index, world_size)
-        return f"rank {rank} owns this element; its contribution is wrong or missing"
+        values = [owner_value(index, r, world_size) for r in range(world_size)]
+        results = {"sum": sum(values), "product": math.prod(values), "min": min(values)}
+        results.update(max=max(values), avg=sum(values) / world_size)
+        applied = [name.upper() for name, value in results.items() if value == got and name != op]
+        if applied:
+            return (
+                f"{number(got)} is the {' or '.join(applied)} of the inputs, not the {op.upper()}"
+            )
+        first, second = owner(index, world_size), owner(index + 1, world_size)
+        return (
+            f"ranks {first} and {second} hold 2 and {owner_high(index)} here, every other rank 1; "
+            "a contribution is wrong or missing"
+        )
 
     return explain
 
 
 # --------------------------------------------------------------------------------------------
-# 7. One function per collective
+# 7. One check per collective: closed-form expected values
 # --------------------------------------------------------------------------------------------
+
+
+# A check's own inputs (base, step: see section 6; None = the defaults exact for the dtype and
+# world), and what a passed check records as its details.
+Base = Sequence[float] | None
+Step = int | None
+Details = dict[str, Any]
 
 
 class Skip(Exception):
@@ -1116,14 +1124,21 @@ class Context:
     count: int = CHECK_ELEMENTS
     base_period: int = 8
     period: int = 1
+    store: Any = None  # the check-in store (a dist.Store); None for mpi
 
     @classmethod
-    def make(cls, rank: int, world_size: int, device: torch.device, dtype: torch.dtype) -> Context:
+    def make(
+        cls,
+        rank: int,
+        world_size: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        store: Any = None,
+    ) -> Context:
         pattern = exact_pattern(world_size, dtype)
         base_period, period = pattern if pattern else (1, 1)
-        return cls(
-            rank, world_size, device, dtype, max(CHECK_ELEMENTS, world_size), base_period, period
-        )
+        count = max(CHECK_ELEMENTS, world_size)
+        return cls(rank, world_size, device, dtype, count, base_period, period, store)
 
     def tensor(self, values: Sequence[float]) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.float64).to(self.dtype).to(self.device)
@@ -1193,17 +1208,14 @@ REDUCE_OPS = {
 }
 
 
-def check_all_reduce(
-    ctx: Context, op: str, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_all_reduce(ctx: Context, op: str, base: Base = None, step: Step = None) -> Details:
     """all_reduce: SUM/AVG of the affine input; PRODUCT/MIN/MAX of the owner input."""
     n, r = ctx.world_size, ctx.rank
-    if op in OWNER_OPS:
-        mine, others, result = OWNER_OPS[op]
+    if op in ("product", "min", "max"):
         count = len(base) if base is not None else ctx.count
-        tensor = ctx.tensor(owner_input(count, r, n, mine, others))
+        tensor = ctx.tensor(owner_input(count, r, n))
         dist.all_reduce(tensor, op=REDUCE_OPS[op])
-        return verify(tensor, [result] * count, owner_source(n))
+        return verify(tensor, expected_owner(op, count, n), owner_source(n, op))
     base, step = ctx.inputs(base, step)
     tensor = ctx.tensor(reduction_input(base, step, r, ctx.period))
     dist.all_reduce(tensor, op=REDUCE_OPS[op])
@@ -1220,9 +1232,7 @@ def check_all_reduce(
     return verify(tensor, want, avg_source, ulps=1)
 
 
-def check_broadcast(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """broadcast from every root: every rank ends with payload(root)."""
     base, step = ctx.inputs(base, step)
     n, r, width = ctx.world_size, ctx.rank, len(base)
@@ -1237,9 +1247,7 @@ def check_broadcast(
     return details
 
 
-def check_reduce(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce (SUM) to every root: the root holds n * base + step * sum_of_tags(n)."""
     base, step = ctx.inputs(base, step)
     n, r = ctx.world_size, ctx.rank
@@ -1254,9 +1262,7 @@ def check_reduce(
     return details
 
 
-def check_all_gather(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_all_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """all_gather: chunk j of the result is payload(j)."""
     base, step = ctx.inputs(base, step)
     n, width = ctx.world_size, len(base)
@@ -1267,9 +1273,7 @@ def check_all_gather(
     return verify(out, want, movement_source(sent_by, n, width, source=None))
 
 
-def check_gather(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """gather to every root (see Context.gather_roots): on the root, chunk j is payload(j)."""
     base, step = ctx.inputs(base, step)
     n, r, width = ctx.world_size, ctx.rank, len(base)
@@ -1286,9 +1290,7 @@ def check_gather(
     return details
 
 
-def check_scatter(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """scatter from every root (see Context.gather_roots): rank d receives payload(d)."""
     base, step = ctx.inputs(base, step)
     n, r, width = ctx.world_size, ctx.rank, len(base)
@@ -1305,9 +1307,7 @@ def check_scatter(
     return details
 
 
-def check_reduce_scatter(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_reduce_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce_scatter (SUM): rank r gets chunk r of n * base + step * sum_of_tags(n)."""
     n, r = ctx.world_size, ctx.rank
     if base is None:
@@ -1324,9 +1324,7 @@ def check_reduce_scatter(
     return verify(out, want, sum_source(my_chunk, step, n, ctx.period, want))
 
 
-def check_all_to_all(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """all_to_all: chunk s of the result on rank d is all_to_all_chunk(s, d)."""
     base, step = ctx.inputs(base, step)
     n, r, width = ctx.world_size, ctx.rank, len(base)
@@ -1356,9 +1354,7 @@ def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size:
         work.wait()
 
 
-def check_send_recv(
-    ctx: Context, base: Sequence[float] | None = None, step: int | None = None
-) -> dict[str, Any]:
+def check_send_recv(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """send/recv ring: rank r receives payload(r-1), so every neighbour link carries data."""
     n, r = ctx.world_size, ctx.rank
     if n < 2:
@@ -1373,27 +1369,41 @@ def check_send_recv(
     return {**details, "from": left, "to": (r + 1) % n}
 
 
-def check_barrier(ctx: Context) -> dict[str, Any]:
-    dist.barrier()
-    return {}
+def check_barrier(ctx: Context) -> Details:
+    """Nobody leaves before the last rank arrived, counted in the store (no clocks compared).
 
-
-CHECKS: dict[str, Callable[[Context], dict[str, Any]]] = {
-    "all_reduce_sum": lambda ctx: check_all_reduce(ctx, "sum"),
-    "all_reduce_product": lambda ctx: check_all_reduce(ctx, "product"),
-    "all_reduce_min": lambda ctx: check_all_reduce(ctx, "min"),
-    "all_reduce_max": lambda ctx: check_all_reduce(ctx, "max"),
-    "all_reduce_avg": lambda ctx: check_all_reduce(ctx, "avg"),
-    "broadcast": check_broadcast,
-    "reduce": check_reduce,
-    "all_gather": check_all_gather,
-    "gather": check_gather,
-    "scatter": check_scatter,
-    "reduce_scatter": check_reduce_scatter,
-    "all_to_all": check_all_to_all,
-    "send_recv": check_send_recv,
-    "barrier": check_barrier,
-}
+    A round per late rank (every rank in small worlds, else the first and the last): the late
+    rank waits until the n - 1 others have counted their arrival in barrier/<round>, waits
+    BARRIER_LATE_S more, counts itself and enters. Every rank reads the count once it left;
+    below n it left before the last rank arrived.
+    """
+    n, r, store = ctx.world_size, ctx.rank, ctx.store
+    if store is None:
+        dist.barrier()
+        raise Skip("no store to count arrivals in (the mpi backend): only ran dist.barrier()")
+    late_ranks = list(ctx.gather_roots())
+    early: list[dict[str, int]] = []
+    for round_no, late in enumerate(late_ranks):
+        key = f"barrier/{round_no}"
+        if r == late:
+            while store.add(key, 0) < n - 1:
+                time.sleep(0.005)
+            time.sleep(BARRIER_LATE_S)
+        store.add(key, 1)
+        dist.barrier()
+        arrived = store.add(key, 0)
+        if arrived < n:
+            early.append({"round": round_no, "late_rank": late, "arrived": arrived})
+    details = {"rounds": len(late_ranks), "late_by_s": BARRIER_LATE_S}
+    if early:
+        first = early[0]
+        raise Fail(
+            f"rank {r} left the barrier when {first['arrived']} of {n} ranks had arrived "
+            f"(round {first['round']}: rank {first['late_rank']} arrived last, "
+            f"{BARRIER_LATE_S:g} s after the others); {len(early)} of {len(late_ranks)} rounds",
+            {**details, "early": early},
+        )
+    return details
 
 
 def unsupported(exc: BaseException) -> bool:
@@ -1438,7 +1448,205 @@ def first_line(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# 8. Bandwidth sweep, nccl-tests style
+# 8. The collectives: one record each, looked up by name
+# --------------------------------------------------------------------------------------------
+
+
+class Buffers:
+    """The sweep's preallocated tensors for one message of `count` elements, on one rank.
+
+    Rank r holds the constant v(r) = 1 + tag(r), so a SUM is `total` = n + sum_of_tags(n)
+    everywhere, and gathered or exchanged chunk j holds v(j) (by_source()).
+    """
+
+    def __init__(self, ctx: Context, count: int):
+        self.ctx, self.rank, self.n = ctx, ctx.rank, ctx.world_size
+        self.total = self.n + sum_of_tags(self.n, ctx.period)
+        self.part = count // self.n
+        self.send, self.out = self.full(count, self.v(self.rank)), self.full(count, 0)
+        self.chunk_in = self.full(self.part, self.v(self.rank))
+        self.chunk_out = self.full(self.part, 0)
+
+    def full(self, length: int, value: float) -> torch.Tensor:
+        return torch.full((length,), value, dtype=self.ctx.dtype, device=self.ctx.device)
+
+    def v(self, rank: int) -> int:
+        return 1 + rank_tag(rank, self.ctx.period)
+
+    def by_source(self) -> torch.Tensor:
+        """Chunk j holds v(j); made only when checking."""
+        return torch.cat([self.full(self.part, self.v(j)) for j in range(self.n)])
+
+
+class BandwidthNote(NamedTuple):
+    """A bound of a backend's own algorithm on busbw, from min_ranks to max_ranks (None: any).
+
+    Printed under a table of that backend and rank count, so a low busbw is not blamed on the
+    link. The algorithms are read from the torch 2.13 and gloo sources; the numbers are busbw /
+    link rate, measured with links limited to 1 Gbit/s (BENCHMARKS.md, fidelity), on 2 hosts x 1
+    and x 2 ranks.
+    """
+
+    min_ranks: int
+    max_ranks: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Collective:
+    """Everything about one collective, as nccl-tests keeps one testColl per collective.
+
+    name     its correctness tests are `name`, or name_<op> for each of `ops`; its bandwidth
+             test is bandwidth_<name> when it has `run`
+    check    correctness with closed-form expected values (section 6): check(ctx), or
+             check(ctx, op) for each of `ops`
+    ops      the reductions checked, one test each (all_reduce: sum, product, min, max, avg)
+    busbw    busbw = algbw * busbw(n), nccl-tests' doc/PERFORMANCE.md
+    run      one timed call on the sweep's Buffers (None: not timed)
+    result   after a fresh run: (the result tensor, the value or tensor it must equal), None
+             where the content is unspecified (reduce, off the root); a different element
+             counts in the "#wrong" column
+    redop, root   nccl-tests' columns ("none" and -1 where they do not apply)
+    split    the message is n chunks: its count is a multiple of n
+    notes    backend -> what that backend's own algorithm bounds busbw to (BandwidthNote)
+
+    Adding a collective is adding a record to COLLECTIVES (its place there is its tests' place
+    in --list-tests); a timed one also takes its place in BANDWIDTH_COLLECTIVES, the sweep's
+    order (a unit test checks that the two agree).
+    """
+
+    name: str
+    check: Callable[..., dict[str, Any]]
+    ops: tuple[str, ...] = ()
+    busbw: Callable[[int], float] = lambda n: 1.0
+    run: Callable[[Buffers], object] | None = None
+    result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None
+    redop: str = "none"
+    root: int = -1
+    split: bool = False
+    notes: dict[str, BandwidthNote] = field(default_factory=dict)
+
+    def tests(self) -> list[str]:
+        return [f"{self.name}_{op}" for op in self.ops] or [self.name]
+
+    def checker(self, test: str) -> Callable[[Context], dict[str, Any]]:
+        op = test.removeprefix(f"{self.name}_")
+        return (lambda ctx: self.check(ctx, op)) if self.ops else self.check
+
+
+COLLECTIVES: dict[str, Collective] = {
+    c.name: c
+    for c in (
+        Collective(
+            "all_reduce",
+            check_all_reduce,
+            ops=("sum", "product", "min", "max", "avg"),
+            busbw=lambda n: 2 * (n - 1) / n,
+            run=lambda b: dist.all_reduce(b.send),
+            result=lambda b: (b.send, b.total),
+            redop="sum",
+        ),
+        Collective(
+            "broadcast",
+            check_broadcast,
+            run=lambda b: dist.broadcast(b.send, src=0),
+            result=lambda b: (b.send, b.v(0)),
+            root=0,
+            notes={
+                "gloo": BandwidthNote(
+                    3,
+                    None,
+                    "gloo's broadcast is a binomial tree, not a pipeline (gloo/broadcast.cc): with "
+                    "more than 2 ranks the root sends the whole buffer once per round, log2(n) "
+                    "rounds, and every rank of a host that has it sends it on in the same round, "
+                    "so a link can carry it several times: busbw 0.50 of the link rate on 2 hosts "
+                    "x 2 ranks (1.0 on 2 hosts x 1 rank)",
+                )
+            },
+        ),
+        Collective(
+            "reduce",
+            check_reduce,
+            run=lambda b: dist.reduce(b.send, dst=0),
+            result=lambda b: (b.send, b.total) if b.rank == 0 else None,
+            redop="sum",
+            root=0,
+        ),
+        Collective(
+            "all_gather",
+            check_all_gather,
+            busbw=lambda n: (n - 1) / n,
+            run=lambda b: all_gather_single(b.out, b.chunk_in),
+            result=lambda b: (b.out, b.by_source()),
+            split=True,
+            notes={
+                "gloo": BandwidthNote(
+                    2,
+                    2,
+                    "gloo's ring all_gather posts each send before its receive; with 2 ranks one "
+                    "connection carries both directions and they take turns: busbw 0.62-0.66 of "
+                    "the link rate (from 3 ranks on, each connection carries one direction: "
+                    "0.81-0.95 on 2 hosts x 2 ranks)",
+                )
+            },
+        ),
+        Collective("gather", check_gather),
+        Collective("scatter", check_scatter),
+        Collective(
+            "reduce_scatter",
+            check_reduce_scatter,
+            busbw=lambda n: (n - 1) / n,
+            run=lambda b: reduce_scatter_single(b.chunk_out, b.send),
+            result=lambda b: (b.chunk_out, b.total),
+            redop="sum",
+            split=True,
+            notes={
+                "gloo": BandwidthNote(
+                    2,
+                    None,
+                    "gloo runs reduce_scatter as an all_reduce of the whole input plus a copy "
+                    "(ProcessGroupGloo::reduce_scatter_tensor_coalesced; the list API runs one "
+                    "all_reduce per chunk): busbw is at most half the link rate (measured "
+                    "0.44-0.48)",
+                )
+            },
+        ),
+        Collective(
+            "all_to_all",
+            check_all_to_all,
+            busbw=lambda n: (n - 1) / n,
+            run=lambda b: dist.all_to_all_single(b.out, b.send),
+            result=lambda b: (b.out, b.by_source()),
+            split=True,
+        ),
+        Collective(
+            "send_recv",
+            check_send_recv,
+            run=lambda b: ring_exchange(b.send, b.out, b.rank, b.n),
+            result=lambda b: (b.out, b.v((b.rank - 1) % b.n)),
+        ),
+        Collective("barrier", check_barrier),
+    )
+}
+# The sweep's order, nccl-tests' binaries' (all_reduce_perf first): every collective with `run`.
+BANDWIDTH_COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "send_recv",
+)
+CHECKS = {t: c.checker(t) for c in COLLECTIVES.values() for t in c.tests()}
+CORRECTNESS_TESTS = tuple(CHECKS)
+BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
+ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
+TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
+
+
+# --------------------------------------------------------------------------------------------
+# 9. Bandwidth sweep, nccl-tests style
 # --------------------------------------------------------------------------------------------
 
 
@@ -1451,7 +1659,16 @@ def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
 
 
 def busbw(collective: str, algbw: float, world_size: int) -> float:
-    return algbw * BUSBW_FACTORS[collective](world_size)
+    return algbw * COLLECTIVES[collective].busbw(world_size)
+
+
+def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
+    note = COLLECTIVES[collective].notes.get(backend)
+    if note is None or world_size < note.min_ranks:
+        return None
+    if note.max_ranks is not None and world_size > note.max_ranks:
+        return None
+    return note.text
 
 
 def message_shape(
@@ -1460,7 +1677,7 @@ def message_shape(
     """(count, bytes) nccl-tests style: size is the larger buffer, a multiple of n for the
     collectives that split it (all_gather output, reduce_scatter input, all_to_all)."""
     count = max(1, size_bytes // elem_size)
-    if collective in ("all_gather", "reduce_scatter", "all_to_all"):
+    if COLLECTIVES[collective].split:
         count = max(world_size, count - count % world_size)
     return count, count * elem_size
 
@@ -1476,104 +1693,13 @@ class Sweep:
     arm: Callable[[str], None]
 
 
-def bandwidth_op(
-    ctx: Context, collective: str, count: int
-) -> tuple[Callable[[], None], Callable[[], int]]:
-    """(run: one collective on preallocated buffers, wrong: #wrong elements of a fresh run).
-
-    Rank r holds the constant v(r) = 1 + tag(r), so a SUM is n + sum_of_tags(n) everywhere,
-    and gathered or exchanged chunk j holds v(j).
-    """
-    n, r = ctx.world_size, ctx.rank
-
-    def full(length: int, value: float) -> torch.Tensor:
-        return torch.full((length,), value, dtype=ctx.dtype, device=ctx.device)
-
-    def v(rank: int) -> int:
-        return 1 + rank_tag(rank, ctx.period)
-
-    total = n + sum_of_tags(n, ctx.period)
-    part = count // n
-    send = full(count, v(r))
-    out = full(count, 0)
-    chunk_in, chunk_out = full(part, v(r)), full(part, 0)
-
-    def by_source() -> torch.Tensor:  # chunk j holds v(j); made only when checking
-        return torch.cat([full(part, v(j)) for j in range(n)])
-
-    def wrong(tensor: torch.Tensor, expected: float | torch.Tensor) -> int:
-        return int((tensor != expected).sum())
-
-    if collective == "all_reduce":
-
-        def run() -> None:
-            dist.all_reduce(send)
-
-        def check() -> int:
-            send.fill_(v(r))
-            run()
-            return wrong(send, total)
-
-    elif collective == "reduce":
-
-        def run() -> None:
-            dist.reduce(send, dst=0)
-
-        def check() -> int:
-            send.fill_(v(r))
-            run()
-            return wrong(send, total) if r == 0 else 0
-
-    elif collective == "broadcast":
-
-        def run() -> None:
-            dist.broadcast(send, src=0)
-
-        def check() -> int:
-            send.fill_(v(r))
-            run()
-            return wrong(send, v(0))
-
-    elif collective == "all_gather":
-
-        def run() -> None:
-            all_gather_single(out, chunk_in)
-
-        def check() -> int:
-            run()
-            return wrong(out, by_source())
-
-    elif collective == "reduce_scatter":
-
-        def run() -> None:
-            reduce_scatter_single(chunk_out, send)
-
-        def check() -> int:
-            send.fill_(v(r))
-            run()
-            return wrong(chunk_out, total)
-
-    elif collective == "all_to_all":
-
-        def run() -> None:
-            dist.all_to_all_single(out, send)
-
-        def check() -> int:
-            run()
-            return wrong(out, by_source())
-
-    elif collective == "send_recv":
-
-        def run() -> None:
-            ring_exchange(send, out, r, n)
-
-        def check() -> int:
-            run()
-            return wrong(out, v((r - 1) % n))
-
-    else:
-        raise ValueError(f"unknown collective {collective!r}")
-    return run, check
+def count_wrong(collective: Collective, buffers: Buffers) -> int:
+    """Elements that differ from the expected value after a fresh run (nccl-tests' #wrong)."""
+    buffers.send.fill_(buffers.v(buffers.rank))
+    assert collective.run is not None
+    collective.run(buffers)
+    found = collective.result(buffers)
+    return 0 if found is None else int((found[0] != found[1]).sum())
 
 
 def average_over_ranks(value: float, ctx: Context) -> float:
@@ -1590,20 +1716,21 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
     if exact_pattern(n, ctx.dtype) is None:
         raise Skip(f"{n} ranks exceed the exact integer range of {ctx.dtype}: use --dtype float32")
     elem = torch.empty(0, dtype=ctx.dtype).element_size()
-    redop = "sum" if collective in ("all_reduce", "reduce_scatter", "reduce") else "none"
-    root = 0 if collective in ("broadcast", "reduce") else -1
+    coll = COLLECTIVES[collective]
+    run = coll.run
+    assert run is not None, f"{collective} is not timed"
     rows: list[dict[str, Any]] = []
     for size in sweep.sizes:
         sweep.arm(f"bandwidth_{collective} at {size} B")
         count, nbytes = message_shape(collective, size, elem, n)
-        run, count_wrong = bandwidth_op(ctx, collective, count)
+        buffers = Buffers(ctx, count)
         for _ in range(sweep.warmup):
-            run()
+            run(buffers)
         synchronize(ctx.device)
         dist.barrier()
         started = time.perf_counter()
         for _ in range(sweep.iters):
-            run()
+            run(buffers)
         synchronize(ctx.device)
         seconds = average_over_ranks((time.perf_counter() - started) / sweep.iters, ctx)
         algbw = nbytes / seconds / 1e9
@@ -1612,12 +1739,12 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
                 "size_bytes": nbytes,
                 "count": count,
                 "type": sweep.type_name,
-                "redop": redop,
-                "root": root,
+                "redop": coll.redop,
+                "root": coll.root,
                 "time_us": round(seconds * 1e6, 2),
                 "algbw_gbps": round(algbw, 4),
                 "busbw_gbps": round(busbw(collective, algbw, n), 4),
-                "wrong": count_wrong(),
+                "wrong": count_wrong(coll, buffers),
             }
         )
     avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
@@ -1669,7 +1796,7 @@ def bandwidth_table(
 
 
 # --------------------------------------------------------------------------------------------
-# 9. Main
+# 10. Main
 # --------------------------------------------------------------------------------------------
 
 
@@ -1694,7 +1821,7 @@ def new_record(args: argparse.Namespace, host: str) -> RankRecord:
     if node_rank is None:
         node_rank = env_int("NODE_RANK")
     if node_rank is None:
-        node_rank = args.rank // local_world
+        node_rank = node_of(args.rank, args.ranks_per_node)
     data = {
         "schema": SCHEMA,
         "host": host,
@@ -1722,15 +1849,15 @@ def new_record(args: argparse.Namespace, host: str) -> RankRecord:
 class Peers:
     """What the store tells about the other ranks: who checked in, what each is running."""
 
-    def __init__(self, world_size: int, local_world_size: int):
-        self.world_size, self.local_world_size = world_size, local_world_size
+    def __init__(self, world_size: int, layout: list[int]):
+        self.world_size, self.layout = world_size, layout
         self.store: dist.Store | None = None
 
     def missing(self) -> list[dict[str, Any]]:
         if self.store is None:
             return []
         absent = [r for r in range(self.world_size) if not self.store.check([f"ready/{r}"])]
-        return describe_missing(self.store, absent, self.world_size, self.local_world_size)
+        return describe_missing(self.store, absent, self.world_size, self.layout)
 
     def progress(self, rank: int, test: str) -> None:
         if self.store is not None:
@@ -1762,7 +1889,7 @@ def checkin_phase(
     value = checkin_value(host, record.data["node_rank"], args.local_rank)
     absent = check_in(peers.store, args.rank, args.world_size, value, args.timeout)
     if absent:
-        described = describe_missing(peers.store, absent, args.world_size, peers.local_world_size)
+        described = describe_missing(peers.store, absent, args.world_size, peers.layout)
         with record.lock:
             record.data["missing_ranks"] = described
         names = ", ".join(
@@ -1801,23 +1928,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     record.write()
     watch_signals(record)
     try:
-        return check(args, record, host)
+        return run_rank(args, record, host)
     except Exception as exc:  # a bug or an unforeseen failure: still leave the record behind
         traceback.print_exc()
         abort(record, None, f"nccl_check stopped: {type(exc).__name__}: {first_line(exc)}", 1)
         raise  # not reached: abort() leaves the process
 
 
-def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
+def run_rank(args: argparse.Namespace, record: RankRecord, host: str) -> int:
     """Device, check-in, process group, the tests, the summary."""
-    peers = Peers(args.world_size, record.data["local_world_size"])
+    peers = Peers(args.world_size, args.ranks_per_node)
     watchdog = Watchdog(record, peers.describe)
-    # A phase with its own deadline (check-in) reports at --timeout; the watchdog ends any
-    # phase at --timeout (+ GRACE_S for check-in), before the process group's own timeout.
-    timeout = args.timeout
-    pg_timeout = datetime.timedelta(seconds=timeout + GRACE_S)
+    device = open_device(args, record)
+    if device is None or not join_group(args, record, peers, watchdog, device, host):
+        return EXIT_FAILED
+    tables, stopped_by = run_tests(args, record, peers, watchdog, device)
 
-    # Device and backend.
+    # Every rank posts its verdict in the store; rank 0 prints them all.
+    status = record.finish()
+    watchdog.arm("summary", args.timeout + GRACE_S)
+    verdicts = exchange_verdicts(args, record, peers, args.timeout)
+    if args.rank == 0:
+        print_summary(args, record, tables, verdicts)
+    watchdog.disarm()
+    if stopped_by is None:
+        dist.destroy_process_group()
+    return EXIT_OK if status == "passed" else EXIT_FAILED
+
+
+def open_device(args: argparse.Namespace, record: RankRecord) -> torch.device | None:
+    """The backend and this rank's device, in the record; None (recorded as init) when absent."""
     import_vendor_plugins()
     backend = choose_backend(args.backend, args.device)
     try:
@@ -1825,16 +1965,31 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
     except RuntimeError as exc:
         record.add(test_entry("init", "error", str(exc)))
         record.finish()
-        return EXIT_FAILED
+        return None
     with record.lock:
         record.data["device"], record.data["backend"] = str(device), backend
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    return device
 
-    # Check-in: every rank writes ready/<rank> into the store before the process group exists,
-    # so a rank that never comes is named instead of a hang in init.
+
+def join_group(
+    args: argparse.Namespace,
+    record: RankRecord,
+    peers: Peers,
+    watchdog: Watchdog,
+    device: torch.device,
+    host: str,
+) -> bool:
+    """Check in, then make the process group on the same store; False (recorded) on failure.
+
+    Every rank writes ready/<rank> into the store before the process group exists, so a rank
+    that never comes is named instead of a hang in init. A phase with its own deadline
+    (check-in) reports at --timeout; the watchdog ends any phase at --timeout (+ GRACE_S for
+    check-in), before the process group's own timeout (--timeout + GRACE_S).
+    """
     record.start("checkin")
-    watchdog.arm("checkin", timeout + GRACE_S)
+    watchdog.arm("checkin", args.timeout + GRACE_S)
     pause_if_asked(args, record, "checkin")
     try:
         raw_store = checkin_phase(args, record, peers, host)
@@ -1843,26 +1998,19 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
         record.add(test_entry("checkin", "error", str(exc), exc.details, duration))
         record.finish()
         if args.rank == 0:  # rank 0 may serve the store: let the others read it before leaving
-            time.sleep(min(GRACE_S / 2, timeout))
-        return EXIT_FAILED
-    except (
-        RuntimeError,
-        ValueError,
-    ) as exc:  # store unreachable (DistStoreError is a RuntimeError)
-        record.add(
-            test_entry(
-                "checkin",
-                "error",
-                f"cannot reach the store for {args.init_method}: {first_line(exc)}",
-            )
-        )
+            time.sleep(min(GRACE_S / 2, args.timeout))
+        return False
+    except (RuntimeError, ValueError) as exc:  # store unreachable (DistStoreError: RuntimeError)
+        message = f"cannot reach the store for {args.init_method}: {first_line(exc)}"
+        record.add(test_entry("checkin", "error", message))
         record.finish()
-        return EXIT_FAILED
+        return False
 
-    # The process group, on the store the ranks checked in to.
     record.start("init")
-    watchdog.arm("init", timeout)
+    watchdog.arm("init", args.timeout)
     pause_if_asked(args, record, "init")
+    pg_timeout = datetime.timedelta(seconds=args.timeout + GRACE_S)
+    backend = record.data["backend"]
     entry = run_test(
         "init",
         lambda: init_group(backend, raw_store, args.rank, args.world_size, pg_timeout, device),
@@ -1871,11 +2019,21 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
     record.add(entry)
     if entry["status"] != "passed":
         record.finish()
-        return EXIT_FAILED
+        return False
+    return True
 
-    # The tests, in order; after an error the process group cannot be trusted: stop.
+
+def run_tests(
+    args: argparse.Namespace,
+    record: RankRecord,
+    peers: Peers,
+    watchdog: Watchdog,
+    device: torch.device,
+) -> tuple[list[str], str | None]:
+    """The tests, in order: (rank 0's bandwidth tables, the test after which the rest were not
+    run). After an error the process group cannot be trusted: the rest are not run."""
     dtype, type_name = DTYPES[args.dtype]
-    ctx = Context.make(args.rank, args.world_size, device, dtype)
+    ctx = Context.make(args.rank, args.world_size, device, dtype, peers.store)
     max_bytes = args.max_bytes or parse_size("1M" if device.type == "cpu" else "1G")
     sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
     stopped_by: str | None = None
@@ -1888,7 +2046,7 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
             continue
         record.start(name)
         peers.progress(args.rank, name)
-        watchdog.arm(name, timeout)
+        watchdog.arm(name, args.timeout)
         pause_if_asked(args, record, name)
         if name.startswith("bandwidth_"):
             collective = name.removeprefix("bandwidth_")
@@ -1899,10 +2057,11 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
                 args.warmup,
                 type_name,
                 args.thresholds[collective],
-                lambda phase: watchdog.arm(phase, timeout),
+                lambda phase: watchdog.arm(phase, args.timeout),
             )
             entry = run_test(name, lambda c=collective, s=sweep: measure(s, c))
             if entry["bandwidth"]:
+                backend = record.data["backend"]
                 tables.append(
                     bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
                 )
@@ -1912,17 +2071,7 @@ def check(args: argparse.Namespace, record: RankRecord, host: str) -> int:
         record.add(entry)
         if entry["status"] == "error":
             stopped_by = name
-
-    # Every rank posts its verdict in the store; rank 0 prints them all.
-    status = record.finish()
-    watchdog.arm("summary", timeout + GRACE_S)
-    verdicts = exchange_verdicts(args, record, peers, timeout)
-    if args.rank == 0:
-        print_summary(args, record, tables, verdicts)
-    watchdog.disarm()
-    if stopped_by is None:
-        dist.destroy_process_group()
-    return EXIT_OK if status == "passed" else EXIT_FAILED
+    return tables, stopped_by
 
 
 def init_group(

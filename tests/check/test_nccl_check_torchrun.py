@@ -133,6 +133,21 @@ def test_missing_rank_is_named_and_nobody_hangs(tmp_path: Path) -> None:
         assert "rank(s) 2" in checkin["message"] and "did not check in" in checkin["message"]
 
 
+def test_a_missing_rank_is_placed_on_its_node_of_the_planned_layout(tmp_path: Path) -> None:
+    """Hosts with different slots= (1 and 3 ranks): rank 3 is on node 1, not node 3."""
+    url = f"tcp://127.0.0.1:{free_port()}"
+    common = ["--out-dir", str(tmp_path), "--timeout", "5", "--ranks-per-node", "1,3"]
+    procs = [start_rank(url, r, 4, *common) for r in (0, 1, 2)]
+    for proc in procs:
+        proc.wait(timeout=RUN_LIMIT_S)
+
+    recs = records(tmp_path)
+    assert [recs[r]["node_rank"] for r in (0, 1, 2)] == [0, 1, 1]
+    for rec in recs.values():
+        assert rec["missing_ranks"] == [{"rank": 3, "node_rank": 1, "host": recs[1]["host"]}]
+        assert f"rank(s) 3 (node 1, {recs[1]['host']})" in by_name(rec)["checkin"]["message"]
+
+
 def test_watchdog_ends_a_stuck_test_and_records_it(tmp_path: Path) -> None:
     timeout = 4
     url = f"tcp://127.0.0.1:{free_port()}"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,13 +61,18 @@ def test_closed_forms_match_brute_force(n: int, period: int) -> None:
     ]
 
 
-@pytest.mark.parametrize("op", ["product", "min", "max"])
-@pytest.mark.parametrize("n", [1, 2, 5, 1000])
-def test_owner_inputs_give_one_or_two_for_any_world(op: str, n: int) -> None:
-    mine, others, expected = nc.OWNER_OPS[op]
-    columns = zip(*(nc.owner_input(7, r, n, mine, others) for r in range(n)), strict=True)
-    reduce = {"product": lambda c: eval("*".join(map(str, c))), "min": min, "max": max}[op]
-    assert [reduce(c) for c in columns] == [expected] * 7
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 1000])
+def test_owner_input_closed_forms_match_brute_force(n: int) -> None:
+    columns = list(zip(*(nc.owner_input(7, r, n) for r in range(n)), strict=True))
+    reduce = {"product": math.prod, "min": min, "max": max}
+    for op, func in reduce.items():
+        assert [func(c) for c in columns] == nc.expected_owner(op, 7, n), op
+    if n > 1:  # every two of SUM, PRODUCT, MIN, MAX, AVG differ on some element
+        results = {op: [func(c) for c in columns] for op, func in reduce.items()}
+        results["sum"] = [sum(c) for c in columns]
+        results["avg"] = [sum(c) / n for c in columns]
+        values = list(results.values())
+        assert all(a != b for i, a in enumerate(values) for b in values[i + 1 :]), results
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int8, torch.float32])
@@ -165,6 +172,14 @@ def test_busbw_factors_are_nccl_tests() -> None:
         assert nc.busbw(coll, 10.0, 4) == pytest.approx(7.5)  # (n-1)/n
     for coll in ("broadcast", "reduce", "send_recv"):
         assert nc.busbw(coll, 10.0, 4) == 10.0
+
+
+def test_every_collective_is_one_record_looked_up_by_name() -> None:
+    timed = {name for name, c in nc.COLLECTIVES.items() if c.run is not None}
+    assert sorted(nc.BANDWIDTH_COLLECTIVES) == sorted(timed)
+    assert nc.CORRECTNESS_TESTS[:5] == tuple(f"all_reduce_{op}" for op in nc.REDUCE_OPS)
+    assert set(nc.CORRECTNESS_TESTS) == {t for c in nc.COLLECTIVES.values() for t in c.tests()}
+    assert all(name == c.name for name, c in nc.COLLECTIVES.items())
 
 
 def test_sizes_and_message_shapes() -> None:
@@ -325,6 +340,44 @@ def test_missing_ranks_name_node_and_host_from_a_neighbour() -> None:
     assert nc.check_in(store, 1, 2, nc.checkin_value("node-a", 0, 1), timeout=5) == []
 
 
+def test_missing_ranks_take_their_node_from_the_planned_layout() -> None:
+    # hosts with different slots=: node 0 runs rank 0, node 1 ranks 1-3, node 2 ranks 4-5
+    layout = [1, 3, 2]
+    assert [nc.node_of(r, layout) for r in range(6)] == [0, 1, 1, 1, 2, 2]
+    store = torch.distributed.HashStore()
+    store.set("ready/0", nc.checkin_value("node-a", 0, 0))
+    store.set("ready/1", nc.checkin_value("node-b", 1, 0))
+    assert nc.describe_missing(store, [2, 3, 4, 5], 6, layout) == [
+        {"rank": 2, "node_rank": 1, "host": "node-b"},
+        {"rank": 3, "node_rank": 1, "host": "node-b"},
+        {"rank": 4, "node_rank": 2, "host": None},
+        {"rank": 5, "node_rank": 2, "host": None},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("2,x", "is not a comma-separated list"), ("2,0", "is not a comma-separated list")],
+)
+def test_ranks_per_node_must_be_positive_counts(text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        nc.rank_counts(text)
+
+
+def test_ranks_per_node_must_add_up_to_the_world(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    argv = ["--rank", "0", "--world-size", "5"]
+    assert nc.parse_args([*argv, "--ranks-per-node", "1,4"]).ranks_per_node == [1, 4]
+    assert nc.parse_args(argv).ranks_per_node == [1] * 5  # torchrun's layout by hand
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert nc.parse_args(argv).ranks_per_node == [2, 2, 1]
+    with pytest.raises(SystemExit):
+        nc.parse_args([*argv, "--ranks-per-node", "2,2"])
+    assert "--ranks-per-node 2,2 adds up to 4 ranks, not --world-size 5" in capsys.readouterr().err
+
+
 # --- a wrong collective is caught by the check functions (the collective faked in-process) -----
 
 
@@ -377,3 +430,119 @@ def test_ring_exchange_posts_the_receive_before_the_send(monkeypatch: pytest.Mon
     monkeypatch.setattr(nc.dist, "batch_isend_irecv", batch_isend_irecv)
     nc.ring_exchange(torch.zeros(2), torch.empty(2), rank=1, world_size=4)
     assert posted == [("irecv", 0), ("isend", 2)]
+
+
+# --- all_reduce PRODUCT/MIN/MAX: a backend that applies another reduction is caught --------------
+
+APPLY = {
+    "sum": lambda rows: rows.sum(dim=0),
+    "product": lambda rows: rows.prod(dim=0),
+    "min": lambda rows: rows.min(dim=0).values,
+    "max": lambda rows: rows.max(dim=0).values,
+    "avg": lambda rows: rows.mean(dim=0),
+}
+
+
+def inputs_of_every_rank(
+    monkeypatch: pytest.MonkeyPatch, op: str, n: int, dtype: torch.dtype
+) -> torch.Tensor:
+    """What check_all_reduce(op) hands to all_reduce on each of n ranks (rows), captured."""
+    rows: list[torch.Tensor] = []
+
+    class Captured(Exception):
+        pass
+
+    def capture(tensor: torch.Tensor, op: object = None) -> None:
+        rows.append(tensor.clone())
+        raise Captured
+
+    monkeypatch.setattr(nc.dist, "all_reduce", capture)
+    for rank in range(n):
+        with pytest.raises(Captured):
+            nc.check_all_reduce(nc.Context.make(rank, n, torch.device("cpu"), dtype), op)
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+@pytest.mark.parametrize("asked", ["product", "min", "max"])
+def test_all_reduce_fails_when_the_backend_applies_another_reduction(
+    monkeypatch: pytest.MonkeyPatch, asked: str, n: int
+) -> None:
+    rows = inputs_of_every_rank(monkeypatch, asked, n, torch.float32)
+    for applied, apply in APPLY.items():
+
+        def all_reduce(tensor: torch.Tensor, op: object = None, apply=apply) -> None:
+            tensor.copy_(apply(rows))
+
+        monkeypatch.setattr(nc.dist, "all_reduce", all_reduce)
+        ctx = nc.Context.make(0, n, torch.device("cpu"), torch.float32)
+        if applied == asked:
+            assert nc.check_all_reduce(ctx, asked)["elements"] == ctx.count
+            continue
+        with pytest.raises(nc.Fail) as exc:
+            nc.check_all_reduce(ctx, asked)
+        source = exc.value.details["source"]
+        if applied != "avg":  # a float32 mean need not equal the exact one
+            assert applied.upper() in source and f"not the {asked.upper()}" in source
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.bfloat16, torch.float16])
+def test_product_min_max_results_are_exact_in_narrow_dtypes(
+    monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype
+) -> None:
+    for op in ("product", "min", "max"):
+        rows = inputs_of_every_rank(monkeypatch, op, 7, dtype)
+        monkeypatch.setattr(
+            nc.dist, "all_reduce", lambda t, op=None, r=rows, f=APPLY[op]: t.copy_(f(r))
+        )
+        assert nc.check_all_reduce(nc.Context.make(3, 7, torch.device("cpu"), dtype), op)
+
+
+# --- barrier: a rank that leaves before the last one arrived is caught ---------------------------
+
+
+def barrier_on_threads(
+    monkeypatch: pytest.MonkeyPatch, n: int, barrier: object
+) -> dict[int, object]:
+    """check_barrier on n threads (one per rank) sharing one store; rank -> details or Fail."""
+    monkeypatch.setattr(nc.dist, "barrier", barrier)
+    store = torch.distributed.HashStore()
+    results: dict[int, object] = {}
+
+    def rank(r: int) -> None:
+        ctx = nc.Context.make(r, n, torch.device("cpu"), torch.float32, store=store)
+        try:
+            results[r] = nc.check_barrier(ctx)
+        except nc.Fail as exc:
+            results[r] = exc
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(results) == list(range(n))
+    return results
+
+
+def test_barrier_passes_when_every_rank_waits_for_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    n = 3
+    waits = threading.Barrier(n)
+    results = barrier_on_threads(monkeypatch, n, lambda: waits.wait(timeout=30))
+    assert all(isinstance(d, dict) and d["rounds"] == n for d in results.values()), results
+
+
+def test_barrier_fails_when_a_rank_leaves_before_the_last_arrived(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    n = 3
+    results = barrier_on_threads(monkeypatch, n, lambda: None)  # returns at once: no barrier
+    # each round one rank arrives last, after the others are in: they all left too early
+    for rank, result in results.items():
+        assert isinstance(result, nc.Fail), (rank, result)
+        assert f"rank {rank} left the barrier" in str(result)
+        late = {r for r in range(n) if r != rank}
+        assert {e["late_rank"] for e in result.details["early"]} == late, result.details
+        assert all(e["arrived"] < n for e in result.details["early"])
