@@ -87,15 +87,17 @@ def wrong_data_hint(test_name: str, views: dict[int, RankView]) -> str:
                 for group in _RANKS_NAMED.findall(source):
                     named.update(int(r) for r in group.split(" or "))
     reporting = [v.rank for v in views.values() if any(_tests(v.doc))]
-    if named:
-        suspects = sorted(named)
-        why = f"the wrong values are off by exactly the contribution of {_who(suspects, views)}"
-    elif saw and len(saw) < len(reporting):
+    # Where the data went wrong is told best by who received it wrong; the value's arithmetic
+    # (off by one rank's contribution) only decides when every rank got the same wrong result.
+    if saw and len(saw) < len(reporting):
         suspects = sorted(saw)
         why = (
             f"only {_who(suspects, views)} received wrong data ({len(saw)} of {len(reporting)} "
             "ranks); the others got the right result from the same collective"
         )
+    elif named:
+        suspects = sorted(named)
+        why = f"the wrong values are off by exactly the contribution of {_who(suspects, views)}"
     else:
         suspects = sorted(saw)
         why = "every rank received the same wrong result, so no single receiver is to blame"
