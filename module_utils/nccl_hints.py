@@ -165,7 +165,10 @@ def hang_hint(rank: int, views: dict[int, RankView], timeout_s: Any) -> str:
     else:
         parts.append(f"{where} left no result at all.")
     if running:
-        parts.append(f"Still running when the run ended: {_who(running, views)}.")
+        parts.append(
+            f"No final result (killed, or still running when the run ended): "
+            f"{_who(running, views)}."
+        )
     if errored:
         parts.append(f"Ended with an error: {_who(errored, views)}.")
     if silent:

@@ -214,7 +214,7 @@ def test_hang_names_the_test_the_size_and_the_ranks_still_running(
     assert verdict["class"] == "rank_lost" and verdict["exit_code"] == 4
     fixes = " ".join(f["fix"] for f in verdict["findings"])
     assert "rank 1 on node2 stopped in bandwidth_all_gather at 4096 B" in fixes
-    assert "Still running when the run ended: rank 1 on node2" in fixes
+    assert "No final result (killed, or still running when the run ended): rank 1 on node2" in fixes
 
 
 def test_preflight_failure_wins_and_the_skipped_ranks_are_consequences(
