@@ -213,13 +213,3 @@ def test_min_busbw_no_link_reaches_exits_8_with_threshold_and_link(
     fixes = [f["fix"] for f in verdict["findings"]]
     assert fixes and all("below the required 5000.0 GB/s" in fix for fix in fixes)
     assert all("judged against" in fix for fix in fixes)
-
-
-def test_bad_hostfile_exits_12_before_anything_is_touched(tmp_path: Path) -> None:
-    inventory = tmp_path / "inventory"
-    inventory.mkdir()
-    (inventory / "hostfile").write_text("node1 slots=two\n")
-    code, verdict, output = preflight(inventory, tmp_path / "reports", {}, timeout=120)
-    assert code == 12, output
-    assert verdict is None and not (tmp_path / "reports").exists()
-    assert "hostfile" in output and "bad_input (exit 12)" in output

@@ -7,7 +7,9 @@ test_report_junit.py); the failing tests' details have the fields files/nccl_che
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -318,3 +320,51 @@ def test_junit_stays_valid_with_the_hints(
     validate_report_junit(run.dir)
     root = ET.parse(run.dir / "junit.xml").getroot()
     assert root.get("failures") == "1"
+
+
+# --- bin/nccl-preflight without a lab: what it does when no report play ran ---------------------
+
+
+def wrapper(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(ROOT / "bin" / "nccl-preflight"), *args],
+        cwd=cwd,
+        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_bad_hostfile_exits_12_before_anything_is_touched(tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory"
+    inventory.mkdir()
+    (inventory / "hostfile").write_text("node1 slots=two\n")
+    reports = tmp_path / "reports"
+    proc = wrapper("-i", str(inventory), "-e", f"nccl_report_root={reports}")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 12, output
+    assert f"{inventory / 'hostfile'}" in output and "bad_input (exit 12)" in output
+    assert not reports.exists()
+
+
+def test_a_refused_variable_exits_12_naming_it(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    proc = wrapper(
+        "-i", "inventory/local", "-e", f"nccl_report_root={reports}", "-e", "nccl_master_port=80"
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 12, output
+    assert "nccl_master_port" in output and "bad_input (exit 12)" in output
+    assert not reports.exists()
+
+
+def test_a_run_that_judges_nothing_exits_0_and_help_lists_every_code() -> None:
+    proc = wrapper("-i", "inventory/local", "--syntax-check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no verdict (the report stage did not run)" in proc.stderr
+    helped = wrapper("--help")
+    assert helped.returncode == 0
+    for name, code in nccl_exit_classes.code_table().items():
+        assert re.search(rf"^\s+{code}\s+{name}\s", helped.stdout, re.M), name
