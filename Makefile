@@ -11,6 +11,8 @@ BIN := $(VENV)/bin
 WHEELS ?= /opt/wheels
 PIP_FLAGS := --disable-pip-version-check -q $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS))
 LAB_APT := openssh-server iproute2 iptables nftables iperf3
+# Headless browser for the report.html tests (tests/browser.py).
+BROWSER_APT := chromium
 N ?= 4
 LAB ?= dev
 
@@ -33,14 +35,14 @@ $(VENV)/.dev-installed: requirements.txt requirements-node.txt requirements-dev.
 	$(BIN)/pip install $(PIP_FLAGS) -r requirements-dev.txt
 	touch $@ $(VENV)/.demo-installed
 
-apt-lab:  ## Install the lab's system packages (as root; skipped otherwise).
+apt-lab:  ## Install the lab's system packages and chromium (as root; skipped otherwise).
 	@if [ "$$(id -u)" = 0 ]; then \
-	  missing=$$(for p in $(LAB_APT); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  missing=$$(for p in $(LAB_APT) $(BROWSER_APT); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	  if [ -n "$$missing" ]; then \
 	    echo "Installing $$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  fi; \
-	else echo "Not root: the multi-host lab tests will be skipped."; fi
+	else echo "Not root: the multi-host lab and browser tests will be skipped."; fi
 
 demo: $(VENV)/.demo-installed  ## Validate this machine (inventory/local: one node, gloo, two ranks).
 	$(BIN)/ansible-playbook playbooks/validate.yml -i inventory/local

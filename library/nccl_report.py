@@ -13,7 +13,8 @@ description:
   - Runs on the control machine. Reads C(<report_root>/<run_id>/) (C(plan.json),
     C(preflight/<host>.json), C(<host>/rank-<R>.json), C(<host>/rank-<R>.log),
     C(<host>/torchrun.log), C(<host>/launch.json)) and writes C(junit/rank-<R>.xml),
-    C(junit/preflight-<host>.xml), the merged C(junit.xml) and C(summary.md); points
+    C(junit/preflight-<host>.xml), the merged C(junit.xml), C(summary.md), C(verdict.json)
+    (the exit class of the run) and, with O(html_template), C(report.html); points
     C(<report_root>/latest) at the run.
   - One testsuite per rank (classname C(nccl.<host>.rank<R>), a testcase per collective) and one
     per host for pre-flight (classname C(preflight.<host>), a testcase per check). A rank without
@@ -48,12 +49,31 @@ options:
     description: Point C(<report_root>/latest) at this run.
     type: bool
     default: true
+  html_template:
+    description:
+      - The jinja2 template of C(report.html) on the control machine (the report role passes
+        C(roles/report/templates/report.html.j2)). Empty means no C(report.html).
+    type: path
+    default: ""
+  verdict_copy:
+    description:
+      - Also write C(verdict.json) to this path (bin/nccl-preflight reads it to exit with the
+        class). Written in check mode too, as it is the answer to the caller, not a change.
+    type: path
+    default: ""
+  run_check_mode:
+    description:
+      - The run was a dry run (C(ansible-playbook --check)); C(verdict.json) and C(report.html)
+        say so.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
     details: In check mode the report is computed and returned but no file is written.
 requirements:
   - junit-xml (on the control machine)
+  - jinja2 and matplotlib (on the control machine, for report.html)
 author:
   - nccl-preflight contributors
 """
@@ -134,6 +154,25 @@ summary_lines:
   returned: always
   type: list
   elements: str
+exit_class:
+  description: The class of the run (module_utils/nccl_exit_classes.py), most severe finding.
+  returned: always
+  type: str
+  sample: wrong_data
+exit_code:
+  description: The exit code of that class (bin/nccl-preflight exits with it).
+  returned: always
+  type: int
+  sample: 7
+findings:
+  description: Every finding with its class, host, rank, what and fix (as in verdict.json).
+  returned: always
+  type: list
+  elements: dict
+html:
+  description: Path of report.html, empty when no template was given.
+  returned: always
+  type: str
 """
 
 import os
@@ -148,6 +187,7 @@ from ansible.module_utils.nccl_junit import (
     summarize,
     write_report,
 )
+from ansible.module_utils.nccl_verdict import build_verdict, write_verdict
 
 
 def resolve_run_dir(report_root: Path, run_id: str, fallback_to_latest: bool) -> Path | None:
@@ -172,6 +212,9 @@ def main() -> None:
             "fallback_to_latest": {"type": "bool", "default": False},
             "expect_ranks": {"type": "bool", "default": True},
             "update_latest": {"type": "bool", "default": True},
+            "html_template": {"type": "path", "default": ""},
+            "run_check_mode": {"type": "bool", "default": False},
+            "verdict_copy": {"type": "path", "default": ""},
         },
         supports_check_mode=True,
     )
@@ -197,11 +240,23 @@ def main() -> None:
     run = read_run(run_dir)
     files = build_suites(run, expect_ranks=module.params["expect_ranks"])
     summary = summarize(run, files)
+    verdict = build_verdict(run, files, summary, check_mode=module.params["run_check_mode"])
+    html = ""
     written: list[str] = []
     if not module.check_mode:
         written = write_report(run_dir, run, files, summary)
+        written.append(str(write_verdict(run_dir, verdict)))
+        if module.params["html_template"]:
+            from ansible.module_utils.nccl_html import write_html  # imports matplotlib: only here
+
+            html = str(
+                write_html(run_dir, Path(module.params["html_template"]), run, summary, verdict)
+            )
+            written.append(html)
         if module.params["update_latest"]:
             point_latest(report_root, run_dir.name)
+    if module.params["verdict_copy"]:
+        write_verdict(Path(module.params["verdict_copy"]), verdict, name="")
 
     module.exit_json(
         changed=bool(written),
@@ -216,6 +271,10 @@ def main() -> None:
         problems=summary["problems"],
         summary=summary["markdown"],
         summary_lines=summary["markdown"].splitlines(),
+        exit_class=verdict["class"],
+        exit_code=verdict["exit_code"],
+        findings=verdict["findings"],
+        html=html,
     )
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.nccl_files import write_atomically
+from ansible.module_utils.nccl_hints import MISSING, rank_hints
 from ansible.module_utils.nccl_transport_report import (
     add_transport_cases,
     analyze_run,
@@ -327,6 +328,7 @@ def rank_suite(
     rank: int,
     launch_skipped: str | None = None,
     reported_missing_by: list[int] | None = None,
+    hints: dict[str, str] | None = None,
 ) -> TestSuite:
     """One testsuite for one rank: a testcase per test, or an error saying why there is none."""
     classname = f"nccl.{host_label(host.host)}.rank{rank}"
@@ -334,6 +336,7 @@ def rank_suite(
     result = host.ranks.get(rank)
     if result is None:
         kind, message = classify_missing(host, rank, launch_skipped, reported_missing_by or [])
+        message = _with_hint(message, (hints or {}).get(MISSING))
         case = TestCase("result", classname=classname)
         case.add_error_info(
             message=message, output=clean_text(_log_for(host, rank)), error_type=kind
@@ -352,7 +355,10 @@ def rank_suite(
             test_name, classname=classname, elapsed_sec=float(test.get("duration_s") or 0.0)
         )
         details = test.get("details") or {}
-        message = clean_text(_with_hint(str(test.get("message") or ""), details.get("hint")))
+        hint = details.get("hint") or (hints or {}).get(
+            test_name
+        )  # nccl_hints: the controller's fix
+        message = clean_text(_with_hint(str(test.get("message") or ""), hint))
         output = clean_text(json.dumps(details, indent=2, sort_keys=True)) if details else None
         status = test.get("status")
         if status == "failed":
@@ -394,6 +400,7 @@ def rank_suite(
             + (f" and nothing came{_launch_timeout(host.launch)}" if hung else "")
             + "."
         )
+        message = _with_hint(message, (hints or {}).get(MISSING))
         case = TestCase(
             current if current not in names else f"{current} (not finished)", classname=classname
         )
@@ -480,6 +487,7 @@ def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
         for rank, result in host.ranks.items():
             for item in result.get("missing_ranks") or []:
                 missing_by.setdefault(int(item["rank"]), []).append(rank)
+    hints = rank_hints(run)
     files: list[SuiteFile] = []
     for host in run.hosts:
         pre = preflight_suite(host)
@@ -491,7 +499,7 @@ def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
             )
     for host in run.hosts:
         for rank in host.expected_ranks():
-            suite = rank_suite(host, rank, launch_skipped, missing_by.get(rank))
+            suite = rank_suite(host, rank, launch_skipped, missing_by.get(rank), hints.get(rank))
             files.append(SuiteFile(f"junit/rank-{rank}.xml", suite, "rank", host.host, rank))
     add_transport_cases(run, files)  # a `transport` testcase per rank (nccl_transport_report)
     if (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):

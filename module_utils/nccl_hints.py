@@ -1,0 +1,266 @@
+# Copyright: (c) 2025, nccl-preflight contributors
+# MIT License (see LICENSE)
+"""The fix for every rank failure, derived on the control machine from the collected rank JSON.
+
+files/nccl_check.py records what went wrong on one rank; only the control machine sees every rank,
+so only it can say which rank is the suspect of wrong data (the one that alone saw it, or the one
+the expected sums name), which ranks were still inside a test when a run hung, and which link
+speed a slow collective was judged against. Pure functions over nccl_junit.RunData.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# "the contribution of rank 1 is missing", "... of rank 0 or 2 was added twice"
+_RANKS_NAMED = re.compile(r"\brank ((?:\d+)(?: or \d+)*)")
+# The watchdog names the size in its phase: "bandwidth_all_reduce at 65536 B".
+_AT_SIZE = re.compile(r"\bat (\d+) B\b")
+# The pre-flight interface check: "...; speed 25000 Mb/s".
+_SPEED = re.compile(r"\bspeed (\d+) Mb/s")
+
+MISSING = "result"  # the key of the hint for a rank that left no result (the JUnit testcase name)
+
+
+@dataclass
+class RankView:
+    """What the hints need of one rank."""
+
+    rank: int
+    host: str
+    doc: dict[str, Any] | None  # the rank JSON, None when none was collected
+
+
+def rank_views(run: Any) -> dict[int, RankView]:
+    """Every expected or reporting rank of the run, with its host."""
+    views: dict[int, RankView] = {}
+    for host in run.hosts:
+        for rank in host.expected_ranks():
+            views[rank] = RankView(rank, host.host, host.ranks.get(rank))
+    return views
+
+
+def _tests(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return [t for t in (doc or {}).get("tests") or [] if isinstance(t, dict)]
+
+
+def is_wrong_data(test: dict[str, Any]) -> bool:
+    """A failed test whose details show wrong elements (a correctness test or a sweep's #wrong)."""
+    if test.get("status") != "failed":
+        return False
+    details = test.get("details") or {}
+    if details.get("wrong") or details.get("first_wrong_index") is not None:
+        return True
+    rows = list(test.get("bandwidth") or []) + list(details.get("bandwidth") or [])
+    return any(row.get("wrong") for row in rows if isinstance(row, dict))
+
+
+def is_below_threshold(test: dict[str, Any]) -> bool:
+    details = test.get("details") or {}
+    return (
+        test.get("status") == "failed"
+        and details.get("threshold_gbps") is not None
+        and not is_wrong_data(test)
+    )
+
+
+def _who(ranks: list[int], views: dict[int, RankView]) -> str:
+    parts = [f"rank {r} on {views[r].host}" if r in views else f"rank {r}" for r in sorted(ranks)]
+    return ", ".join(parts)
+
+
+def _hosts(ranks: list[int], views: dict[int, RankView]) -> list[str]:
+    return sorted({views[r].host for r in ranks if r in views})
+
+
+def wrong_data_hint(test_name: str, views: dict[int, RankView]) -> str:
+    """Name the suspect rank(s) and host(s) of wrong data in one test, and what to run next."""
+    saw: list[int] = []
+    named: set[int] = set()
+    for view in views.values():
+        for test in _tests(view.doc):
+            if test.get("name") == test_name and is_wrong_data(test):
+                saw.append(view.rank)
+                source = str((test.get("details") or {}).get("source") or "")
+                for group in _RANKS_NAMED.findall(source):
+                    named.update(int(r) for r in group.split(" or "))
+    reporting = [v.rank for v in views.values() if any(_tests(v.doc))]
+    # Where the data went wrong is told best by who received it wrong; the value's arithmetic
+    # (off by one rank's contribution) only decides when every rank got the same wrong result.
+    if saw and len(saw) < len(reporting):
+        suspects = sorted(saw)
+        why = (
+            f"only {_who(suspects, views)} received wrong data ({len(saw)} of {len(reporting)} "
+            "ranks); the others got the right result from the same collective"
+        )
+    elif named:
+        suspects = sorted(named)
+        why = f"the wrong values are off by exactly the contribution of {_who(suspects, views)}"
+    else:
+        suspects = sorted(saw)
+        why = "every rank received the same wrong result, so no single receiver is to blame"
+    hosts = _hosts(suspects, views) or ["every host"]
+    return (
+        f"Suspect: {_who(suspects, views) or 'unknown'} ({why}). Next: rerun only this test with "
+        f"its failing ranks' output: nccl_check_args ['--tests', '{test_name}', '--verbose'] "
+        f"(or torchrun ... files/nccl_check.py --tests {test_name} --verbose); then on "
+        f"{', '.join(hosts)} look for hardware errors: nvidia-smi -q -d ECC,ROW_REMAPPER, "
+        "dmesg | grep -i -e xid -e 'pcie bus error', and the NIC's error counters "
+        "(ethtool -S <ifname> | grep -i err)."
+    )
+
+
+def _size_of(test: dict[str, Any]) -> int | None:
+    for text in (test.get("name"), test.get("message")):
+        match = _AT_SIZE.search(str(text or ""))
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _ended_in(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The test a rank was inside when it stopped: its running test or its last error."""
+    if doc is None:
+        return None
+    unfinished = doc.get("status") == "running" or not doc.get("finished_at")
+    errors = [t for t in _tests(doc) if t.get("status") == "error"]
+    if unfinished:
+        current = str(doc.get("current_test") or "run")
+        named = [t for t in errors if str(t.get("name")).startswith(current)]
+        return named[-1] if named else {"name": current, "message": ""}
+    return errors[-1] if errors else None
+
+
+def hang_hint(rank: int, views: dict[int, RankView], timeout_s: Any) -> str:
+    """A rank that hung, crashed or errored: the test, the size, and the ranks still running."""
+    view = views.get(rank)
+    where = f"rank {rank} on {view.host}" if view else f"rank {rank}"
+    stuck = _ended_in(view.doc if view else None)
+    running = sorted(
+        r
+        for r, v in views.items()
+        if v.doc is not None and (v.doc.get("status") == "running" or not v.doc.get("finished_at"))
+    )
+    errored = sorted(
+        r for r, v in views.items() if v.doc is not None and _ended_in(v.doc) and r not in running
+    )
+    silent = sorted(r for r, v in views.items() if v.doc is None)
+    missing = sorted(
+        {
+            int(item["rank"])
+            for v in views.values()
+            for item in (v.doc or {}).get("missing_ranks") or []
+            if isinstance(item, dict) and "rank" in item
+        }
+    )
+    parts = []
+    if stuck is not None:
+        size = _size_of(stuck)
+        name = _AT_SIZE.sub("", str(stuck.get("name"))).strip()
+        parts.append(
+            f"{where} stopped in {name}" + (f" at {size} B" if size is not None else "") + "."
+        )
+    else:
+        parts.append(f"{where} left no result at all.")
+    if running:
+        parts.append(
+            f"No final result (killed, or still running when the run ended): "
+            f"{_who(running, views)}."
+        )
+    if errored:
+        parts.append(f"Ended with an error: {_who(errored, views)}.")
+    if silent:
+        parts.append(f"No result at all: {_who(silent, views)}.")
+    if missing:
+        parts.append(f"Never checked in: {_who(missing, views)}.")
+    timeout = f" (nccl_run_timeout {timeout_s} s)" if timeout_s is not None else ""
+    first = (silent or running or missing or [rank])[0]
+    first_host = views[first].host if first in views else "its host"
+    parts.append(
+        f"Fix: read rank-{first}.log and torchrun.log of {first_host} for the first error; a "
+        "rank that died (OOM killer: dmesg | grep -i kill) or a link that drops traffic between "
+        "the hosts named here (ping and nc -zv between their fabric addresses) are the usual "
+        f"causes; only when the size is just slow, raise the timeout{timeout}."
+    )
+    return " ".join(parts)
+
+
+def link_speeds_mbps(run: Any) -> dict[str, int]:
+    """The fabric link speed each host's pre-flight interface check reported, when it did."""
+    speeds: dict[str, int] = {}
+    for host in run.hosts:
+        for item in (host.preflight or {}).get("results") or []:
+            if item.get("check") == "interface":
+                match = _SPEED.search(str(item.get("message") or ""))
+                if match:
+                    speeds[host.host] = int(match.group(1))
+    return speeds
+
+
+def bandwidth_hint(test: dict[str, Any], host: str, speeds: dict[str, int]) -> str:
+    """The threshold, the figure, and the link speed it was judged against."""
+    details = test.get("details") or {}
+    rows = [r for r in test.get("bandwidth") or details.get("bandwidth") or [] if r]
+    last = rows[-1] if rows else {}
+    figure = last.get("busbw_gbps")
+    size = last.get("size_bytes")
+    threshold = details.get("threshold_gbps")
+    if speeds:
+        slowest = min(speeds, key=lambda h: speeds[h])
+        gbps = speeds[slowest] / 8000
+        link = (
+            f"the slowest fabric link is {slowest}'s at {speeds[slowest]} Mb/s = {gbps:g} GB/s, "
+            "the most a ring's busbw can reach"
+        )
+        if threshold is not None and threshold > gbps:
+            link += "; the threshold is above it, so no link here can pass it: lower --min-busbw"
+    else:
+        link = (
+            "no link speed was reported by the pre-flight for any host (a virtual interface, "
+            "or the driver gives none): compare with ethtool <ifname> / ibstat"
+        )
+    return (
+        f"busbw {figure} GB/s at {size} B on {host} is below the required {threshold} GB/s; "
+        f"judged against: {link}. Fix: check which interface carries the traffic "
+        "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_DEBUG=INFO shows NET/IB or NET/Socket) and that "
+        "every host negotiated its full link speed."
+    )
+
+
+def rank_hints(run: Any) -> dict[int, dict[str, str]]:
+    """{global rank: {test name (or MISSING): the fix}} for every failed, errored or lost rank."""
+    views = rank_views(run)
+    speeds = link_speeds_mbps(run)
+    timeout_s = run.plan.get("run_timeout_s")
+    lost = any(
+        v.doc is None or v.doc.get("status") == "running" or not v.doc.get("finished_at")
+        for v in views.values()
+    )
+    if run.plan.get("launch_skipped") or any(not h.reachable for h in run.hosts):
+        lost = False  # ranks that never started: the pre-flight or the unreachable host says why
+    hints: dict[int, dict[str, str]] = {}
+    wrong_cache: dict[str, str] = {}
+    for rank, view in views.items():
+        mine: dict[str, str] = {}
+        for test in _tests(view.doc):
+            name = str(test.get("name"))
+            if is_wrong_data(test):
+                if name not in wrong_cache:
+                    wrong_cache[name] = wrong_data_hint(name, views)
+                mine[name] = wrong_cache[name]
+            elif is_below_threshold(test):
+                mine[name] = bandwidth_hint(test, view.host, speeds)
+            elif test.get("status") == "error":
+                mine[name] = hang_hint(rank, views, timeout_s)
+        unfinished = view.doc is None or view.doc.get("status") == "running"
+        if lost and (unfinished or not view.doc.get("finished_at")):
+            hint = hang_hint(rank, views, timeout_s)
+            mine[MISSING] = hint
+            current = (view.doc or {}).get("current_test")
+            if current:
+                mine.setdefault(str(current), hint)
+        if mine:
+            hints[rank] = mine
+    return hints

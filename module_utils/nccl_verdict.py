@@ -1,0 +1,157 @@
+# Copyright: (c) 2025, nccl-preflight contributors
+# MIT License (see LICENSE)
+"""The verdict of one run: every finding with its host, what and fix, and the run's exit class.
+
+Pure functions over what module_utils/nccl_junit.py read and built (RunData, SuiteFile); the
+result is reports/<run-id>/verdict.json (schema in docs/design.md) and the first section of
+report.html. The class table lives in module_utils/nccl_exit_classes.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ansible.module_utils.nccl_exit_classes import BY_NAME, code_table, most_severe
+from ansible.module_utils.nccl_files import write_atomically
+from ansible.module_utils.nccl_hints import is_below_threshold
+
+VERDICT_SCHEMA = 1
+_HINT = " Hint: "
+
+
+def split_hint(message: str) -> tuple[str, str]:
+    """(what, fix) of a JUnit message that nccl_junit joined as 'what Hint: fix'."""
+    if message.startswith("Hint: "):
+        return "", message[len("Hint: ") :]
+    what, _, fix = message.partition(_HINT)
+    return what, fix
+
+
+def _preflight_findings(run: Any) -> list[dict[str, Any]]:
+    found = []
+    for host in run.hosts:
+        if not host.reachable:
+            found.append(
+                {
+                    "class": "unreachable",
+                    "host": host.host,
+                    "rank": None,
+                    "test": "host reachable",
+                    "what": f"{host.host} was unreachable or failed before launch",
+                    "fix": (
+                        f"ansible {host.host} -m ansible.builtin.ping -i <inventory> shows why "
+                        "(SSH address, key, user, a Python on the node); see the play output"
+                    ),
+                    "consequence": False,
+                }
+            )
+        for item in (host.preflight or {}).get("results") or []:
+            if item.get("status") not in ("failed", "error"):
+                continue
+            found.append(
+                {
+                    "class": "preflight_failed",
+                    "host": host.host,
+                    "rank": None,
+                    "test": str(item.get("check") or "unnamed"),
+                    "what": str(item.get("message") or item.get("status")),
+                    "fix": str(item.get("hint") or "")
+                    or "see the check's message; rerun with --tags preflight once fixed",
+                    "consequence": False,
+                }
+            )
+    return found
+
+
+def _rank_class(run: Any, host: Any, test: dict[str, Any] | None, kind: str) -> tuple[str, bool]:
+    """(class, consequence) of one failed or erroneous rank testcase."""
+    if test is not None and test.get("status") == "failed":
+        if is_below_threshold(test):
+            return "bandwidth", False
+        return "wrong_data", False
+    if kind == "never started":
+        skipped = str(run.plan.get("launch_skipped") or "")
+        if not host.reachable or skipped.startswith("static rendezvous"):
+            return "unreachable", True
+        if skipped:
+            return "preflight_failed", True
+    return "rank_lost", False
+
+
+def _rank_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
+    hosts = {h.host: h for h in run.hosts}
+    found = []
+    for item in files:
+        if item.kind not in ("rank", "run"):
+            continue
+        host = hosts.get(item.host)
+        doc = host.ranks.get(item.rank) if host is not None and item.rank is not None else None
+        tests = {str(t.get("name")): t for t in (doc or {}).get("tests") or []}
+        for case in item.suite.test_cases:
+            for info in case.failures + case.errors:
+                what, fix = split_hint(str(info.get("message") or ""))
+                kind = str(info.get("type") or "")
+                cls, consequence = (
+                    _rank_class(run, host, tests.get(case.name), kind)
+                    if host is not None
+                    else ("rank_lost", False)
+                )
+                if consequence and not fix:
+                    fix = "fix the finding that skipped the launch (above), then run again"
+                found.append(
+                    {
+                        "class": cls,
+                        "host": item.host,
+                        "rank": item.rank,
+                        "test": case.name,
+                        "what": what or kind or "failed",
+                        "fix": fix or f"read rank-{item.rank}.log on {item.host}",
+                        "consequence": consequence,
+                    }
+                )
+    return found
+
+
+def findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
+    """Every finding, most severe class first, causes before consequences, in host order."""
+    found = _preflight_findings(run) + _rank_findings(run, files)
+    order = list(code_table())
+    return sorted(found, key=lambda f: (f["consequence"], order.index(f["class"])))
+
+
+def build_verdict(
+    run: Any, files: list[Any], summary: dict[str, Any], check_mode: bool = False
+) -> dict[str, Any]:
+    """verdict.json of the run (schema in docs/design.md)."""
+    found = findings(run, files)
+    classes = {f["class"] for f in found}
+    if summary.get("verdict") == "failed" and not classes:
+        classes = {"rank_lost"}  # a failed run nothing above explains: no result at all
+    chosen = most_severe(classes)
+    return {
+        "schema": VERDICT_SCHEMA,
+        "run_id": run.run_id,
+        "class": chosen.name,
+        "exit_code": chosen.code,
+        "meaning": chosen.meaning,
+        # --check (a dry run: nothing launched) marks the verdict; set by the caller.
+        "check_mode": bool(check_mode),
+        "classes": [c for c in code_table() if c in classes],
+        "totals": summary.get("totals", {}),
+        "findings": found,
+        "exit_codes": code_table(),
+    }
+
+
+def write_verdict(where: Path, verdict: dict[str, Any], name: str = "verdict.json") -> Path:
+    """Write where/name (or the file `where` itself when name is empty)."""
+    path = where / name if name else where
+    write_atomically(path, json.dumps(verdict, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def describe(name: str) -> str:
+    item = BY_NAME[name]
+    return f"{item.name} (exit {item.code}): {item.meaning}"

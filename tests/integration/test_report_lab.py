@@ -1,0 +1,215 @@
+"""bin/nccl-preflight on the lab: each exit class from a real fault, and report.html in Chromium.
+
+What a pipeline and a person look at: the process's exit code (the class of the run), verdict.json
+beside the JUnit, and report.html opened in a real browser: no console error, not blank, and on a
+failing run the failing host's name on the first screen.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser import browser_unavailable_reason, distinct_colours, open_page
+from tests.lab.harness import Lab
+
+pytestmark = pytest.mark.lab
+
+ROOT = Path(__file__).resolve().parents[2]
+WRAPPER = ROOT / "bin" / "nccl-preflight"
+QUICK = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"]
+CODES = {"passed": 0, "bad_input": 12, "unreachable": 11, "preflight_failed": 10}
+CODES |= {"wrong_data": 7, "rank_lost": 4, "bandwidth": 8}
+
+# A lab fault: rank RANK's all_reduce delivers its first element off by one (the transport
+# corrupting data on the way to that rank). Loaded through PYTHONPATH by the wrapper Python below.
+CORRUPT_SITECUSTOMIZE = """\
+import os
+
+if os.environ.get("RANK") == {rank!r}:
+    import torch.distributed as dist
+
+    _real_all_reduce = dist.all_reduce
+
+    def all_reduce(tensor, *args, **kwargs):
+        work = _real_all_reduce(tensor, *args, **kwargs)
+        if tensor.numel() > 1:  # not the 1-element timing average
+            tensor.view(-1)[0] += 1
+        return work
+
+    dist.all_reduce = all_reduce
+"""
+
+
+def preflight(
+    inventory: Path, reports: Path, extra: dict[str, Any], timeout: float = 600
+) -> tuple[int, dict[str, Any] | None, str]:
+    """bin/nccl-preflight as a user runs it: (exit code, verdict.json of the run, output)."""
+    run_id = extra.get("nccl_run_id") or f"report-{time.time_ns():x}"
+    variables = {"nccl_report_root": str(reports), "nccl_run_id": run_id, **extra}
+    proc = subprocess.run(
+        [str(WRAPPER), "-i", str(inventory), "-e", json.dumps(variables)],
+        cwd=ROOT,
+        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    path = reports / run_id / "verdict.json"
+    verdict = json.loads(path.read_text()) if path.is_file() else None
+    return proc.returncode, verdict, proc.stdout + proc.stderr
+
+
+def check_page(report_dir: Path, failing_host: str | None, shot: Path) -> str:
+    """Open report.html in Chromium; return the text on its first screen."""
+    reason = browser_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    view = open_page(report_dir / "report.html")
+    shot.write_bytes(view.png)
+    assert view.errors == [], view.errors
+    assert distinct_colours(view.png) > 16, "the screenshot is blank"
+    if failing_host is None:
+        assert view.title.endswith("PASSED") and "PASSED" in view.first_screen_text
+    else:
+        assert view.title.endswith("FAILED")
+        assert failing_host in view.first_screen_text, view.first_screen_text
+    return view.first_screen_text
+
+
+def test_passing_run_exits_0_and_its_report_opens_clean(lab2: Lab, tmp_path: Path) -> None:
+    extra = {"nccl_master_port": 29541, "nccl_check_args": QUICK, "nccl_run_timeout": 90}
+    code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
+    assert code == 0, output
+    assert verdict is not None and verdict["class"] == "passed" and verdict["findings"] == []
+    report_dir = tmp_path / verdict["run_id"]
+    html = (report_dir / "report.html").read_text()
+    assert html.count("<svg") >= 5  # a busbw plot per bandwidth collective
+    check_page(report_dir, None, tmp_path / "passed.png")
+
+
+def test_wrong_data_exits_7_names_the_suspect_and_the_page_shows_the_host(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    site = tmp_path / "corrupt-site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(CORRUPT_SITECUSTOMIZE.format(rank="1"))
+    python = tmp_path / "python-corrupting-rank1"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={site}\nexport PYTHONPATH\nexec {lab2.python} "$@"\n')
+    python.chmod(0o755)
+    extra = {
+        "nccl_master_port": 29542,
+        "nccl_run_timeout": 90,
+        "nccl_python": str(python),
+        "nccl_check_args": [*QUICK, "--tests", "all_reduce_sum,broadcast,bandwidth_all_reduce"],
+    }
+    code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
+    assert verdict is not None, output
+    assert (code, verdict["class"]) == (7, "wrong_data"), output
+    suspect = lab2.hosts[1].inventory_name  # rank 1 is node rank 1's only rank
+    wrong = [f for f in verdict["findings"] if f["class"] == "wrong_data"]
+    assert wrong and all(f["host"] == suspect and f["rank"] == 1 for f in wrong)
+    assert {f["test"] for f in wrong} == {"all_reduce_sum", "bandwidth_all_reduce"}
+    assert all(f"Suspect: rank 1 on {suspect}" in f["fix"] for f in wrong)
+    report_dir = tmp_path / verdict["run_id"]
+    check_page(report_dir, suspect, tmp_path / "wrong-data.png")
+    keep = os.environ.get("NCCL_PREFLIGHT_KEEP_SCREENSHOT")  # docs/report-failing.png is one
+    if keep:
+        shutil.copy(tmp_path / "wrong-data.png", keep)
+
+
+def test_firewall_drop_exits_10_and_the_page_names_the_host(lab2: Lab, tmp_path: Path) -> None:
+    master = lab2.hosts[0]
+    port = 29543
+    undo = lab2.firewall_drop(master, port)
+    try:
+        code, verdict, output = preflight(
+            lab2.inventory_dir, tmp_path, {"nccl_master_port": port, "nccl_check_args": QUICK}
+        )
+    finally:
+        undo()
+    assert verdict is not None, output
+    assert (code, verdict["class"]) == (10, "preflight_failed"), output
+    causes = [f for f in verdict["findings"] if not f["consequence"]]
+    assert causes[0]["host"] == master.inventory_name and causes[0]["fix"]
+    check_page(tmp_path / verdict["run_id"], master.inventory_name, tmp_path / "firewall.png")
+
+
+def test_unreachable_host_exits_11(lab2: Lab, tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory"
+    shutil.copytree(lab2.inventory_dir, inventory)
+    ghost = lab2.hosts[0].mgmt_addr.rsplit(".", 1)[0] + ".98"
+    with open(inventory / "hostfile", "a") as hostfile:
+        hostfile.write(f"{ghost} slots=1\n")
+    code, verdict, output = preflight(
+        inventory, tmp_path, {"nccl_master_port": 29544, "nccl_check_args": QUICK}
+    )
+    assert verdict is not None, output
+    assert (code, verdict["class"]) == (11, "unreachable"), output
+    assert verdict["findings"][0]["host"] == ghost
+
+
+def test_killed_rank_exits_4_and_says_where_it_stopped(lab2: Lab, tmp_path: Path) -> None:
+    run_id = f"report-kill-{time.time_ns():x}"
+    victim_host, victim_rank = lab2.hosts[1], 1
+    record = Path(f"/tmp/nccl-preflight-{run_id}-{victim_host.inventory_name}/results")
+    record = record / f"rank-{victim_rank}.json"
+
+    def kill_victim() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            try:
+                doc = json.loads(record.read_text())
+            except (OSError, ValueError):
+                doc = {}
+            if doc.get("current_test") == "barrier":
+                lab2.kill(victim_host, int(doc["pid"]))
+                return
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_victim, daemon=True)
+    killer.start()
+    extra = {
+        "nccl_run_id": run_id,
+        "nccl_master_port": 29545,
+        "nccl_run_timeout": 60,
+        "nccl_check_args": [
+            *QUICK,
+            "--tests",
+            "correctness",
+            "--pause-before",
+            f"barrier@{victim_rank}",
+        ],
+    }
+    code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
+    killer.join(timeout=5)
+    assert verdict is not None, output
+    assert (code, verdict["class"]) == (4, "rank_lost"), output
+    victim = [f for f in verdict["findings"] if f["rank"] == victim_rank]
+    assert victim and victim[0]["host"] == victim_host.inventory_name
+    assert any("barrier" in f["fix"] for f in victim), victim
+
+
+def test_min_busbw_no_link_reaches_exits_8_with_threshold_and_link(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    extra = {
+        "nccl_master_port": 29546,
+        "nccl_run_timeout": 90,
+        "nccl_check_args": [*QUICK, "--tests", "bandwidth_all_reduce", "--min-busbw", "5000"],
+    }
+    code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
+    assert verdict is not None, output
+    assert (code, verdict["class"]) == (8, "bandwidth"), output
+    fixes = [f["fix"] for f in verdict["findings"]]
+    assert fixes and all("below the required 5000.0 GB/s" in fix for fix in fixes)
+    assert all("judged against" in fix for fix in fixes)
