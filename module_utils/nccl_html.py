@@ -19,6 +19,7 @@ from urllib.parse import quote
 from ansible.module_utils import nccl_plots
 from ansible.module_utils.nccl_files import write_atomically
 from ansible.module_utils.nccl_hints import link_speeds_mbps
+from ansible.module_utils.nccl_transport_report import analyze_run
 from ansible.module_utils.nccl_verdict import describe
 
 STATUS_ORDER = {"failed": 0, "error": 0, "skipped": 2, "passed": 3}
@@ -66,30 +67,21 @@ def pairwise(run_dir: Path) -> dict[str, Any] | None:
     return {"svg": nccl_plots.heatmap_svg(hosts, matrix, unit), "note": str(doc.get("note") or "")}
 
 
-def transports(run: Any, run_dir: Path) -> list[dict[str, Any]]:
-    """Per host, the transport its ranks used: <host>/transport.json or the ranks' `transport`."""
+def transports(run: Any) -> list[dict[str, Any]]:
+    """Per host, what NCCL used, from the ranks' NCCL INFO logs (nccl_transport_report): the
+    same rows as summary.md's Transport section; none when no rank left an NCCL log to read."""
+    hosts = analyze_run(run)["hosts"]
+    if not any(row.get("net") for row in hosts):
+        return []
     rows = []
-    for host in run.hosts:
-        found: list[dict[str, Any]] = []
-        doc = _read_json(run_dir / host.host / "transport.json")
-        if isinstance(doc, dict):
-            found.append(doc)
-        found += [
-            d["transport"] for d in host.ranks.values() if isinstance(d.get("transport"), dict)
-        ]
-        if not found:
-            continue
-        first = found[0]
+    for row in hosts:
+        expect = row.get("expect") or ""
         rows.append(
             {
-                "host": host.host,
-                "summary": str(first.get("summary") or ""),
-                "net": str(first.get("net") or ""),
-                "transports": ", ".join(
-                    sorted({str(t) for d in found for t in d.get("transports") or []})
-                ),
-                "gdrdma": first.get("gdrdma"),
-                "devices": ", ".join(str(d) for d in first.get("ib_devices") or []),
+                "host": row["host"],
+                "net": row.get("net") or "",
+                "expect": f"{expect} ({row.get('expect_reason') or ''})" if expect else "",
+                "summary": row["line"].split(": ", 1)[-1],
             }
         )
     return rows
@@ -177,7 +169,7 @@ def context(
         "plots": plots,
         "plots_note": plots_note,
         "pairwise": pairwise(run_dir),
-        "transports": transports(run, run_dir),
+        "transports": transports(run),
         "links": links(run, run_dir),
         "files": files,
     }

@@ -23,6 +23,7 @@ from tests.jenkins_schema import validate_report_junit
 from tests.unit.test_report_junit import ROOT, RunDir, build, case, suites
 
 TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def report(run: RunDir, capsys: pytest.CaptureFixture[str], **kw: Any) -> dict[str, Any]:
@@ -288,15 +289,25 @@ def test_pairwise_and_transport_are_drawn_only_when_present(
     (run.dir / "pairwise.json").write_text(
         json.dumps({"hosts": ["node1", "node2"], "matrix": [[None, 11.5], [3.25, None]]})
     )
-    doc = json.loads((run.dir / "node2" / "rank-1.json").read_text())
-    doc["transport"] = {"net": "IB", "transports": ["NET/IB/0", "P2P/CUMEM"], "gdrdma": True}
-    (run.dir / "node2" / "rank-1.json").write_text(json.dumps(doc))
+    # The transport comes from the ranks' NCCL INFO logs (a log quoted in NVIDIA/nccl#1189).
+    plan = json.loads((run.dir / "plan.json").read_text())
+    plan["backend"] = "nccl"
+    (run.dir / "plan.json").write_text(json.dumps(plan))
+    for host, rank in (("node1", 0), ("node2", 1)):
+        doc = json.loads((run.dir / host / f"rank-{rank}.json").read_text())
+        doc["backend"] = "nccl"
+        doc["env"] = {**doc.get("env", {}), "NCCL_DEBUG": "INFO"}
+        (run.dir / host / f"rank-{rank}.json").write_text(json.dumps(doc))
+    log = FIXTURES / "nccl_logs" / "ib-gdrdma-p2p-cumem-h20.log"
+    (run.dir / "node2" / "nccl-rank-1.log").write_text(log.read_text())
     report(run, capsys)
     html = (run.dir / "report.html").read_text()
     assert 'id="pairwise"' in html and html.count("<svg") == 3
     assert "3.25" in html and "11.5" in html
     transport = html.split('id="transport"')[1].split("</section>")[0]
-    assert "NET/IB/0, P2P/CUMEM" in transport and "node2" in transport and "node1" not in transport
+    assert "NET/IB #2, #3 with GDRDMA; inside the node P2P/CUMEM" in transport
+    assert "<td>node2</td><td>IB</td>" in transport
+    assert "node1" in transport and "no NCCL log" in transport
 
 
 def test_run_check_mode_is_marked_in_verdict_and_page(
