@@ -44,6 +44,12 @@ options:
       - A C(plan.json) always means ranks were expected.
     type: bool
     default: true
+  dry_run:
+    description:
+      - The run was C(ansible-playbook --check) - only the read-only checks ran. The summary says
+        so, the merged JUnit's name ends with C((check mode)) and RV(check_mode) is true.
+    type: bool
+    default: false
   update_latest:
     description: Point C(<report_root>/latest) at this run.
     type: bool
@@ -94,6 +100,10 @@ files:
   returned: always
   type: list
   elements: str
+check_mode:
+  description: True when O(dry_run) marked the report as a check-mode run.
+  returned: always
+  type: bool
 verdict:
   description: C(passed) when every testcase passed or was skipped, else C(failed).
   returned: always
@@ -172,6 +182,7 @@ def main() -> None:
             "fallback_to_latest": {"type": "bool", "default": False},
             "expect_ranks": {"type": "bool", "default": True},
             "update_latest": {"type": "bool", "default": True},
+            "dry_run": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -196,7 +207,7 @@ def main() -> None:
 
     run = read_run(run_dir)
     files = build_suites(run, expect_ranks=module.params["expect_ranks"])
-    summary = summarize(run, files)
+    summary = summarize(run, files, check_mode=module.params["dry_run"])
     written: list[str] = []
     if not module.check_mode:
         written = write_report(run_dir, run, files, summary)
@@ -210,6 +221,7 @@ def main() -> None:
         junit=str(run_dir / "junit.xml"),
         files=written,
         verdict=summary["verdict"],
+        check_mode=summary["check_mode"],
         totals=summary["totals"],
         hosts=summary["hosts"],
         bandwidth=summary["bandwidth"],

@@ -618,8 +618,11 @@ def _human_bytes(size: int) -> str:
     return str(size)
 
 
-def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
-    """Host table, bandwidth table, problems, verdict; and the same as Markdown."""
+def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) -> dict[str, Any]:
+    """Host table, bandwidth table, problems, verdict; and the same as Markdown.
+
+    ``check_mode``: the run was ``ansible-playbook --check`` (only reads on the nodes); the
+    summary says so and carries ``check_mode: true``."""
     hosts = []
     problems: list[str] = []
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -653,8 +656,18 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
     bandwidth = bandwidth_table(run)
 
     lines = [
-        f"# nccl-preflight run {run.run_id}: {'FAILED' if failed else 'PASSED'}",
+        f"# nccl-preflight run {run.run_id}: {'FAILED' if failed else 'PASSED'}"
+        + (" (check mode)" if check_mode else ""),
         "",
+        *(
+            [
+                "Check mode (--check): a dry run. Only the read-only checks ran; nothing was "
+                "started or written on the nodes and no rank was launched.",
+                "",
+            ]
+            if check_mode
+            else []
+        ),
         f"world size {run.plan.get('world_size', '?')}, backend {run.plan.get('backend', '?')}, "
         f"master {run.plan.get('master_addr', '?')}:{run.plan.get('master_port', '?')}; "
         f"{totals['tests']} tests, {totals['failures']} failures, {totals['errors']} errors, "
@@ -688,6 +701,7 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
         lines += ["", "Problems:", ""] + [f"- {p}" for p in problems]
     return {
         "verdict": "failed" if failed else "passed",
+        "check_mode": check_mode,
         "totals": totals,
         "hosts": hosts,
         "bandwidth": bandwidth,
@@ -730,7 +744,11 @@ def write_report(
         written.append(str(report_dir / item.path))
     _write_atomic(
         report_dir / "junit.xml",
-        suites_to_xml([f.suite for f in files], name=f"nccl-preflight {run.run_id}"),
+        suites_to_xml(
+            [f.suite for f in files],
+            name=f"nccl-preflight {run.run_id}"
+            + (" (check mode)" if summary.get("check_mode") else ""),
+        ),
     )
     _write_atomic(report_dir / "summary.md", summary["markdown"])
     written += [str(report_dir / "junit.xml"), str(report_dir / "summary.md")]

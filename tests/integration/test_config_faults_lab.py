@@ -8,7 +8,13 @@ their cause in the output and the JUnit, and leave nothing on the hosts.
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -20,6 +26,8 @@ from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
 
 pytestmark = pytest.mark.lab
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SMALL_CHECK = {"nccl_check_args": ["--max-bytes", "65536", "--iters", "2", "--warmup", "1"]}
 
@@ -92,3 +100,130 @@ def test_a_cidr_or_interface_that_matches_nothing_stops_at_the_environment_stage
     assert not any(c.startswith("nccl.") for c, _ in cases), sorted(cases)
     validate_report_junit(report_dir)
     assert left_on_hosts(lab2, run_id) == []
+
+
+def playbook_command(lab: Lab, report_root: Path, run_id: str, **variables: object) -> list[str]:
+    values = {"nccl_run_id": run_id, "nccl_report_root": str(report_root), **variables}
+    exe = Path(sys.executable).parent / "ansible-playbook"
+    return [
+        str(exe),
+        "-i",
+        str(lab.inventory_dir),
+        "playbooks/validate.yml",
+        "-e",
+        json.dumps(values),
+    ]
+
+
+def lock_files(lab: Lab) -> list[Path]:
+    """The run lock of the lab's master (the lab's hosts share this machine's /tmp)."""
+    return list(Path("/tmp").glob(f"nccl-preflight-lock-{lab.hosts[0].fabric_addr}-*.json"))
+
+
+def test_a_second_run_of_the_same_cluster_is_refused_naming_the_first(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    first_id = f"20261123T010203-{uuid.uuid4().hex[:6]}"
+    second_id = f"lock2-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    # The first run: the full check (seconds of collectives), so it is still running when the
+    # second one reaches its pre-flight.
+    first = subprocess.Popen(
+        playbook_command(lab2, tmp_path, first_id, nccl_run_timeout=120),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not lock_files(lab2) and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert lock_files(lab2), "the first run never took its lock"
+        second = validate(lab2, tmp_path, second_id)
+        first_output, _ = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    output = second.stdout + second.stderr
+    assert second.returncode == 2, output
+    master = lab2.hosts[0].inventory_name
+    for named in (first_id, "2026-11-23T01:02:03Z", socket.gethostname(), getpass.getuser()):
+        assert named in output, named
+    # Refused by the pre-flight's first call on the master, before any probe or launch; the time
+    # to the verdict is the pre-flight's own (seconds on a quiet machine), never a launch timeout.
+    refusal = output.index("another validation of this master and port is running")
+    assert refusal < output.index("Connect over TCP") < output.index("PLAY [Launch")
+    assert "never started: launch was skipped (the pre-flight failed on" in output
+    cases = junit_cases(tmp_path / second_id / "junit.xml")
+    failure = cases[(f"preflight.{host_label(master)}", "master_port_free")].find("failure")
+    assert failure is not None and first_id in failure.get("message", "")
+    validate_report_junit(tmp_path / second_id)
+
+    # The first run was not disturbed: it passed, with its own complete report.
+    assert first.returncode == 0, first_output
+    first_cases = junit_cases(tmp_path / first_id / "junit.xml")
+    assert any(c.startswith("nccl.") for c, _ in first_cases)
+    assert not [c for c in first_cases.values() if c.find("failure") is not None]
+    validate_report_junit(tmp_path / first_id)
+    assert left_on_hosts(lab2, first_id) == [] and left_on_hosts(lab2, second_id) == []
+    assert lock_files(lab2) == []  # the first run's end freed it
+
+
+def test_a_stale_lock_is_taken_over_and_said_so(lab2: Lab, tmp_path: Path) -> None:
+    run_id = f"stale-{uuid.uuid4().hex[:8]}"
+    lock = Path("/tmp") / f"nccl-preflight-lock-{lab2.hosts[0].fabric_addr}-29500.json"
+    # What a run whose keeper was killed leaves: the record, and no flock on it.
+    lock.write_text(
+        json.dumps(
+            {
+                "run_id": "gone-run",
+                "started_at": "2026-11-22T23:00:00Z",
+                "control_host": "old-ctl",
+                "control_user": "bob",
+                "keeper_pid": 999999,
+            }
+        )
+    )
+    try:
+        result = validate(lab2, tmp_path, run_id)
+    finally:
+        leftover = lock.exists()
+        lock.unlink(missing_ok=True)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "took over the stale run lock" in output and "gone-run" in output and "bob" in output
+    cases = junit_cases(tmp_path / run_id / "junit.xml")
+    case = cases[(f"preflight.{host_label(lab2.hosts[0].inventory_name)}", "master_port_free")]
+    assert "gone-run" in (case.findtext("system-out") or "")
+    assert not leftover and left_on_hosts(lab2, run_id) == []
+
+
+def test_check_mode_is_a_dry_run_that_passes_and_changes_nothing(lab2: Lab, tmp_path: Path) -> None:
+    run_id = f"check-{uuid.uuid4().hex[:8]}"
+    result = validate(lab2, tmp_path, run_id, "--check")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    # Each step that would change a node says what it would do.
+    master = lab2.hosts[0]
+    assert f"check mode: would make the run directory /tmp/nccl-preflight-{run_id}-" in output
+    assert f"listen on {master.fabric_addr}:29500 (master)" in output
+    assert "take the run lock /tmp/nccl-preflight-lock-" in output
+    assert "check mode: would start torchrun on all 2 nodes at once" in output
+    assert "PASSED (check mode)" in output
+    report_dir = tmp_path / run_id
+    root = ET.parse(report_dir / "junit.xml").getroot()
+    assert root.get("name", "").endswith("(check mode)")
+    cases = junit_cases(report_dir / "junit.xml")
+    for host in lab2.hosts:
+        label = f"preflight.{host_label(host.inventory_name)}"
+        # The read-only checks ran: interface, firewall and the torch versions (the probe ran in
+        # the foreground, read only); the TCP probes need listeners, so they say why not.
+        for check in ("interface", "firewall", "versions"):
+            assert cases[(label, check)].find("skipped") is None, (label, check)
+        skipped = cases[(label, "tcp_ring")].find("skipped")
+        assert skipped is not None and "check mode" in skipped.get("message", "")
+    assert not any(c.startswith("nccl.") for c, _ in cases)
+    validate_report_junit(report_dir)
+    assert left_on_hosts(lab2, run_id) == [] and lock_files(lab2) == []
