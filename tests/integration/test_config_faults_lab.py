@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible.module_utils.nccl_junit import host_label
 
 from tests.jenkins_schema import validate_report_junit
@@ -102,17 +104,13 @@ def test_a_cidr_or_interface_that_matches_nothing_stops_at_the_environment_stage
     assert left_on_hosts(lab2, run_id) == []
 
 
-def playbook_command(lab: Lab, report_root: Path, run_id: str, **variables: object) -> list[str]:
+def playbook_command(
+    lab: Lab, report_root: Path, run_id: str, inventory: Path | None = None, **variables: object
+) -> list[str]:
     values = {"nccl_run_id": run_id, "nccl_report_root": str(report_root), **variables}
     exe = Path(sys.executable).parent / "ansible-playbook"
-    return [
-        str(exe),
-        "-i",
-        str(lab.inventory_dir),
-        "playbooks/validate.yml",
-        "-e",
-        json.dumps(values),
-    ]
+    inventory = inventory or lab.inventory_dir
+    return [str(exe), "-i", str(inventory), "playbooks/validate.yml", "-e", json.dumps(values)]
 
 
 def lock_files(lab: Lab) -> list[Path]:
@@ -227,3 +225,49 @@ def test_check_mode_is_a_dry_run_that_passes_and_changes_nothing(lab2: Lab, tmp_
     assert not any(c.startswith("nccl.") for c, _ in cases)
     validate_report_junit(report_dir)
     assert left_on_hosts(lab2, run_id) == [] and lock_files(lab2) == []
+
+
+def test_host_keys_are_checked_unless_the_inventory_turns_it_off(lab2: Lab, tmp_path: Path) -> None:
+    """The shipped ansible.cfg checks host keys: the lab's inventory without its own 'off' is
+    refused by an unknown key; after ssh-keyscan into known_hosts (README) the same run passes."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(lab2.inventory_dir, inventory)
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("")
+    values = yaml.safe_load((inventory / "group_vars" / "all.yml").read_text())
+    assert values.pop("ansible_host_key_checking") is False
+    # The lab's ssh options without its own "accept any key", checking against our known_hosts.
+    words = values["ansible_ssh_common_args"].split()
+    pairs = [words[i : i + 2] for i in range(0, len(words), 2)]  # ["-o", "X=y"], ["-F", "f"]
+    kept = [p for p in pairs if not p[1].startswith(("StrictHostKeyChecking", "UserKnownHosts"))]
+    options = [*(w for p in kept for w in p), "-o", f"UserKnownHostsFile={known_hosts}"]
+    values["ansible_ssh_common_args"] = " ".join(options)
+    (inventory / "group_vars" / "all.yml").write_text(yaml.safe_dump(values))
+    run_id = f"hostkey-{uuid.uuid4().hex[:8]}"
+
+    def facts_only() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*playbook_command(lab2, tmp_path, run_id, inventory=inventory), "--tags", "facts"],
+            cwd=ROOT,
+            env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    refused = facts_only()
+    output = refused.stdout + refused.stderr
+    assert "Host key verification failed" in output, output
+    assert "UNREACHABLE" in output
+    scan = subprocess.run(
+        ["ssh-keyscan", "-H", *(h.mgmt_addr for h in lab2.hosts)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    known_hosts.write_text(scan.stdout)
+    trusted = facts_only()
+    assert trusted.returncode == 0, trusted.stdout + trusted.stderr
+    assert "Host key verification failed" not in trusted.stdout
