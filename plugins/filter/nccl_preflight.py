@@ -295,8 +295,9 @@ def check_master_port_free(observations: dict[str, dict], host: str, master: str
             "failed",
             f"{host}: MASTER_PORT {port} is not this run's: {lock.get('message')}",
             "let that run end (or stop it where it was started), or validate with another "
-            f"nccl_master_port; a lock whose keeper is gone is taken over: cat {lock.get('path')}"
-            f"  (on {host})",
+            f"nccl_master_port; cat {lock.get('path')}  (on {host}); when that run is gone "
+            "(its control machine died), end its keeper and the next run takes the lock over: "
+            f"kill {(lock.get('holder') or {}).get('keeper_pid') or '<keeper_pid>'}  (on {host})",
         )
     owner = obs.get("port_owner") or {}
     holders = owner.get("listeners") or []

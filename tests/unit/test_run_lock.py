@@ -143,10 +143,15 @@ def test_the_master_port_check_names_the_run_holding_the_lock_or_the_stale_one_t
         "port_owner": {"free": True, "listeners": []},
         "listeners": {"listeners": [{"name": "master", "error": ""}]},
     }
-    refused = {"refused": True, "path": "/tmp/l.json", "message": "another validation ... alice"}
+    refused = {
+        "refused": True,
+        "path": "/tmp/l.json",
+        "message": "another validation ... alice",
+        "holder": {"keeper_pid": 4242},
+    }
     got = check_master_port_free({"node1": {**base, "run_lock": refused}}, "node1", "node1")
     assert got["status"] == "failed" and "alice" in got["message"] and "29500" in got["message"]
-    assert "/tmp/l.json" in got["hint"]
+    assert "/tmp/l.json" in got["hint"] and "kill 4242" in got["hint"]
     stale = {"refused": False, "took_over": True, "message": "took over the stale run lock X"}
     got = check_master_port_free({"node1": {**base, "run_lock": stale}}, "node1", "node1")
     assert got["status"] == "passed" and "took over the stale run lock X" in got["message"]
