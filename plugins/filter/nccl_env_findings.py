@@ -81,10 +81,13 @@ def nccl_env_findings(
 ) -> dict[str, dict[str, str]]:
     """Every host's environment result when the run must stop here; {} when it goes on.
 
-    ``choices``: host -> its interface choice (None: the environment stage did not run there);
+    ``choices``: host -> its interface choice (None or "": the environment stage did not run
+    there);
     ``facts``: host -> its ansible_facts; ``order``: every host of the inventory, master first.
     """
-    problems = {h: host_problem(h, choices.get(h), facts.get(h) or {}) for h in order}
+    # A host without a choice ('' or None from hostvars) did not reach the environment stage.
+    choices = {h: choices.get(h) or None for h in order}
+    problems = {h: host_problem(h, choices[h], facts.get(h) or {}) for h in order}
     # A host that dropped out before (unreachable) is the launch's business, as ever; it only gets
     # an error here when the run stops anyway (no plan.json will then say it was unreachable).
     bad = [h for h in order if problems[h] and choices.get(h) is not None]

@@ -74,7 +74,7 @@ def test_nothing_when_every_host_has_a_fabric_address() -> None:
 
 
 def test_an_unreachable_host_alone_does_not_stop_the_run_but_is_named_when_it_stops() -> None:
-    fine = {"node1": choices(cidr="10.0.3.0/24")["node1"], "node2": None}
+    fine = {"node1": choices(cidr="10.0.3.0/24")["node1"], "node2": ""}  # hostvars' default
     assert nccl_env_findings(fine, HOSTS, ["node1", "node2"]) == {}
     bad = {"node1": choices(cidr="10.9.9.0/24")["node1"], "node2": None}
     found = nccl_env_findings(bad, HOSTS, ["node1", "node2"])
