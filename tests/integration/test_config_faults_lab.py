@@ -271,3 +271,37 @@ def test_host_keys_are_checked_unless_the_inventory_turns_it_off(lab2: Lab, tmp_
     trusted = facts_only()
     assert trusted.returncode == 0, trusted.stdout + trusted.stderr
     assert "Host key verification failed" not in trusted.stdout
+
+
+def test_an_interface_absent_on_one_host_stops_the_run_naming_that_host(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    inventory = tmp_path / "inventory"
+    shutil.copytree(lab2.inventory_dir, inventory)
+    bad = lab2.hosts[1]
+    (inventory / "host_vars").mkdir()
+    (inventory / "host_vars" / f"{bad.inventory_name}.yml").write_text(
+        "---\nnccl_socket_ifname: enp9s0f3\n"
+    )
+    run_id = f"envone-{uuid.uuid4().hex[:8]}"
+    result = subprocess.run(
+        playbook_command(lab2, tmp_path, run_id, inventory=inventory, nccl_run_timeout=60),
+        cwd=ROOT,
+        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert f"{bad.inventory_name}: nccl_socket_ifname enp9s0f3 names no interface" in output
+    assert f"{bad.fabric_ifname} {bad.fabric_addr}/" in output  # what it has instead
+    cases = junit_cases(tmp_path / run_id / "junit.xml")
+    error = cases[(f"preflight.{host_label(bad.inventory_name)}", "environment")].find("error")
+    assert error is not None and "enp9s0f3" in error.get("message", "")
+    good = cases[(f"preflight.{host_label(lab2.hosts[0].inventory_name)}", "environment")]
+    skipped = good.find("skipped")
+    assert skipped is not None and bad.inventory_name in skipped.get("message", "")
+    validate_report_junit(tmp_path / run_id)
+    assert left_on_hosts(lab2, run_id) == []
