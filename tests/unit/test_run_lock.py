@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -157,3 +158,62 @@ def test_the_master_port_check_names_the_run_holding_the_lock_or_the_stale_one_t
     assert got["status"] == "passed" and "took over the stale run lock X" in got["message"]
     got = check_master_port_free({"node1": base}, "node1", "node1")
     assert got["status"] == "passed" and got["message"] == "node1: MASTER_PORT 29500 is free"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_the_listeners_start_leaves_master_port_to_the_run_holding_the_lock(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """nccl_preflight_listen state=started with lock: the first run takes it and binds
+    MASTER_PORT; a second run (another run directory) is refused and binds no master listener,
+    so none of its probes can reach the first run's port; check mode only looks."""
+    import nccl_preflight_listen
+
+    from tests.module_exit import run_module_main
+
+    port = _free_port()
+    lock = tmp_path / lock_file_name("127.0.0.1", port)
+
+    def start(run: str, check_mode: bool = False):
+        args = {
+            "path": str(tmp_path / run / "preflight"),
+            "run_dir": str(tmp_path / run),
+            "check_port": port,
+            "listeners": [
+                {"name": "master", "address": "127.0.0.1", "port": port, "expect": 1},
+                {"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 1},
+            ],
+            "timeout": 30,
+            "lock": {"path": str(lock), "run_id": run, "control_user": "alice"},
+            "_ansible_check_mode": check_mode,
+        }
+        return run_module_main(monkeypatch, nccl_preflight_listen.main, args).result
+
+    def stop(run: str) -> None:
+        args = {
+            "path": str(tmp_path / run / "preflight"),
+            "state": "stopped",
+            "remove_run_dir": str(tmp_path / run),
+        }
+        run_module_main(monkeypatch, nccl_preflight_listen.main, args)
+
+    looked = start("first", check_mode=True)
+    assert looked["lock"]["would_take"] and not lock.exists()
+    assert looked["msg"].startswith("check mode: would make the run directory")
+    first = start("first")
+    assert first["lock"]["acquired"] and set(first["ports"]) == {"master", "ring"}
+    try:
+        second = start("second")
+        assert second["lock"]["refused"] and "run first" in second["lock"]["message"]
+        assert "alice" in second["lock"]["message"]
+        assert set(second["ports"]) == {"ring"}  # no listener on the first run's MASTER_PORT
+        stop("second")
+        assert json.loads(lock.read_text())["run_id"] == "first"  # untouched
+    finally:
+        stop("first")
+    assert wait_for(lambda: not lock.exists())  # the first run's end freed the lock
