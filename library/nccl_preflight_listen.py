@@ -105,6 +105,21 @@ options:
       - Also bounds the O(python) probe.
     type: float
     default: 60
+  lock:
+    description:
+      - With O(state=started), take the run lock C(lock.path) before binding (on the master; see
+        C(module_utils/nccl_run_lock)) and hand it to a detached keeper that holds it until
+        O(run_dir) is removed or C(lock.lifetime) seconds passed. Held by another run - the
+        listener on O(check_port) is not started and RV(lock) names that run. A lock whose keeper
+        is gone is taken over. Needs O(run_dir). In check mode the lock is only looked at.
+    type: dict
+    suboptions:
+      path: {description: The lock file., type: path, required: true}
+      lifetime: {description: Seconds the keeper holds it at most., type: float, default: 3600}
+      run_id: {description: This run's id, recorded in the lock., type: str, required: true}
+      started_at: {description: When this run started, recorded., type: str, default: ""}
+      control_host: {description: The control machine, recorded., type: str, default: ""}
+      control_user: {description: Who runs the validation, recorded., type: str, default: ""}
   remove_run_dir:
     description:
       - With O(state=stopped), remove this directory (the run's private directory, which holds
@@ -123,8 +138,9 @@ attributes:
   check_mode:
     support: partial
     details:
-      - In check mode O(state=started) only looks at O(check_port) (read only); no directory is
-        made, no listener is held, no probe runs.
+      - In check mode O(state=started) only reads - O(check_port), O(lock), and the O(python)
+        probe run in the foreground (C(python -B)) - and says in C(msg) what it would change; no
+        directory is made, no lock taken, no listener held.
       - In check mode O(state=stopped) only reads the clock; no stop file is written.
 author:
   - nccl-preflight contributors
@@ -213,7 +229,8 @@ python:
       C(executable), C(version), C(torch_version), C(cuda_available), C(cuda_version),
       C(nccl_version), C(device_count), C(npu_available), C(npu_version) and C(reason) (why a value
       is empty - torch missing, the probe failed or ran out of time).
-  returned: O(state=stopped), when the listener was started with O(python) and its result was read
+  returned: O(state=stopped), when the listener was started with O(python) and its result was
+    read; O(state=started) with O(python) in check mode
   type: dict
   sample:
     executable: /usr/bin/python3
@@ -226,6 +243,14 @@ python:
     npu_available: false
     npu_version: null
     reason: ""
+lock:
+  description:
+    - With O(lock), C(path), C(acquired), C(refused) (another run holds it, or it could not be
+      taken), C(took_over) (a stale lock), C(holder) (the record of the run holding it - this
+      one when acquired - run_id, started_at, control_host, control_user, keeper_pid,
+      keeper_start_time, locked_at, run_dir), C(stale) and C(message).
+  returned: O(state=started) with O(lock)
+  type: dict
 run_dir_removed:
   description: Whether O(remove_run_dir) is gone (C(remove_error) says why not).
   returned: O(state=stopped) with O(remove_run_dir), outside check mode
@@ -251,6 +276,7 @@ import traceback
 from typing import Any, NoReturn
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_check_mode import probe_python_read_only, would_start
 from ansible.module_utils.nccl_files import write_atomically
 from ansible.module_utils.nccl_parse import (
     PYTHON_PROBE,
@@ -268,6 +294,8 @@ from ansible.module_utils.nccl_run_dir import (
     private_dir_problem,
     remove_private_dir,
 )
+from ansible.module_utils.nccl_run_lock import look as look_at_lock
+from ansible.module_utils.nccl_run_lock import take as take_lock
 
 PID_FILE = "listener.pid"
 STOP_FILE = "listener.stop"
@@ -564,6 +592,22 @@ def stop_listener(path: str, wait: float) -> dict:
     }
 
 
+def make_dirs(module: AnsibleModule, run_dir: str | None, mode: int, owner: dict) -> None:
+    """Make the run directory (when given) and the listener directory in it, or fail."""
+    path = module.params["path"]
+    try:
+        if run_dir:
+            make_private_dir(run_dir, mode)
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        module.fail_json(
+            msg=f"cannot make the listener directory {path}"
+            + (f" in the run directory {run_dir}" if run_dir else "")
+            + f": {exc}; rerun with another run id",
+            port_owner=owner,
+        )
+
+
 def start(module: AnsibleModule) -> None:
     p = module.params
     path = p["path"]
@@ -580,22 +624,23 @@ def start(module: AnsibleModule) -> None:
     problem = private_dir_problem(run_dir) if run_dir else ""
     if problem:
         module.fail_json(msg=problem, port_owner=owner, listeners=[], ports={})
+    lock_spec, extra = p["lock"], {}
     if module.check_mode:
+        if lock_spec:
+            extra["lock"] = look_at_lock(lock_spec["path"])
+        if p["python"]:
+            extra["python"] = probe_python_read_only(p["python"], p["python_timeout"])
+        msg = would_start(p)
         module.exit_json(
-            changed=False, listeners=[], ports={}, port_owner=owner, pid=None, msg="check mode"
+            changed=False, listeners=[], ports={}, port_owner=owner, pid=None, msg=msg, **extra
         )
     deadline = time.monotonic() + p["timeout"]
-    try:
-        if run_dir:
-            make_private_dir(run_dir, run_dir_mode)
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    except OSError as exc:
-        module.fail_json(
-            msg=f"cannot make the listener directory {path}"
-            + (f" in the run directory {run_dir}" if run_dir else "")
-            + f": {exc}; rerun with another run id",
-            port_owner=owner,
-        )
+    make_dirs(module, run_dir, run_dir_mode, owner)
+    if lock_spec and run_dir:
+        owner_record = {k: lock_spec[k] for k in lock_spec if k not in ("path", "lifetime")}
+        extra["lock"] = take_lock(lock_spec["path"], run_dir, lock_spec["lifetime"], owner_record)
+        if extra["lock"]["refused"]:  # MASTER_PORT is the other run's: nobody probes it
+            specs = [s for s in specs if s["port"] != p["check_port"]]
     # A listener of an earlier start in this directory would overwrite this one's result.
     if os.path.exists(os.path.join(path, PID_FILE)):
         stop_listener(path, p["stop_timeout"])
@@ -632,7 +677,9 @@ def start(module: AnsibleModule) -> None:
             )
     else:
         write_json(os.path.join(path, RESULT_FILE), result_of(entries, "nothing bound", None))
-    module.exit_json(changed=True, listeners=entries, ports=ports, port_owner=owner, pid=pid)
+    module.exit_json(
+        changed=True, listeners=entries, ports=ports, port_owner=owner, pid=pid, **extra
+    )
 
 
 def end_run(module: AnsibleModule, failed: bool, **result: Any) -> NoReturn:
@@ -720,6 +767,17 @@ def main() -> None:
             "python": {"type": "str"},
             "python_timeout": {"type": "float", "default": 60.0},
             "remove_run_dir": {"type": "path"},
+            "lock": {
+                "type": "dict",
+                "options": {
+                    "path": {"type": "path", "required": True},
+                    "lifetime": {"type": "float", "default": 3600.0},
+                    "run_id": {"type": "str", "required": True},
+                    "started_at": {"type": "str", "default": ""},
+                    "control_host": {"type": "str", "default": ""},
+                    "control_user": {"type": "str", "default": ""},
+                },
+            },
             "timeout": {"type": "float", "default": 60.0},
             "stop_timeout": {"type": "float", "default": 10.0},
         },

@@ -63,8 +63,9 @@ options:
     default: ""
   run_check_mode:
     description:
-      - The run was a dry run (C(ansible-playbook --check)); C(verdict.json) and C(report.html)
-        say so.
+      - The run was C(ansible-playbook --check) - only the read-only checks ran. The summary,
+        C(verdict.json) and C(report.html) say so, the merged JUnit's name ends with
+        C((check mode)) and RV(check_mode) is true.
     type: bool
     default: false
 attributes:
@@ -114,6 +115,10 @@ files:
   returned: always
   type: list
   elements: str
+check_mode:
+  description: True when O(run_check_mode) marked the report as a check-mode run.
+  returned: always
+  type: bool
 verdict:
   description: C(passed) when every testcase passed or was skipped, else C(failed).
   returned: always
@@ -239,7 +244,7 @@ def main() -> None:
 
     run = read_run(run_dir)
     files = build_suites(run, expect_ranks=module.params["expect_ranks"])
-    summary = summarize(run, files)
+    summary = summarize(run, files, check_mode=module.params["run_check_mode"])
     verdict = build_verdict(run, files, summary, check_mode=module.params["run_check_mode"])
     html = ""
     written: list[str] = []
@@ -265,6 +270,7 @@ def main() -> None:
         junit=str(run_dir / "junit.xml"),
         files=written,
         verdict=summary["verdict"],
+        check_mode=summary["check_mode"],
         totals=summary["totals"],
         hosts=summary["hosts"],
         bandwidth=summary["bandwidth"],

@@ -124,6 +124,27 @@ def clean_text(text: str) -> str:
     return _ILLEGAL_XML.sub("", text)
 
 
+# Markdown that a node's text could turn into markup: links and images ([ ] after !), HTML and
+# autolinks (< >), code (`), emphasis (*), table cells (|), entities (&), and the escape itself.
+_MD_ACTIVE = re.compile(r"([\\`*\[\]<>|&])")
+
+
+def md_escape(text: Any) -> str:
+    """``text`` as literal Markdown text on one line: every character that could start markup
+    is backslash-escaped (CommonMark), a leading '#' too; control characters and line breaks go."""
+    flat = " ".join(clean_text(str(text)).splitlines())
+    escaped = _MD_ACTIVE.sub(r"\\\1", flat)
+    return "\\" + escaped if escaped.startswith("#") else escaped
+
+
+def _seconds(value: Any) -> float:
+    """A duration from a rank's file; 0.0 when it is not a number (a broken or hostile node)."""
+    try:
+        return max(float(value or 0.0), 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def tail(text: str | None, lines: int = LOG_TAIL_LINES, chars: int = LOG_TAIL_CHARS) -> str:
     """The last lines of a log, bounded in size."""
     if not text:
@@ -352,7 +373,7 @@ def rank_suite(
         test_name = str(test.get("name") or "unnamed")
         names.add(test_name)
         case = TestCase(
-            test_name, classname=classname, elapsed_sec=float(test.get("duration_s") or 0.0)
+            test_name, classname=classname, elapsed_sec=_seconds(test.get("duration_s"))
         )
         details = test.get("details") or {}
         hint = details.get("hint") or (hints or {}).get(
@@ -532,6 +553,12 @@ def _suite_element(suite: TestSuite) -> ET.Element:
         if allowed is not None:
             for attr in [a for a in node.attrib if a not in allowed]:
                 del node.attrib[attr]
+        # Whatever a node sent (names, versions, messages, logs) is text without the control
+        # characters XML 1.0 forbids; ElementTree escapes the markup.
+        for attr, value in node.attrib.items():
+            node.attrib[attr] = clean_text(str(value))
+        if node.text:
+            node.text = clean_text(node.text)
     element.set("time", _fmt_time(sum(c.elapsed_sec or 0.0 for c in suite.test_cases)))
     for case_el in element.iter("testcase"):
         if "time" in case_el.attrib:
@@ -635,8 +662,11 @@ def _human_bytes(size: int) -> str:
     return str(size)
 
 
-def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
-    """Host table, bandwidth table, problems, verdict; and the same as Markdown."""
+def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) -> dict[str, Any]:
+    """Host table, bandwidth table, problems, verdict; and the same as Markdown.
+
+    ``check_mode``: the run was ``ansible-playbook --check`` (only reads on the nodes); the
+    summary says so and carries ``check_mode: true``."""
     hosts = []
     problems: list[str] = []
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -670,8 +700,18 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
     bandwidth = bandwidth_table(run)
 
     lines = [
-        f"# nccl-preflight run {run.run_id}: {'FAILED' if failed else 'PASSED'}",
+        f"# nccl-preflight run {run.run_id}: {'FAILED' if failed else 'PASSED'}"
+        + (" (check mode)" if check_mode else ""),
         "",
+        *(
+            [
+                "Check mode (--check): a dry run. Only the read-only checks ran; nothing was "
+                "started or written on the nodes and no rank was launched.",
+                "",
+            ]
+            if check_mode
+            else []
+        ),
         f"world size {run.plan.get('world_size', '?')}, backend {run.plan.get('backend', '?')}, "
         f"master {run.plan.get('master_addr', '?')}:{run.plan.get('master_port', '?')}; "
         f"{totals['tests']} tests, {totals['failures']} failures, {totals['errors']} errors, "
@@ -684,8 +724,8 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
         node_rank = "" if row["node_rank"] is None else row["node_rank"]
         pre = row["preflight"] if row["reachable"] else f"UNREACHABLE; {row['preflight']}"
         lines.append(
-            f"| {row['host']} | {node_rank} | {pre} | {row['ranks_passed']} | "
-            f"{row['ranks_failed']} |"
+            f"| {md_escape(row['host'])} | {node_rank} | {md_escape(pre)} | "
+            f"{row['ranks_passed']} | {row['ranks_failed']} |"
         )
     if bandwidth:
         lines += [
@@ -697,15 +737,17 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
         ]
         for row in bandwidth:
             lines.append(
-                f"| {row['collective']} | {_human_bytes(row['size_bytes'])} | {row['ranks']} | "
+                f"| {md_escape(row['collective'])} | {_human_bytes(row['size_bytes'])} | "
+                f"{row['ranks']} | "
                 f"{row['busbw_min_gbps']:.3f} | {row['busbw_median_gbps']:.3f} | "
                 f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} |"
             )
     lines += transport_lines(run)
     if problems:
-        lines += ["", "Problems:", ""] + [f"- {p}" for p in problems]
+        lines += ["", "Problems:", ""] + [f"- {md_escape(p)}" for p in problems]
     return {
         "verdict": "failed" if failed else "passed",
+        "check_mode": check_mode,
         "totals": totals,
         "hosts": hosts,
         "bandwidth": bandwidth,
@@ -749,7 +791,11 @@ def write_report(
         written.append(str(report_dir / item.path))
     _write_atomic(
         report_dir / "junit.xml",
-        suites_to_xml([f.suite for f in files], name=f"nccl-preflight {run.run_id}"),
+        suites_to_xml(
+            [f.suite for f in files],
+            name=f"nccl-preflight {run.run_id}"
+            + (" (check mode)" if summary.get("check_mode") else ""),
+        ),
     )
     _write_atomic(report_dir / "summary.md", summary["markdown"])
     written += [str(report_dir / "junit.xml"), str(report_dir / "summary.md")]

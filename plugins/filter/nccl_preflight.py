@@ -16,6 +16,8 @@ Observation of a host (``preflight_observation`` fact, built in roles/preflight/
     ansible_facts.nccl.python; missing or {} -> facts.python),
     port_owner (the master's MASTER_PORT owners, {free, listeners}, from nccl_preflight_listen
     state=started with check_port; {} elsewhere or when it did not run),
+    run_lock (the master's run lock, nccl_preflight_listen state=started's lock: {path, refused,
+    took_over, holder, stale, message}; {} elsewhere),
     listeners (nccl_preflight_listen state=stopped result: {listeners: [{name, address, port,
     error, accepted, complete}], timed_out, ...}; the state=started result when the listeners
     could not be collected; {} when neither ran), probes ([nccl_tcp_probe results]),
@@ -285,6 +287,18 @@ def check_master_port_free(observations: dict[str, dict], host: str, master: str
             "skipped",
             f"{host}: only the master ({master}) listens on MASTER_PORT {port}",
         )
+    lock = obs.get("run_lock") or {}
+    if lock.get("refused"):
+        return _result(
+            "master_port_free",
+            host,
+            "failed",
+            f"{host}: MASTER_PORT {port} is not this run's: {lock.get('message')}",
+            "let that run end (or stop it where it was started), or validate with another "
+            f"nccl_master_port; cat {lock.get('path')}  (on {host}); when that run is gone "
+            "(its control machine died), end its keeper and the next run takes the lock over: "
+            f"kill {(lock.get('holder') or {}).get('keeper_pid') or '<keeper_pid>'}  (on {host})",
+        )
     owner = obs.get("port_owner") or {}
     holders = owner.get("listeners") or []
     if holders:
@@ -320,7 +334,8 @@ def check_master_port_free(observations: dict[str, dict], host: str, master: str
             f"{host}: cannot listen on MASTER_ADDR {entry.get('address')}:{port}: {entry['error']}",
             f"ip addr show; ss -tlnp 'sport = :{port}'  (on {host})",
         )
-    return _result("master_port_free", host, "passed", f"{host}: MASTER_PORT {port} is free")
+    note = f"; {lock['message']}" if lock.get("took_over") else ""
+    return _result("master_port_free", host, "passed", f"{host}: MASTER_PORT {port} is free{note}")
 
 
 def _probe_failure_text(p: dict) -> str:

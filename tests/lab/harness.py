@@ -825,6 +825,8 @@ class Lab:
             "ansible_user": "root",
             "ansible_ssh_private_key_file": str(self.ssh_key),
             "ansible_ssh_common_args": common,
+            # Lab hosts get fresh host keys with every lab: checking is off for this inventory only.
+            "ansible_host_key_checking": False,
             "ansible_python_interpreter": self.python,
             "nccl_fabric_cidr": self.fabric_cidr,
             "nccl_backend": "gloo",

@@ -56,3 +56,16 @@ def test_every_command_task_passes_argv() -> None:
                 if not (isinstance(args, dict) and "argv" in args):
                     offenders.append(f"{path.relative_to(ROOT)}: {task.get('name')}")
     assert offenders == []
+
+
+def test_shipped_config_checks_host_keys() -> None:
+    """ansible.cfg keeps Ansible's host key checking; only the lab's own inventory turns it off."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "ansible.cfg")
+    assert config.getboolean("defaults", "host_key_checking", fallback=True) is True
+    for path in (ROOT / "inventory").rglob("*.yml"):
+        text = path.read_text()
+        assert "host_key_checking" not in text or "ansible_connection: local" in text, path
+        assert "StrictHostKeyChecking=no" not in text, path

@@ -215,8 +215,10 @@ def test_bad_inputs_fail_before_any_host_is_touched(tmp_path: Path, extra: dict,
     assert not (tmp_path / "reports").exists()
 
 
-def test_check_mode_writes_nothing(tmp_path: Path) -> None:
+def test_check_mode_writes_nothing_on_the_nodes(tmp_path: Path) -> None:
+    """--check is a dry run whose report is still written on the control machine (marked check
+    mode by the report role): each host's nccl.env lands there, nothing in the nodes' run root."""
     result = run_playbook(tmp_path, {}, args=("--check",))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert not (tmp_path / "reports").exists()
+    assert read_env(report_env(tmp_path, "spark-2"))["NCCL_SOCKET_IFNAME"] == "enp1s0f1np1"
     assert not list(tmp_path.glob("nccl-preflight-*"))

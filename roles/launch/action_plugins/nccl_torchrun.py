@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import io
 import os
 import re
@@ -51,8 +52,13 @@ def unpack_results(archive: bytes, dest: Path) -> list[str]:
                 raise ValueError(f"cannot read {member.name!r} from the archive")
             target = dest / member.name
             tmp = dest / f".{member.name}.tmp"
-            tmp.write_bytes(stream.read())
-            os.replace(tmp, target)
+            # Never through a link someone left at the temporary name: a new file or nothing.
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            with os.fdopen(os.open(tmp, flags, 0o644), "wb") as out:
+                out.write(stream.read())
+            os.replace(tmp, target)  # replaces a link at target itself, never its target
             written.append(str(target))
     return written
 

@@ -1,0 +1,88 @@
+"""The environment stage's findings (plugins/filter/nccl_env_findings.py): a CIDR or interface
+that matches nothing names what was asked and what each host has, and stops the run there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nccl_env_findings import interface_table, nccl_env_findings, nccl_env_stop_text
+from nccl_network import nccl_fabric_choice
+
+
+def facts(**interfaces: str) -> dict[str, Any]:
+    return {
+        "nccl": {
+            "interfaces": {
+                name: {"name": name, "state": "up", "ipv4": [{"address": a, "prefixlen": 24}]}
+                for name, a in interfaces.items()
+            }
+        }
+    }
+
+
+HOSTS = {
+    "node1": facts(eth0="198.18.3.2", fab0="10.0.3.11", lo="127.0.0.1"),
+    "node2": facts(eth0="198.18.3.3", fab1="10.0.3.12", lo="127.0.0.1"),
+}
+
+
+def choices(cidr: str = "", ifname: str = "") -> dict[str, dict]:
+    return {
+        h: {
+            **nccl_fabric_choice(f["nccl"], ifname, cidr),
+            "cidr": cidr,
+            "socket_ifname": ifname,
+        }
+        for h, f in HOSTS.items()
+    }
+
+
+def test_a_cidr_that_matches_nothing_is_an_error_per_host_naming_it_and_the_addresses() -> None:
+    found = nccl_env_findings(choices(cidr="10.9.9.0/24"), HOSTS, ["node1", "node2"])
+    assert [r["status"] for r in found.values()] == ["error", "error"]
+    assert "nccl_fabric_cidr 10.9.9.0/24" in found["node1"]["message"]
+    assert "fab0 10.0.3.11/24" in found["node1"]["message"]
+    assert "fab1 10.0.3.12/24" in found["node2"]["message"]
+    assert "MASTER_ADDR" in found["node1"]["message"]  # the master's address is missing too
+    assert all(r["check"] == "environment" for r in found.values())
+    text = nccl_env_stop_text(found)
+    assert "10.9.9.0/24" in text and "eth0 198.18.3.3/24" in text
+    # No advice to run what was just run.
+    assert "ansible-playbook" not in text and "--tags" not in text
+
+
+def test_an_interface_that_does_not_exist_names_it_and_the_interfaces_there() -> None:
+    found = nccl_env_findings(choices(ifname="fab0"), HOSTS, ["node1", "node2"])
+    assert found["node1"]["status"] == "skipped"  # fab0 exists on node1
+    assert "because of node2" in found["node1"]["message"]
+    assert found["node2"]["status"] == "error"
+    assert "nccl_socket_ifname fab0 names no interface" in found["node2"]["message"]
+    assert "eth0 198.18.3.3/24, fab1 10.0.3.12/24, lo 127.0.0.1/24" in found["node2"]["message"]
+    assert "nccl_socket_ifname" in found["node2"]["hint"]
+
+
+def test_an_interface_without_an_address_in_the_cidr_says_so() -> None:
+    found = nccl_env_findings(choices(cidr="10.0.3.0/24", ifname="eth0"), HOSTS, ["node1", "node2"])
+    assert (
+        "interface eth0 has no address in nccl_fabric_cidr 10.0.3.0/24"
+        in (found["node1"]["message"])
+    )
+
+
+def test_nothing_when_every_host_has_a_fabric_address() -> None:
+    assert nccl_env_findings(choices(cidr="10.0.3.0/24"), HOSTS, ["node1", "node2"]) == {}
+
+
+def test_an_unreachable_host_alone_does_not_stop_the_run_but_is_named_when_it_stops() -> None:
+    fine = {"node1": choices(cidr="10.0.3.0/24")["node1"], "node2": ""}  # hostvars' default
+    assert nccl_env_findings(fine, HOSTS, ["node1", "node2"]) == {}
+    bad = {"node1": choices(cidr="10.9.9.0/24")["node1"], "node2": None}
+    found = nccl_env_findings(bad, HOSTS, ["node1", "node2"])
+    assert found["node2"]["status"] == "error"
+    assert "unreachable" in found["node2"]["message"]
+
+
+def test_the_interface_table_says_down_and_no_address() -> None:
+    table = interface_table({"b": {"state": "down", "ipv4": []}, "a": {"state": "up"}})
+    assert table == "a no address, b (down) no address"
+    assert interface_table({}) == "no interface at all"
