@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.nccl_files import write_atomically
+from ansible.module_utils.nccl_pairwise import pairwise_markdown, pairwise_suites, write_pairwise
 
 try:
     from junit_xml import TestCase, TestSuite
@@ -485,6 +486,7 @@ def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
         for rank in host.expected_ranks():
             suite = rank_suite(host, rank, launch_skipped, missing_by.get(rank))
             files.append(SuiteFile(f"junit/rank-{rank}.xml", suite, "rank", host.host, rank))
+    files += [SuiteFile(p, s, "pairwise", h) for p, s, h in pairwise_suites(run)]
     if (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):
         case = TestCase("ranks planned", classname="nccl.run")
         case.add_error_info(
@@ -589,7 +591,7 @@ def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
                         continue
                     per_test.setdefault(str(test.get("name")), {}).setdefault(
                         int(row["size_bytes"]), []
-                    ).append((rank, float(row["busbw_gbps"])))
+                    ).append((rank, float(row.get("rank_busbw_gbps", row["busbw_gbps"]))))
     table = []
     for name in sorted(per_test):
         size = max(per_test[name])
@@ -673,7 +675,7 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
     if bandwidth:
         lines += [
             "",
-            "Bus bandwidth at the largest size (GB/s, over ranks):",
+            "Bus bandwidth at the largest size (GB/s, each rank's own time):",
             "",
             "| collective | size | ranks | min | median | max | slowest rank |",
             "|---|---|---|---|---|---|---|",
@@ -684,6 +686,7 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
                 f"{row['busbw_min_gbps']:.3f} | {row['busbw_median_gbps']:.3f} | "
                 f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} |"
             )
+    lines += pairwise_markdown(run)
     if problems:
         lines += ["", "Problems:", ""] + [f"- {p}" for p in problems]
     return {
@@ -734,4 +737,5 @@ def write_report(
     )
     _write_atomic(report_dir / "summary.md", summary["markdown"])
     written += [str(report_dir / "junit.xml"), str(report_dir / "summary.md")]
+    written += write_pairwise(report_dir, run)
     return written
