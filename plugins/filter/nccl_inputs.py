@@ -106,6 +106,23 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
     python = values.get("nccl_python") or ""
     if python and (not python.startswith("/") or any(c.isspace() for c in python)):
         check("nccl_python", f"is {python!r}, not an absolute path without spaces")
+    problems += pairwise_problems(values)
+    return problems
+
+
+def pairwise_problems(values: dict[str, Any]) -> list[str]:
+    """nccl_pairwise and nccl_pair_min_ratio (absent: the defaults)."""
+    problems = []
+    mode = values.get("nccl_pairwise", "auto")
+    if mode not in ("auto", "always", "never"):
+        problems.append(f"nccl_pairwise is {mode!r}, not one of auto, always, never")
+    ratio = values.get("nccl_pair_min_ratio", 0.8)
+    try:
+        number = float(ratio)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not 0 < number <= 1:
+        problems.append(f"nccl_pair_min_ratio is {ratio!r}, not a number above 0 and at most 1")
     return problems
 
 

@@ -306,3 +306,24 @@ def test_run_without_pairwise_has_no_pairwise_json(tmp_path: Path) -> None:
     report(run_dir)
     assert not (run_dir / "pairwise.json").exists()
     assert not (run_dir / "junit" / "pairwise.xml").exists()
+
+
+# --- the variables ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"nccl_pairwise": "always", "nccl_pair_min_ratio": "0.5"}, []),
+        ({}, []),  # the defaults
+        ({"nccl_pairwise": "yes"}, ["nccl_pairwise is 'yes', not one of auto, always, never"]),
+        ({"nccl_pair_min_ratio": 1.5}, ["nccl_pair_min_ratio is 1.5, not a number above 0"]),
+        ({"nccl_pair_min_ratio": "fast"}, ["nccl_pair_min_ratio is 'fast', not a number above 0"]),
+    ],
+)
+def test_pairwise_variables_are_validated(values: dict, expected: list[str]) -> None:
+    from nccl_inputs import pairwise_problems
+
+    problems = pairwise_problems(values)
+    assert len(problems) == len(expected)
+    assert all(p.startswith(e) for p, e in zip(problems, expected, strict=True))
