@@ -1860,8 +1860,12 @@ def exchange(ctx: Context, peer: int, nbytes: int, iters: int) -> tuple[float, i
     send = torch.full((count,), value, dtype=ctx.dtype, device=ctx.device)
     recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
 
+    ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
+
     def once() -> None:
-        for request in (dist.isend(send, peer), dist.irecv(recv, peer)):
+        # Batched: with NCCL (communicator made eagerly, device_id) it runs on the world
+        # communicator; a plain isend/irecv would make a 2-rank communicator per pair.
+        for request in dist.batch_isend_irecv(ops):
             request.wait()
 
     once()  # warm-up: the connection to this peer is made here
