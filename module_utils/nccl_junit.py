@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.nccl_expect import expectation_markdown, expectation_suites
 from ansible.module_utils.nccl_files import write_atomically
 from ansible.module_utils.nccl_pairwise import pairwise_markdown, pairwise_suites, write_pairwise
 
@@ -487,6 +488,7 @@ def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
             suite = rank_suite(host, rank, launch_skipped, missing_by.get(rank))
             files.append(SuiteFile(f"junit/rank-{rank}.xml", suite, "rank", host.host, rank))
     files += [SuiteFile(p, s, "pairwise", h) for p, s, h in pairwise_suites(run)]
+    files += [SuiteFile(p, s, "bandwidth", h) for p, s, h in expectation_suites(run)]
     if (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):
         case = TestCase("ranks planned", classname="nccl.run")
         case.add_error_info(
@@ -686,7 +688,7 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
                 f"{row['busbw_min_gbps']:.3f} | {row['busbw_median_gbps']:.3f} | "
                 f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} |"
             )
-    lines += pairwise_markdown(run)
+    lines += expectation_markdown(run) + pairwise_markdown(run)
     if problems:
         lines += ["", "Problems:", ""] + [f"- {p}" for p in problems]
     return {
