@@ -213,3 +213,63 @@ def test_two_hosts_say_they_cannot_tell_and_show_each_hosts_own_figure(
     cases = pairwise_cases(report_dir)
     assert len(cases) == 2 and all(c.find("skipped") is not None for c in cases.values())
     validate_report_junit(report_dir)
+
+
+def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
+    lab6: Lab, tmp_path: Path
+) -> None:
+    inv, reports = inventory(lab6, tmp_path, 2), tmp_path / "reports"
+    bandwidth = {
+        "nccl_pairwise": "never",
+        "nccl_check_args": [
+            "--tests",
+            "bandwidth_all_reduce",
+            "--min-bytes",
+            "4M",
+            "--max-bytes",
+            "4M",
+            "--iters",
+            "2",
+            "--warmup",
+            "1",
+        ],
+        "nccl_busbw_min_bytes": 4 * 1024 * 1024,
+        # twice what a 1 Gbit/s link carries
+        "nccl_expected_busbw": {"all_reduce": 0.25},
+    }
+    undo = [lab6.rate_limit(h, "1gbit") for h in lab6.hosts[:2]]
+    try:
+        first, first_dir = validate(inv, reports, **bandwidth)
+    finally:
+        for step in undo:
+            step()
+    output = first.stdout + first.stderr
+    assert first.returncode != 0, output[-4000:]
+    plan = json.loads((first_dir / "plan.json").read_text())
+    measured = json.loads(next(first_dir.glob("*/rank-0.json")).read_text())["tests"][-1]
+    busbw = measured["bandwidth"][-1]["busbw_gbps"]
+    assert plan["expect"]["expected_busbw"] == {"all_reduce": 0.25}
+    assert busbw < 0.125  # the link carries at most 1 Gbit/s
+    assert f"busbw {busbw:.4g} GB/s at 4194304 B" in output
+    assert "of the expected 0.25 GB/s (nccl_expected_busbw)" in output
+    root = ET.parse(first_dir / "junit.xml").getroot()
+    case = next(c for c in root.iter("testcase") if c.get("classname") == "bandwidth.all_reduce")
+    assert case.find("failure") is not None
+    validate_report_junit(first_dir)
+
+    # The same hosts on slower links, compared with the first run: the drop is named.
+    undo = [lab6.rate_limit(h, "250mbit") for h in lab6.hosts[:2]]
+    try:
+        second, second_dir = validate(inv, reports, **bandwidth, nccl_baseline=first_dir.name)
+    finally:
+        for step in undo:
+            step()
+    output = second.stdout + second.stderr
+    assert second.returncode != 0, output[-4000:]
+    root = ET.parse(second_dir / "junit.xml").getroot()
+    case = next(c for c in root.iter("testcase") if c.get("classname") == "bandwidth.baseline")
+    failure = case.find("failure")
+    assert failure is not None
+    assert "all_reduce at 4194304 B" in failure.get("message", "")
+    assert str(reports / first_dir.name) in failure.get("message", "")
+    validate_report_junit(second_dir)
