@@ -1703,8 +1703,8 @@ def add_pairwise_options(parser: argparse.ArgumentParser) -> None:
         choices=PAIRWISE_MODES,
         default="auto",
         help="after the tests, pair the nodes in round-robin rounds and time each pair, rail by "
-        "rail: always; never; auto = on 2 or more nodes when a bandwidth test failed "
-        "(default: auto)",
+        "rail: always; never; auto = on 2 or more nodes when a bandwidth test failed or fell "
+        "below its --pair-trigger (default: auto)",
     )
     pair.add_argument(
         "--pair-bytes",
@@ -1718,6 +1718,23 @@ def add_pairwise_options(parser: argparse.ArgumentParser) -> None:
         type=non_negative_int,
         default=5,
         help="timed exchanges per pair (default: 5)",
+    )
+    pair.add_argument(
+        "--pair-trigger",
+        type=parse_threshold,
+        action="append",
+        default=[],
+        metavar="COLL=GBPS",
+        help="--pairwise auto also runs when COLL's busbw at its largest size of at least "
+        "--pair-trigger-min-bytes is below GBPS (the launch passes nccl_expected_busbw x "
+        "nccl_busbw_warn); repeatable",
+    )
+    pair.add_argument(
+        "--pair-trigger-min-bytes",
+        type=parse_size,
+        default=parse_size("32M"),
+        metavar="SIZE",
+        help="smallest size --pair-trigger looks at (default: 32M)",
     )
     pair.add_argument(
         "--pair-min-ratio",
@@ -1922,18 +1939,37 @@ def gather_rows(rows: list[dict[str, Any]], world_size: int) -> list[dict[str, A
     return [row for part in everyone for row in part]
 
 
-def pairwise_trigger(ctx: Context, record: RankRecord) -> str:
+def trigger_reasons(
+    tests: Sequence[dict[str, Any]], below: dict[str, float], min_bytes: int
+) -> list[str]:
+    """Why --pairwise auto runs on this rank: a failed bandwidth test, or a collective's busbw
+    at its largest size >= min_bytes under its --pair-trigger figure (pure)."""
+    reasons = []
+    for test in tests:
+        collective = test["name"].removeprefix("bandwidth_")
+        if not test["name"].startswith("bandwidth_"):
+            continue
+        if test["status"] == "failed":
+            reasons.append(f"{test['name']} failed")
+            continue
+        big = [r for r in test.get("bandwidth") or [] if r["size_bytes"] >= min_bytes]
+        if collective in below and big and big[-1]["busbw_gbps"] < below[collective]:
+            reasons.append(
+                f"{collective} busbw {big[-1]['busbw_gbps']:g} GB/s at {big[-1]['size_bytes']} B "
+                f"is below {below[collective]:g} GB/s"
+            )
+    return reasons
+
+
+def pairwise_trigger(args: argparse.Namespace, ctx: Context, record: RankRecord) -> str:
     """Why --pairwise auto runs ("" when it does not), agreed by every rank."""
-    failed = [
-        t["name"]
-        for t in record.data["tests"]
-        if t["name"].startswith("bandwidth_") and t["status"] == "failed"
-    ]
-    flag = torch.tensor([1.0 if failed else 0.0], dtype=torch.float32, device=ctx.device)
+    below = dict(args.pair_trigger)
+    reasons = trigger_reasons(record.data["tests"], below, args.pair_trigger_min_bytes)
+    flag = torch.tensor([1.0 if reasons else 0.0], dtype=torch.float32, device=ctx.device)
     dist.all_reduce(flag)
     if float(flag.cpu()) == 0:
         return ""
-    return f"a bandwidth test failed ({', '.join(failed)})" if failed else "a bandwidth test failed"
+    return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
 
 
 def run_pairwise(
@@ -1948,7 +1984,7 @@ def run_pairwise(
         return []
     arm("pairwise")
     plan = pair_plan(ctx, record)
-    why = "--pairwise always" if args.pairwise == "always" else pairwise_trigger(ctx, record)
+    why = "--pairwise always" if args.pairwise == "always" else pairwise_trigger(args, ctx, record)
     if not why:
         return []
     record.start("pairwise")

@@ -110,6 +110,18 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
     return problems
 
 
+# The collectives files/nccl_check.py times (its BANDWIDTH_COLLECTIVES).
+COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "send_recv",
+)
+
+
 def pairwise_problems(values: dict[str, Any]) -> list[str]:
     """nccl_pairwise and nccl_pair_min_ratio (absent: the defaults)."""
     problems = []
@@ -146,7 +158,11 @@ def pairwise_problems(values: dict[str, Any]) -> list[str]:
         problems.append(f"nccl_expected_busbw is {expected!r}, not a mapping of collective: GB/s")
     else:
         for key, value in expected.items():
-            if _fraction(value, high=float("inf")) is None:
+            if key not in COLLECTIVES:
+                problems.append(
+                    f"nccl_expected_busbw key {key!r} is not one of {', '.join(COLLECTIVES)}"
+                )
+            elif _fraction(value, high=float("inf")) is None:
                 problems.append(f"nccl_expected_busbw[{key!r}] is {value!r}, not a positive number")
     return problems
 

@@ -327,3 +327,38 @@ def test_pairwise_variables_are_validated(values: dict, expected: list[str]) -> 
     problems = pairwise_problems(values)
     assert len(problems) == len(expected)
     assert all(p.startswith(e) for p, e in zip(problems, expected, strict=True))
+
+
+def test_auto_triggers_on_a_failed_test_or_a_busbw_below_its_trigger_at_large_sizes() -> None:
+    def bw(name: str, status: str, rows: list[tuple[int, float]]) -> dict:
+        return {
+            "name": f"bandwidth_{name}",
+            "status": status,
+            "bandwidth": [{"size_bytes": s, "busbw_gbps": v} for s, v in rows],
+        }
+
+    mib = 1024 * 1024
+    tests = [
+        {"name": "all_reduce_sum", "status": "passed", "bandwidth": []},
+        bw("all_reduce", "passed", [(mib, 0.01), (64 * mib, 9.0)]),
+        bw("broadcast", "passed", [(mib, 0.01)]),  # never reached a judged size
+        bw("all_gather", "failed", [(mib, 0.01)]),
+    ]
+    reasons = nc.trigger_reasons(tests, {"all_reduce": 10.0, "broadcast": 10.0}, 32 * mib)
+    assert reasons == [
+        "all_reduce busbw 9 GB/s at 67108864 B is below 10 GB/s",
+        "bandwidth_all_gather failed",
+    ]
+    assert nc.trigger_reasons(tests[:3], {"all_reduce": 8.0}, 32 * mib) == []
+    argv = ["--rank", "0", "--world-size", "1", "--pair-trigger=all_reduce=0.2"]
+    args = nc.parse_args([*argv, "--pair-trigger-min-bytes", "4M"])
+    assert args.pair_trigger == [("all_reduce", 0.2)] and args.pair_trigger_min_bytes == 4 * mib
+
+
+def test_expected_busbw_names_only_known_collectives() -> None:
+    from nccl_inputs import pairwise_problems
+
+    assert pairwise_problems({"nccl_expected_busbw": {"allreduce": 1}}) == [
+        "nccl_expected_busbw key 'allreduce' is not one of all_reduce, all_gather, "
+        "reduce_scatter, all_to_all, broadcast, reduce, send_recv"
+    ]
