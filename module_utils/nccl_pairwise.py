@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.nccl_expect import fabric_expectation, settings
 from ansible.module_utils.nccl_files import write_atomically
 
 try:
@@ -310,9 +311,14 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
                 cells[i][j] = value if old is None else min(old, value)
         return cells
 
+    expected, source = _pair_expectation(run.plan)
+    reference = verdict["reference_busbw_gbps"]
     return {
         "schema": SCHEMA,
         "run_id": run.run_id,
+        "expected_busbw_gbps": expected,
+        "expected_from": source,
+        "reference_percent": round(100 * reference / expected, 1) if expected else None,
         "mode": settings.get("mode"),
         "why": settings.get("why", ""),
         "min_ratio": min_ratio,
@@ -324,6 +330,15 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
         "matrix_by_rail_busbw_gbps": [matrix(r) for r in range(n_rails)],
         **verdict,
     }
+
+
+def _pair_expectation(plan: dict[str, Any]) -> tuple[float | None, str]:
+    """What a pair should reach each way: nccl_expected_busbw's send_recv, else the fabric."""
+    conf = settings(plan)
+    explicit = (conf["expected_busbw"] or {}).get("send_recv")
+    if explicit is not None:
+        return float(explicit), "nccl_expected_busbw send_recv"
+    return fabric_expectation(plan, float(conf["efficiency"]))
 
 
 def _host_label(host: str) -> str:
@@ -378,7 +393,14 @@ def pairwise_markdown(run: Any) -> list[str]:
         "",
         f"Pairwise rounds ({doc['why'] or doc['mode']}): busbw per node pair, GB/s, slowest rail, "
         f"first pass; reference {_fmt(doc['reference_busbw_gbps'])} GB/s, slow below "
-        f"{_fmt(doc['limit_busbw_gbps'])} GB/s ({doc['min_ratio']:g} x reference):",
+        f"{_fmt(doc['limit_busbw_gbps'])} GB/s ({doc['min_ratio']:g} x reference)"
+        + (
+            f"; the reference is {doc['reference_percent']:g}% of the expected "
+            f"{_fmt(doc['expected_busbw_gbps'])} GB/s ({doc['expected_from']})"
+            if doc["reference_percent"] is not None
+            else ""
+        )
+        + ":",
         "",
         "| node | " + " | ".join(names) + " |",
         "|---|" + "---|" * len(names),

@@ -250,6 +250,8 @@ def write_run(tmp_path: Path, n: int, rails: int, speed: Speed, second: list) ->
                 ],
             }
             (run_dir / host / f"rank-{rank}.json").write_text(json.dumps(doc))
+    for entry in hosts:
+        entry["link_speed_mbps"] = 100000  # 100 Gb/s x 0.9 = 11.25 GB/s expected per pair
     plan = {"run_id": "run-1", "hosts": hosts, "world_size": world, "backend": "gloo"}
     (run_dir / "plan.json").write_text(json.dumps(plan))
     return run_dir
@@ -270,6 +272,10 @@ def test_report_names_the_slow_node_in_junit_summary_and_pairwise_json(tmp_path:
     assert [p for p in summary["problems"] if "pairwise.10_0_0_3" in p and "rail(s) 1" in p]
     assert not [p for p in summary["problems"] if "10_0_0_1 " in p or "10_0_0_2 " in p]
     assert "| node | 10.0.0.1 | 10.0.0.2 | 10.0.0.3 | 10.0.0.4 |" in summary["markdown"]
+    assert (
+        "the reference is 88.9% of the expected 11.2 GB/s (10.0.0.1's fabric link"
+        in (summary["markdown"])
+    )
 
     validate_report_junit(run_dir)
     cases = {
@@ -283,6 +289,7 @@ def test_report_names_the_slow_node_in_junit_summary_and_pairwise_json(tmp_path:
 
     doc = json.loads((run_dir / "pairwise.json").read_text())
     assert doc["schema"] == 1 and doc["rails"] == 2
+    assert doc["expected_busbw_gbps"] == 11.25 and doc["reference_percent"] == 88.9
     assert [n["host"] for n in doc["nodes"]] == [f"10.0.0.{i}" for i in range(1, 5)]
     assert doc["matrix_by_rail_busbw_gbps"][0][2][0] == pytest.approx(10.0, rel=0.05)
     assert doc["matrix_by_rail_busbw_gbps"][1][2][0] == pytest.approx(2.5, rel=0.05)
