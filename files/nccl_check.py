@@ -1678,8 +1678,9 @@ def bandwidth_table(
 #
 # After the tests, nodes meet in a round-robin tournament (tournament()): every round pairs
 # disjoint nodes, all pairs of a round exchange --pair-bytes both ways at the same time, rail by
-# rail (local rank i of one node with local rank i of the other), with isend/irecv in the world
-# group (no communicator per pair). Each rank keeps its own figure per pair (pairwise_row()).
+# rail (local rank i of one node with local rank i of the other), with batch_isend_irecv in the
+# world group (no communicator per pair). Each rank keeps its own figure per pair
+# (run_pair_round()).
 # A second pass pairs every suspect (pair_suspects(): most of its pairs on a rail slower than
 # --pair-min-ratio x the reference) with the fastest node. The verdict is made on the control
 # machine (module_utils/nccl_pairwise.py) from every rank's rows; pair_suspects() here only picks
@@ -1687,6 +1688,13 @@ def bandwidth_table(
 # --------------------------------------------------------------------------------------------
 
 PAIRWISE_MODES = ("auto", "always", "never")
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {text!r}")
+    return value
 
 
 def ratio(text: str) -> float:
@@ -1715,7 +1723,7 @@ def add_pairwise_options(parser: argparse.ArgumentParser) -> None:
     )
     pair.add_argument(
         "--pair-iters",
-        type=non_negative_int,
+        type=positive_int,
         default=5,
         help="timed exchanges per pair (default: 5)",
     )

@@ -123,6 +123,8 @@ def test_pair_plan_peer_is_the_same_local_rank_of_the_partner() -> None:
 def test_ratio_option_is_checked() -> None:
     with pytest.raises(SystemExit):
         nc.parse_args(["--rank", "0", "--world-size", "1", "--pair-min-ratio", "1.5"])
+    with pytest.raises(SystemExit):
+        nc.parse_args(["--rank", "0", "--world-size", "1", "--pair-iters", "0"])
     args = nc.parse_args(["--rank", "0", "--world-size", "1", "--pairwise", "always"])
     assert (args.pairwise, args.pair_min_ratio) == ("always", 0.8)
 
