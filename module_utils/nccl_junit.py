@@ -248,6 +248,8 @@ def rank_properties(result: dict[str, Any]) -> dict[str, str]:
                     "time_us",
                     "algbw_gbps",
                     "busbw_gbps",
+                    "rank_time_us",
+                    "rank_busbw_gbps",
                     "wrong",
                 )
                 if key in row
