@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import pairwise
 from bench.common import PHASES, fmt
 
 
@@ -60,6 +61,7 @@ def render(stored: dict[str, Any]) -> str:
         ("scaling", _scaling_line),
         ("fidelity", _fidelity_line),
         ("detect", _detect_line),
+        ("pairwise", pairwise.line),
     ):
         res = benches.get(name)
         if res is None:
@@ -75,6 +77,7 @@ def render(stored: dict[str, Any]) -> str:
         ("tuning", _tuning),
         ("fidelity", _fidelity),
         ("detect", _detect),
+        ("pairwise", lambda r: pairwise.section(r, _header(r))),
     ):
         res = benches.get(name)
         if res is not None and "error" not in res:

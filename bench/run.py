@@ -26,12 +26,12 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import detect, fidelity, overhead, report, scaling
+from bench import detect, fidelity, overhead, pairwise, report, scaling
 from bench.common import PROJECT_ROOT, log, machine_info, versions
 from tests.lab.harness import lab_unavailable_reason
 
 DEFAULT = ("overhead", "scaling", "fidelity", "detect")
-ALL = (*DEFAULT, "tuning")
+ALL = (*DEFAULT, "tuning", "pairwise")
 RESULTS = PROJECT_ROOT / "bench" / "results.json"
 OUTPUT = PROJECT_ROOT / "BENCHMARKS.md"
 
@@ -95,6 +95,8 @@ def run_one(name: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any
         return fidelity.run(workdir, args.repeats)
     if name == "detect":
         return detect.run(workdir, args.repeats)
+    if name == "pairwise":
+        return pairwise.run(workdir, args.repeats)
     raise ValueError(name)
 
 

@@ -28,6 +28,7 @@ The script reads top to bottom:
  8. the collectives          Collective: one record each (its checks, busbw factor, timed call,
                              nccl-tests columns, backend notes), looked up by name in COLLECTIVES
  9. bandwidth sweep          nccl-tests' algbw/busbw and table columns
+ 9b. pairwise rounds         --pairwise: nodes paired round-robin, rail by rail, a second pass
 10. main()
 
 Exactness of the inputs
@@ -223,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_test_options(parser.add_argument_group("what to check"))
     add_sweep_options(parser.add_argument_group("bandwidth sweep (nccl-tests' -b -e -f -n -w)"))
     add_output_options(parser.add_argument_group("output"))
+    add_pairwise_options(parser)  # section 9b
     return parser
 
 
@@ -1732,7 +1734,8 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
         for _ in range(sweep.iters):
             run(buffers)
         synchronize(ctx.device)
-        seconds = average_over_ranks((time.perf_counter() - started) / sweep.iters, ctx)
+        own = (time.perf_counter() - started) / sweep.iters  # this rank's own time (rank_*)
+        seconds = average_over_ranks(own, ctx)
         algbw = nbytes / seconds / 1e9
         rows.append(
             {
@@ -1744,6 +1747,8 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
                 "time_us": round(seconds * 1e6, 2),
                 "algbw_gbps": round(algbw, 4),
                 "busbw_gbps": round(busbw(collective, algbw, n), 4),
+                "rank_time_us": round(own * 1e6, 2),
+                "rank_busbw_gbps": round(busbw(collective, nbytes / own / 1e9, n), 4),
                 "wrong": count_wrong(coll, buffers),
             }
         )
@@ -1792,6 +1797,431 @@ def bandwidth_table(
     note = bandwidth_note(backend, collective, world_size)
     if note:
         lines.append(f"# Note: {note}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# 9b. Pairwise rounds: which node, which rail (--pairwise)
+#
+# After the tests, nodes meet in a round-robin tournament (tournament()): every round pairs
+# disjoint nodes, all pairs of a round exchange --pair-bytes both ways at the same time, rail by
+# rail (local rank i of one node with local rank i of the other), with batch_isend_irecv in the
+# world group (no communicator per pair). Each rank keeps its own figure per pair
+# (run_pair_round()).
+# A second pass pairs every suspect (pair_suspects(): most of its pairs on a rail slower than
+# --pair-min-ratio x the reference) with the fastest node. The verdict is made on the control
+# machine (module_utils/nccl_pairwise.py) from every rank's rows; pair_suspects() here only picks
+# the second pass, by the same rule (tests/unit/test_pairwise.py holds the two together).
+# --------------------------------------------------------------------------------------------
+
+PAIRWISE_MODES = ("auto", "always", "never")
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {text!r}")
+    return value
+
+
+def ratio(text: str) -> float:
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
+    return value
+
+
+def add_pairwise_options(parser: argparse.ArgumentParser) -> None:
+    pair = parser.add_argument_group("pairwise rounds (which node, which rail)")
+    pair.add_argument(
+        "--pairwise",
+        choices=PAIRWISE_MODES,
+        default="auto",
+        help="after the tests, pair the nodes in round-robin rounds and time each pair, rail by "
+        "rail: always; never; auto = on 2 or more nodes when a bandwidth test failed or fell "
+        "below its --pair-trigger (default: auto)",
+    )
+    pair.add_argument(
+        "--pair-bytes",
+        type=parse_size,
+        metavar="SIZE",
+        help="bytes each rank of a pair sends (and receives) per iteration (default: 1M on cpu, "
+        "64M on an accelerator)",
+    )
+    pair.add_argument(
+        "--pair-iters",
+        type=positive_int,
+        default=5,
+        help="timed exchanges per pair (default: 5)",
+    )
+    pair.add_argument(
+        "--pair-trigger",
+        type=parse_threshold,
+        action="append",
+        default=[],
+        metavar="COLL=GBPS",
+        help="--pairwise auto also runs when COLL's busbw at its largest size of at least "
+        "--pair-trigger-min-bytes is below GBPS (the launch passes nccl_expected_busbw x "
+        "nccl_busbw_warn); repeatable",
+    )
+    pair.add_argument(
+        "--pair-trigger-min-bytes",
+        type=parse_size,
+        default=parse_size("32M"),
+        metavar="SIZE",
+        help="smallest size --pair-trigger looks at (default: 32M)",
+    )
+    pair.add_argument(
+        "--pair-min-ratio",
+        type=ratio,
+        default=0.8,
+        metavar="R",
+        help="a pair slower than R x the reference (the median node's median pair) is slow; "
+        "picks the suspects of the second pass (default: 0.8)",
+    )
+
+
+def tournament(n: int) -> list[list[tuple[int, int]]]:
+    """Round-robin rounds of disjoint pairs of 0..n-1 (circle method).
+
+    Even n: n-1 rounds of n/2 pairs; odd n: n rounds of (n-1)/2 pairs, one node rests in each.
+    Every pair meets exactly once.
+    """
+    if n < 2:
+        return []
+    players: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
+    m = len(players)
+    rounds = []
+    for _ in range(m - 1):
+        pairs = []
+        for i in range(m // 2):
+            a, b = players[i], players[m - 1 - i]
+            if a is not None and b is not None:
+                pairs.append((min(a, b), max(a, b)))
+        rounds.append(sorted(pairs))
+        players = [players[0], players[-1], *players[1:-1]]
+    return rounds
+
+
+def pair_values(
+    rows: Sequence[dict[str, Any]], pass_: int | str = 1
+) -> dict[tuple[int, int, int], float]:
+    """(node a, node b, rail) -> busbw of the pair: the slower of its two ranks' own figures.
+
+    Within a node (pass "intra") the rail is the lower local rank of the pair."""
+    table: dict[tuple[int, int, int], float] = {}
+    for row in rows:
+        if row.get("pass") != pass_:
+            continue
+        a, b = sorted((int(row["node"]), int(row["peer_node"])))
+        rail = min(int(row["rail"]), int(row.get("peer_local_rank", row["rail"])))
+        key = (a, b, rail)
+        table[key] = min(table.get(key, math.inf), float(row["busbw_gbps"]))
+    return table
+
+
+def pair_reference(table: dict[tuple[int, int, int], float]) -> float:
+    """The median over nodes of each node's median pair (robust on 3 nodes, unlike the median
+    pair: with one bad node of three, two of the three pairs are slow)."""
+    per_node: dict[int, list[float]] = {}
+    for (a, b, _), value in table.items():
+        per_node.setdefault(a, []).append(value)
+        per_node.setdefault(b, []).append(value)
+    if not per_node:
+        return 0.0
+    return _median([_median(values) for values in per_node.values()])
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def pair_suspects(
+    table: dict[tuple[int, int, int], float], min_ratio: float
+) -> dict[int, list[int]]:
+    """node -> rails on which most (more than half) of its pairs are below min_ratio x reference."""
+    limit = min_ratio * pair_reference(table)
+    counts: dict[tuple[int, int], list[int]] = {}  # (node, rail) -> [slow, all]
+    for (a, b, rail), value in table.items():
+        for node in (a, b):
+            seen = counts.setdefault((node, rail), [0, 0])
+            seen[0] += value < limit
+            seen[1] += 1
+    suspects: dict[int, list[int]] = {}
+    for (node, rail), (slow, total) in sorted(counts.items()):
+        if 2 * slow > total:
+            suspects.setdefault(node, []).append(rail)
+    return suspects
+
+
+def fastest_node(table: dict[tuple[int, int, int], float], exclude: Sequence[int]) -> int | None:
+    """The node with the highest median pair, among those not excluded (lowest node on a tie)."""
+    per_node: dict[int, list[float]] = {}
+    for (a, b, _), value in table.items():
+        per_node.setdefault(a, []).append(value)
+        per_node.setdefault(b, []).append(value)
+    candidates = [(-_median(v), node) for node, v in per_node.items() if node not in exclude]
+    return min(candidates)[1] if candidates else None
+
+
+@dataclass
+class PairPlan:
+    """Who is where: node rank -> {local rank: global rank}, and the hosts."""
+
+    ranks: dict[int, dict[int, int]]
+    hosts: dict[int, str]
+
+    @property
+    def nodes(self) -> list[int]:
+        return sorted(self.ranks)
+
+    def peer(self, pairs: Sequence[tuple[int, int]], node: int, local: int) -> int | None:
+        """The global rank this rank exchanges with in a round of node pairs, or None (rests)."""
+        for a, b in pairs:
+            if node in (a, b):
+                return self.ranks[b if node == a else a].get(local)
+        return None
+
+
+def pair_plan(ctx: Context, record: RankRecord) -> PairPlan:
+    mine = (record.data["node_rank"], record.data["local_rank"], record.data["host"], ctx.rank)
+    everyone: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(everyone, mine)
+    ranks: dict[int, dict[int, int]] = {}
+    hosts: dict[int, str] = {}
+    for node, local, host, rank in everyone:
+        ranks.setdefault(int(node), {})[int(local)] = int(rank)
+        hosts[int(node)] = str(host)
+    return PairPlan(ranks, hosts)
+
+
+@dataclass
+class PairRound:
+    pass_: int | str  # 1, 2 or "intra"
+    number: int
+    pairs: list[tuple[int, int]]  # node pairs (intra: local-rank pairs, node = this node)
+
+
+def exchange(ctx: Context, peer: int, nbytes: int, iters: int) -> tuple[float, int, int]:
+    """(seconds per exchange, bytes each way, wrong elements): to the peer and from it at once."""
+    elem = torch.empty(0, dtype=ctx.dtype).element_size()
+    count = max(1, nbytes // elem)
+    value = 1 + rank_tag(ctx.rank, ctx.period)
+    send = torch.full((count,), value, dtype=ctx.dtype, device=ctx.device)
+    recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
+
+    ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
+
+    def once() -> None:
+        # Batched: with NCCL (communicator made eagerly, device_id) it runs on the world
+        # communicator; a plain isend/irecv would make a 2-rank communicator per pair.
+        for request in dist.batch_isend_irecv(ops):
+            request.wait()
+
+    once()  # warm-up: the connection to this peer is made here
+    synchronize(ctx.device)
+    started = time.perf_counter()
+    for _ in range(iters):
+        once()
+    synchronize(ctx.device)
+    seconds = (time.perf_counter() - started) / iters
+    expected = 1 + rank_tag(peer, ctx.period)
+    return seconds, count * elem, int((recv != expected).sum())
+
+
+def run_pair_round(
+    ctx: Context, plan: PairPlan, record: RankRecord, rnd: PairRound, nbytes: int, iters: int
+) -> dict[str, Any] | None:
+    """One round on every rank (the resting ones only wait at the barriers); this rank's row."""
+    node, local = record.data["node_rank"], record.data["local_rank"]
+    partner_local: int | None = None
+    if rnd.pass_ == "intra":
+        partner_local = next(
+            (b if local == a else a for a, b in rnd.pairs if local in (a, b)), None
+        )
+        peer = None if partner_local is None else plan.ranks[node].get(partner_local)
+        peer_node = node
+    else:
+        peer = plan.peer(rnd.pairs, node, local)
+        peer_node = next((b if node == a else a for a, b in rnd.pairs if node in (a, b)), None)
+    dist.barrier()  # every pair of the round starts together
+    row = None
+    if peer is not None:
+        seconds, sent, wrong = exchange(ctx, peer, nbytes, iters)
+        row = {
+            "pass": rnd.pass_,
+            "round": rnd.number,
+            "rank": ctx.rank,
+            "node": node,
+            "peer_node": peer_node,
+            "rail": local,
+            "peer_rank": peer,
+            "peer_local_rank": partner_local if rnd.pass_ == "intra" else local,
+            "bytes": sent,
+            "time_us": round(seconds * 1e6, 2),
+            "busbw_gbps": round(sent / seconds / 1e9, 4),
+            "wrong": wrong,
+        }
+    dist.barrier()
+    return row
+
+
+def gather_rows(rows: list[dict[str, Any]], world_size: int) -> list[dict[str, Any]]:
+    everyone: list[Any] = [None] * world_size
+    dist.all_gather_object(everyone, rows)
+    return [row for part in everyone for row in part]
+
+
+def trigger_reasons(
+    tests: Sequence[dict[str, Any]], below: dict[str, float], min_bytes: int
+) -> list[str]:
+    """Why --pairwise auto runs on this rank: a failed bandwidth test, or a collective's busbw
+    at its largest size >= min_bytes under its --pair-trigger figure (pure)."""
+    reasons = []
+    for test in tests:
+        collective = test["name"].removeprefix("bandwidth_")
+        if not test["name"].startswith("bandwidth_"):
+            continue
+        if test["status"] == "failed":
+            reasons.append(f"{test['name']} failed")
+            continue
+        big = [r for r in test.get("bandwidth") or [] if r["size_bytes"] >= min_bytes]
+        if collective in below and big and big[-1]["busbw_gbps"] < below[collective]:
+            reasons.append(
+                f"{collective} busbw {big[-1]['busbw_gbps']:g} GB/s at {big[-1]['size_bytes']} B "
+                f"is below {below[collective]:g} GB/s"
+            )
+    return reasons
+
+
+def pairwise_trigger(args: argparse.Namespace, ctx: Context, record: RankRecord) -> str:
+    """Why --pairwise auto runs ("" when it does not), agreed by every rank."""
+    below = dict(args.pair_trigger)
+    reasons = trigger_reasons(record.data["tests"], below, args.pair_trigger_min_bytes)
+    flag = torch.tensor([1.0 if reasons else 0.0], dtype=torch.float32, device=ctx.device)
+    dist.all_reduce(flag)
+    if float(flag.cpu()) == 0:
+        return ""
+    return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
+
+
+def run_pairwise(
+    args: argparse.Namespace,
+    record: RankRecord,
+    ctx: Context,
+    arm: Callable[[str], None],
+    stopped_by: str | None,
+) -> list[str]:
+    """The pairwise phase (called once from check()); rank 0's tables for the summary."""
+    if args.pairwise == "never" or stopped_by is not None or ctx.world_size < 2:
+        return []
+    arm("pairwise")
+    plan = pair_plan(ctx, record)
+    why = "--pairwise always" if args.pairwise == "always" else pairwise_trigger(args, ctx, record)
+    if not why:
+        return []
+    record.start("pairwise")
+    tables: list[str] = []
+
+    def body() -> dict[str, Any]:
+        if len(plan.nodes) < 2:
+            raise Skip("one node: there is no other node to pair it with")
+        details, every = pairwise_body(args, record, ctx, plan, arm)
+        details["why"] = why
+        if ctx.rank == 0:
+            tables.append(pairwise_table(details, every, plan))
+        wrong = [r for r in details["rows"] if r["wrong"]]
+        if wrong:
+            raise Fail(
+                f"{wrong[0]['wrong']} elements wrong from rank {wrong[0]['peer_rank']} in pass "
+                f"{wrong[0]['pass']}: data is corrupted between these two ranks",
+                details,
+            )
+        return details
+
+    record.add(run_test("pairwise", body))
+    return tables
+
+
+def pairwise_body(
+    args: argparse.Namespace,
+    record: RankRecord,
+    ctx: Context,
+    plan: PairPlan,
+    arm: Callable[[str], None],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Every round of both passes; (this rank's details, every rank's rows)."""
+    nbytes = args.pair_bytes or parse_size("1M" if ctx.device.type == "cpu" else "64M")
+    nodes = plan.nodes
+    rounds = [
+        PairRound(1, i, [(nodes[a], nodes[b]) for a, b in pairs])
+        for i, pairs in enumerate(tournament(len(nodes)))
+    ]
+    if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
+        locals_ = max(len(r) for r in plan.ranks.values())
+        rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
+    rows: list[dict[str, Any]] = []
+
+    def play(rnd: PairRound) -> None:
+        arm(f"pairwise pass {rnd.pass_} round {rnd.number}")
+        row = run_pair_round(ctx, plan, record, rnd, nbytes, args.pair_iters)
+        if row is not None:
+            rows.append(row)
+
+    for rnd in rounds:
+        play(rnd)
+    table = pair_values(gather_rows(rows, ctx.world_size))
+    suspects = pair_suspects(table, args.pair_min_ratio) if len(nodes) >= 3 else {}
+    fastest = fastest_node(table, list(suspects))
+    second = [] if fastest is None else sorted(suspects)
+    for i, node in enumerate(second):
+        play(PairRound(2, i, [(min(node, fastest), max(node, fastest))]))  # type: ignore[arg-type]
+    every = gather_rows(rows, ctx.world_size)  # a collective: every rank calls it
+    details = {
+        "mode": args.pairwise,
+        "min_ratio": args.pair_min_ratio,
+        "pair_bytes": nbytes,
+        "iters": args.pair_iters,
+        "nodes": [
+            {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
+            for n in nodes
+        ],
+        "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
+        "suspects": {str(n): rails for n, rails in suspects.items()},
+        "second_pass": [[n, fastest] for n in second],
+        "rows": rows,
+    }
+    return details, every
+
+
+def pairwise_table(details: dict[str, Any], every: list[dict[str, Any]], plan: PairPlan) -> str:
+    """Rank 0's text: the node x node matrix of the first pass (slowest rail), the second pass."""
+    table = pair_values(every)
+    nodes = plan.nodes
+    width = max(8, *(len(plan.hosts[n]) for n in nodes))
+    lines = [
+        f"# pairwise, {len(nodes)} nodes, {details['pair_bytes']} B each way per exchange, "
+        f"busbw (GB/s) of the slowest rail, first pass",
+        "#" + " " * width + "".join(f" {plan.hosts[n][-10:]:>10}" for n in nodes),
+    ]
+    for a in nodes:
+        cells = []
+        for b in nodes:
+            values = [v for (x, y, _), v in table.items() if {x, y} == {a, b} and a != b]
+            cells.append(f"{min(values):>10.3f}" if values else f"{'-':>10}")
+        lines.append(f" {plan.hosts[a]:>{width}} " + " ".join(cells))
+    second = pair_values(every, 2)
+    for (a, b, rail), value in sorted(second.items()):
+        lines.append(
+            f"# second pass: {plan.hosts[a]} - {plan.hosts[b]} rail {rail}: {value:.3f} GB/s"
+        )
+    intra = pair_values(every, "intra")
+    for (a, _, rail), value in sorted(intra.items()):
+        lines.append(f"# within {plan.hosts[a]}: local ranks {rail} and its pair: {value:.3f} GB/s")
+    if len(nodes) == 2:
+        lines.append("# Note: two nodes cannot tell which of them is bad")
     return "\n".join(lines)
 
 
@@ -2071,6 +2501,10 @@ def run_tests(
         record.add(entry)
         if entry["status"] == "error":
             stopped_by = name
+    tables += run_pairwise(
+        args, record, ctx, lambda phase: watchdog.arm(phase, args.timeout), stopped_by
+    )
+    watchdog.disarm()
     return tables, stopped_by
 
 

@@ -53,18 +53,21 @@ def preflight_table(run: Any) -> dict[str, Any]:
 
 
 def pairwise(run_dir: Path) -> dict[str, Any] | None:
-    """pairwise.json ({hosts, matrix, unit}) as a heatmap, when the run has one."""
+    """pairwise.json (module_utils/nccl_pairwise.py: nodes, matrix_busbw_gbps) as a heatmap, when
+    the ranks ran the pairwise rounds."""
     doc = _read_json(run_dir / "pairwise.json")
-    if not isinstance(doc, dict) or not doc.get("hosts") or not doc.get("matrix"):
+    if not isinstance(doc, dict) or not doc.get("nodes") or not doc.get("matrix_busbw_gbps"):
         return None
-    hosts = [str(h) for h in doc["hosts"]]
-    matrix = [[None if v is None else float(v) for v in row] for row in doc["matrix"]]
+    hosts = [str(node.get("host")) for node in doc["nodes"]]
+    matrix = [[None if v is None else float(v) for v in row] for row in doc["matrix_busbw_gbps"]]
     if len(matrix) != len(hosts) or any(len(row) != len(hosts) for row in matrix):
-        return {"svg": "", "note": "pairwise.json is not a square matrix over its hosts"}
-    unit = str(doc.get("unit") or "busbw GB/s")
+        return {"svg": "", "note": "pairwise.json is not a square matrix over its nodes"}
     if nccl_plots.MATPLOTLIB_IMPORT_ERROR is not None:
         return {"svg": "", "note": "matplotlib is missing on the control machine"}
-    return {"svg": nccl_plots.heatmap_svg(hosts, matrix, unit), "note": str(doc.get("note") or "")}
+    slow = [v for v in doc.get("verdicts") or [] if v.get("status") == "slow"]
+    note = " ".join([str(doc.get("note") or "")] + [str(v.get("message") or "") for v in slow])
+    unit = "busbw GB/s (slowest rail, first pass)"
+    return {"svg": nccl_plots.heatmap_svg(hosts, matrix, unit), "note": note.strip()}
 
 
 def transports(run: Any) -> list[dict[str, Any]]:

@@ -21,8 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.nccl_expect import expectation_markdown, expectation_suites
 from ansible.module_utils.nccl_files import write_atomically
 from ansible.module_utils.nccl_hints import MISSING, rank_hints
+from ansible.module_utils.nccl_pairwise import pairwise_markdown, pairwise_suites, write_pairwise
+from ansible.module_utils.nccl_text import (  # noqa: F401 - part of this module's interface
+    LOG_TAIL_CHARS,
+    LOG_TAIL_LINES,
+    clean_text,
+    host_label,
+    md_escape,
+    safe_name,
+    tail,
+)
 from ansible.module_utils.nccl_transport_report import (
     add_transport_cases,
     analyze_run,
@@ -36,9 +47,6 @@ except ImportError as exc:  # the module reports it with missing_required_lib
     JUNIT_XML_IMPORT_ERROR: ImportError | None = exc
 else:
     JUNIT_XML_IMPORT_ERROR = None
-
-LOG_TAIL_LINES = 40
-LOG_TAIL_CHARS = 6000
 
 # What jenkins-junit.xsd allows on each element; anything else junit-xml writes is dropped.
 _ALLOWED_ATTRS = {
@@ -66,8 +74,6 @@ _ALLOWED_ATTRS = {
     "skipped": {"type", "message"},
     "property": {"name", "value"},
 }
-# XML 1.0 forbids most control characters (ANSI colour codes in logs are the usual source).
-_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 _RANK_FILE = re.compile(r"^rank-(\d+)\.(json|log)$")
 
 
@@ -110,47 +116,12 @@ class RunData:
     hosts: list[HostData]
 
 
-def safe_name(text: str) -> str:
-    """A file-name-safe version of a host name."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
-
-
-def host_label(host: str) -> str:
-    """The host as one classname component: Jenkins splits classnames on dots."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", host)
-
-
-def clean_text(text: str) -> str:
-    return _ILLEGAL_XML.sub("", text)
-
-
-# Markdown that a node's text could turn into markup: links and images ([ ] after !), HTML and
-# autolinks (< >), code (`), emphasis (*), table cells (|), entities (&), and the escape itself.
-_MD_ACTIVE = re.compile(r"([\\`*\[\]<>|&])")
-
-
-def md_escape(text: Any) -> str:
-    """``text`` as literal Markdown text on one line: every character that could start markup
-    is backslash-escaped (CommonMark), a leading '#' too; control characters and line breaks go."""
-    flat = " ".join(clean_text(str(text)).splitlines())
-    escaped = _MD_ACTIVE.sub(r"\\\1", flat)
-    return "\\" + escaped if escaped.startswith("#") else escaped
-
-
 def _seconds(value: Any) -> float:
     """A duration from a rank's file; 0.0 when it is not a number (a broken or hostile node)."""
     try:
         return max(float(value or 0.0), 0.0)
     except (TypeError, ValueError):
         return 0.0
-
-
-def tail(text: str | None, lines: int = LOG_TAIL_LINES, chars: int = LOG_TAIL_CHARS) -> str:
-    """The last lines of a log, bounded in size."""
-    if not text:
-        return ""
-    kept = "\n".join(text.rstrip("\n").splitlines()[-lines:])
-    return kept[-chars:]
 
 
 def _read_json(path: Path) -> tuple[Any, str | None]:
@@ -276,6 +247,8 @@ def rank_properties(result: dict[str, Any]) -> dict[str, str]:
                     "time_us",
                     "algbw_gbps",
                     "busbw_gbps",
+                    "rank_time_us",
+                    "rank_busbw_gbps",
                     "wrong",
                 )
                 if key in row
@@ -523,6 +496,8 @@ def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
             suite = rank_suite(host, rank, launch_skipped, missing_by.get(rank), hints.get(rank))
             files.append(SuiteFile(f"junit/rank-{rank}.xml", suite, "rank", host.host, rank))
     add_transport_cases(run, files)  # a `transport` testcase per rank (nccl_transport_report)
+    files += [SuiteFile(p, s, "pairwise", h) for p, s, h in pairwise_suites(run)]
+    files += [SuiteFile(p, s, "bandwidth", h) for p, s, h in expectation_suites(run)]
     if (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):
         case = TestCase("ranks planned", classname="nccl.run")
         case.add_error_info(
@@ -633,7 +608,7 @@ def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
                         continue
                     per_test.setdefault(str(test.get("name")), {}).setdefault(
                         int(row["size_bytes"]), []
-                    ).append((rank, float(row["busbw_gbps"])))
+                    ).append((rank, float(row.get("rank_busbw_gbps", row["busbw_gbps"]))))
     table = []
     for name in sorted(per_test):
         size = max(per_test[name])
@@ -730,7 +705,7 @@ def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) ->
     if bandwidth:
         lines += [
             "",
-            "Bus bandwidth at the largest size (GB/s, over ranks):",
+            "Bus bandwidth at the largest size (GB/s, each rank's own time):",
             "",
             "| collective | size | ranks | min | median | max | slowest rank |",
             "|---|---|---|---|---|---|---|",
@@ -743,6 +718,7 @@ def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) ->
                 f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} |"
             )
     lines += transport_lines(run)
+    lines += expectation_markdown(run) + pairwise_markdown(run)
     if problems:
         lines += ["", "Problems:", ""] + [f"- {md_escape(p)}" for p in problems]
     return {
@@ -799,4 +775,5 @@ def write_report(
     )
     _write_atomic(report_dir / "summary.md", summary["markdown"])
     written += [str(report_dir / "junit.xml"), str(report_dir / "summary.md")]
+    written += write_pairwise(report_dir, run)
     return written

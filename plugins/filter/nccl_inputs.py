@@ -109,7 +109,74 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
     python = values.get("nccl_python") or ""
     if python and (not python.startswith("/") or any(c.isspace() for c in python)):
         check("nccl_python", f"is {python!r}, not an absolute path without spaces")
+    problems += pairwise_problems(values)
     return problems
+
+
+# The collectives files/nccl_check.py times (its BANDWIDTH_COLLECTIVES).
+COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+    "send_recv",
+)
+
+
+def pairwise_problems(values: dict[str, Any]) -> list[str]:
+    """nccl_pairwise and nccl_pair_min_ratio (absent: the defaults)."""
+    problems = []
+    mode = values.get("nccl_pairwise", "auto")
+    if mode not in ("auto", "always", "never"):
+        problems.append(f"nccl_pairwise is {mode!r}, not one of auto, always, never")
+    ratio = values.get("nccl_pair_min_ratio", 0.8)
+    try:
+        number = float(ratio)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not 0 < number <= 1:
+        problems.append(f"nccl_pair_min_ratio is {ratio!r}, not a number above 0 and at most 1")
+    for name, default in (
+        ("nccl_busbw_warn", 0.8),
+        ("nccl_busbw_crit", 0.5),
+        ("nccl_busbw_efficiency", 0.9),
+    ):
+        value = _fraction(values.get(name, default))
+        if value is None:
+            problems.append(f"{name} is {values.get(name)!r}, not a number above 0 and at most 1")
+    warn, crit = (
+        _fraction(values.get("nccl_busbw_warn", 0.8)),
+        _fraction(values.get("nccl_busbw_crit", 0.5)),
+    )
+    if warn is not None and crit is not None and crit > warn:
+        problems.append(f"nccl_busbw_crit ({crit:g}) is above nccl_busbw_warn ({warn:g})")
+    if "nccl_busbw_min_bytes" in values:
+        problem = _integer_problem(values["nccl_busbw_min_bytes"], 1)
+        if problem:
+            problems.append(f"nccl_busbw_min_bytes {problem}")
+    expected = values.get("nccl_expected_busbw", {})
+    if not isinstance(expected, dict):
+        problems.append(f"nccl_expected_busbw is {expected!r}, not a mapping of collective: GB/s")
+    else:
+        for key, value in expected.items():
+            if key not in COLLECTIVES:
+                problems.append(
+                    f"nccl_expected_busbw key {key!r} is not one of {', '.join(COLLECTIVES)}"
+                )
+            elif _fraction(value, high=float("inf")) is None:
+                problems.append(f"nccl_expected_busbw[{key!r}] is {value!r}, not a positive number")
+    return problems
+
+
+def _fraction(value: Any, high: float = 1.0) -> float | None:
+    """The number when it is above 0 and at most `high`, else None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if 0 < number <= high else None
 
 
 class FilterModule:

@@ -1,0 +1,66 @@
+"""files/nccl_check.py --pairwise for real: 3 "nodes" x 2 ranks on loopback (gloo), each rank
+started on its own with NODE_RANK/LOCAL_WORLD_SIZE as torchrun would set them per node.
+
+What the rank script must leave behind for the controller: every round's pair, rail by rail,
+measured by both of its ranks, each rank's own figure, and per-rank bandwidth rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.check.support import RUN_LIMIT_S, SCRIPT, by_name, env, free_port, records
+
+NODES, LOCAL = 3, 2
+
+
+def test_every_pair_of_nodes_is_measured_on_every_rail_by_both_ranks(tmp_path: Path) -> None:
+    port = free_port()
+    procs = []
+    for node, local in itertools.product(range(NODES), range(LOCAL)):
+        rank = node * LOCAL + local
+        argv = [sys.executable, str(SCRIPT), "--init-method", f"tcp://127.0.0.1:{port}"]
+        argv += ["--rank", str(rank), "--world-size", str(NODES * LOCAL)]
+        argv += ["--local-rank", str(local), "--out-dir", str(tmp_path), "--timeout", "60"]
+        argv += ["--tests", "all_reduce_sum,bandwidth_all_reduce", "--max-bytes", "4K"]
+        argv += ["--iters", "2", "--warmup", "1", "--pairwise", "always"]
+        argv += ["--pair-bytes", "64K", "--pair-iters", "2"]
+        procs.append(
+            subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env={**env(), "NODE_RANK": str(node), "LOCAL_WORLD_SIZE": str(LOCAL)},
+            )
+        )
+    outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(procs), outputs
+
+    found = records(tmp_path)
+    assert sorted(found) == list(range(NODES * LOCAL))
+    measured: dict[tuple[int, int, int], list[int]] = {}
+    for rank, record in found.items():
+        pairwise = by_name(record)["pairwise"]
+        assert pairwise["status"] == "passed", pairwise
+        details = pairwise["details"]
+        # 3 nodes: three rounds of one pair, one node rests in each
+        assert sorted(p for r in details["rounds"] for p in r) == [[0, 1], [0, 2], [1, 2]]
+        assert [len(r) for r in details["rounds"]] == [1, 1, 1]
+        for row in details["rows"]:
+            assert row["rank"] == rank and row["wrong"] == 0 and row["busbw_gbps"] > 0
+            assert row["rail"] == record["local_rank"] == row["peer_local_rank"]
+            assert row["peer_rank"] == row["peer_node"] * LOCAL + row["rail"]
+            if row["pass"] == 1:
+                pair = (*sorted((row["node"], row["peer_node"])), row["rail"])
+                measured.setdefault(pair, []).append(rank)
+        # Per-rank truth: each rank's own time beside nccl-tests' averaged one.
+        rows = by_name(record)["bandwidth_all_reduce"]["bandwidth"]
+        assert all(r["rank_time_us"] > 0 and r["rank_busbw_gbps"] > 0 for r in rows)
+    expected = {(a, b, rail) for a, b in itertools.combinations(range(NODES), 2) for rail in (0, 1)}
+    assert set(measured) == expected
+    assert all(len(ranks) == 2 for ranks in measured.values())  # both ends of every pair
+    assert "# pairwise, 3 nodes" in outputs[0]

@@ -1,0 +1,278 @@
+"""Pairwise rounds on the lab: the whole playbook, real torchrun with gloo, one host's fabric link
+slowed with tc tbf to a quarter of the others. The slow host and only it is named in the console,
+summary.md, the JUnit and pairwise.json; the same lab without the slow link names nobody.
+
+One 6-host lab serves every case: a case with fewer hosts runs the playbook on an inventory that
+lists only the first of them (with slots=2 for rails).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.jenkins_schema import validate_report_junit
+from tests.lab.harness import Lab
+
+pytestmark = pytest.mark.lab
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST, SLOW = "200mbit", "50mbit"  # the slow link: a quarter of the others
+CHECK_ARGS = [
+    "--tests",
+    "all_reduce_sum,bandwidth_all_reduce",
+    "--max-bytes",
+    "16K",
+    "--iters",
+    "2",
+    "--warmup",
+    "1",
+    "--pair-bytes",
+    "1M",
+    "--pair-iters",
+    "3",
+]
+
+
+@pytest.fixture(scope="module")
+def lab6(lab_factory: Any) -> Lab:
+    return lab_factory(6)
+
+
+def label(host: Any) -> str:
+    return host.inventory_name.replace(".", "_")
+
+
+def inventory(lab: Lab, tmp_path: Path, n_hosts: int) -> Path:
+    """The lab's inventory with only its first n hosts."""
+    inv = tmp_path / f"inventory-{n_hosts}"
+    shutil.copytree(lab.inventory_dir, inv)
+    (inv / "hostfile").write_text("".join(f"{h.mgmt_addr}\n" for h in lab.hosts[:n_hosts]))
+    return inv
+
+
+@contextmanager
+def links(lab: Lab, slow: Any | None) -> Iterator[None]:
+    """Every fabric link at FAST, the slow host's at SLOW; undone on the way out."""
+    undo = [lab.rate_limit(h, SLOW if h is slow else FAST) for h in lab.hosts]
+    try:
+        yield
+    finally:
+        for step in undo:
+            step()
+
+
+def validate(inv: Path, reports: Path, **extra: Any) -> tuple[subprocess.CompletedProcess, Path]:
+    run_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+    variables = {
+        "nccl_run_id": run_id,
+        "nccl_report_root": str(reports),
+        "nccl_run_timeout": 240,
+        "nccl_pairwise": "always",
+        "nccl_check_args": CHECK_ARGS,
+        **extra,
+    }
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            str(inv),
+            "playbooks/validate.yml",
+            "-e",
+            json.dumps(variables),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    return result, reports / run_id
+
+
+def pairwise_cases(report_dir: Path) -> dict[str, ET.Element]:
+    root = ET.parse(report_dir / "junit.xml").getroot()
+    return {
+        c.get("classname"): c
+        for c in root.iter("testcase")
+        if c.get("classname", "").startswith("pairwise.")
+    }
+
+
+def assert_only_named(
+    result: subprocess.CompletedProcess, report_dir: Path, bad: Any, lab: Lab, n: int
+) -> dict:
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-4000:]
+    # The console: the failure message and the summary name the host, with its pairs.
+    assert f"pairwise.{label(bad)} pairwise: {bad.inventory_name} is SLOW" in output, output[-4000:]
+    summary = (report_dir / "summary.md").read_text()
+    slow_lines = [line for line in summary.splitlines() if line.startswith("- slow:")]
+    assert len(slow_lines) == 1 and bad.inventory_name in slow_lines[0], summary
+    assert "| node | " + " | ".join(h.inventory_name for h in lab.hosts[:n]) + " |" in summary
+    # The JUnit: a pairwise testcase per node, a failure for the slow one only, its row inside.
+    validate_report_junit(report_dir)
+    cases = pairwise_cases(report_dir)
+    assert sorted(cases) == sorted(f"pairwise.{label(h)}" for h in lab.hosts[:n])
+    failed = [c for c, case in cases.items() if case.find("failure") is not None]
+    assert failed == [f"pairwise.{label(bad)}"]
+    row = cases[f"pairwise.{label(bad)}"].findtext("system-out") or ""
+    others = [h for h in lab.hosts[:n] if h is not bad]
+    assert all(h.inventory_name in row for h in others), row
+    doc = json.loads((report_dir / "pairwise.json").read_text())
+    assert {v["host"]: v["status"] for v in doc["verdicts"]} == {
+        h.inventory_name: "slow" if h is bad else "ok" for h in lab.hosts[:n]
+    }
+    return doc
+
+
+def test_six_hosts_one_slow_link_names_that_host_only(lab6: Lab, tmp_path: Path) -> None:
+    bad = lab6.hosts[3]
+    with links(lab6, bad):
+        result, report_dir = validate(inventory(lab6, tmp_path, 6), tmp_path / "reports")
+    doc = assert_only_named(result, report_dir, bad, lab6, 6)
+    assert doc["rails"] == 1 and len(doc["matrix_busbw_gbps"]) == 6
+    # The second pass re-ran the slow host with the fastest one.
+    assert [p for p in doc["pairs"] if p["pass"] == 2 and bad.inventory_name in (p["a"], p["b"])]
+    # Per-rank truth: each rank's own bandwidth figure beside the averaged one.
+    rank = json.loads(next(report_dir.glob("*/rank-0.json")).read_text())
+    rows = next(t for t in rank["tests"] if t["name"] == "bandwidth_all_reduce")["bandwidth"]
+    assert all("rank_busbw_gbps" in r and "rank_time_us" in r for r in rows)
+
+
+def test_six_hosts_without_a_slow_link_name_nobody(lab6: Lab, tmp_path: Path) -> None:
+    with links(lab6, None):
+        result, report_dir = validate(inventory(lab6, tmp_path, 6), tmp_path / "reports")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert "Pairwise: no node is slow." in (report_dir / "summary.md").read_text()
+    cases = pairwise_cases(report_dir)
+    assert len(cases) == 6 and all(c.find("failure") is None for c in cases.values())
+    validate_report_junit(report_dir)
+
+
+def test_four_hosts_two_rails_name_the_host_with_its_rail_rows(lab6: Lab, tmp_path: Path) -> None:
+    bad = lab6.hosts[2]
+    with links(lab6, bad):
+        result, report_dir = validate(
+            inventory(lab6, tmp_path, 4), tmp_path / "reports", nccl_slots=2
+        )
+    doc = assert_only_named(result, report_dir, bad, lab6, 4)
+    assert doc["rails"] == 2 and len(doc["matrix_by_rail_busbw_gbps"]) == 2
+    verdict = next(v for v in doc["verdicts"] if v["host"] == bad.inventory_name)
+    assert verdict["rails"] == [0, 1]  # both local ranks share the host's one slow link
+    rails = {p["rail"] for p in doc["pairs"] if p["pass"] == 1}
+    assert rails == {0, 1}
+
+
+def test_five_hosts_auto_runs_when_busbw_is_below_its_expectation_and_names_the_host(
+    lab6: Lab, tmp_path: Path
+) -> None:
+    bad = lab6.hosts[4]
+    with links(lab6, bad):
+        result, report_dir = validate(
+            inventory(lab6, tmp_path, 5),
+            tmp_path / "reports",
+            nccl_pairwise="auto",
+            # far above what the links carry, judged from the sweep's 16 KiB
+            nccl_expected_busbw={"all_reduce": 1000},
+            nccl_busbw_min_bytes=16384,
+        )
+    doc = assert_only_named(result, report_dir, bad, lab6, 5)
+    # nccl_expected_busbw x nccl_busbw_warn reached the ranks as --pair-trigger all_reduce=800
+    assert doc["mode"] == "auto" and "is below 800 GB/s" in doc["why"], doc["why"]
+    rank = json.loads(next(report_dir.glob("*/rank-0.json")).read_text())
+    details = next(t for t in rank["tests"] if t["name"] == "pairwise")["details"]
+    assert len(details["rounds"]) == 5  # odd: five rounds, one host rests in each
+    assert all(len(r) == 2 for r in details["rounds"])
+
+
+def test_two_hosts_say_they_cannot_tell_and_show_each_hosts_own_figure(
+    lab6: Lab, tmp_path: Path
+) -> None:
+    with links(lab6, None):
+        result, report_dir = validate(
+            inventory(lab6, tmp_path, 2), tmp_path / "reports", nccl_slots=2
+        )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    summary = (report_dir / "summary.md").read_text()
+    assert "two nodes cannot tell which of them is bad" in summary
+    for host in lab6.hosts[:2]:
+        assert f"within {host.inventory_name} local ranks 0-1:" in summary, summary
+    cases = pairwise_cases(report_dir)
+    assert len(cases) == 2 and all(c.find("skipped") is not None for c in cases.values())
+    validate_report_junit(report_dir)
+
+
+def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
+    lab6: Lab, tmp_path: Path
+) -> None:
+    inv, reports = inventory(lab6, tmp_path, 2), tmp_path / "reports"
+    bandwidth = {
+        "nccl_pairwise": "never",
+        "nccl_check_args": [
+            "--tests",
+            "bandwidth_all_reduce",
+            "--min-bytes",
+            "4M",
+            "--max-bytes",
+            "4M",
+            "--iters",
+            "2",
+            "--warmup",
+            "1",
+        ],
+        "nccl_busbw_min_bytes": 4 * 1024 * 1024,
+        # twice what a 1 Gbit/s link carries
+        "nccl_expected_busbw": {"all_reduce": 0.25},
+    }
+    undo = [lab6.rate_limit(h, "1gbit") for h in lab6.hosts[:2]]
+    try:
+        first, first_dir = validate(inv, reports, **bandwidth)
+    finally:
+        for step in undo:
+            step()
+    output = first.stdout + first.stderr
+    assert first.returncode != 0, output[-4000:]
+    plan = json.loads((first_dir / "plan.json").read_text())
+    measured = json.loads(next(first_dir.glob("*/rank-0.json")).read_text())["tests"][-1]
+    busbw = measured["bandwidth"][-1]["busbw_gbps"]
+    assert plan["expect"]["expected_busbw"] == {"all_reduce": 0.25}
+    assert busbw < 0.125  # the link carries at most 1 Gbit/s
+    assert f"busbw {busbw:.4g} GB/s at 4194304 B" in output
+    assert "of the expected 0.25 GB/s (nccl_expected_busbw)" in output
+    root = ET.parse(first_dir / "junit.xml").getroot()
+    case = next(c for c in root.iter("testcase") if c.get("classname") == "bandwidth.all_reduce")
+    assert case.find("failure") is not None
+    validate_report_junit(first_dir)
+
+    # The same hosts on slower links, compared with the first run: the drop is named.
+    undo = [lab6.rate_limit(h, "250mbit") for h in lab6.hosts[:2]]
+    try:
+        second, second_dir = validate(inv, reports, **bandwidth, nccl_baseline=first_dir.name)
+    finally:
+        for step in undo:
+            step()
+    output = second.stdout + second.stderr
+    assert second.returncode != 0, output[-4000:]
+    root = ET.parse(second_dir / "junit.xml").getroot()
+    case = next(c for c in root.iter("testcase") if c.get("classname") == "bandwidth.baseline")
+    failure = case.find("failure")
+    assert failure is not None
+    assert "all_reduce at 4194304 B" in failure.get("message", "")
+    assert str(reports / first_dir.name) in failure.get("message", "")
+    validate_report_junit(second_dir)

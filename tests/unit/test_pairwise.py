@@ -1,0 +1,387 @@
+"""Pairwise rounds: the tournament and suspects of files/nccl_check.py, and the controller's
+judgement, JUnit, summary and pairwise.json (module_utils/nccl_pairwise.py) on synthetic matrices.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ansible.module_utils import nccl_junit, nccl_pairwise
+
+from tests.check.support import load_script
+from tests.jenkins_schema import validate_report_junit
+from tests.unit.test_report_junit import ROOT, module_result
+
+nc = load_script()
+
+Speed = Callable[[int, int, int], float]  # (node a, node b, rail) -> GB/s of the pair
+
+
+def rows_for(n: int, rails: int, speed: Speed, second: list[tuple[int, int]] = ()) -> list[dict]:
+    """Every rank's rows as nccl_check.py records them: each rank's own figure for each pair
+    (the two ranks of a pair see slightly different times, the slower one counts)."""
+    rows = []
+    for pass_, pairs in [(1, list(itertools.combinations(range(n), 2))), (2, list(second))]:
+        for a, b in pairs:
+            for rail in range(rails):
+                value = speed(a, b, rail)
+                for node, peer, jitter in ((a, b, 1.0), (b, a, 1.02)):
+                    rows.append(
+                        {
+                            "pass": pass_,
+                            "round": 0,
+                            "rank": node * rails + rail,
+                            "node": node,
+                            "peer_node": peer,
+                            "rail": rail,
+                            "peer_rank": peer * rails + rail,
+                            "peer_local_rank": rail,
+                            "bytes": 1 << 20,
+                            "time_us": 1.0,
+                            "busbw_gbps": round(value * jitter, 4),
+                            "wrong": 0,
+                        }
+                    )
+    return rows
+
+
+def slow_node(bad: int, factor: float = 0.25, rail: int | None = None) -> Speed:
+    def speed(a: int, b: int, r: int) -> float:
+        hit = bad in (a, b) and (rail is None or r == rail)
+        return 10.0 * factor if hit else 10.0
+
+    return speed
+
+
+def healthy(seed: int = 1) -> Speed:
+    rng = random.Random(seed)
+    return lambda a, b, r: 10.0 * rng.uniform(0.9, 1.1)
+
+
+def judge(n: int, rows: list[dict], ratio: float = 0.8) -> dict[str, Any]:
+    return nccl_pairwise.judge(list(range(n)), {i: f"h{i}" for i in range(n)}, rows, ratio)
+
+
+def statuses(verdict: dict[str, Any]) -> dict[str, str]:
+    return {v["host"]: v["status"] for v in verdict["verdicts"]}
+
+
+# --- the rank script's part --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", range(1, 11))
+def test_tournament_meets_every_pair_once_in_disjoint_rounds(n: int) -> None:
+    rounds = nc.tournament(n)
+    pairs = [p for r in rounds for p in r]
+    assert sorted(pairs) == list(itertools.combinations(range(n), 2))
+    for r in rounds:
+        nodes = [x for p in r for x in p]
+        assert len(nodes) == len(set(nodes))  # disjoint: every pair of a round at once
+        assert len(r) == n // 2
+    assert len(rounds) == (0 if n < 2 else n - 1 if n % 2 == 0 else n)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_rank_script_and_controller_pick_the_same_suspects(seed: int) -> None:
+    rng = random.Random(seed)
+    n, rails = rng.randint(3, 9), rng.randint(1, 3)
+    bad = {rng.randrange(n): rng.choice([None, *range(rails)]) for _ in range(rng.randint(0, 2))}
+
+    def speed(a: int, b: int, r: int) -> float:
+        slow = any(x in (a, b) and (rail is None or rail == r) for x, rail in bad.items())
+        return rng.uniform(0.2, 0.3) if slow else rng.uniform(0.8, 1.2)
+
+    rows = rows_for(n, rails, speed)
+    table = nc.pair_values(rows)
+    assert table == nccl_pairwise.pair_values(rows)
+    assert nc.pair_reference(table) == pytest.approx(nccl_pairwise.pair_reference(table))
+    assert nc.pair_suspects(table, 0.8) == nccl_pairwise.pair_suspects(table, 0.8)
+
+
+def test_fastest_node_excludes_suspects() -> None:
+    rows = rows_for(4, 1, lambda a, b, r: 10.0 + a + b)
+    table = nc.pair_values(rows)
+    assert nc.fastest_node(table, []) == 3
+    # Without 3: nodes 1 and 2 both have their own pair (13) as median; the lower one wins.
+    assert nc.fastest_node(table, [3]) == 1
+    assert nc.fastest_node(table, [0, 1, 2, 3]) is None
+
+
+def test_pair_plan_peer_is_the_same_local_rank_of_the_partner() -> None:
+    plan = nc.PairPlan({0: {0: 0, 1: 1}, 1: {0: 2, 1: 3}, 2: {0: 4}}, {0: "a", 1: "b", 2: "c"})
+    assert plan.peer([(0, 1)], 0, 1) == 3
+    assert plan.peer([(0, 1)], 2, 0) is None  # rests this round
+    assert plan.peer([(1, 2)], 1, 1) is None  # the partner has no rail 1
+
+
+def test_ratio_option_is_checked() -> None:
+    with pytest.raises(SystemExit):
+        nc.parse_args(["--rank", "0", "--world-size", "1", "--pair-min-ratio", "1.5"])
+    with pytest.raises(SystemExit):
+        nc.parse_args(["--rank", "0", "--world-size", "1", "--pair-iters", "0"])
+    args = nc.parse_args(["--rank", "0", "--world-size", "1", "--pairwise", "always"])
+    assert (args.pairwise, args.pair_min_ratio) == ("always", 0.8)
+
+
+# --- the controller's judgement ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 8])
+def test_one_slow_node_is_named_and_only_it(n: int) -> None:
+    bad = n - 2
+    rows = rows_for(n, 1, slow_node(bad), second=[(0, bad)])
+    verdict = judge(n, rows)
+    assert statuses(verdict) == {f"h{i}": "slow" if i == bad else "ok" for i in range(n)}
+    slow = verdict["verdicts"][bad]
+    assert slow["rails"] == [0] and slow["unconfirmed_rails"] == []
+    assert "h0" in slow["message"] and "SLOW" in slow["message"]
+    assert "2.5" in slow["message"]  # its median pair
+    # the cluster's: 10 from 4 nodes on; on 3 nodes the median node has one fast, one slow pair
+    assert verdict["reference_busbw_gbps"] == (6.25 if n == 3 else 10.0)
+    assert f"cluster's {verdict['reference_busbw_gbps']:.3g} GB/s" in slow["message"]
+
+
+def test_healthy_cluster_names_nobody() -> None:
+    verdict = judge(6, rows_for(6, 1, healthy()))
+    assert set(statuses(verdict).values()) == {"ok"}
+    assert not any(p["slow"] for p in verdict["pairs"])
+
+
+def test_second_pass_clears_a_suspect_that_is_fast_with_the_fastest_node() -> None:
+    rows = rows_for(6, 1, slow_node(4), second=[(0, 4)])
+    for row in rows:
+        if row["pass"] == 2:
+            row["busbw_gbps"] = 9.9  # fast this time: the first pass was a fluke
+    verdict = judge(6, rows)
+    assert statuses(verdict)["h4"] == "cleared"
+    assert "cleared" in verdict["verdicts"][4]["message"]
+
+
+def test_without_a_second_pass_a_suspect_is_slow_from_the_first_pass_only() -> None:
+    verdict = judge(5, rows_for(5, 1, slow_node(1)))
+    assert statuses(verdict)["h1"] == "slow"
+    assert "first pass only" in verdict["verdicts"][1]["message"]
+
+
+def test_a_bad_rail_is_named_by_its_local_rank() -> None:
+    rows = rows_for(4, 2, slow_node(2, rail=1), second=[(0, 2)])
+    verdict = judge(4, rows)
+    assert statuses(verdict) == {"h0": "ok", "h1": "ok", "h2": "slow", "h3": "ok"}
+    assert verdict["verdicts"][2]["rails"] == [1]
+    assert "rail(s) 1" in verdict["verdicts"][2]["message"]
+
+
+def test_two_nodes_cannot_tell_and_show_their_own_intra_node_figure() -> None:
+    rows = rows_for(2, 1, lambda a, b, r: 1.0)
+    for node, value in ((0, 7.5), (1, 0.5)):
+        for local, peer in ((0, 1), (1, 0)):
+            rows.append(
+                {
+                    "pass": "intra",
+                    "round": 0,
+                    "rank": node * 2 + local,
+                    "node": node,
+                    "peer_node": node,
+                    "rail": local,
+                    "peer_rank": node * 2 + peer,
+                    "peer_local_rank": peer,
+                    "bytes": 1,
+                    "time_us": 1.0,
+                    "busbw_gbps": value,
+                    "wrong": 0,
+                }
+            )
+    verdict = judge(2, rows)
+    assert not verdict["decided"] and "two nodes cannot tell" in verdict["note"]
+    assert statuses(verdict) == {"h0": "undecided", "h1": "undecided"}
+    assert "within h1 local ranks 0-1: 0.5 GB/s" in verdict["verdicts"][1]["message"]
+
+
+# --- JUnit, summary.md and pairwise.json through nccl_junit's hooks ------------------------------
+
+
+def write_run(tmp_path: Path, n: int, rails: int, speed: Speed, second: list) -> Path:
+    run_dir = tmp_path / "run-1"
+    rows = rows_for(n, rails, speed, second)
+    world = n * rails
+    hosts = []
+    for node in range(n):
+        host = f"10.0.0.{node + 1}"
+        hosts.append(
+            {"host": host, "node_rank": node, "nproc_per_node": rails, "rank_offset": node * rails}
+        )
+        (run_dir / host).mkdir(parents=True)
+        for local in range(rails):
+            rank = node * rails + local
+            details = {
+                "mode": "always",
+                "why": "--pairwise always",
+                "min_ratio": 0.8,
+                "pair_bytes": 1 << 20,
+                "iters": 5,
+                "nodes": [
+                    {"node_rank": i, "host": f"node{i}", "local_ranks": rails} for i in range(n)
+                ],
+                "rows": [r for r in rows if r["rank"] == rank],
+            }
+            doc = {
+                "schema": 1,
+                "host": f"node{node}",
+                "global_rank": rank,
+                "local_rank": local,
+                "node_rank": node,
+                "world_size": world,
+                "status": "passed",
+                "started_at": "2026-01-01T00:00:00+00:00",
+                "finished_at": "2026-01-01T00:00:09+00:00",
+                "tests": [
+                    {
+                        "name": "pairwise",
+                        "status": "passed",
+                        "duration_s": 1.0,
+                        "message": "",
+                        "details": details,
+                        "bandwidth": [],
+                    }
+                ],
+            }
+            (run_dir / host / f"rank-{rank}.json").write_text(json.dumps(doc))
+    for entry in hosts:
+        entry["link_speed_mbps"] = 100000  # 100 Gb/s x 0.9 = 11.25 GB/s expected per pair
+    plan = {"run_id": "run-1", "hosts": hosts, "world_size": world, "backend": "gloo"}
+    (run_dir / "plan.json").write_text(json.dumps(plan))
+    return run_dir
+
+
+def report(run_dir: Path) -> dict[str, Any]:
+    run = nccl_junit.read_run(run_dir)
+    files = nccl_junit.build_suites(run)
+    summary = nccl_junit.summarize(run, files)
+    nccl_junit.write_report(run_dir, run, files, summary)
+    return summary
+
+
+def test_report_names_the_slow_node_in_junit_summary_and_pairwise_json(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, 4, 2, slow_node(2, rail=1), second=[(0, 2)])
+    summary = report(run_dir)
+    assert summary["verdict"] == "failed"
+    assert [p for p in summary["problems"] if "pairwise.10_0_0_3" in p and "rail(s) 1" in p]
+    assert not [p for p in summary["problems"] if "10_0_0_1 " in p or "10_0_0_2 " in p]
+    assert "| node | 10.0.0.1 | 10.0.0.2 | 10.0.0.3 | 10.0.0.4 |" in summary["markdown"]
+    assert (
+        "the reference is 88.9% of the expected 11.2 GB/s (10.0.0.1's fabric link"
+        in (summary["markdown"])
+    )
+
+    validate_report_junit(run_dir)
+    cases = {
+        c.get("classname"): c for c in ET.parse(run_dir / "junit" / "pairwise.xml").iter("testcase")
+    }
+    assert sorted(cases) == [f"pairwise.10_0_0_{i}" for i in range(1, 5)]
+    bad = cases["pairwise.10_0_0_3"]
+    assert bad.find("failure") is not None
+    assert "10.0.0.1" in bad.findtext("system-out")  # its row: every partner
+    assert all(cases[c].find("failure") is None for c in cases if c != "pairwise.10_0_0_3")
+
+    doc = json.loads((run_dir / "pairwise.json").read_text())
+    assert doc["schema"] == 1 and doc["rails"] == 2
+    assert doc["expected_busbw_gbps"] == 11.25 and doc["reference_percent"] == 88.9
+    assert [n["host"] for n in doc["nodes"]] == [f"10.0.0.{i}" for i in range(1, 5)]
+    assert doc["matrix_by_rail_busbw_gbps"][0][2][0] == pytest.approx(10.0, rel=0.05)
+    assert doc["matrix_by_rail_busbw_gbps"][1][2][0] == pytest.approx(2.5, rel=0.05)
+    assert doc["matrix_busbw_gbps"][2][2] is None
+    assert [v["status"] for v in doc["verdicts"]] == ["ok", "ok", "slow", "ok"]
+
+
+def test_report_of_a_healthy_run_passes_and_says_nobody_is_slow(tmp_path: Path) -> None:
+    summary = report(write_run(tmp_path, 6, 1, healthy(3), second=[]))
+    assert summary["verdict"] == "passed", summary["problems"]
+    assert "Pairwise: no node is slow." in summary["markdown"]
+
+
+def test_run_without_pairwise_has_no_pairwise_json(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, 3, 1, healthy(), second=[])
+    for path in run_dir.glob("*/rank-*.json"):
+        doc = json.loads(path.read_text())
+        doc["tests"] = []
+        path.write_text(json.dumps(doc))
+    (run_dir / "pairwise.json").write_text("{}")  # a stale one from an earlier report
+    report(run_dir)
+    assert not (run_dir / "pairwise.json").exists()
+    assert not (run_dir / "junit" / "pairwise.xml").exists()
+
+
+# --- the variables ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"nccl_pairwise": "always", "nccl_pair_min_ratio": "0.5"}, []),
+        ({}, []),  # the defaults
+        ({"nccl_pairwise": "yes"}, ["nccl_pairwise is 'yes', not one of auto, always, never"]),
+        ({"nccl_pair_min_ratio": 1.5}, ["nccl_pair_min_ratio is 1.5, not a number above 0"]),
+        ({"nccl_pair_min_ratio": "fast"}, ["nccl_pair_min_ratio is 'fast', not a number above 0"]),
+    ],
+)
+def test_pairwise_variables_are_validated(values: dict, expected: list[str]) -> None:
+    from nccl_inputs import pairwise_problems
+
+    problems = pairwise_problems(values)
+    assert len(problems) == len(expected)
+    assert all(p.startswith(e) for p, e in zip(problems, expected, strict=True))
+
+
+def test_auto_triggers_on_a_failed_test_or_a_busbw_below_its_trigger_at_large_sizes() -> None:
+    def bw(name: str, status: str, rows: list[tuple[int, float]]) -> dict:
+        return {
+            "name": f"bandwidth_{name}",
+            "status": status,
+            "bandwidth": [{"size_bytes": s, "busbw_gbps": v} for s, v in rows],
+        }
+
+    mib = 1024 * 1024
+    tests = [
+        {"name": "all_reduce_sum", "status": "passed", "bandwidth": []},
+        bw("all_reduce", "passed", [(mib, 0.01), (64 * mib, 9.0)]),
+        bw("broadcast", "passed", [(mib, 0.01)]),  # never reached a judged size
+        bw("all_gather", "failed", [(mib, 0.01)]),
+    ]
+    reasons = nc.trigger_reasons(tests, {"all_reduce": 10.0, "broadcast": 10.0}, 32 * mib)
+    assert reasons == [
+        "all_reduce busbw 9 GB/s at 67108864 B is below 10 GB/s",
+        "bandwidth_all_gather failed",
+    ]
+    assert nc.trigger_reasons(tests[:3], {"all_reduce": 8.0}, 32 * mib) == []
+    argv = ["--rank", "0", "--world-size", "1", "--pair-trigger=all_reduce=0.2"]
+    args = nc.parse_args([*argv, "--pair-trigger-min-bytes", "4M"])
+    assert args.pair_trigger == [("all_reduce", 0.2)] and args.pair_trigger_min_bytes == 4 * mib
+
+
+def test_expected_busbw_names_only_known_collectives() -> None:
+    from nccl_inputs import pairwise_problems
+
+    assert pairwise_problems({"nccl_expected_busbw": {"allreduce": 1}}) == [
+        "nccl_expected_busbw key 'allreduce' is not one of all_reduce, all_gather, "
+        "reduce_scatter, all_to_all, broadcast, reduce, send_recv"
+    ]
+
+
+def test_report_html_draws_the_matrix_and_names_the_slow_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run(tmp_path, 4, 2, slow_node(2, rail=1), second=[(0, 2)])
+    template = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+    args = {"report_root": str(tmp_path), "run_id": "run-1", "html_template": str(template)}
+    module_result(args, capsys)
+    html = (tmp_path / "run-1" / "report.html").read_text()
+    heatmap = html.split('id="pairwise"')[1].split("</section>")[0]
+    assert "<svg" in heatmap and "10.0.0.3" in heatmap
+    assert "10.0.0.3" in heatmap.split("</svg>")[-1]  # the slow node's verdict under the map
