@@ -635,6 +635,15 @@ def _human_bytes(size: int) -> str:
     return str(size)
 
 
+def predicted_skip_lines(plan: dict[str, Any]) -> list[str]:
+    """plan.json's predicted_skips (the support table of nccl_check.py), known before launch."""
+    skips = plan.get("predicted_skips") or []
+    if not skips:
+        return []
+    lines = ["", f"Skipped on every rank, as the support table predicts ({plan.get('backend')}):"]
+    return lines + [""] + [f"- {s.get('test')}: skipped: {s.get('reason')}" for s in skips]
+
+
 def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
     """Host table, bandwidth table, problems, verdict; and the same as Markdown."""
     hosts = []
@@ -702,6 +711,7 @@ def summarize(run: RunData, files: list[SuiteFile]) -> dict[str, Any]:
                 f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} |"
             )
     lines += transport_lines(run)
+    lines += predicted_skip_lines(run.plan)
     if problems:
         lines += ["", "Problems:", ""] + [f"- {p}" for p in problems]
     return {
