@@ -228,6 +228,7 @@ ansible_facts:
             xpus: []
             xpus_reason: query_xpu is false
             torch_npu_version: null
+            ip_local_reserved_ports: "60000-60015"
         python:
           description: What the node's Python reports; every key is always present.
           type: dict
@@ -417,7 +418,12 @@ def gather_accelerators(module: AnsibleModule, gpus: list) -> dict:
         }
     else:
         xpus = read_xpus(run, _find_tool(module, params["python"] or sys.executable))
-    return {**found, **xpus}
+    try:  # HCCL's host ports must be reserved (pre-flight check hccl_ports)
+        with open(f"{PROC_ROOT}/sys/net/ipv4/ip_local_reserved_ports", encoding="utf-8") as f:
+            reserved = f.read().strip()
+    except OSError:
+        reserved = None
+    return {**found, **xpus, "ip_local_reserved_ports": reserved}
 
 
 def gather(module: AnsibleModule) -> dict:
