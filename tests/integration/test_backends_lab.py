@@ -75,3 +75,50 @@ def test_auto_chooses_hccl_on_the_ascend_master_and_says_why_per_host(
     assert "This host: gloo, no NVIDIA GPU (nvidia-smi not found on PATH" in line
     assert "no Ascend NPU (npu-smi not found on PATH; no Ascend driver tools here)" in line
     assert "no Intel XPU (torch 2.13.0+cpu sees no XPU" in line
+
+
+def test_the_npu_preflight_reads_the_stand_ins_and_says_what_is_missing(
+    lab_factory, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """Same lab: the pre-flight's real torch probe imports the stand-in torch_npu (version
+    2.13.0.standin, made for this torch 2.13.0) and finds no torch.npu: the npu check fails
+    saying so, as on a node whose torch_npu cannot see its NPUs; the CPU host has no NPU."""
+    bin_dir = npu_smi_bin(tmp_path_factory.mktemp("npu-double-preflight"))
+    host_env = {
+        0: {"PATH": f"{bin_dir}:{SBIN_PATH}", "NPU_SMI_REPLAY": str(RECORDING)},
+        1: {"PYTHONPATH": str(DOUBLES)},
+    }
+    host_env[0]["PYTHONPATH"] = str(DOUBLES)
+    lab = lab_factory(2, host_env=host_env)
+    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    variables = {"nccl_run_id": run_id, "nccl_report_root": str(tmp_path), "nccl_backend": "auto"}
+    proc = lab.ansible_playbook(
+        "playbooks/validate.yml", "--tags", "preflight", "-e", json.dumps(variables), timeout=600
+    )
+    assert proc.returncode != 0  # the NPU checks fail: nothing here can run HCCL
+
+    def result(rank: int, check: str) -> dict:
+        doc = json.loads(
+            (tmp_path / run_id / "preflight" / f"{lab.hosts[rank].inventory_name}.json").read_text()
+        )
+        return next(r for r in doc["results"] if r["check"] == check)
+
+    master, other = lab.hosts[0].inventory_name, lab.hosts[1].inventory_name
+    npu = result(0, "npu")
+    assert npu["status"] == "failed", npu
+    assert npu["message"].startswith(f"{master}: torch_npu 2.13.0.standin sees no NPU: ")
+    assert "torch.npu failed: AttributeError" in npu["message"]
+    assert (
+        result(0, "npu_model")["message"]
+        == f"{master}: 910B2, npu-smi 25.2.0, like the other hosts"
+    )
+    assert result(1, "npu") == {
+        "check": "npu",
+        "host": other,
+        "status": "failed",
+        "message": f"{other}: no NPU found: npu-smi not found on PATH; no Ascend driver tools here",
+        "hint": f"npu-smi info  (on {other}); install/load the Ascend driver",
+    }
+    assert result(0, "hccl_ports")["status"] in ("passed", "failed")
+    assert "HCCL's host ports 60000-60015" in result(0, "hccl_ports")["message"]
+    assert result(0, "gpu")["status"] == "skipped"  # GPU checks: the backend is hccl
