@@ -71,3 +71,27 @@ def test_mpi_rows_on_cpu(tmp_path: Path) -> None:  # pragma: no cover - needs an
             for name, t in tests.items()
             if name not in ("checkin", "reduce_scatter", "bandwidth_reduce_scatter", "barrier")
         ), proc.stdout
+
+
+def test_a_real_refusal_the_table_did_not_predict_fails_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    """The same run with the table's gloo rule taken away: gloo itself refuses AVG on int32."""
+    args = ["--out-dir", str(tmp_path), "--timeout", str(TIMEOUT_S), "--dtype", "int32"]
+    args += ["--tests", "all_reduce_avg,all_reduce_sum", *FAST]
+    proc = torchrun(2, *args, script=Path(__file__).with_name("unpredicted_worker.py"))
+
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    recorded = json.loads((FIXTURES / "refusals.json").read_text())["cases"]
+    message = recorded["gloo/cpu/all_reduce_avg/int32"].partition(": ")[2]
+    for rank, rec in records(tmp_path).items():
+        tests = by_name(rec)
+        avg = tests["all_reduce_avg"]
+        assert avg["status"] == "failed", (rank, avg)
+        assert avg["message"] == (
+            "the backend refused it, which the support table did not predict (gloo runs "
+            "all_reduce on CPU tensors (torch.distributed docs, Backends table)): " + message
+        )
+        assert avg["details"]["refusal"] == message
+        assert tests["all_reduce_sum"]["status"] == "passed"  # a refusal is not a broken group
+        assert rec["status"] == "failed"
