@@ -155,3 +155,17 @@ def test_the_summary_shows_the_predicted_skips_of_plan_json_before_any_rank_ran(
         "(torch.distributed docs, Backends table)"
     ) in lines
     assert nccl_junit.predicted_skip_lines({"backend": "gloo"}) == []
+
+
+def test_a_refusal_is_a_rank_that_could_not_run_the_test_not_wrong_data() -> None:
+    from ansible.module_utils import nccl_verdict
+
+    refused = nc.run_test(
+        "all_reduce_avg",
+        lambda: (_ for _ in ()).throw(RuntimeError("Cannot use ReduceOp.PREMUL_SUM with Gloo")),
+        nc.support_of("gloo", "cpu", "all_reduce_avg", "float32"),
+    )
+    assert refused["status"] == "failed"
+    assert nccl_verdict._rank_class(None, None, refused, "failure") == ("rank_lost", False)
+    wrong = {"status": "failed", "details": {"wrong": 3}}
+    assert nccl_verdict._rank_class(None, None, wrong, "failure") == ("wrong_data", False)
