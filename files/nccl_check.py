@@ -1415,8 +1415,14 @@ def unsupported(exc: BaseException) -> bool:
     )
 
 
-def run_test(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Run one test body; turn its outcome into a record entry."""
+def run_test(
+    name: str, body: Callable[[], dict[str, Any]], support: Support | None = None
+) -> dict[str, Any]:
+    """Run one test body; turn its outcome into a record entry.
+
+    A backend's refusal (unsupported()) is a skip only where the support table said "maybe";
+    anywhere else the table did not predict it, and the test fails saying so.
+    """
     started = time.monotonic()
     try:
         details = body()
@@ -1430,11 +1436,17 @@ def run_test(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     except Exception as exc:
         message = first_line(exc)
         if unsupported(exc):
+            if support is not None and support.state == "maybe":
+                text = f"backend does not support it: {message} ({support.reason})"
+                return test_entry(name, "skipped", text, duration_s=time.monotonic() - started)
+            predicted = support.reason if support is not None else "no support table entry"
+            text = f"the backend refused it, which the support table did not predict ({predicted})"
             return test_entry(
                 name,
-                "skipped",
-                f"backend does not support it: {message}",
-                duration_s=time.monotonic() - started,
+                "failed",
+                f"{text}: {message}",
+                {"refusal": message, "support": support._asdict() if support else None},
+                time.monotonic() - started,
             )
         details = {"exception": type(exc).__name__, "traceback": traceback.format_exc(limit=6)}
         return test_entry(
@@ -1645,6 +1657,85 @@ CORRECTNESS_TESTS = tuple(CHECKS)
 BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
 ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
 TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
+
+# Which collective each backend runs on which device: torch.distributed's "Backends" table
+# (docs/source/distributed.md, https://docs.pytorch.org/docs/stable/distributed.html#backends;
+# send and recv are send_recv here). "yes": a refusal fails the test (the table did not predict
+# it); "no": skipped without calling (gloo's send on a CUDA tensor hands the device pointer to
+# its TCP transport); "maybe": run, a refusal skips (the docs' "?": MPI on GPUs depends on the
+# MPI library). A backend or device missing here (hccl, ucc) predicts nothing: every refusal
+# fails. "gpu" is any accelerator (cuda, xpu, npu). SUPPORT and SUPPORT_RULES are plain
+# literals: the controller reads them from this file with ast.literal_eval, without torch
+# (plugins/filter/nccl_support.py), to show predicted skips before any rank runs.
+SUPPORT_SOURCE = "torch.distributed docs, Backends table"
+SUPPORT: dict[str, dict[str, dict[str, str]]] = {  # "*": every collective not named
+    "gloo": {"cpu": {"*": "yes"}, "gpu": {"*": "yes", "send_recv": "no", "barrier": "no"}},
+    "mpi": {
+        "cpu": {"*": "yes", "reduce_scatter": "no"},
+        "gpu": {"*": "maybe", "reduce_scatter": "no"},
+    },
+    "nccl": {"cpu": {"*": "no"}, "gpu": {"*": "yes"}},
+    "xccl": {"cpu": {"*": "no"}, "gpu": {"*": "yes"}},
+}
+# Narrower refusals than a whole collective, each recorded on a real backend (the source says
+# where; tests/fixtures/torch/refusals.json holds the messages, tests/check/test_support_table.py
+# records them again).
+SUPPORT_RULES: list[dict[str, Any]] = [
+    {
+        "backend": "gloo",
+        "device": "cpu",
+        "tests": ["all_reduce_avg"],
+        "dtypes": ["int32", "int64", "int8", "uint8"],
+        "reason": "gloo has no AVG on integer tensors (it divides the sum in the tensor's dtype)",
+        "source": "recorded on torch 2.13.0+cpu: RuntimeError: result type Float can't be cast "
+        "to the desired output type Int",
+    },
+]
+
+
+class Support(NamedTuple):
+    """What the table says about one test on one backend and device, and why."""
+
+    state: str  # "yes", "no", "maybe" or "unknown" (the table has no such backend or device)
+    reason: str
+
+
+def collective_of(test: str) -> str | None:
+    """all_reduce_sum -> all_reduce, bandwidth_reduce -> reduce; None for checkin/init."""
+    name = test.removeprefix("bandwidth_")
+    for coll in COLLECTIVES.values():
+        if name == coll.name or name in coll.tests():
+            return coll.name
+    return None
+
+
+def device_class(device_type: str) -> str:
+    return "cpu" if device_type == "cpu" else "gpu"
+
+
+def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support:
+    """The table's prediction for `test` (a test name of --list-tests) with these settings."""
+    kind = device_class(device_type)
+    where = "CPU" if kind == "cpu" else f"{device_type.upper()} (GPU column)"
+    for rule in SUPPORT_RULES:
+        if (
+            (rule["backend"], rule["device"]) == (backend, kind)
+            and dtype in rule["dtypes"]
+            and test.removeprefix("bandwidth_") in rule["tests"]
+        ):
+            return Support("no", f"{rule['reason']}; {rule['source']}")
+    coll = collective_of(test)
+    row = SUPPORT.get(backend, {}).get(kind, {})
+    state = row.get(coll or "", row.get("*", "unknown")) if coll else "unknown"
+    if state == "no":
+        return Support("no", f"{backend} has no {coll} on {where} tensors ({SUPPORT_SOURCE})")
+    if state == "maybe":
+        return Support(
+            "maybe", f"{backend}'s {coll} on {where} tensors is '?' in the {SUPPORT_SOURCE}"
+        )
+    if state == "unknown":
+        return Support("unknown", f"the support table has no {backend} on {where} tensors")
+    return Support("yes", f"{backend} runs {coll} on {where} tensors ({SUPPORT_SOURCE})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -2474,6 +2565,10 @@ def run_tests(
                 test_entry(name, "error", f"not run: stopped after {stopped_by} could not run")
             )
             continue
+        support = support_of(record.data["backend"], device.type, name, args.dtype)
+        if support.state == "no":  # predicted: never called (see SUPPORT)
+            record.add(test_entry(name, "skipped", support.reason, {"support": "no"}))
+            continue
         record.start(name)
         peers.progress(args.rank, name)
         watchdog.arm(name, args.timeout)
@@ -2489,14 +2584,14 @@ def run_tests(
                 args.thresholds[collective],
                 lambda phase: watchdog.arm(phase, args.timeout),
             )
-            entry = run_test(name, lambda c=collective, s=sweep: measure(s, c))
+            entry = run_test(name, lambda c=collective, s=sweep: measure(s, c), support)
             if entry["bandwidth"]:
                 backend = record.data["backend"]
                 tables.append(
                     bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
                 )
         else:
-            entry = run_test(name, lambda n=name: CHECKS[n](ctx))
+            entry = run_test(name, lambda n=name: CHECKS[n](ctx), support)
         watchdog.disarm()
         record.add(entry)
         if entry["status"] == "error":

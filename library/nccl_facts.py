@@ -68,6 +68,19 @@ options:
       - Seconds after which C(dcgmi diag) is killed (its result then says it timed out).
     type: int
     default: 300
+  npu_smi:
+    description:
+      - Name (looked up on PATH) or path of Ascend's C(npu-smi); C(npu-smi info) fills
+        C(nccl.accelerators.npus) (module_utils/nccl_accel_facts.py).
+    type: str
+    default: npu-smi
+  query_xpu:
+    description:
+      - Ask the node's torch (O(python)) for Intel XPUs (C(torch.xpu)) and the torch_npu version,
+        into C(nccl.accelerators). Imports torch (seconds); the playbook sets it only for
+        C(nccl_backend=auto) on hosts without NVIDIA GPUs or Ascend NPUs.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -200,6 +213,22 @@ ansible_facts:
             fabric_manager: {state: active, reason: ""}
             cuda_visible_devices: null
             dcgm: {level: 0, results: null, reason: nccl_dcgm_diag_level is 0 (off)}
+        accelerators:
+          description:
+            - Ascend NPUs from C(npu-smi info), one entry per chip (a device of torch_npu), and
+              Intel XPUs from the node's torch (O(query_xpu)); C(npus_reason) and
+              C(xpus_reason) say why a list is empty.
+          type: dict
+          returned: always
+          sample:
+            npus: [{npu: 0, chip: 0, phy_id: null, name: 910B2, health: OK,
+                    bus_id: "0000:C1:00.0", hbm_used_mb: 3382, hbm_total_mb: 65536}]
+            npus_reason: ""
+            npu_smi_version: "25.2.0"
+            xpus: []
+            xpus_reason: query_xpu is false
+            torch_npu_version: null
+            ip_local_reserved_ports: "60000-60015"
         python:
           description: What the node's Python reports; every key is always present.
           type: dict
@@ -243,6 +272,7 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_accel_facts import read_npus, read_xpus
 from ansible.module_utils.nccl_fabric_facts import gather_fabric
 from ansible.module_utils.nccl_gpu_health_read import read_gpu_health
 from ansible.module_utils.nccl_parse import (
@@ -370,6 +400,32 @@ def gather_python(module: AnsibleModule, python: str) -> dict:
     return python_facts_from_run(tool, rc, out, err)
 
 
+def gather_accelerators(module: AnsibleModule, gpus: list) -> dict:
+    """Ascend NPUs (npu-smi) and, when asked and no GPU or NPU was found, Intel XPUs."""
+    params = module.params
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        return module.run_command(argv)
+
+    found = read_npus(run, _find_tool(module, params["npu_smi"]), params["npu_smi"])
+    if not params["query_xpu"]:
+        xpus = {"xpus": [], "xpus_reason": "query_xpu is false", "torch_npu_version": None}
+    elif gpus or found["npus"]:
+        xpus = {
+            "xpus": [],
+            "xpus_reason": "not asked: GPUs or NPUs found",
+            "torch_npu_version": None,
+        }
+    else:
+        xpus = read_xpus(run, _find_tool(module, params["python"] or sys.executable))
+    try:  # HCCL's host ports must be reserved (pre-flight check hccl_ports)
+        with open(f"{PROC_ROOT}/sys/net/ipv4/ip_local_reserved_ports", encoding="utf-8") as f:
+            reserved = f.read().strip()
+    except OSError:
+        reserved = None
+    return {**found, **xpus, "ip_local_reserved_ports": reserved}
+
+
 def gather(module: AnsibleModule) -> dict:
     params = module.params
     hostname, hostname_addresses, hostname_reason = gather_hostname()
@@ -400,6 +456,8 @@ def gather(module: AnsibleModule) -> dict:
         "gpus": gpus,
         "gpus_reason": gpus_reason,
         "gpu_health": gather_gpu_health(module, gpus),
+        # Ascend NPUs and Intel XPUs (module_utils/nccl_accel_facts.py).
+        "accelerators": gather_accelerators(module, gpus),
         "python": python,
         # RDMA ports, GPUDirect, limits, NCCL configuration (module_utils/nccl_fabric_facts.py).
         "fabric": gather_fabric(SYS_ROOT, PROC_ROOT),
@@ -417,6 +475,8 @@ def main() -> None:
             "gpu_health": {"type": "bool", "default": True},
             "dcgm_diag_level": {"type": "int", "default": 0},
             "dcgm_diag_timeout": {"type": "int", "default": 300},
+            "npu_smi": {"type": "str", "default": "npu-smi"},
+            "query_xpu": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )

@@ -637,6 +637,15 @@ def _human_bytes(size: int) -> str:
     return str(size)
 
 
+def predicted_skip_lines(plan: dict[str, Any]) -> list[str]:
+    """plan.json's predicted_skips (the support table of nccl_check.py), known before launch."""
+    skips = plan.get("predicted_skips") or []
+    if not skips:
+        return []
+    lines = ["", f"Skipped on every rank, as the support table predicts ({plan.get('backend')}):"]
+    return lines + [""] + [f"- {s.get('test')}: skipped: {s.get('reason')}" for s in skips]
+
+
 def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) -> dict[str, Any]:
     """Host table, bandwidth table, problems, verdict; and the same as Markdown.
 
@@ -719,6 +728,7 @@ def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) ->
             )
     lines += transport_lines(run)
     lines += expectation_markdown(run) + pairwise_markdown(run)
+    lines += predicted_skip_lines(run.plan)
     if problems:
         lines += ["", "Problems:", ""] + [f"- {md_escape(p)}" for p in problems]
     return {

@@ -70,6 +70,8 @@ def _rank_class(run: Any, host: Any, test: dict[str, Any] | None, kind: str) -> 
     if test is not None and test.get("status") == "failed":
         if is_below_threshold(test):
             return "bandwidth", False
+        if (test.get("details") or {}).get("refusal"):  # the backend refused it (nccl_check)
+            return "rank_lost", False
         return "wrong_data", False
     if kind == "never started":
         skipped = str(run.plan.get("launch_skipped") or "")

@@ -154,10 +154,18 @@ def test_run_test_sorts_outcomes() -> None:
     def wrong() -> dict[str, object]:
         raise nc.Fail("2 of 4 elements wrong", {"wrong": 2})
 
-    skipped, error, failed = (nc.run_test("t", f) for f in (refuse, crash, wrong))
+    maybe = nc.Support("maybe", "mpi's reduce on CUDA tensors is '?'")
+    skipped = nc.run_test("t", refuse, maybe)
+    error, failed = (nc.run_test("t", f) for f in (crash, wrong))
     assert (
         skipped["status"] == "skipped" and "does not support reduce_scatter" in skipped["message"]
     )
+    # a refusal the support table did not predict ("yes", or no entry) fails, naming both
+    for support in (nc.Support("yes", "gloo runs reduce_scatter on CPU tensors"), None):
+        refused = nc.run_test("t", refuse, support)
+        assert refused["status"] == "failed", refused
+        assert "did not predict" in refused["message"]
+        assert "does not support reduce_scatter" in refused["message"]
     assert error["status"] == "error" and error["message"].startswith("RuntimeError: Connection")
     assert failed["status"] == "failed" and failed["details"] == {"wrong": 2}
     assert nc.run_test("t", lambda: {"elements": 3})["status"] == "passed"

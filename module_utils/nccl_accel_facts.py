@@ -1,0 +1,151 @@
+# Copyright: (c) nccl-preflight contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Accelerators other than NVIDIA GPUs: Ascend NPUs (npu-smi) and Intel XPUs (torch.xpu).
+
+Read by library/nccl_facts.py into ``ansible_facts.nccl.accelerators`` (docs/design.md,
+"Accelerator facts"); the parsing is pure and takes text, so tests feed it the transcribed
+recordings of tests/fixtures/npu-smi/.
+
+``npu-smi info`` prints one table row pair per chip (an Atlas A3 "Ascend910" card has two
+chips, each its own device for torch_npu, numbered by Phy-ID; a 910B card has one). Each
+row is `| NPU Name | Health | Power Temp Hugepages |`, then `| Chip [Phy-ID] | Bus-Id |
+AICore Memory-Usage HBM-Usage |` (tests/fixtures/npu-smi/ has whole tables).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+VERSION_RE = re.compile(r"npu-smi\s+(\S+)\s+Version:\s+(\S+)")
+BUS_RE = re.compile(r"^[0-9A-Fa-fx]{4,8}:[0-9A-Fa-fx]{2}:[0-9A-Fa-fx]{2}\.[0-7]$")
+USAGE_RE = re.compile(r"(\d+)\s*/\s*(\d+)\s*$")
+
+# A probe for the node's Python: torch.xpu and torch_npu without starting any device work.
+XPU_PROBE = r"""
+import json
+out = {"torch_version": None, "xpu_available": False, "xpu_count": 0, "xpu_names": [],
+       "torch_npu_version": None, "reason": ""}
+try:
+    import torch
+    out["torch_version"] = str(torch.__version__)
+    xpu = getattr(torch, "xpu", None)
+    if xpu is not None and xpu.is_available():
+        out["xpu_available"] = True
+        out["xpu_count"] = int(xpu.device_count())
+        out["xpu_names"] = [str(xpu.get_device_name(i)) for i in range(out["xpu_count"])]
+except Exception as exc:
+    out["reason"] = "%s: %s" % (type(exc).__name__, exc)
+try:
+    import torch_npu
+    out["torch_npu_version"] = str(getattr(torch_npu, "__version__", "unknown"))
+except ImportError:
+    pass
+except Exception as exc:
+    out["reason"] += " torch_npu: %s: %s" % (type(exc).__name__, exc)
+print(json.dumps(out))
+"""
+
+
+def _cells(line: str) -> list[str] | None:
+    """'| a | b | c |' -> ['a', 'b', 'c']; None for borders and other lines."""
+    text = line.strip()
+    if not (text.startswith("|") and text.endswith("|")):
+        return None
+    cells = [c.strip() for c in text[1:-1].split("|")]
+    return cells if len(cells) == 3 else None
+
+
+def parse_npu_smi_info(text: str) -> dict[str, Any]:
+    """{version, chips: [{npu, chip, phy_id, name, health, bus_id, hbm_used_mb,
+    hbm_total_mb}]} from `npu-smi info`. ValueError when no chip row is found."""
+    match = VERSION_RE.search(text)
+    chips: list[dict[str, Any]] = []
+    pending: dict[str, Any] | None = None
+    for line in text.splitlines():
+        cells = _cells(line)
+        if cells is None or cells[0].startswith(("NPU ", "Chip")):
+            continue
+        first = cells[0].split()
+        if pending is None and len(first) >= 2 and first[0].isdigit() and cells[1]:
+            pending = {"npu": int(first[0]), "name": " ".join(first[1:]), "health": cells[1]}
+        elif pending is not None and first and first[0].isdigit() and BUS_RE.match(cells[1]):
+            usage = USAGE_RE.search(cells[2])
+            chips.append(
+                {
+                    "npu": pending["npu"],
+                    "chip": int(first[0]),
+                    "phy_id": int(first[1]) if len(first) > 1 and first[1].isdigit() else None,
+                    "name": pending["name"],
+                    "health": pending["health"],
+                    "bus_id": cells[1],
+                    "hbm_used_mb": int(usage.group(1)) if usage else None,
+                    "hbm_total_mb": int(usage.group(2)) if usage else None,
+                }
+            )
+            pending = None
+    if not chips:
+        raise ValueError("no NPU chip rows (NPU/Name/Health, then Chip/Bus-Id) in npu-smi info")
+    return {"version": match.group(2) if match else None, "chips": chips}
+
+
+def empty_accelerators(npu_reason: str, xpu_reason: str) -> dict[str, Any]:
+    return {
+        "npus": [],
+        "npus_reason": npu_reason,
+        "npu_smi_version": None,
+        "xpus": [],
+        "xpus_reason": xpu_reason,
+        "torch_npu_version": None,
+    }
+
+
+Runner = Callable[[list[str]], tuple[int, str, str]]
+
+
+def read_npus(run: Runner, npu_smi: str | None, npu_smi_name: str) -> dict[str, Any]:
+    """npus, npus_reason, npu_smi_version from `npu-smi info` (npu_smi: its path, or None)."""
+    if npu_smi is None:
+        return {
+            "npus": [],
+            "npus_reason": f"{npu_smi_name} not found on PATH; no Ascend driver tools here",
+            "npu_smi_version": None,
+        }
+    rc, out, err = run(["timeout", "-k", "5", "60", npu_smi, "info"])
+    if rc != 0:
+        tail = (out + err).strip()[-300:]
+        return {
+            "npus": [],
+            "npus_reason": f"{npu_smi} info failed (rc={rc}): {tail}",
+            "npu_smi_version": None,
+        }
+    try:
+        parsed = parse_npu_smi_info(out)
+    except ValueError as exc:
+        return {"npus": [], "npus_reason": f"{npu_smi} info: {exc}", "npu_smi_version": None}
+    return {"npus": parsed["chips"], "npus_reason": "", "npu_smi_version": parsed["version"]}
+
+
+def read_xpus(run: Runner, python: str | None) -> dict[str, Any]:
+    """xpus, xpus_reason, torch_npu_version through the node's torch (a few seconds)."""
+    if python is None:
+        return {"xpus": [], "xpus_reason": "no Python to ask torch.xpu", "torch_npu_version": None}
+    rc, out, err = run(["timeout", "-k", "5", "60", python, "-c", XPU_PROBE])
+    try:
+        probe = json.loads(out.strip().splitlines()[-1]) if rc == 0 and out.strip() else None
+    except ValueError:
+        probe = None
+    if probe is None:
+        tail = (out + err).strip()[-300:]
+        reason = f"{python} -c <torch.xpu probe> failed (rc={rc}): {tail}"
+        return {"xpus": [], "xpus_reason": reason, "torch_npu_version": None}
+    xpus = [{"index": i, "name": n} for i, n in enumerate(probe["xpu_names"])]
+    if probe["torch_version"] is None:
+        reason = f"torch is not importable by {python}: {probe['reason']}"
+    elif not xpus:
+        reason = f"torch {probe['torch_version']} sees no XPU (torch.xpu.is_available() is False)"
+    else:
+        reason = ""
+    return {"xpus": xpus, "xpus_reason": reason, "torch_npu_version": probe["torch_npu_version"]}

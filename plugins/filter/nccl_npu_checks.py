@@ -1,0 +1,220 @@
+# Copyright: (c) nccl-preflight contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Pre-flight checks for Ascend NPUs and HCCL, judged on the control machine.
+
+Appended by `nccl_npu_checks_add` to the pre-flight's results (roles/preflight, the judge task),
+one result per check and host, from each host's observation: `facts.accelerators`
+(module_utils/nccl_accel_facts.py: npu-smi info), `facts.ip_local_port_range`, `python_facts`
+(the pre-flight's torch probe: torch and torch_npu versions, torch.npu.is_available()).
+Every check is skipped, with the reason, unless the run's backend is hccl.
+
+- npu: NPU chips (npu-smi info) at least the ranks of the host; every chip's Health "OK";
+  torch_npu importable by the node's Python, its version made for this torch (torch_npu's
+  version starts with torch's X.Y.Z: Ascend/pytorch's release table pairs torch_npu 2.1.0.post8
+  with torch 2.1.0), and torch.npu.is_available().
+- npu_model: the same chip name and npu-smi (driver) version on every host; the odd host fails
+  with the table.
+- hccl_ports: HCCL's host ports (HCCL_IF_BASE_PORT, default 60000, and the 15 after it; CANN
+  environment variable reference) must be reserved (net.ipv4.ip_local_reserved_ports) where they
+  fall in the ephemeral range, as CANN asks, so that no outgoing connection takes them first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+HCCL_DEFAULT_BASE_PORT = 60000
+HCCL_PORTS = 16
+
+
+def _result(check: str, host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
+    return {"check": check, "host": host, "status": status, "message": message, "hint": hint}
+
+
+def _skip(obs: dict) -> str:
+    backend = obs.get("backend") or "unknown"
+    return "" if backend == "hccl" else f"the backend is {backend}, no NPU check applies"
+
+
+def _acc(obs: dict) -> dict:
+    return (obs.get("facts") or {}).get("accelerators") or {}
+
+
+def _release(version: str | None) -> str:
+    """'2.13.0+cpu' -> '2.13.0'; '2.1.0.post8' -> '2.1.0'."""
+    parts = []
+    for part in (version or "").split("+")[0].split("."):
+        if not part.isdigit():
+            break
+        parts.append(part)
+    return ".".join(parts[:3])
+
+
+def _torch_npu_problem(obs: dict, host: str) -> tuple[str, str] | None:
+    py = obs.get("python_facts") or (obs.get("facts") or {}).get("python") or {}
+    python = obs.get("python") or py.get("executable") or "python"
+    probe = f'{python} -c "import torch, torch_npu; print(torch.__version__, torch_npu.__version__, torch.npu.is_available())"  (on {host})'  # noqa: E501
+    torch_v, npu_v = py.get("torch_version"), py.get("npu_version")
+    if not torch_v:
+        return f"{host}: torch is not importable by {python}: {py.get('reason') or '?'}", probe
+    if not npu_v:
+        why = py.get("reason") or "import torch_npu failed"
+        return f"{host}: torch_npu is not importable by {python} ({why})", probe
+    if _release(npu_v) != _release(torch_v):
+        return (
+            f"{host}: torch_npu {npu_v} is not made for torch {torch_v} (torch_npu's version "
+            f"starts with the torch version it was built for)",
+            probe + "; install the torch_npu release for this torch",
+        )
+    if not py.get("npu_available"):
+        why = py.get("reason") or "torch.npu.is_available() is False"
+        return f"{host}: torch_npu {npu_v} sees no NPU: {why}", probe
+    return None
+
+
+def check_npu(obs: dict, host: str) -> dict:
+    skip = _skip(obs)
+    if skip:
+        return _result("npu", host, "skipped", f"{host}: {skip}")
+    acc = _acc(obs)
+    chips = acc.get("npus") or []
+    if not chips:
+        reason = acc.get("npus_reason") or "npu-smi info lists no NPU"
+        hint = f"npu-smi info  (on {host}); install/load the Ascend driver"
+        return _result("npu", host, "failed", f"{host}: no NPU found: {reason}", hint)
+    want = int(obs.get("nproc_per_node") or 1)
+    if len(chips) < want:
+        return _result(
+            "npu",
+            host,
+            "failed",
+            f"{host} has {len(chips)} NPU chips, {want} ranks planned",
+            f"npu-smi info  (on {host}); set nccl_slots / nccl_nproc_per_node for {host} to "
+            f"{len(chips)} or fix the missing NPU",
+        )
+    sick = [c for c in chips if str(c.get("health")) != "OK"]
+    if sick:
+        names = ", ".join(
+            f"NPU {c.get('npu')} chip {c.get('chip')} ({c.get('bus_id')}): {c.get('health')}"
+            for c in sick
+        )
+        hint = f"npu-smi info -t health -i <NPU>  (on {host})"
+        return _result("npu", host, "failed", f"{host}: unhealthy NPU chips: {names}", hint)
+    problem = _torch_npu_problem(obs, host)
+    if problem:
+        return _result("npu", host, "failed", *problem)
+    names = ", ".join(sorted({str(c.get("name")) for c in chips}))
+    return _result(
+        "npu", host, "passed", f"{host}: {len(chips)} NPU chips ({names}) for {want} ranks"
+    )
+
+
+def _model(obs: dict) -> str | None:
+    acc = _acc(obs)
+    chips = acc.get("npus") or []
+    if not chips:
+        return None
+    names = " + ".join(sorted({str(c.get("name")) for c in chips}))
+    return f"{names}, npu-smi {acc.get('npu_smi_version') or 'unknown'}"
+
+
+def check_npu_model(observations: dict, host: str, order: list[str]) -> dict:
+    obs = observations[host]
+    skip = _skip(obs)
+    if skip:
+        return _result("npu_model", host, "skipped", f"{host}: {skip}")
+    mine = _model(obs)
+    if mine is None:
+        return _result("npu_model", host, "skipped", f"{host}: no NPU to compare (see check npu)")
+    values = {h: m for h in order if (m := _model(observations.get(h) or {})) is not None}
+    counts = Counter(values.values())
+    ref = next(v for h, v in values.items() if counts[v] == max(counts.values()))
+    if mine == ref:
+        return _result("npu_model", host, "passed", f"{host}: {mine}, like the other hosts")
+    width = max(len(h) for h in values)
+    rows = "\n".join(f"  {h.ljust(width)}  {v}" for h, v in values.items())
+    return _result(
+        "npu_model",
+        host,
+        "failed",
+        f"{host}: NPU model and driver {mine} differ from the other hosts ({ref}); host -> "
+        f"NPU:\n{rows}",
+        "npu-smi info  (on every host); run on hosts with one NPU model and driver",
+    )
+
+
+def _ranges(text: str) -> list[tuple[int, int]]:
+    """'60000-60015,8080' -> [(60000, 60015), (8080, 8080)]; bad parts are ignored."""
+    out = []
+    for part in (text or "").replace(" ", "").split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            out.append((int(lo), int(hi or lo)))
+    return out
+
+
+def check_hccl_ports(obs: dict, host: str, extra_env: dict) -> dict:
+    skip = _skip(obs)
+    if skip:
+        return _result("hccl_ports", host, "skipped", f"{host}: {skip}")
+    base_text = str(extra_env.get("HCCL_IF_BASE_PORT") or HCCL_DEFAULT_BASE_PORT)
+    base = int(base_text) if base_text.isdigit() else HCCL_DEFAULT_BASE_PORT
+    first, last = base, base + HCCL_PORTS - 1
+    where = f"HCCL's host ports {first}-{last} (HCCL_IF_BASE_PORT {base})"
+    facts = obs.get("facts") or {}
+    ephemeral = facts.get("ip_local_port_range") or []
+    if len(ephemeral) != 2:
+        return _result("hccl_ports", host, "skipped", f"{host}: {where}: ephemeral range unknown")
+    lo, hi = int(ephemeral[0]), int(ephemeral[1])
+    if last < lo or first > hi:
+        return _result(
+            "hccl_ports", host, "passed", f"{host}: {where} are outside the ephemeral {lo}-{hi}"
+        )
+    reserved = _ranges(_acc(obs).get("ip_local_reserved_ports") or "")
+    free = [p for p in range(first, last + 1) if lo <= p <= hi]
+    unreserved = [p for p in free if not any(a <= p <= b for a, b in reserved)]
+    if not unreserved:
+        return _result("hccl_ports", host, "passed", f"{host}: {where} are reserved")
+    return _result(
+        "hccl_ports",
+        host,
+        "failed",
+        f"{host}: {where}: {len(unreserved)} of them lie in the ephemeral range {lo}-{hi} and "
+        "are not reserved, so an outgoing connection can take one before HCCL binds it",
+        f"sysctl -w net.ipv4.ip_local_reserved_ports={first}-{last}  (on {host}; CANN's "
+        "HCCL_IF_BASE_PORT reference), or set HCCL_IF_BASE_PORT in nccl_extra_env outside it",
+    )
+
+
+def nccl_npu_checks_add(
+    results_by_host: dict[str, list[dict] | None],
+    observations: dict[str, dict],
+    settings: dict | None = None,
+) -> dict[str, list[dict] | None]:
+    """results_by_host with npu, npu_model and hccl_ports appended; None stays None."""
+    settings = settings or {}
+    order = [h for h in settings.get("order") or [] if h in observations]
+    order += [h for h in observations if h not in order]
+    extra = settings.get("extra_env_by_host") or {}
+    out: dict[str, list[dict] | None] = {}
+    for host, results in results_by_host.items():
+        obs = {**(observations.get(host) or {}), "host": host}
+        out[host] = (
+            None
+            if results is None
+            else [
+                *results,
+                check_npu(obs, host),
+                check_npu_model(observations, host, order),
+                check_hccl_ports(obs, host, extra.get(host) or settings.get("extra_env") or {}),
+            ]
+        )
+    return out
+
+
+class FilterModule:
+    """Ascend NPU and HCCL pre-flight checks."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"nccl_npu_checks_add": nccl_npu_checks_add}

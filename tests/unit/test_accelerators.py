@@ -1,0 +1,236 @@
+"""Ascend NPUs and Intel XPUs: npu-smi info (transcribed recordings), the facts module's hook,
+nccl_backend: auto per host (plugins/filter/nccl_backends.py) and the HCCL variables of nccl.env."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import nccl_facts
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.nccl_accel_facts import parse_npu_smi_info, read_xpus
+from nccl_backends import nccl_backend_choice
+
+from tests.module_exit import ModuleExit as Exit
+from tests.unit.test_nccl_env_role import ROOT, spark
+from tests.unit.test_nccl_facts import FakeNode, facts_of, fixture, run, sysfs  # noqa: F401
+
+NPU_SMI = "/usr/local/sbin/npu-smi"
+
+
+class NpuNode(FakeNode):
+    """A node with Ascend's npu-smi (answers `timeout -k 5 60 npu-smi info` from a recording)."""
+
+    def __init__(self, recording: str) -> None:
+        super().__init__()
+        self.tools["npu-smi"] = NPU_SMI
+        self.npu = (0, fixture(recording), "")
+
+    def run_command(self, argv: list[str], **kwargs: object) -> tuple[int, str, str]:
+        if argv[:4] == ["timeout", "-k", "5", "60"] and argv[4] == NPU_SMI:
+            self.calls.append(list(argv))
+            assert argv[5:] == ["info"]
+            return self.npu
+        return super().run_command(argv, **kwargs)
+
+
+def use(monkeypatch: pytest.MonkeyPatch, fake: FakeNode, sysfs: Path) -> FakeNode:  # noqa: F811
+    monkeypatch.setattr(nccl_facts, "_find_tool", fake.find_tool)
+    monkeypatch.setattr(
+        basic.AnsibleModule, "run_command", lambda self, argv, **kw: fake.run_command(argv, **kw)
+    )
+    monkeypatch.setattr(nccl_facts, "SYS_ROOT", str(sysfs / "sys"))
+    monkeypatch.setattr(nccl_facts, "PROC_ROOT", str(sysfs / "proc"))
+    return fake
+
+
+# --- npu-smi info, transcribed (tests/fixtures/README.md, npu-smi/) ------------------------------
+
+
+def test_910b2_has_one_chip_per_card() -> None:
+    parsed = parse_npu_smi_info(fixture("npu-smi/910b2-info.txt"))
+    assert parsed["version"] == "25.2.0"
+    assert parsed["chips"] == [
+        {
+            "npu": 0,
+            "chip": 0,
+            "phy_id": None,
+            "name": "910B2",
+            "health": "OK",
+            "bus_id": "0000:C1:00.0",
+            "hbm_used_mb": 3382,
+            "hbm_total_mb": 65536,
+        },
+        {
+            "npu": 1,
+            "chip": 0,
+            "phy_id": None,
+            "name": "910B2",
+            "health": "OK",
+            "bus_id": "0000:C2:00.0",
+            "hbm_used_mb": 3381,
+            "hbm_total_mb": 65536,
+        },
+    ]
+
+
+def test_atlas_a3_cards_have_two_chips_each_numbered_by_phy_id() -> None:
+    parsed = parse_npu_smi_info(fixture("npu-smi/ascend910-a3-info.txt"))
+    assert parsed["version"] == "25.2.1"
+    chips = [(c["npu"], c["chip"], c["phy_id"], c["bus_id"]) for c in parsed["chips"]]
+    assert chips == [
+        (0, 0, 0, "0000:9D:00.0"),
+        (0, 1, 1, "0000:9F:00.0"),
+        (1, 0, 2, "0000:99:00.0"),
+    ]
+    assert {c["name"] for c in parsed["chips"]} == {"Ascend910"}
+
+
+def test_npu_smi_without_chip_rows_is_refused() -> None:
+    with pytest.raises(ValueError, match="no NPU chip rows"):
+        parse_npu_smi_info("dcmi module initialize failed. ret is -8005\n")
+
+
+# --- the facts module -----------------------------------------------------------------------------
+
+
+def test_facts_list_the_npus_of_npu_smi(
+    monkeypatch: pytest.MonkeyPatch,
+    sysfs: Path,  # noqa: F811
+    run: Callable[..., Exit],  # noqa: F811
+) -> None:
+    node = use(monkeypatch, NpuNode("npu-smi/910b2-info.txt"), sysfs)
+    del node.tools["nvidia-smi"]
+    facts = facts_of(run(query_python=False, query_xpu=True))
+    acc = facts["accelerators"]
+    assert [c["bus_id"] for c in acc["npus"]] == ["0000:C1:00.0", "0000:C2:00.0"]
+    assert acc["npus_reason"] == "" and acc["npu_smi_version"] == "25.2.0"
+    # NPUs found: torch is not asked for XPUs (no Python started)
+    assert acc["xpus_reason"] == "not asked: GPUs or NPUs found"
+    assert not any("-c" in c for c in node.calls)
+    choice = nccl_backend_choice(facts)
+    assert choice["backend"] == "hccl" and choice["devices"] == 2
+    assert choice["reason"] == (
+        "2 Ascend NPU chip(s) on 2 card(s) (npu-smi 25.2.0: 2 x 910B2): hccl"
+    )
+
+
+def test_npu_smi_that_fails_is_a_reason(
+    monkeypatch: pytest.MonkeyPatch,
+    sysfs: Path,  # noqa: F811
+    run: Callable[..., Exit],  # noqa: F811
+) -> None:
+    node = use(monkeypatch, NpuNode("npu-smi/910b2-info.txt"), sysfs)
+    node.npu = (255, "", "dcmi module initialize failed. ret is -8005\n")
+    acc = facts_of(run(query_python=False))["accelerators"]
+    assert acc["npus"] == []
+    assert acc["npus_reason"] == (
+        f"{NPU_SMI} info failed (rc=255): dcmi module initialize failed. ret is -8005"
+    )
+
+
+def test_without_npu_smi_nothing_runs_and_the_reason_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+    sysfs: Path,  # noqa: F811
+    run: Callable[..., Exit],  # noqa: F811
+) -> None:
+    node = use(monkeypatch, FakeNode(), sysfs)
+    acc = facts_of(run(query_python=False))["accelerators"]
+    assert acc["npus_reason"] == "npu-smi not found on PATH; no Ascend driver tools here"
+    assert acc["xpus_reason"] == "query_xpu is false"
+    assert not any("npu-smi" in " ".join(c) for c in node.calls)
+
+
+def test_the_xpu_probe_runs_the_real_torch_here_and_finds_no_xpu() -> None:
+    def run_real(argv: list[str]) -> tuple[int, str, str]:
+        import subprocess
+
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=150, check=False)
+        return done.returncode, done.stdout, done.stderr
+
+    found = read_xpus(run_real, sys.executable)
+    assert found["xpus"] == [] and found["torch_npu_version"] is None
+    assert found["xpus_reason"].startswith("torch 2.13.0+cpu sees no XPU")
+
+
+# --- nccl_backend: auto, per host ---------------------------------------------------------------
+
+
+def test_auto_explains_every_choice() -> None:
+    gpus = {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * 8}
+    assert nccl_backend_choice(gpus) == {
+        "backend": "nccl",
+        "reason": "8 NVIDIA GPU(s) (nvidia-smi: 8 x NVIDIA H100 80GB HBM3): nccl",
+        "devices": 8,
+    }
+    xpus = {"accelerators": {"xpus": [{"index": 0, "name": "Intel(R) Data Center GPU Max 1550"}]}}
+    assert nccl_backend_choice(xpus)["backend"] == "xccl"
+    none = {
+        "gpus_reason": "nvidia-smi not found on PATH",
+        "accelerators": {"npus_reason": "npu-smi not found on PATH", "xpus_reason": "no XPU"},
+    }
+    assert nccl_backend_choice(none) == {
+        "backend": "gloo",
+        "reason": "no NVIDIA GPU (nvidia-smi not found on PATH); no Ascend NPU (npu-smi not "
+        "found on PATH); no Intel XPU (no XPU): gloo on the CPU",
+        "devices": 0,
+    }
+    assert nccl_backend_choice(gpus, "gloo") == {
+        "backend": "gloo",
+        "reason": "nccl_backend is gloo",
+        "devices": 8,
+    }
+
+
+def test_nccl_env_templates_hccl_variables_per_host(tmp_path: Path) -> None:
+    """The real nccl_env role: two Ascend hosts on differently named fabric ports."""
+    from tests.unit import test_nccl_env_role as env_role
+
+    npus = parse_npu_smi_info(fixture("npu-smi/910b2-info.txt"))["chips"]
+    facts = {}
+    for host, ifname, addr in (
+        ("spark-1", "enp1s0f0np0", "192.168.100.10"),
+        ("spark-2", "enp1s0f1np1", "192.168.100.11"),
+    ):
+        facts[host] = {**spark(ifname, addr, "10.20.0.5"), "gpus": [], "gpus_reason": "none"}
+        facts[host]["accelerators"] = {"npus": npus, "npu_smi_version": "25.2.0"}
+    proc = run_role(tmp_path, facts, env_role)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    for host, ifname, addr in (
+        ("spark-1", "enp1s0f0np0", "192.168.100.10"),
+        ("spark-2", "enp1s0f1np1", "192.168.100.11"),
+    ):
+        path = env_role.report_env(tmp_path, host)
+        env = env_role.read_env(path)
+        assert env["HCCL_SOCKET_IFNAME"] == ifname and env["HCCL_IF_IP"] == addr
+        assert env["NPROC_PER_NODE"] == "2"  # the NPU chips, as GPUs are counted
+        assert "# Backend hccl (the master's choice; nccl_backend auto). This host: hccl, 2 " in (
+            path.read_text()
+        )
+
+
+def run_role(tmp_path: Path, facts: dict, env_role) -> object:
+    """test_nccl_env_role.run_playbook with these facts and nccl_backend auto."""
+    original = env_role.spark
+    by_addr = {"192.168.100.10": facts["spark-1"], "192.168.100.11": facts["spark-2"]}
+
+    def patched(ifname: str, addr: str, mgmt: str) -> dict:
+        return by_addr.get(addr) or original(ifname, addr, mgmt)
+
+    env_role.spark = patched
+    try:
+        return env_role.run_playbook(
+            tmp_path, {"nccl_backend": "auto"}, hostfile="spark-1\nspark-2\n"
+        )
+    finally:
+        env_role.spark = original
+
+
+def test_fixture_readme_names_the_npu_recordings() -> None:
+    readme = (ROOT / "tests" / "fixtures" / "README.md").read_text()
+    for name in os.listdir(ROOT / "tests" / "fixtures" / "npu-smi"):
+        assert f"npu-smi/{name}" in readme, name
+    assert "npu-smi/ — `npu-smi info`, transcribed" in readme

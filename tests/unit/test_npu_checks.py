@@ -1,0 +1,137 @@
+"""plugins/filter/nccl_npu_checks.py: npu, npu_model, hccl_ports on transcribed npu-smi tables."""
+
+from __future__ import annotations
+
+import copy
+
+import nccl_npu_checks as npu
+from ansible.module_utils.nccl_accel_facts import parse_npu_smi_info
+
+from tests.unit.test_nccl_facts import fixture
+
+B2 = parse_npu_smi_info(fixture("npu-smi/910b2-info.txt"))
+A3 = parse_npu_smi_info(fixture("npu-smi/ascend910-a3-info.txt"))
+GOOD_PY = {
+    "executable": "/opt/py/bin/python",
+    "torch_version": "2.1.0",
+    "npu_version": "2.1.0.post8",
+    "npu_available": True,
+    "reason": "",
+}
+
+
+def obs(table: dict = B2, nproc: int = 2, backend: str = "hccl", **kw: object) -> dict:
+    base = {
+        "backend": backend,
+        "nproc_per_node": nproc,
+        "python": "/opt/py/bin/python",
+        "python_facts": dict(GOOD_PY),
+        "facts": {
+            "ip_local_port_range": [32768, 60999],
+            "accelerators": {
+                "npus": copy.deepcopy(table["chips"]),
+                "npu_smi_version": table["version"],
+                "npus_reason": "",
+                "ip_local_reserved_ports": "60000-60015",
+            },
+        },
+    }
+    base.update(kw)
+    return base
+
+
+def judge(observations: dict, extra: dict | None = None) -> dict[str, dict[str, dict]]:
+    settings = {"order": list(observations), "extra_env_by_host": extra or {}}
+    out = npu.nccl_npu_checks_add({h: [] for h in observations}, observations, settings)
+    return {h: {r["check"]: r for r in results} for h, results in out.items()}
+
+
+def test_two_healthy_910b2_hosts_pass_every_check() -> None:
+    got = judge({"n1": obs(), "n2": obs()})
+    for host in ("n1", "n2"):
+        assert {c: r["status"] for c, r in got[host].items()} == {
+            "npu": "passed",
+            "npu_model": "passed",
+            "hccl_ports": "passed",
+        }
+    assert got["n1"]["npu"]["message"] == "n1: 2 NPU chips (910B2) for 2 ranks"
+    assert got["n1"]["npu_model"]["message"] == "n1: 910B2, npu-smi 25.2.0, like the other hosts"
+
+
+def test_every_check_is_skipped_with_the_reason_on_other_backends() -> None:
+    got = judge({"n1": obs(backend="gloo")})
+    for check in ("npu", "npu_model", "hccl_ports"):
+        assert got["n1"][check]["status"] == "skipped"
+        assert got["n1"][check]["message"] == "n1: the backend is gloo, no NPU check applies"
+
+
+def test_fewer_chips_than_ranks_and_an_unhealthy_chip_fail() -> None:
+    few = judge({"n1": obs(nproc=3)})["n1"]["npu"]
+    assert few["status"] == "failed" and few["message"] == "n1 has 2 NPU chips, 3 ranks planned"
+    sick = obs()
+    sick["facts"]["accelerators"]["npus"][1]["health"] = "Alarm"
+    got = judge({"n1": sick})["n1"]["npu"]
+    assert got["status"] == "failed"
+    assert got["message"] == "n1: unhealthy NPU chips: NPU 1 chip 0 (0000:C2:00.0): Alarm"
+
+
+def test_torch_npu_missing_mismatched_or_blind_fails_naming_the_command() -> None:
+    cases = {
+        "missing": (
+            {"npu_version": None, "reason": "No module named 'torch_npu'"},
+            "torch_npu is not importable by /opt/py/bin/python (No module named 'torch_npu')",
+        ),
+        "mismatch": ({"npu_version": "2.3.1"}, "torch_npu 2.3.1 is not made for torch 2.1.0"),
+        "blind": (
+            {"npu_available": False},
+            "torch_npu 2.1.0.post8 sees no NPU: torch.npu.is_available() is False",
+        ),
+    }
+    for name, (change, words) in cases.items():
+        host = obs()
+        host["python_facts"].update(change)
+        got = judge({"n1": host})["n1"]["npu"]
+        assert got["status"] == "failed", name
+        assert words in got["message"], (name, got["message"])
+        assert got["hint"].startswith('/opt/py/bin/python -c "import torch, torch_npu;'), name
+
+
+def test_the_odd_model_or_driver_fails_with_the_table() -> None:
+    got = judge({"n1": obs(), "n2": obs(), "n3": obs(A3, nproc=3)})
+    assert got["n1"]["npu_model"]["status"] == "passed"
+    odd = got["n3"]["npu_model"]
+    assert odd["status"] == "failed"
+    assert odd["message"].startswith(
+        "n3: NPU model and driver Ascend910, npu-smi 25.2.1 differ from the other hosts "
+        "(910B2, npu-smi 25.2.0)"
+    )
+    assert "  n3  Ascend910, npu-smi 25.2.1" in odd["message"]
+
+
+def test_no_npu_found_fails_with_npu_smis_reason() -> None:
+    host = obs()
+    host["facts"]["accelerators"] = {"npus": [], "npus_reason": "npu-smi not found on PATH"}
+    got = judge({"n1": host})["n1"]
+    assert got["npu"]["message"] == "n1: no NPU found: npu-smi not found on PATH"
+    assert got["npu_model"]["status"] == "skipped"
+
+
+def test_hccl_ports_must_be_reserved_where_they_are_ephemeral() -> None:
+    host = obs()
+    host["facts"]["accelerators"]["ip_local_reserved_ports"] = ""
+    got = judge({"n1": host})["n1"]["hccl_ports"]
+    assert got["status"] == "failed"
+    assert got["message"].startswith(
+        "n1: HCCL's host ports 60000-60015 (HCCL_IF_BASE_PORT 60000): 16 of them lie in the "
+        "ephemeral range 32768-60999 and are not reserved"
+    )
+    assert got["hint"].startswith("sysctl -w net.ipv4.ip_local_reserved_ports=60000-60015")
+    # a base port outside the ephemeral range needs nothing reserved
+    moved = judge({"n1": host}, {"n1": {"HCCL_IF_BASE_PORT": "20000"}})["n1"]["hccl_ports"]
+    assert moved["status"] == "passed"
+    assert "20000-20015 (HCCL_IF_BASE_PORT 20000) are outside the ephemeral" in moved["message"]
+
+
+def test_hosts_that_dropped_out_stay_none() -> None:
+    out = npu.nccl_npu_checks_add({"n1": None}, {"n1": obs()}, {})
+    assert out == {"n1": None}

@@ -1,0 +1,171 @@
+"""The backend x operation support table: nccl_check's own and the controller's reading of it.
+
+The live side (every row called on the real gloo backend) is tests/check/test_support_table.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import nccl_support as ns
+import pytest
+import torch
+
+from tests.check.support import SCRIPT, load_script
+
+nc = load_script()
+TEXT = SCRIPT.read_text(encoding="utf-8")
+REFUSALS = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "torch" / "refusals.json").read_text()
+)
+DEVICES = ("cpu", "cuda", "xpu", "npu")
+
+
+def test_the_controller_reads_the_same_table_and_tests_without_torch() -> None:
+    table = ns.load_table(TEXT)
+    assert table.support == nc.SUPPORT and table.rules == nc.SUPPORT_RULES
+    assert table.source == nc.SUPPORT_SOURCE
+    assert table.all_tests == list(nc.ALL_TESTS)
+
+
+def test_the_controller_predicts_what_every_rank_will_predict() -> None:
+    table = ns.load_table(TEXT)
+    backends = (*nc.SUPPORT, "hccl", "ucc")
+    for backend, device, dtype, test in itertools.product(
+        backends, DEVICES, nc.DTYPES, nc.ALL_TESTS
+    ):
+        assert ns.support_of(table, backend, device, test, dtype) == tuple(
+            nc.support_of(backend, device, test, dtype)
+        ), (backend, device, dtype, test)
+
+
+def test_every_backend_and_device_of_the_table_answers_for_every_collective() -> None:
+    for backend, devices in nc.SUPPORT.items():
+        assert set(devices) == {"cpu", "gpu"}, backend
+        for kind, row in devices.items():
+            assert set(row) - {"*"} <= set(nc.COLLECTIVES), (backend, kind)
+            for coll in nc.COLLECTIVES:
+                assert row.get(coll, row.get("*")) in ("yes", "no", "maybe"), (backend, kind, coll)
+
+
+@pytest.mark.parametrize(
+    ("backend", "device", "test", "state", "words"),
+    [
+        # rows of torch's table (docs/source/distributed.md, "Backends")
+        ("gloo", "cuda", "send_recv", "no", "gloo has no send_recv on CUDA (GPU column) tensors"),
+        ("gloo", "cuda", "barrier", "no", "gloo has no barrier on CUDA"),
+        ("gloo", "cuda", "bandwidth_reduce_scatter", "yes", "gloo runs reduce_scatter on CUDA"),
+        ("mpi", "cpu", "reduce_scatter", "no", "mpi has no reduce_scatter on CPU tensors"),
+        ("mpi", "cuda", "bandwidth_reduce_scatter", "no", "mpi has no reduce_scatter on CUDA"),
+        ("mpi", "cuda", "all_reduce_sum", "maybe", "is '?' in the torch.distributed docs"),
+        ("nccl", "cpu", "broadcast", "no", "nccl has no broadcast on CPU tensors"),
+        ("nccl", "cuda", "all_to_all", "yes", "nccl runs all_to_all"),
+        ("xccl", "xpu", "all_to_all", "yes", "xccl runs all_to_all on XPU"),
+        ("xccl", "cpu", "gather", "no", "xccl has no gather on CPU"),
+        # no column for hccl or ucc: nothing predicted, so any refusal fails
+        ("hccl", "npu", "all_reduce_sum", "unknown", "no hccl on NPU (GPU column) tensors"),
+        ("ucc", "cpu", "all_reduce_sum", "unknown", "no ucc on CPU tensors"),
+    ],
+)
+def test_rows_of_torchs_table(backend: str, device: str, test: str, state: str, words: str) -> None:
+    support = nc.support_of(backend, device, test, "float32")
+    assert support.state == state and words in support.reason, support
+
+
+def test_gloo_avg_on_integers_is_predicted_with_the_message_torch_raises() -> None:
+    for dtype in ("int32", "int64", "int8", "uint8"):
+        support = nc.support_of("gloo", "cpu", "all_reduce_avg", dtype)
+        assert support.state == "no" and "gloo has no AVG on integer tensors" in support.reason
+        recorded = REFUSALS["cases"][f"gloo/cpu/all_reduce_avg/{dtype}"]
+        assert recorded.startswith("RuntimeError: result type Float can't be cast to")
+    assert nc.support_of("gloo", "cpu", "all_reduce_avg", "float16").state == "yes"
+    assert nc.support_of("gloo", "cpu", "all_reduce_sum", "int8").state == "yes"
+
+
+def test_the_recorded_refusals_are_recognised_as_refusals() -> None:
+    """The exact messages torch 2.13 raised here (tests/fixtures/torch/refusals.json)."""
+    for case, text in REFUSALS["cases"].items():
+        exc_type, _, message = text.partition(": ")
+        exc = {"RuntimeError": RuntimeError, "AssertionError": AssertionError}[exc_type](message)
+        refusal = nc.unsupported(exc)
+        # an operation refused is a refusal; a backend missing from this build is not: init
+        # errors say why the run cannot happen at all
+        assert refusal == (not case.endswith("/init")), case
+
+
+def test_an_unpredicted_refusal_of_a_real_message_fails_and_a_maybe_skips() -> None:
+    text = REFUSALS["cases"]["gloo/cpu/all_reduce_bxor/float32"].partition(": ")[2]
+
+    def refuse() -> dict[str, object]:
+        raise RuntimeError(text)
+
+    yes = nc.support_of("gloo", "cpu", "all_reduce_sum", "float32")
+    failed = nc.run_test("all_reduce_sum", refuse, yes)
+    assert failed["status"] == "failed"
+    assert failed["message"].startswith(
+        "the backend refused it, which the support table did not predict (gloo runs all_reduce"
+    )
+    assert failed["message"].endswith(text) and failed["details"]["refusal"] == text
+    maybe = nc.support_of("mpi", "cuda", "all_reduce_sum", "float32")
+    assert nc.run_test("all_reduce_sum", refuse, maybe)["status"] == "skipped"
+
+
+@pytest.mark.parametrize(
+    ("backend", "args", "expected"),
+    [
+        ("gloo", [], []),
+        ("gloo", ["--dtype", "int8"], ["all_reduce_avg"]),
+        ("gloo", ["--dtype=int32", "--tests", "bandwidth"], []),
+        ("gloo", ["--device", "cuda"], ["send_recv", "barrier", "bandwidth_send_recv"]),
+        ("mpi", ["--tests", "reduce_scatter,all_reduce"], ["reduce_scatter"]),
+        ("mpi", [], ["reduce_scatter", "bandwidth_reduce_scatter"]),
+        ("nccl", [], []),
+        ("hccl", [], []),
+        ("ucc", [], []),
+    ],
+)
+def test_predicted_skips_for_a_run(backend: str, args: list[str], expected: list[str]) -> None:
+    skips = ns.nccl_predicted_skips(TEXT, backend, args)
+    assert [s["test"] for s in skips] == expected
+    assert all(s["reason"] for s in skips)
+
+
+def test_a_script_without_the_table_is_named() -> None:
+    with pytest.raises(ValueError, match="no SUPPORT assignment"):
+        ns.load_table("COLLECTIVES = {}\n")
+
+
+def test_torch_here_is_the_one_the_messages_were_recorded_with() -> None:
+    assert torch.__version__ == REFUSALS["torch"]
+
+
+def test_the_summary_shows_the_predicted_skips_of_plan_json_before_any_rank_ran() -> None:
+    from ansible.module_utils import nccl_junit
+
+    plan = {
+        "backend": "gloo",
+        "predicted_skips": ns.nccl_predicted_skips(TEXT, "gloo", ["--device", "cuda"]),
+    }
+    lines = nccl_junit.predicted_skip_lines(plan)
+    assert lines[1] == "Skipped on every rank, as the support table predicts (gloo):"
+    assert (
+        "- send_recv: skipped: gloo has no send_recv on CUDA (GPU column) tensors "
+        "(torch.distributed docs, Backends table)"
+    ) in lines
+    assert nccl_junit.predicted_skip_lines({"backend": "gloo"}) == []
+
+
+def test_a_refusal_is_a_rank_that_could_not_run_the_test_not_wrong_data() -> None:
+    from ansible.module_utils import nccl_verdict
+
+    refused = nc.run_test(
+        "all_reduce_avg",
+        lambda: (_ for _ in ()).throw(RuntimeError("Cannot use ReduceOp.PREMUL_SUM with Gloo")),
+        nc.support_of("gloo", "cpu", "all_reduce_avg", "float32"),
+    )
+    assert refused["status"] == "failed"
+    assert nccl_verdict._rank_class(None, None, refused, "failure") == ("rank_lost", False)
+    wrong = {"status": "failed", "details": {"wrong": 3}}
+    assert nccl_verdict._rank_class(None, None, wrong, "failure") == ("wrong_data", False)
