@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """What every benchmark shares: the work directory, timed ansible-playbook runs with per-phase
 times (from bench/callbacks/bench_timer.py), CPU accounting, torchrun started by hand in lab hosts,
 machine and version facts, medians.

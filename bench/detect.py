@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Time to detect: a fabric link goes down mid-run; how long until the play has reported?
 
 validate.yml runs on a 2-host lab with a small nccl_run_timeout. As soon as a rank has recorded

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Fidelity: does nccl_check's busbw match what the link really carries?
 
 Both fabric links of a 2-host lab are limited with tc tbf (lab.rate_limit). iperf3 between the two

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Overhead: validate.yml on a 2-host lab (2 ranks per host) against the floor.
 
 The floor is the same nccl_check run started by hand: torchrun in both hosts at once, static

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Pairwise rounds: what the phase costs against one plain check of the same hosts.
 
 validate.yml with `nccl_pairwise=always` on 4 and 8 lab hosts (1 rank each, the default check:

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Render BENCHMARKS.md from bench/results.json (written by bench/run.py; do not edit by hand)."""
 
 from __future__ import annotations

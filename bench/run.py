@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Run the benchmarks and rewrite BENCHMARKS.md.
 
     python -m bench.run [--only overhead,scaling,fidelity,detect,tuning] [--repeats N]

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Scaling: pre-flight only (`--tags preflight`: inputs, facts, environment, pre-flight, cleanup,
 report; no torch launch) on 2, 8, 16 and 32 lab hosts. Wall time, slope per host, which phase
 grows. Goal: 32 hosts <= 2x the time of 2.

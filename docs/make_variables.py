@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Write docs/variables.md: every role variable with its default and meaning, in groups.
 
 The table is generated from the roles' defaults files, so it cannot drift from them: each

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# Copyright: (c) nccl-preflight contributors
-# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Verify every torch.distributed collective on every rank, then time them like nccl-tests.
 
 Run it under torchrun (one process per device):

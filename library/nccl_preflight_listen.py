@@ -1,5 +1,6 @@
 #!/usr/bin/python
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Hold short-lived TCP listeners for the pre-flight reachability probes, in a detached process.
 
 The pre-flight's first and last call on a node: it also makes the run's private directory and runs

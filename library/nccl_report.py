@@ -1,6 +1,6 @@
 #!/usr/bin/python
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Ansible module: build the JUnit and summary of one run from its collected files."""
 
 from __future__ import annotations

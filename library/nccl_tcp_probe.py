@@ -1,5 +1,6 @@
 #!/usr/bin/python
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Open TCP connections from this host's fabric address to peers (reachability probe)."""
 
 from __future__ import annotations

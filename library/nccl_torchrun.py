@@ -1,6 +1,6 @@
 #!/usr/bin/python
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Ansible module: run torchrun for one node, detached and bounded in time; wait for it, end its
 whole process tree and bring its results back in the same call."""
 

@@ -1,5 +1,5 @@
-# Copyright: (c) nccl-preflight contributors
-# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Accelerators other than NVIDIA GPUs: Ascend NPUs (npu-smi) and Intel XPUs (torch.xpu).
 
 Read by library/nccl_facts.py into ``ansible_facts.nccl.accelerators`` (docs/design.md,

@@ -1,4 +1,5 @@
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """What the pre-flight does on a node under ``ansible-playbook --check``: only reads.
 
 The torch probe runs in the foreground (``python -B``: no bytecode written) instead of beside

@@ -1,5 +1,5 @@
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The exit classes of a run: what failed, as one exit code a pipeline can branch on.
 
 The one home of the table. module_utils/nccl_verdict.py puts the class of a run into

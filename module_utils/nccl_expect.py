@@ -1,5 +1,5 @@
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Bandwidth judged against what the link should give, and against an earlier run.
 
 Pure functions on the control machine (docs/design.md, "Expected bandwidth and baseline"); the

@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """What a node offers NCCL below the IP layer, read from sysfs and /proc only (nothing installed).
 
 Standard library only: shipped to the nodes inside library/nccl_facts.py. Every reader takes its

@@ -1,4 +1,5 @@
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The chain walker iptables and nftables share: jump, goto, return and chain policies.
 
 Both tools evaluate a packet the same way: the rules of a chain in order, the first verdict wins;

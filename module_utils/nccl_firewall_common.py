@@ -1,4 +1,5 @@
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """What every firewall tool's judge shares (pure functions, no I/O).
 
 The question asked of every firewall is the same: would a new TCP connection from a peer's fabric

@@ -1,4 +1,5 @@
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """iptables-save / ip6tables-save: parse, judge (nccl_firewall_chains' walker), fix.
 
 Recorded examples: tests/fixtures/firewall/iptables-save-*.txt, ip6tables-save-drop.txt.

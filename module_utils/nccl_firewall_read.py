@@ -1,5 +1,5 @@
-# Copyright (c) nccl-preflight contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Read a node's firewall (never change it) and judge it (module_utils/nccl_firewall_<tool>.py).
 
 Runs the read-only commands through the calling module (AnsibleModule.run_command); used by

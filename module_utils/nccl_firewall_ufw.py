@@ -1,4 +1,5 @@
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """ufw (``ufw status verbose``): parse, judge, fix; and which iptables findings are ufw's own.
 
 Recorded examples: tests/fixtures/firewall/ufw-status-*.txt (and iptables-save-ufw-custom-drop.txt

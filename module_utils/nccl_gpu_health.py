@@ -1,5 +1,5 @@
-# Copyright (c) nccl-preflight contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Pure parsers for the GPU health of a node (library/nccl_facts.py, option gpu_health).
 
 Each function takes the text a tool printed and returns plain, JSON-safe data (string keys,

@@ -1,5 +1,5 @@
-# Copyright (c) nccl-preflight contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Read a node's GPU health (never change it) for library/nccl_facts.py (option gpu_health).
 
 Runs read-only commands through the calling module and hands their text to the pure parsers of

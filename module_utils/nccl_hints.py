@@ -1,5 +1,5 @@
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The fix for every rank failure, derived on the control machine from the collected rank JSON.
 
 files/nccl_check.py records what went wrong on one rank; only the control machine sees every rank,

@@ -1,5 +1,5 @@
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """reports/<run-id>/report.html: one self-contained page rendered from a jinja2 template.
 
 The page needs no network when viewed (CSS and SVG inline) and links only relatively to the files

@@ -1,5 +1,5 @@
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Turn the collected files of one run (reports/<run-id>/) into JUnit for Jenkins and a summary.
 
 Pure functions, used by library/nccl_report.py on the control machine. The input layout and the

@@ -1,5 +1,5 @@
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Judge the pairwise rounds of a run: which node, which rail (docs/design.md, "Pairwise").
 
 Pure functions on the control machine. Every rank of files/nccl_check.py --pairwise records its

@@ -1,5 +1,5 @@
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The figures of report.html, drawn with matplotlib (Agg) on the control machine as inline SVG.
 
 busbw against message size per collective (log2 size axis, nccl-tests' sizes; the median over

@@ -1,4 +1,5 @@
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Read /proc: who listens on a TCP port, and whether a process is still the one we started.
 
 The parsers are pure functions; the readers take the /proc root as an argument so tests can hand

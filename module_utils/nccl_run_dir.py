@@ -1,5 +1,5 @@
-# Copyright (c) nccl-preflight contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """A run's private directory on a node: make it, or refuse one somebody else could control.
 
 Standard library only: shipped to the nodes inside every module that imports it. Used by

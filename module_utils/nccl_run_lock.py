@@ -1,4 +1,5 @@
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """One validation per master and MASTER_PORT at a time: a lock file on the master node.
 
 The lock is a small JSON file in ``nccl_run_root`` beside the run directories,

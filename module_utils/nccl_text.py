@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Text from nodes and inventories made safe for the reports: file names, JUnit classnames,
 XML 1.0 text, one-line Markdown, bounded log tails. Pure functions (module_utils/nccl_junit.py,
 the summary and the HTML report use them)."""

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Which transport NCCL really used, read from its NCCL_DEBUG=INFO log.
 
 Pure parsing, standard library only, so that it is also a command anyone can point at the NCCL

@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The transport verdict of a run: which network every rank's NCCL really used, against what the
 host offers (docs/design.md, "The transport NCCL used").
 

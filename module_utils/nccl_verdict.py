@@ -1,5 +1,5 @@
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The verdict of one run: every finding with its host, what and fix, and the run's exit class.
 
 Pure functions over what module_utils/nccl_junit.py read and built (RunData, SuiteFile); the

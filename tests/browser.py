@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Open a page in headless Chromium (Debian's `chromium`) and report what a person would see.
 
 Through the DevTools protocol (websocket-client): every console error, uncaught exception and

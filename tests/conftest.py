@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Shared pytest set-up: our Ansible code importable, and the multi-host lab fixtures."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The Jenkins xunit JUnit schema (../shared/schemas beside the repository) for the tests."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Run a module's main() in the test process, as Ansible would hand it its arguments.
 
 AnsibleModule.exit_json and fail_json end the process; here they raise ModuleExit instead, so a

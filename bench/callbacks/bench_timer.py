@@ -1,5 +1,5 @@
-# Copyright: (c) nccl-preflight contributors
-# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Callback plugin for the benchmarks: when every play, task and host result started or ended.
 
 ansible-core has no profile_tasks (that lives in ansible.posix), so the benchmarks bring their own.

@@ -1,5 +1,5 @@
-# Copyright: (c) nccl-preflight contributors
-# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """nccl_backend: auto, decided per host from its facts and explained (docs/design.md).
 
 nccl on NVIDIA GPUs (nvidia-smi), hccl on Ascend NPUs (npu-smi info), xccl on Intel XPUs

@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The environment stage's findings: a host whose fabric interface or address could not be
 worked out stops the run there, before anything is started on a node.
 

@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The fabric checks of the pre-flight: rdma, nccl_ib_hca, gpudirect, limits, nccl_config, fabric.
 
 Pure functions of the observations the pre-flight role gathers (docs/design.md, "Pre-flight

@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """GPU node health verdicts: memory errors, Xid, PCIe, NVLink, fabric, topology, modes, torch's
 view, DCGM, each for one host, from what library/nccl_facts.py read (``facts.gpu_health``).
 

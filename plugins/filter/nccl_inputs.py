@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Filters that say what is wrong with a host's nccl-preflight variables, before anything runs."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Filters that choose a host's fabric interface and tell address families apart.
 
 Only the standard library: ansible-core has no ipaddr filter without the ansible.utils collection.

@@ -1,5 +1,5 @@
-# Copyright: (c) nccl-preflight contributors
-# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Pre-flight checks for Ascend NPUs and HCCL, judged on the control machine.
 
 Appended by `nccl_npu_checks_add` to the pre-flight's results (roles/preflight, the judge task),

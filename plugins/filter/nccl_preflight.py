@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight verdicts: every check of every host, from what the role observed.
 
 The role gathers one *observation* per host (facts, nccl_env values, probe and listener results,

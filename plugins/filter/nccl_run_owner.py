@@ -1,5 +1,5 @@
-# Copyright: (c) 2026, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Who runs this validation, for the run lock on the master (module_utils/nccl_run_lock.py):
 a second run of the same master and port is refused naming this run, its start, the control
 machine and the user. Runs on the control machine, where the filter is evaluated."""

@@ -1,5 +1,5 @@
-# Copyright: (c) nccl-preflight contributors
-# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The backend x operation support table of files/nccl_check.py, read on the control machine.
 
 nccl_check.py (the one file the ranks run; torch + standard library) holds the table as plain

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Under torchrun: the issue's documented examples, through nccl_check's own check functions.
 
 Writes OUT_DIR/example-<rank>.json = {case: details-or-failure}; the test asserts the values.

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Under torchrun (gloo): which gloo operations torch runs for the collectives nccl_check times.
 
 Writes OUT_DIR/ops-<rank>.json = {call: [the gloo:* operations torch.profiler recorded, in order]}.

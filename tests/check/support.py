@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Run files/nccl_check.py for real: under torchrun --standalone, or one process per rank."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The notes nccl_check prints under gloo's bandwidth tables, and the torch behaviour they state."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """files/nccl_check.py under real torchrun processes (CPU, gloo, loopback)."""
 
 from __future__ import annotations

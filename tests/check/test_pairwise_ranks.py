@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """files/nccl_check.py --pairwise for real: 3 "nodes" x 2 ranks on loopback (gloo), each rank
 started on its own with NODE_RANK/LOCAL_WORLD_SIZE as torchrun would set them per node.
 

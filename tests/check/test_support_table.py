@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The support table against the real backends of this machine (torch 2.13 CPU build).
 
 gloo on CPU: every row is called for real by nccl_check under torchrun; the one narrower

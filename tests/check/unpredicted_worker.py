@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Under torchrun: files/nccl_check.py's own main() with its SUPPORT_RULES emptied, so the table
 no longer predicts gloo's refusal of AVG on integer tensors and the real backend refuses it."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """A test double of nvidia-smi for the lab (never shipped, never installed on a real node).
 
 It replays the recordings in the directory named by NVIDIA_SMI_REPLAY (the lab sets it per host

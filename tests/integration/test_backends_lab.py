@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """nccl_backend: auto on the lab, end to end over SSH: one host is an Ascend node (a stand-in
 npu-smi replaying a transcribed 910B2 table, and the stand-in torch_npu on its Python's path;
 both test doubles in tests/integration/doubles/, never shipped), the other a plain CPU host.

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Configuration faults on the lab, the whole playbook each time: they end fast, are named by
 their cause in the output and the JUnit, and leave nothing on the hosts.
 

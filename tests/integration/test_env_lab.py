@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Per-host environment on the multi-host lab: separate management (SSH) and fabric networks.
 
 Real ansible-playbook over SSH into network-namespace hosts whose fabric interfaces have different

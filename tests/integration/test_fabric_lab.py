@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Fabric faults on the multi-host lab (issue 13, part 5): the whole playbook over SSH.
 
 The lab has no RDMA device; the faults are those a node can have without one, each on its own

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The firewall fix the report prints is the fix (issue 17.6): on the lab with the whole playbook,
 and for every recorded iptables/nft ruleset in a kernel of its own.
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """GPU node health on the lab: every host's PATH holds an `nvidia-smi` test double that replays a
 recording (tests/integration/nvidia_smi_double.py, never shipped), then the real playbook runs
 the pre-flight over SSH with nccl_backend=nccl and nccl_require_gpu=true.

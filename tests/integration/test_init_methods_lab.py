@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """torch.distributed's init methods across two lab hosts: file:// and tcp://, one rank per host.
 
 env:// is what the playbook's launch uses (torchrun, static rendezvous): every other lab test

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Launch, collect and report on the multi-host lab: real ansible-playbook over SSH, real torchrun
 with gloo over each host's fabric interface, JUnit validated against the Jenkins schema.
 

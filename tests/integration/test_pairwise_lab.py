@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Pairwise rounds on the lab: the whole playbook, real torchrun with gloo, one host's fabric link
 slowed with tc tbf to a quarter of the others. The slow host and only it is named in the console,
 summary.md, the JUnit and pairwise.json; the same lab without the slow link names nobody.

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Pre-flight checks on the multi-host lab: real ansible-playbook over SSH, `--tags preflight`.
 
 A healthy 2-node and 4-node lab pass every check. Independent faults are grouped, each on its own

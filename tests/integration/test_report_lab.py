@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """bin/nccl-preflight on the lab: each exit class from a real fault, and report.html in Chromium.
 
 What a pipeline and a person look at: the process's exit code (the class of the run), verdict.json

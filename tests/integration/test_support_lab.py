@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The support table end to end: the playbook predicts a skip before the ranks run, and every
 rank skips exactly that test without calling the backend (gloo, AVG on int32 tensors)."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The whole playbook on the lab when something is wrong: the verdict and the JUnit still arrive.
 
 A pre-flight failure skips the launch (it would only wait for the timeout) and every rank says why;

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The lab's command line: python -m tests.lab {up,down,status,run,demo} ...
 
 python -m tests.lab up --hosts 4 [--fabric-ifnames enp1s0f0np0,enp1s0f1np1] [--name dev]

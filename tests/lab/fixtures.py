@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """pytest fixtures for the multi-host lab. Import them in conftest.py:
 
     from tests.lab.fixtures import lab2, lab4, lab_factory  # noqa: F401

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """A multi-host lab on one machine: one network namespace + sshd per host.
 
 Layout of a lab with index I (the third octet of its networks, unique per machine):

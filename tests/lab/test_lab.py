@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The lab tests itself: topology, isolation, sshd, inventory, teardown, faults.
 
 Tests marked `lab` need root (they skip with the reason otherwise); the others are plain unit

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Lab(host_env=...): each host's SSH sessions get their own environment (sshd's SetEnv)."""
 
 from __future__ import annotations

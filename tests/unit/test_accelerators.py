@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Ascend NPUs and Intel XPUs: npu-smi info (transcribed recordings), the facts module's hook,
 nccl_backend: auto per host (plugins/filter/nccl_backends.py) and the HCCL variables of nccl.env."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """--check is a dry run: the pre-flight's read-only parts (module_utils/nccl_check_mode.py) and
 the report marked as check mode (nccl_report run_check_mode)."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The environment stage's findings (plugins/filter/nccl_env_findings.py): a CIDR or interface
 that matches nothing names what was asked and what each host has, and stops the run there."""
 

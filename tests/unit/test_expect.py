@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """module_utils/nccl_expect.py: busbw against the expected figure (explicit or from the fabric
 link), two thresholds, and the baseline; through nccl_junit's hooks (JUnit valid for Jenkins)."""
 

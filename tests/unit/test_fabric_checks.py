@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """plugins/filter/nccl_fabric.py: the fabric checks, on facts read from tests/fixtures/sysfs."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """module_utils/nccl_fabric_facts.py on the sysfs trees of tests/fixtures/sysfs (see README)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The fix a firewall finding prints is the fix (issue 17.6), on the recorded fixtures.
 
 A host's own ranks and its own probe connect to its fabric address: that traffic arrives on `lo`,

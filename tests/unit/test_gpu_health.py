@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """GPU node health: the parsers (module_utils/nccl_gpu_health.py) on every recording in
 tests/fixtures/gpu/, and the checks (plugins/filter/nccl_gpu_health.py) on observations built
 from them. Variants made inside a test (a GPU marked busy, MIG enabled) say so where they are."""

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """module_utils/nccl_gpu_health_read.py: what nccl_facts reads for the GPU health, with the tools
 answering from tests/fixtures/gpu/ (and real processes for dcgmi's time bound)."""
 

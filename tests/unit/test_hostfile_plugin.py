@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The hostfile inventory plugin: line forms, errors with file:line, and ansible-inventory."""
 
 from __future__ import annotations

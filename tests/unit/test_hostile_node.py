@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """What a node sends back is data, never markup or a path: a hostile or broken node cannot write
 outside reports/<run-id>/<host>/, break the JUnit, or inject markup into the JUnit or summary.md.
 

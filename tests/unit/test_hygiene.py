@@ -1,7 +1,11 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Project rules that a reader cannot check at a glance: no variable ever reaches a shell."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +73,24 @@ def test_shipped_config_checks_host_keys() -> None:
         text = path.read_text()
         assert "host_key_checking" not in text or "ansible_connection: local" in text, path
         assert "StrictHostKeyChecking=no" not in text, path
+
+
+def test_one_licence_the_one_the_roles_state_in_every_python_header() -> None:
+    licences = {
+        yaml.safe_load(meta.read_text())["galaxy_info"]["license"]
+        for meta in (ROOT / "roles").glob("*/meta/main.yml")
+    }
+    assert licences == {"MIT"}
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License\n")
+    files = subprocess.run(
+        ["git", "ls-files", "*.py", "bin/*"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert len(files) > 50
+    other = re.compile(r"GNU General Public|Apache License|SPDX-License-Identifier: (?!MIT)")
+    offenders = []
+    for name in files:
+        head = (ROOT / name).read_text(encoding="utf-8").splitlines()[:4]
+        mine = "# SPDX-License-Identifier: MIT (see LICENSE)" in head
+        if not mine or other.search("\n".join(head)):
+            offenders.append(name)
+    assert offenders == []

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """roles/launch/action_plugins/nccl_torchrun.py: the results the node sends back land in
 reports/<run-id>/<host>/ as the report expects, and an archive can never write anywhere else."""
 

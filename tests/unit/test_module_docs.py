@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Every module in library/ documents itself in a form ansible-doc reads (DOCUMENTATION,
 EXAMPLES and RETURN are YAML; one stray ': ' in a sentence and the module has no docs)."""
 

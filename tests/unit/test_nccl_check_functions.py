@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Pure functions of files/nccl_check.py: closed-form expected values, options, the record."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """roles/validate_inputs and roles/nccl_env run by real ansible-playbook on local-connection hosts.
 
 Two inventory hosts (both this machine, connection local) get the facts of two DGX Sparks cabled

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """library/nccl_facts.py: run through patch_module_args, with tool output from tests/fixtures/."""
 
 from __future__ import annotations

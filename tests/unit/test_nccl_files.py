@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """module_utils/nccl_files.py: the atomic replace every module uses for files others read."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The ranks' NCCL logs (NCCL_DEBUG_FILE=<run dir>/results/nccl.%p.log) come back named by rank:
 library/nccl_torchrun.py packs them as nccl-rank-<R>.log, the launch role's action plugin
 unpacks them beside rank-<R>.json."""

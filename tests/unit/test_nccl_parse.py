@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """module_utils/nccl_parse.py on recorded real outputs (tests/fixtures/)."""
 
 from __future__ import annotations

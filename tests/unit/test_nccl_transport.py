@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """module_utils/nccl_transport.py on NCCL logs quoted in public issues (fixtures README)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Fabric-interface choice and input validation filters, on facts shaped like nccl_facts'."""
 
 from __future__ import annotations

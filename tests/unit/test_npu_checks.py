@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """plugins/filter/nccl_npu_checks.py: npu, npu_model, hccl_ports on transcribed npu-smi tables."""
 
 from __future__ import annotations

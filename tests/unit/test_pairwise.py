@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Pairwise rounds: the tournament and suspects of files/nccl_check.py, and the controller's
 judgement, JUnit, summary and pairwise.json (module_utils/nccl_pairwise.py) on synthetic matrices.
 """

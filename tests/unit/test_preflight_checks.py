@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """plugins/filter/nccl_preflight.py: the verdict of every check from per-host observations.
 
 GPU lists come from the recorded nvidia-smi fixtures through module_utils/nccl_parse.py, as

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """module_utils/nccl_firewall_<tool>.py on recorded firewall outputs (tests/fixtures/firewall/)."""
 
 from __future__ import annotations

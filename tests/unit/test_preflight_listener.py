@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """library/nccl_preflight_listen.py as the pre-flight runs it: a real detached listener process on
 loopback, started and stopped through the module's main() (patch_module_args), and once through
 ansible itself to prove the module's session ends while the listener lives on."""

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight modules: nccl_tcp_probe's firewall read (through patch_module_args, tools answered
 from fixtures),
 the port owner look-up of module_utils/nccl_preflight_proc.py (recorded /proc/net/tcp, a fake

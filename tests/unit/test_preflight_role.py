@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """roles/preflight/tasks/main.yml: the pre-flight's cost on a node, as the tasks file states it.
 
 Every module task on a node is an SSH round trip (~0.65 s wall, ~0.4 s CPU per host, see

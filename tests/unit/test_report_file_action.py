@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """plugins/action/nccl_report_file.py through a real ansible-playbook (the action runs in the
 controller's worker; no module is sent), and its pure helpers."""
 

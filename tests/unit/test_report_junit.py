@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """module_utils/nccl_junit.py and library/nccl_report.py: JUnit and summary from reports/<run-id>/.
 
 Every written XML file is validated against the Jenkins xunit schema."""

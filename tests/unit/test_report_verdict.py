@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """verdict.json, the fixes of rank failures and report.html, built by library/nccl_report.py.
 
 The run directories have the shape of the contracts in docs/design.md (builders shared with

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The run lock on the master (module_utils/nccl_run_lock.py): one validation per master and port.
 
 Real flocks, a real detached keeper process and real /proc, in a temporary directory."""

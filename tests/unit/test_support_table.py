@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The backend x operation support table: nccl_check's own and the controller's reading of it.
 
 The live side (every row called on the real gloo backend) is tests/check/test_support_table.py.

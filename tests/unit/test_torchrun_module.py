@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """library/nccl_torchrun.py: a detached, bounded run; the whole process tree ended by recorded pid;
 launch.json; the results packed for the control machine.
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """The transport verdict (module_utils/nccl_transport_report.py through nccl_junit): a
 `transport` testcase per rank, a line per host in summary.md, from the ranks' NCCL logs
 (tests/fixtures/nccl_logs, quoted from public issues) and plan.json's expect_net."""

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """docs/variables.md lists every role variable with its default and meaning, and stays current."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-# Copyright: (c) 2025, nccl-preflight contributors
-# MIT License (see LICENSE)
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """Action plugin for library/nccl_torchrun.py: unpack the results the node sent back.
 
 With ``collect_to``, the module (state=finished or state=stopped) packs the run's results into a

@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """A test double of Ascend's npu-smi for the lab (never shipped, never installed on a real node).
 
 `npu-smi info` prints the recording named by NPU_SMI_REPLAY (the lab sets it per host with

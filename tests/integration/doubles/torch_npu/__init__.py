@@ -1,3 +1,5 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
 """A STAND-IN for Huawei's torch_npu, for the lab only (never shipped, never installed on a node).
 
 Put on a lab host's PYTHONPATH (Lab(host_env=...)), it makes `import torch_npu` succeed with a
