@@ -261,6 +261,8 @@ def test_fabric_link_down_mid_run_ends_within_the_timeout(lab2: Lab, tmp_path: P
             {
                 "nccl_slots": 1,
                 "nccl_run_timeout": timeout,
+                # The bound under test is nccl_run_timeout: no stall detection before it.
+                "nccl_stall_timeout": 0,
                 "nccl_master_port": 29537,
                 "launch_check_timeout": 300,
                 "nccl_check_args": [
