@@ -163,6 +163,31 @@ def stall_limit(histories: list[dict[str, Any]], base: float) -> float:
     return max(base, STALL_MARGIN * longest)
 
 
+def any_running(states: dict[str, dict[str, Any]]) -> bool:
+    """Some rank still runs a test (not every rank finished: then the processes only exit)."""
+    return any(
+        entry.get("status") == "running"
+        for state in states.values()
+        for entry in state.get("progress") or []
+    )
+
+
+def all_in_tests(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) -> bool:
+    """Every expected rank got to its tests (past check-in and init) or finished: from then on
+    a rank that does not advance is a stall."""
+    seen = {
+        entry["rank"]: entry for state in states.values() for entry in state.get("progress") or []
+    }
+    for info in hosts:
+        for rank in info.get("ranks") or []:
+            entry = seen.get(rank)
+            if entry is None:
+                return False
+            if entry.get("status") == "running" and not (entry.get("index") or 0) >= 1:
+                return False
+    return True
+
+
 # ------------------------------------------------------------------------------------------------
 # What ends this node's run: a failure elsewhere, or a stall
 # ------------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from typing import Any
 from ansible.module_utils.nccl_run_watch import (
     STALL_MARGIN,
     advance,
+    all_in_tests,
+    any_running,
     failure_elsewhere,
     format_size,
     predicted_s,
@@ -197,3 +199,20 @@ def test_a_stall_with_links_up_names_the_unreachable_host_or_the_rank_behind() -
     assert "ranks 0 and 2 waited on rank 1 in bandwidth_all_reduce at 4 MiB" in message
     assert message.endswith("(nccl_stall_timeout 30 s)")
     assert details["suspect_ranks"] == [1]
+
+
+def test_stall_detection_waits_until_every_rank_is_in_its_tests() -> None:
+    hosts = [{"host": "a", "ranks": [0, 1]}, {"host": "b", "ranks": [2]}]
+    in_tests = {"a": {"progress": [rank(0, "barrier", index=1), rank(1, None, status="passed")]}}
+    assert not all_in_tests(hosts, in_tests)  # rank 2 wrote nothing yet
+    in_tests["b"] = {"progress": [rank(2, "checkin", index=0)]}
+    assert not all_in_tests(hosts, in_tests)  # still checking in
+    in_tests["b"] = {"progress": [rank(2, "all_reduce_sum", index=2)]}
+    assert all_in_tests(hosts, in_tests)
+
+
+def test_no_stall_once_every_rank_finished() -> None:
+    done = {"a": {"progress": [rank(0, None, status="passed")]}, "b": {"progress": []}}
+    assert not any_running(done)
+    done["b"]["progress"] = [rank(1, "barrier")]
+    assert any_running(done)

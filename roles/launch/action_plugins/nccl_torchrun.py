@@ -238,10 +238,16 @@ class RunWatch:
             else f"{limit:.0f} s: the sizes before predicted "
             f"{limit / watch_rules.STALL_MARGIN:.0f} s for this one"
         )
-        if any(link_down(s) for s in states.values()) and limit > LINK_DOWN_PATIENCE_S:
+        down = any(link_down(s) for s in states.values())
+        if down and limit > LINK_DOWN_PATIENCE_S:
             limit = LINK_DOWN_PATIENCE_S
             why = f"{limit:g} s once a fabric link is down"
-        if quiet_s <= limit:
+        # Before every rank is in its tests (torch imports, rendezvous, check-in), only a link
+        # that is down ends the run: a slow start or a missing rank is the check-in's finding.
+        # Once every rank finished, the processes only exit (slowly on a loaded host): no stall.
+        if quiet_s <= limit or not watch_rules.any_running(states):
+            return None
+        if not (down or watch_rules.all_in_tests(self.hosts, states)):
             return None
         return self.diagnose(task_vars, names, quiet_s, limit, why)
 
