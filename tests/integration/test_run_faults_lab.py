@@ -22,9 +22,11 @@ import pytest
 from tests.integration.test_launch_lab import (
     QUICK,
     in_background,
+    label,
     leftovers,
     new_run_id,
     playbook,
+    rank_suites,
     run_dir,
     validate,
     wait_for_record,
@@ -116,6 +118,10 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
         other["stopped_by"] or ""
     ), other
     assert "killed by SIGKILL" in result.stdout
+    # The JUnit of the killed rank says how it died.
+    suite = rank_suites(report / "junit.xml")[f"nccl.{label(victim_host)}.rank{victim_rank}"]
+    errors = [e.get("message", "") for e in suite.iter("error")]
+    assert any("It was killed by SIGKILL" in m for m in errors), errors
     validate(report)
     assert leftovers(run_id) == []
     for host in lab2.hosts:

@@ -110,6 +110,18 @@ def write_state(report_dir: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, target)
 
 
+def stdout_is_terminal() -> bool:
+    """Whether ansible-playbook prints to a terminal. This runs in a worker process, whose own
+    stdout is never the terminal: look at the standard output of its parent, the main process."""
+    if sys.stdout.isatty():
+        return True
+    try:
+        target = os.readlink(f"/proc/{os.getppid()}/fd/1")
+    except OSError:
+        return False
+    return target.startswith(("/dev/pts/", "/dev/tty"))
+
+
 def link_down(state: dict[str, Any]) -> bool:
     iface = state.get("interface") or {}
     return iface.get("state") not in (None, "up", "unknown") or iface.get("carrier") is False
@@ -134,7 +146,7 @@ class RunWatch:
         self.stall_timeout = float(spec.get("stall_timeout", 30))
         self.show_every = float(spec.get("progress_interval", 5))
         mode = str(spec.get("progress", "auto")).lower()
-        self.terminal = sys.stdout.isatty() if mode == "auto" else mode == "terminal"
+        self.terminal = stdout_is_terminal() if mode == "auto" else mode == "terminal"
         self.quiet = mode in ("off", "false", "no")
         self.mine = next((h for h in self.hosts if h["host"] == self.host), {"ranks": []})
         now = time.time()
