@@ -65,6 +65,7 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
     victim_host, victim_rank = lab2.hosts[1], 3  # local rank 1 of node 2 (2 ranks per node)
     record = run_dir(run_id, victim_host) / "results" / f"rank-{victim_rank}.json"
     killed: dict[str, Any] = {}
+    # rank 3 waits in barrier (for rank 0, paused) when it is killed.
 
     def kill_victim() -> None:
         doc = wait_for_record(record, "barrier", timeout=180)
@@ -86,8 +87,10 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
                 *QUICK,
                 "--tests",
                 "correctness",
+                # Rank 0 stays before barrier: the ranks in barrier wait for it, and node 1
+                # can only end when the watch ends it.
                 "--pause-before",
-                f"barrier@{victim_rank}",
+                "barrier@0",
             ],
         },
         "--tags",
@@ -113,6 +116,8 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
     # Not the OOM killer here: the kernel log either says so or its lookup is given.
     assert root["oom"] is None
     assert "SIGKILL" in root["text"] and ("OOM" in root["text"] or "dmesg" in root["text"])
+    # Rank 0 sleeps before barrier, so node 1 cannot end by itself: the watch ended it, naming
+    # the death.
     other = launches[lab2.hosts[0].inventory_name]
     assert f"rank {victim_rank} on {victim_host.inventory_name} killed by SIGKILL" in (
         other["stopped_by"] or ""
