@@ -398,12 +398,12 @@ from ansible.module_utils.nccl_run_dir import (
     private_dir_problem,
 )
 from ansible.module_utils.nccl_run_observe import (
-    describe_rank_exits,
     interface_state,
-    parse_torchrun_failures,
-    read_kernel_log,
+    rank_exits,
     read_progress,
     tcp_probe,
+    touch_watch,
+    watcher_gone,
 )
 
 PIDS_FILE = "torchrun.pids"
@@ -417,6 +417,8 @@ POLL_S = 0.25
 FINISH_POLL_S = 0.2
 # state=finished waits at most this long beyond the run's own bound (timeout + kill_grace).
 FINISH_MARGIN_S = 30
+# A watching look leaves this in the run directory; the supervisor ends the run once it is stale.
+WATCH_FILE = "watch.json"
 # Seconds state=started waits for the detached supervisor to say torchrun runs.
 READY_TIMEOUT_S = 30
 MAX_FD = 65536
@@ -426,8 +428,6 @@ COLLECTED_NAME = re.compile(r"^(rank-\d+\.(json|log)|torchrun\.log|launch\.json)
 
 # wait_supervisor's answer when a watch call's look ended before the run did.
 STILL_RUNNING = "\0still running"
-# A watch call leaves this in the run directory; the supervisor ends the run when it gets stale.
-WATCH_FILE = "watch.json"
 
 
 class Stop(Exception):
@@ -735,7 +735,7 @@ def supervise(
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
-            stopped_by = watcher_gone(run_dir)
+            stopped_by = watcher_gone(run_dir / WATCH_FILE)
             if stopped_by:
                 break
             reap_children(keep=proc.pid)
@@ -1038,7 +1038,7 @@ def stop_run(
                 launch["stop"] = details
             changed = True
         if "rank_exits" not in launch:
-            launch["rank_exits"] = rank_exits(run_dir)
+            launch["rank_exits"] = rank_exits(run_dir / TORCHRUN_LOG)
             changed = True
         if changed:
             write_json(launch_path, launch)
@@ -1189,10 +1189,10 @@ def run_finished(module: AnsibleModule) -> dict[str, Any]:
         watch_s = params["watch_s"]
         until = time.time() + watch_s if watch_s > 0 else None
         if until is not None:
-            touch_watch(run_dir, params["watch_stale_s"])
+            touch_watch(run_dir / WATCH_FILE, params["watch_stale_s"])
         reason = wait_supervisor(run_dir, FINISH_MARGIN_S, until=until)
         if reason == STILL_RUNNING:
-            touch_watch(run_dir, params["watch_stale_s"])
+            touch_watch(run_dir / WATCH_FILE, params["watch_stale_s"])
             look = {
                 "changed": False,
                 "running": True,
@@ -1217,40 +1217,6 @@ def run_finished(module: AnsibleModule) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 # Watching: the controller's short looks (state=finished with watch_s), a stall's evidence
 # ------------------------------------------------------------------------------------------------
-
-
-def touch_watch(run_dir: Path, stale_s: float) -> None:
-    """Say that the control machine still watches: the supervisor ends the run when this file
-    is older than stale_s (Ctrl-C or a lost connection between two looks)."""
-    if run_dir.is_dir():
-        write_json(run_dir / WATCH_FILE, {"stale_after_s": stale_s, "at": time.time()})
-
-
-def watcher_gone(run_dir: Path) -> str | None:
-    """Why the supervisor must end the run because nobody watches it any more, else None."""
-    try:
-        doc = json.loads((run_dir / WATCH_FILE).read_text(encoding="utf-8"))
-        age = time.time() - float(doc["at"])
-        stale = float(doc["stale_after_s"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if age <= stale:
-        return None
-    return (
-        f"the control machine stopped watching the run (no look for {age:.0f} s: Ctrl-C or a "
-        "lost connection)"
-    )
-
-
-def rank_exits(run_dir: Path) -> list[dict[str, Any]]:
-    """How torchrun's failed ranks ended; a SIGKILL with the kernel's OOM-killer line if any."""
-    try:
-        text = (run_dir / TORCHRUN_LOG).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    exits = parse_torchrun_failures(text)
-    kernel = read_kernel_log() if any(e["signal"] == "SIGKILL" for e in exits) else None
-    return describe_rank_exits(text, kernel)
 
 
 def diagnose_run(run_dir: Path, spec: dict[str, Any]) -> dict[str, Any]:

@@ -278,3 +278,45 @@ def tcp_probe(
         "answer": answer,
         "seconds": round(time.monotonic() - started, 3),
     }
+
+
+# ------------------------------------------------------------------------------------------------
+# The control machine's looks: watch.json in the run directory (docs/design.md)
+# ------------------------------------------------------------------------------------------------
+
+
+def touch_watch(path: Path, stale_s: float) -> None:
+    """Say that the control machine still watches: the supervisor ends the run when this file
+    is older than stale_s (Ctrl-C or a lost connection between two looks)."""
+    if not path.parent.is_dir():
+        return
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps({"stale_after_s": stale_s, "at": time.time()}), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def watcher_gone(path: Path, now: float | None = None) -> str | None:
+    """Why the supervisor must end the run because nobody watches it any more, else None."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        age = (time.time() if now is None else now) - float(doc["at"])
+        stale = float(doc["stale_after_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if age <= stale:
+        return None
+    return (
+        f"the control machine stopped watching the run (no look for {age:.0f} s: Ctrl-C or a "
+        "lost connection)"
+    )
+
+
+def rank_exits(torchrun_log: Path) -> list[dict[str, Any]]:
+    """How torchrun's failed ranks ended; a SIGKILL with the kernel's OOM-killer line if any."""
+    try:
+        text = torchrun_log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    exits = parse_torchrun_failures(text)
+    kernel = read_kernel_log() if any(e["signal"] == "SIGKILL" for e in exits) else None
+    return describe_rank_exits(text, kernel)

@@ -18,6 +18,8 @@ from ansible.module_utils.nccl_run_observe import (
     rank_progress,
     read_progress,
     tcp_probe,
+    touch_watch,
+    watcher_gone,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runfaults"
@@ -138,3 +140,14 @@ def test_tcp_probe_counts_refused_as_reachable() -> None:
         assert tcp_probe("127.0.0.1", port, 2.0)["answer"] == "connected"
     closed = tcp_probe("127.0.0.1", port, 2.0)
     assert closed["ok"] is True and closed["answer"].startswith("refused")
+
+
+def test_the_watch_file_goes_stale_after_its_own_limit(tmp_path: Path) -> None:
+    path = tmp_path / "watch.json"
+    assert watcher_gone(path) is None  # never watched: the run is not ended for it
+    touch_watch(path, 15.0)
+    assert watcher_gone(path) is None
+    reason = watcher_gone(path, now=time.time() + 16)
+    assert reason is not None and "stopped watching" in reason
+    touch_watch(tmp_path / "gone" / "watch.json", 15.0)  # the run directory was removed
+    assert not (tmp_path / "gone").exists()
