@@ -277,8 +277,9 @@ def _detect(r: dict[str, Any]) -> list[str]:
         f"2-host lab, nccl_run_timeout={r['run_timeout']} (the default), nccl_stall_timeout 30 "
         f"(the default). Link cut: 1 rank per host, nccl_check `{' '.join(r['check_args'])}`; "
         "once rank 0 timed a bandwidth size, host 2's fabric link was set down (lab.link_down). "
-        "Killed rank: 2 ranks per host, rank 3 paused before `barrier`, then SIGKILLed "
-        "(lab.kill). Named = the play's output (read as it is written) carries the finding; "
+        "Killed rank: 2 ranks per host, rank 0 asleep before `barrier` (node 1 cannot end by "
+        "itself), rank 3 SIGKILLed while it waits in `barrier` (lab.kill). Named = the play's "
+        "output (read as it is written) carries the finding; "
         "ended = the last node's launch.json finished_at (whole seconds).",
         "",
         f"- link cut {fmt(median([x['fault_after_start_s'] for x in r['runs']]))} s after "

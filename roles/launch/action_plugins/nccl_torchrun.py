@@ -187,9 +187,10 @@ class RunWatch:
             stop = self.judge(task_vars)
             if stop is not None:
                 reason, details = stop
+                # Said before the stop call, which takes the kill grace and the collect.
+                display.display(f"{self.host}: ending the run: {reason}", color="red")
                 result = self.call(task_vars, stop_reason=reason, stop_details=details)
                 self.note(result)
-                display.display(f"{self.host}: run ended: {reason}", color="red")
                 return result
 
     def note(self, result: dict[str, Any]) -> None:
