@@ -226,6 +226,7 @@ class RunWatch:
         if link_down(self.state):
             iface = self.state["interface"]
             line += f" [{iface['ifname']} {str(iface['state']).upper()}]"
+            group += " link-down"  # news for a log too
         if watch_rules.should_show(self.terminal, line, group, self.shown, now, self.show_every):
             display.display(line)
             self.shown = {"line": line, "group": group, "at": now}
