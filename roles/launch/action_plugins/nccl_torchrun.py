@@ -197,8 +197,10 @@ class RunWatch:
         """Fold a look into this host's state, write it for the others, show the line."""
         now = time.time()
         state = self.state
-        history, moved = watch_rules.advance(state["history"], result.get("progress") or [], now)
-        state.update(history=history, progress=result.get("progress") or [], updated=now)
+        # A look that read no rank file (the run directory going away) keeps what was seen.
+        progress = result.get("progress") or state["progress"]
+        history, moved = watch_rules.advance(state["history"], progress, now)
+        state.update(history=history, progress=progress, updated=now)
         if result.get("interface") is not None:
             state["interface"] = result["interface"]
         if moved:
