@@ -108,7 +108,9 @@ def test_a_stall_with_a_link_down_is_diagnosed_and_named(tmp_path: Path, shown: 
          "answer": "no answer in 2 s"}]}  # fmt: skip
     # The rank has been at 4 MiB for 100 s: past the 10 s a link seen down allows.
     node = FakeNode([look("bandwidth_all_reduce", 4 << 20, 100.0)], diagnosis=mine)
-    watch(node, tmp_path).run({})
+    watcher = watch(node, tmp_path)
+    watcher.state["last_advance"] -= 100  # the watch began 100 s ago
+    watcher.run({})
     diagnose = next(c for c in node.calls if c.get("diagnose") is not None)
     assert diagnose["diagnose"]["ifname"] == "fab0"
     assert diagnose["diagnose"]["probes"] == HOSTS[0]["probes"]
