@@ -398,6 +398,7 @@ from ansible.module_utils.nccl_run_dir import (
     private_dir_problem,
 )
 from ansible.module_utils.nccl_run_observe import (
+    WATCHER_GONE,
     interface_state,
     rank_exits,
     read_progress,
@@ -766,6 +767,9 @@ def supervise(
             "cmd": argv,
         },
     )
+    if stopped_by and WATCHER_GONE in stopped_by:
+        # Nobody will come to collect: leave nothing on the node (docs/design.md).
+        shutil.rmtree(run_dir, ignore_errors=True)
     return 0
 
 

@@ -285,6 +285,10 @@ def tcp_probe(
 # ------------------------------------------------------------------------------------------------
 
 
+# The start of watcher_gone's reason: the supervisor then also removes the run directory.
+WATCHER_GONE = "the control machine stopped watching the run"
+
+
 def touch_watch(path: Path, stale_s: float) -> None:
     """Say that the control machine still watches: the supervisor ends the run when this file
     is older than stale_s (Ctrl-C or a lost connection between two looks)."""
@@ -305,10 +309,7 @@ def watcher_gone(path: Path, now: float | None = None) -> str | None:
         return None
     if age <= stale:
         return None
-    return (
-        f"the control machine stopped watching the run (no look for {age:.0f} s: Ctrl-C or a "
-        "lost connection)"
-    )
+    return f"{WATCHER_GONE} (no look for {age:.0f} s: Ctrl-C or a lost connection)"
 
 
 def rank_exits(torchrun_log: Path) -> list[dict[str, Any]]:

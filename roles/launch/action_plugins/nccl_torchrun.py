@@ -174,7 +174,7 @@ class RunWatch:
     def run(self, task_vars: dict[str, Any]) -> dict[str, Any]:
         look = {
             "watch_s": self.interval,
-            "watch_stale_s": max(15.0, 4 * self.interval),
+            "watch_stale_s": max(12.0, 4 * self.interval),
             "watch_ifname": self.mine.get("ifname") or None,
         }
         while True:
