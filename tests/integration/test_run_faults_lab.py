@@ -207,3 +207,44 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
     assert leftovers(run_id) == []
     for host in lab2.hosts:
         assert not run_dir(run_id, host).exists()
+
+
+@pytest.mark.lab
+def test_a_rank_that_stops_advancing_is_a_stall_after_nccl_stall_timeout(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    """Rank 0 sleeps before barrier with every link up: after nccl_stall_timeout the run ends,
+    saying the network answers and where the ranks were stuck, not at nccl_run_timeout."""
+    run_id = new_run_id()
+    started = time.time()
+    result = playbook(
+        lab2,
+        run_id,
+        tmp_path,
+        {
+            "nccl_slots": 1,
+            "nccl_run_timeout": 300,
+            "nccl_stall_timeout": 10,
+            "nccl_master_port": 29575,
+            "nccl_check_args": [*QUICK, "--tests", "correctness", "--pause-before", "barrier@0"],
+        },
+        "--tags",
+        "launch",
+    )
+    assert result.returncode != 0
+    report = tmp_path / run_id
+    for host in lab2.hosts:
+        launch = json.loads((report / host.inventory_name / "launch.json").read_text())
+        stopped = launch["stopped_by"] or ""
+        assert stopped.startswith("stalled: every fabric interface is up and the ring answers"), (
+            launch
+        )
+        assert "stuck in barrier" in stopped and "(nccl_stall_timeout 10 s)" in stopped, stopped
+        assert launch["stop"]["kind"] == "stall" and launch["stop"]["culprits"] == {}
+        assert launch["timed_out"] is False
+        # Far from nccl_run_timeout (300 s): the stall ended it.
+        assert finished_epoch(launch) - started < 200
+    validate(report)
+    assert leftovers(run_id) == []
+    for host in lab2.hosts:
+        assert not run_dir(run_id, host).exists()
