@@ -1,12 +1,16 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Time to detect: a fabric link goes down mid-run; how long until the play has reported?
+"""Time to detect: faults while the ranks run, with the default nccl_run_timeout (300 s).
 
-validate.yml runs on a 2-host lab with a small nccl_run_timeout. As soon as a rank has recorded
-MIN_TESTS_DONE tests in its rank-<R>.json (the ranks are inside the collectives), host 2's fabric
-link is set down.
-Measured: seconds from the link going down to the end of ansible-playbook (the report written and
-the verdict given). Goal: <= nccl_run_timeout + 15 s.
+1. Link cut: validate.yml runs on a 2-host lab (1 rank per host) with a long sweep. Once rank 0
+   times a bandwidth test (its rank-<R>.json has a current_size), host 2's fabric link is set
+   down. Measured: seconds from the cut until the play's output names it (the watch's
+   "ending the run: stalled: <host>: <if> is DOWN" line, read from the log as it is written),
+   and until ansible-playbook ended. Goal: named <= 30 s after the cut.
+2. Killed rank: 2 hosts x 2 ranks; rank 0 sleeps before `barrier` (so node 1 cannot end by
+   itself), rank 3 waits in `barrier` and is SIGKILLed. Measured: seconds from the kill until the
+   last node's run ended (launch.json's finished_at, whole seconds) and until the output names
+   the signal. Goal: every node's run ended <= 10 s after the kill.
 """
 
 from __future__ import annotations
@@ -15,89 +19,167 @@ import contextlib
 import glob
 import json
 import time
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bench.common import PHASES, finish_playbook, lab_session, log, median, start_playbook
 
-RUN_TIMEOUT = 60
-GOAL_MARGIN = 15.0
-NPROC = 1
-# The link goes down once a rank has recorded this many tests (check-in, init, a collective).
-MIN_TESTS_DONE = 3
-# Enough work that the ranks are still running when the link goes down.
-CHECK_ARGS = ["--max-bytes", "4M", "--iters", "50"]
+RUN_TIMEOUT = 300
+CUT_GOAL_S = 30.0
+KILL_GOAL_S = 10.0
+# Enough work that the ranks are still inside the collectives when the link goes down.
+CUT_CHECK_ARGS = ["--max-bytes", "4M", "--iters", "40", "--warmup", "1"]
+KILL_RANK = 3
+KILL_CHECK_ARGS = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1", "--tests",
+                   "correctness", "--pause-before", "barrier@0"]  # fmt: skip
 
 
 def run(workdir: Path, repeats: int) -> dict[str, Any]:
-    runs: list[dict[str, Any]] = []
-    for i in range(repeats):
-        log(f"detect: repeat {i + 1}/{repeats}")
-        run_root = workdir / "detect" / f"runroot-r{i}"
-        run_root.mkdir(parents=True, exist_ok=True)
-        with lab_session(2, slots=NPROC) as (lab, cpu):
-            victim = lab.hosts[1]
-            before = cpu.usage_s()
-            proc, ctx = start_playbook(
-                lab, workdir / "detect", f"r{i}",
-                ["-e", f"nccl_run_timeout={RUN_TIMEOUT}", "-e", f"nccl_run_root={run_root}",
-                 "-e", json.dumps({"nccl_check_args": CHECK_ARGS})],
-            )  # fmt: skip
-            pattern = str(run_root / "nccl-preflight-*" / "results" / "rank-*.json")
-            down_at = None
-            while proc.poll() is None:
-                if _tests_done(pattern) >= MIN_TESTS_DONE:
-                    lab.link_down(victim)
-                    down_at = time.monotonic()
-                    break
-                time.sleep(0.1)
-            pb = finish_playbook(proc, ctx, cpu, before, timeout=RUN_TIMEOUT + 600)
-        detect_s = None if down_at is None else pb.ended - down_at
-        log(
-            f"detect: link down {'never (no rank file)' if down_at is None else 'mid-run'}; "
-            f"play ended {detect_s if detect_s is None else round(detect_s, 1)}s later, rc {pb.rc}"
-        )
-        runs.append(
-            {
-                "detect_s": detect_s,
-                "down_after_start_s": None if down_at is None else down_at - pb.started,
-                "wall_s": pb.wall_s,
-                "rc": pb.rc,
-                "phases": pb.phases,
-                "log": pb.log_path,
-                "summary": _summary(Path(pb.report_dir)),
-            }
-        )
-    detect = median([r["detect_s"] for r in runs])
+    cuts = [_one_cut(workdir, i) for i in range(repeats)]
+    kills = [_one_kill(workdir, i) for i in range(repeats)]
+    named = median([r["named_s"] for r in cuts])
+    ended = median([r["ended_s"] for r in kills])
     return {
         "name": "detect",
-        "goal": f"play reported <= nccl_run_timeout + {GOAL_MARGIN:g} s after the link went down",
-        "met": detect is not None
-        and all(r["detect_s"] is not None for r in runs)
-        and detect <= RUN_TIMEOUT + GOAL_MARGIN,
+        "goal": (
+            f"a link cut named <= {CUT_GOAL_S:g} s after the cut and a SIGKILLed rank ends every "
+            f"node's run <= {KILL_GOAL_S:g} s after the kill (nccl_run_timeout {RUN_TIMEOUT})"
+        ),
+        "met": named is not None
+        and ended is not None
+        and all(r["named_s"] is not None and r["named_s"] <= CUT_GOAL_S for r in cuts)
+        and all(r["ended_s"] is not None and r["ended_s"] <= KILL_GOAL_S for r in kills),
         "run_timeout": RUN_TIMEOUT,
-        "check_args": CHECK_ARGS,
-        "detect_s": detect,
-        "down_after_start_s": median([r["down_after_start_s"] for r in runs]),
-        "wall_s": median([r["wall_s"] for r in runs]),
-        "phases": {p: median([r["phases"].get(p, 0.0) for r in runs]) for p in PHASES},
-        "reported_failure": all(r["rc"] != 0 for r in runs),
-        "runs": runs,
+        "check_args": CUT_CHECK_ARGS,
+        "named_s": named,
+        "cut_play_end_s": median([r["play_end_s"] for r in cuts]),
+        "kill_ended_s": ended,
+        "kill_named_s": median([r["named_s"] for r in kills]),
+        "wall_s": median([r["wall_s"] for r in cuts]),
+        "phases": {p: median([r["phases"].get(p, 0.0) for r in cuts]) for p in PHASES},
+        "reported_failure": all(r["rc"] != 0 for r in cuts + kills),
+        "runs": cuts,
+        "kill_runs": kills,
         "repeats": repeats,
     }
 
 
-def _tests_done(pattern: str) -> int:
-    """The most tests any rank has recorded so far (0 while no rank file exists)."""
-    done = 0
+def _one_cut(workdir: Path, i: int) -> dict[str, Any]:
+    log(f"detect: link cut, repeat {i + 1}")
+    run_root = workdir / "detect" / f"runroot-cut{i}"
+    run_root.mkdir(parents=True, exist_ok=True)
+    with lab_session(2, slots=1) as (lab, cpu):
+        victim = lab.hosts[1]
+        rank0 = str(run_root / "nccl-preflight-*" / "results" / "rank-0.json")
+        needle = f"stalled: {victim.inventory_name}: {victim.fabric_ifname} is DOWN"
+
+        def cut() -> None:
+            lab.link_down(victim)
+
+        return _timed_fault(lab, cpu, workdir, f"cut{i}", run_root, CUT_CHECK_ARGS,
+                            lambda: _at_bandwidth(rank0), cut, needle)  # fmt: skip
+
+
+def _one_kill(workdir: Path, i: int) -> dict[str, Any]:
+    log(f"detect: SIGKILLed rank, repeat {i + 1}")
+    run_root = workdir / "detect" / f"runroot-kill{i}"
+    run_root.mkdir(parents=True, exist_ok=True)
+    with lab_session(2, slots=2) as (lab, cpu):
+        victim = lab.hosts[1]
+        record = str(run_root / "nccl-preflight-*" / "results" / f"rank-{KILL_RANK}.json")
+        needle = f"rank {KILL_RANK} on {victim.inventory_name} killed by SIGKILL"
+
+        def kill() -> None:
+            for path in glob.glob(record):
+                lab.kill(victim, int(json.loads(Path(path).read_text())["pid"]))
+
+        return _timed_fault(lab, cpu, workdir, f"kill{i}", run_root, KILL_CHECK_ARGS,
+                            lambda: _at_test(record, "barrier"), kill, needle)  # fmt: skip
+
+
+def _timed_fault(
+    lab: Any,
+    cpu: Any,
+    workdir: Path,
+    label: str,
+    run_root: Path,
+    check_args: list[str],
+    ready: Callable[[], bool],
+    fault: Callable[[], None],
+    needle: str,
+) -> dict[str, Any]:
+    before = cpu.usage_s()
+    proc, ctx = start_playbook(
+        lab, workdir / "detect", label,
+        ["-e", f"nccl_run_timeout={RUN_TIMEOUT}", "-e", f"nccl_run_root={run_root}",
+         "-e", "launch_progress=log", "-e", json.dumps({"nccl_check_args": check_args})],
+    )  # fmt: skip
+    fault_at = fault_epoch = named_at = None
+    while proc.poll() is None:
+        if fault_at is None and ready():
+            fault()
+            fault_at, fault_epoch = time.monotonic(), time.time()
+        if fault_at is not None and named_at is None and needle in _read(ctx["log_path"]):
+            named_at = time.monotonic()
+        time.sleep(0.1)
+    if fault_at is not None and named_at is None and needle in _read(ctx["log_path"]):
+        named_at = time.monotonic()  # written just before the play ended
+    pb = finish_playbook(proc, ctx, cpu, before, timeout=RUN_TIMEOUT + 600)
+    ends = [_finished_epoch(p) for p in Path(pb.report_dir).glob("*/*/launch.json")]
+    result = {
+        "fault_after_start_s": None if fault_at is None else fault_at - pb.started,
+        "named_s": None if named_at is None or fault_at is None else named_at - fault_at,
+        "play_end_s": None if fault_at is None else pb.ended - fault_at,
+        "ended_s": None
+        if fault_epoch is None or not ends or None in ends
+        else max(ends) - fault_epoch,  # type: ignore[operator]
+        "wall_s": pb.wall_s,
+        "rc": pb.rc,
+        "phases": pb.phases,
+        "log": pb.log_path,
+        "stopped_by": _stopped_by(Path(pb.report_dir)),
+    }
+    log(f"detect {label}: named {result['named_s']} s, nodes ended {result['ended_s']} s, "
+        f"play ended {result['play_end_s']} s after the fault; rc {pb.rc}")  # fmt: skip
+    return result
+
+
+def _read(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        return Path(path).read_text(errors="replace")
+    return ""
+
+
+def _load(pattern: str) -> dict[str, Any]:
     for path in glob.glob(pattern):
         with contextlib.suppress(OSError, ValueError):
-            done = max(done, len(json.loads(Path(path).read_text()).get("tests", [])))
-    return done
+            return json.loads(Path(path).read_text())
+    return {}
 
 
-def _summary(report_root: Path) -> str:
-    """The first lines of the run's summary.md (what the user saw), if written."""
-    for path in sorted(report_root.glob("*/summary.md")):
-        return "\n".join(path.read_text(errors="replace").splitlines()[:12])
-    return ""
+def _at_bandwidth(pattern: str) -> bool:
+    doc = _load(pattern)
+    return str(doc.get("current_test") or "").startswith("bandwidth_") and isinstance(
+        doc.get("current_size"), int
+    )
+
+
+def _at_test(pattern: str, test: str) -> bool:
+    return _load(pattern).get("current_test") == test
+
+
+def _finished_epoch(path: Path) -> float | None:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        return datetime.fromisoformat(json.loads(path.read_text())["finished_at"]).timestamp()
+    return None
+
+
+def _stopped_by(report_root: Path) -> list[str]:
+    """What each node's launch.json says ended its run."""
+    found = []
+    for path in sorted(report_root.glob("*/*/launch.json")):
+        with contextlib.suppress(OSError, ValueError):
+            found.append(f"{path.parent.name}: {json.loads(path.read_text()).get('stopped_by')}")
+    return found

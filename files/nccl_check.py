@@ -545,9 +545,19 @@ class RankRecord:
     def where(self) -> str:
         return f"rank {self.data['global_rank']} on {self.data['host']}"
 
-    def start(self, test: str) -> None:
+    def start(self, test: str, index: int | None = None) -> None:
+        """`test` runs now; `index`: its 1-based place in --tests (progress contract)."""
         with self.lock:
             self.data["current_test"] = test
+            self.data["current_size"] = None
+            if index is not None:
+                self.data["test_index"] = index
+            self.write()
+
+    def at_size(self, size: int) -> None:
+        """The sweep times message size `size` (bytes) of the current test now."""
+        with self.lock:
+            self.data["current_size"] = size
             self.write()
 
     def add(self, test: dict[str, Any]) -> None:
@@ -555,6 +565,7 @@ class RankRecord:
         with self.lock:
             self.data["tests"].append(test)
             self.data["current_test"] = None
+            self.data["current_size"] = None
             self.write()
         line = f"[{self.where}] {test['name']}: {test['status']}"
         if test["message"]:
@@ -1783,7 +1794,7 @@ class Sweep:
     warmup: int
     type_name: str
     threshold: float | None
-    arm: Callable[[str], None]
+    arm: Callable[[str, int], None]
 
 
 def count_wrong(collective: Collective, buffers: Buffers) -> int:
@@ -1814,7 +1825,7 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
     assert run is not None, f"{collective} is not timed"
     rows: list[dict[str, Any]] = []
     for size in sweep.sizes:
-        sweep.arm(f"bandwidth_{collective} at {size} B")
+        sweep.arm(f"bandwidth_{collective} at {size} B", size)
         count, nbytes = message_shape(collective, size, elem, n)
         buffers = Buffers(ctx, count)
         for _ in range(sweep.warmup):
@@ -2359,6 +2370,9 @@ def new_record(args: argparse.Namespace, host: str) -> RankRecord:
         "env": seen_environment(os.environ),
         "status": "running",
         "current_test": "init",
+        "current_size": None,
+        "test_index": 0,
+        "test_count": len(args.tests),
         "missing_ranks": [],
         "started_at": now(),
         "finished_at": None,
@@ -2559,7 +2573,7 @@ def run_tests(
     sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
     stopped_by: str | None = None
     tables: list[str] = []
-    for name in args.tests:
+    for index, name in enumerate(args.tests, 1):
         if stopped_by is not None:
             record.add(
                 test_entry(name, "error", f"not run: stopped after {stopped_by} could not run")
@@ -2569,7 +2583,7 @@ def run_tests(
         if support.state == "no":  # predicted: never called (see SUPPORT)
             record.add(test_entry(name, "skipped", support.reason, {"support": "no"}))
             continue
-        record.start(name)
+        record.start(name, index)
         peers.progress(args.rank, name)
         watchdog.arm(name, args.timeout)
         pause_if_asked(args, record, name)
@@ -2582,7 +2596,7 @@ def run_tests(
                 args.warmup,
                 type_name,
                 args.thresholds[collective],
-                lambda phase: watchdog.arm(phase, args.timeout),
+                lambda phase, size: (record.at_size(size), watchdog.arm(phase, args.timeout)),
             )
             entry = run_test(name, lambda c=collective, s=sweep: measure(s, c), support)
             if entry["bandwidth"]:

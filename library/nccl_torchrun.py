@@ -175,6 +175,44 @@ options:
         alive and the results are packed.
     type: bool
     default: false
+  watch_s:
+    description:
+      - With O(state=finished), look for at most this many seconds; when the run is still alive
+        then, return at once with RV(running) true and RV(progress), ending nothing. 0 waits
+        until the run ended (one call as long as the run).
+      - Each such look leaves C(<run_dir>/watch.json); the supervisor ends the run when no look
+        came for O(watch_stale_s) seconds (the control machine is gone).
+    type: float
+    default: 0
+  watch_stale_s:
+    description: Seconds without a look after which the supervisor ends a watched run.
+    type: float
+    default: 30
+  watch_ifname:
+    description:
+      - With O(watch_s), a look that finds the run alive also returns RV(interface), this fabric
+        interface's state and carrier now.
+    type: str
+  diagnose:
+    description:
+      - With O(state=finished), end nothing and return RV(diagnosis) at once, a stall's evidence
+        on this node. Keys C(ifname) (the fabric interface whose state and carrier to read),
+        C(probes) (a list of C({host, address, port}) to open a TCP connection to; refused counts
+        as reachable), C(probe_timeout) (seconds, default 2), C(source) (address to bind).
+    type: dict
+  stop_details:
+    description:
+      - With O(stop_reason), recorded as C(stop) in C(launch.json) (what the watch knew, such as
+        a stall's culprits, ranks, test and size).
+    type: dict
+  watch:
+    description:
+      - Handled by the action plugin of roles/launch on the control machine, never by the node;
+        it then calls this module with O(watch_s) until the run ended, prints the progress of the
+        host's ranks, ends the run when another host's run failed or when no rank advanced for
+        the stall timeout (after a O(diagnose) call on every host). Keys are documented in
+        roles/launch/action_plugins/nccl_torchrun.py.
+    type: dict
 attributes:
   check_mode:
     support: none
@@ -299,6 +337,33 @@ collected_to:
   description: Where the action plugin unpacked the collected files on the control machine.
   returned: when O(collect_to)
   type: str
+running:
+  description: Whether the run is still alive (a look with O(watch_s) or O(diagnose) ended first).
+  returned: when O(state=finished)
+  type: bool
+progress:
+  description:
+    - Every rank's place, from its C(rank-<R>.json) (the progress contract of docs/design.md)
+      C({rank, status, test, size, index, count, age_s}).
+  returned: when O(state=finished)
+  type: list
+  elements: dict
+rank_exits:
+  description:
+    - The ranks torchrun reported as failed, root cause first C({rank, local_rank, pid, exitcode,
+      signal, text, root_cause}); a SIGKILL also has C(oom), the kernel's OOM-killer line or
+      null, and C(text) says where to look when the kernel log is not readable.
+  returned: when O(state=finished) or O(state=stopped)
+  type: list
+  elements: dict
+interface:
+  description: With O(watch_ifname), C({ifname, state, carrier, reason}) at the look.
+  returned: when O(watch_ifname) and the run is still alive
+  type: dict
+diagnosis:
+  description: With O(diagnose), C({interface {ifname, state, carrier, reason}, probes [...]}).
+  returned: when O(diagnose)
+  type: dict
 run_dir_removed:
   description: Whether O(run_dir) was removed.
   returned: when O(state=finished) or O(state=stopped)
@@ -335,6 +400,15 @@ from ansible.module_utils.nccl_run_dir import (
     parse_mode,
     private_dir_problem,
 )
+from ansible.module_utils.nccl_run_observe import (
+    WATCHER_GONE,
+    interface_state,
+    rank_exits,
+    read_progress,
+    tcp_probe,
+    touch_watch,
+    watcher_gone,
+)
 
 PIDS_FILE = "torchrun.pids"
 LAUNCH_FILE = "launch.json"
@@ -347,6 +421,8 @@ POLL_S = 0.25
 FINISH_POLL_S = 0.2
 # state=finished waits at most this long beyond the run's own bound (timeout + kill_grace).
 FINISH_MARGIN_S = 30
+# A watching look leaves this in the run directory; the supervisor ends the run once it is stale.
+WATCH_FILE = "watch.json"
 # Seconds state=started waits for the detached supervisor to say torchrun runs.
 READY_TIMEOUT_S = 30
 MAX_FD = 65536
@@ -356,6 +432,10 @@ COLLECTED_NAME = re.compile(
 )
 # NCCL_DEBUG_FILE of the ranks (roles/nccl_env/templates/nccl.env.j2): results/nccl.<pid>.log.
 NCCL_DEBUG_LOG = re.compile(r"^nccl\.(\d+)\.log$")
+
+
+# wait_supervisor's answer when a watch call's look ended before the run did.
+STILL_RUNNING = "\0still running"
 
 
 class Stop(Exception):
@@ -663,6 +743,9 @@ def supervise(
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
+            stopped_by = watcher_gone(run_dir / WATCH_FILE)
+            if stopped_by:
+                break
             reap_children(keep=proc.pid)
             time.sleep(POLL_S)
     except Stop as exc:
@@ -691,6 +774,9 @@ def supervise(
             "cmd": argv,
         },
     )
+    if stopped_by and WATCHER_GONE in stopped_by:
+        # Nobody will come to collect: leave nothing on the node (docs/design.md).
+        shutil.rmtree(run_dir, ignore_errors=True)
     return 0
 
 
@@ -921,7 +1007,12 @@ def read_pids(run_dir: Path) -> dict[str, Any] | None:
 
 
 def stop_run(
-    run_dir: Path, grace: int, timeout: int, rank_offset: int, reason: str | None = None
+    run_dir: Path,
+    grace: int,
+    timeout: int,
+    rank_offset: int,
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """End whatever the run of run_dir left alive; join the logs; make sure launch.json exists."""
     launch_path = run_dir / LAUNCH_FILE
@@ -954,6 +1045,11 @@ def stop_run(
             changed = True
         if reason and launch.get("stopped_by"):
             launch["stopped_by"] = reason
+            if details:
+                launch["stop"] = details
+            changed = True
+        if "rank_exits" not in launch:
+            launch["rank_exits"] = rank_exits(run_dir / TORCHRUN_LOG)
             changed = True
         if changed:
             write_json(launch_path, launch)
@@ -979,6 +1075,7 @@ def stop_run(
         # Ended by the supervisor at the timeout or by this call: the whole run's record.
         "killed_pids": sorted(set(launch.get("killed_pids") or []) | set(killed)),
         "ended_now": killed,
+        "rank_exits": launch.get("rank_exits") or [],
         "rank_logs": rank_logs,
         "launch_json": str(launch_path),
     }
@@ -992,11 +1089,14 @@ def reader_gone(fd: int) -> bool:
     return any(event & (select.POLLERR | select.POLLHUP) for _, event in watch.poll(0))
 
 
-def wait_supervisor(run_dir: Path, margin: float, every: float = FINISH_POLL_S) -> str | None:
+def wait_supervisor(
+    run_dir: Path, margin: float, every: float = FINISH_POLL_S, until: float | None = None
+) -> str | None:
     """Wait until the run's supervisor exited, at most until its own bound plus `margin`.
 
     Returns why the run must be ended now (a signal that interrupted the wait: SIGTERM, SIGINT or
-    SIGHUP; the bound passed; nobody reads our result any more), else None.
+    SIGHUP; the bound passed; nobody reads our result any more), else None. With `until` (an
+    epoch), returns STILL_RUNNING when the run is still alive then.
     """
     doc = read_pids(run_dir)
     if doc is None:
@@ -1018,6 +1118,8 @@ def wait_supervisor(run_dir: Path, margin: float, every: float = FINISH_POLL_S) 
                 return f"the run outlived timeout + kill_grace + {margin:.0f} s"
             if reader_gone(sys.stdout.fileno()):
                 return "the control machine went away (the session waiting for the run closed)"
+            if until is not None and time.time() >= until:
+                return STILL_RUNNING
             time.sleep(every)
     except Stop as exc:
         return str(exc)
@@ -1117,12 +1219,65 @@ def run_finished(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     run_dir = Path(params["run_dir"])
     reason = params["stop_reason"] or None
+    if params["diagnose"] is not None and reason is None:
+        return diagnose_run(run_dir, params["diagnose"])
     if reason is None:
-        reason = wait_supervisor(run_dir, FINISH_MARGIN_S)
+        watch_s = params["watch_s"]
+        until = time.time() + watch_s if watch_s > 0 else None
+        if until is not None:
+            touch_watch(run_dir / WATCH_FILE, params["watch_stale_s"])
+        reason = wait_supervisor(run_dir, FINISH_MARGIN_S, until=until)
+        if reason == STILL_RUNNING:
+            touch_watch(run_dir / WATCH_FILE, params["watch_stale_s"])
+            look = {
+                "changed": False,
+                "running": True,
+                "progress": read_progress(run_dir / RESULTS_DIR),
+            }
+            if params["watch_ifname"]:
+                look["interface"] = interface_state(params["watch_ifname"])
+            return look
     result = stop_run(
-        run_dir, params["kill_grace"], params["timeout"], params["rank_offset"], reason
+        run_dir,
+        params["kill_grace"],
+        params["timeout"],
+        params["rank_offset"],
+        reason,
+        params["stop_details"],
     )
+    result["running"] = False
+    result["progress"] = read_progress(run_dir / RESULTS_DIR)
     return finish_call(module, result)
+
+
+# ------------------------------------------------------------------------------------------------
+# Watching: the controller's short looks (state=finished with watch_s), a stall's evidence
+# ------------------------------------------------------------------------------------------------
+
+
+def diagnose_run(run_dir: Path, spec: dict[str, Any]) -> dict[str, Any]:
+    """A stall's evidence on this node: the fabric interface now and a TCP probe of each peer."""
+    doc = read_pids(run_dir) or {}
+    alive = bool(doc) and is_alive(doc.get("supervisor_pid") or 0, doc.get("supervisor_starttime"))
+    probes = []
+    for target in spec.get("probes") or []:
+        probe = tcp_probe(
+            str(target["address"]),
+            int(target["port"]),
+            float(spec.get("probe_timeout") or 2.0),
+            spec.get("source") or None,
+        )
+        probes.append({"host": target.get("host"), **probe})
+    ifname = spec.get("ifname")
+    return {
+        "changed": False,
+        "running": alive,
+        "progress": read_progress(run_dir / RESULTS_DIR),
+        "diagnosis": {
+            "interface": interface_state(str(ifname)) if ifname else {},
+            "probes": probes,
+        },
+    }
 
 
 def run_stopped(module: AnsibleModule) -> dict[str, Any]:
@@ -1169,6 +1324,11 @@ def main() -> None:
             "collect_log_max_bytes": {"type": "int", "default": 4 * 1024 * 1024},
             "collect_to": {"type": "path"},
             "remove_run_dir": {"type": "bool", "default": False},
+            "watch_s": {"type": "float", "default": 0.0},
+            "watch_stale_s": {"type": "float", "default": 30.0},
+            "watch_ifname": {"type": "str"},
+            "diagnose": {"type": "dict"},
+            "stop_details": {"type": "dict"},
         },
         supports_check_mode=False,
     )

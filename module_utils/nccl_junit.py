@@ -394,6 +394,10 @@ def rank_suite(
             + (f" and nothing came{_launch_timeout(host.launch)}" if hung else "")
             + "."
         )
+        # How it died, from torchrun's report (launch.json rank_exits, docs/design.md).
+        died = next((e for e in launch.get("rank_exits") or [] if e.get("rank") == rank), None)
+        if died and died.get("signal") and not hung:
+            message += f" It was {died.get('text')}."
         message = _with_hint(message, (hints or {}).get(MISSING))
         case = TestCase(
             current if current not in names else f"{current} (not finished)", classname=classname

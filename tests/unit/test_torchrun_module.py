@@ -707,3 +707,58 @@ def test_real_torchrun_rank_logs_and_rc(tmp_path: Path, run_dir: Path) -> None:
     assert "hello from rank 0" in (run_dir / "results" / "rank-0.log").read_text()
     assert "hello from rank 1" in (run_dir / "results" / "rank-1.log").read_text()
     assert tagged_processes(run_dir) == [] and not pid_alive(started["supervisor_pid"])
+
+
+# --- the launch's watch: looks, diagnose, stop details, a run nobody watches -------------------
+
+
+def rank_file(run_dir: Path, rank: int, **doc: object) -> None:
+    results = run_dir / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"rank-{rank}.json").write_text(json.dumps({"status": "running", **doc}))
+
+
+def test_a_look_returns_the_progress_while_the_run_goes_on(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    start_hanging_run(tmp_path, fake_python, run_dir, timeout=120)
+    rank_file(run_dir, 4, current_test="bandwidth_all_reduce", current_size=4096, test_index=3,
+              test_count=9)  # fmt: skip
+    began = time.monotonic()
+    look = finish(
+        start_module(finished_args(run_dir, watch_s=0.5, watch_ifname="lo"), tmp_path, "look")
+    )
+    assert time.monotonic() - began < 15
+    assert look["running"] is True and look["changed"] is False
+    assert look["progress"][0]["rank"] == 4 and look["progress"][0]["size"] == 4096
+    assert look["interface"]["ifname"] == "lo"
+    assert len(tagged_processes(run_dir)) == 5, "a look ends nothing"
+    assert (run_dir / "watch.json").is_file()
+    probe = {"ifname": "lo", "probes": [{"host": "me", "address": "127.0.0.1", "port": 9}]}
+    diag = finish(start_module(finished_args(run_dir, diagnose=probe), tmp_path, "diag"))
+    assert diag["running"] is True and len(tagged_processes(run_dir)) == 5
+    assert diag["diagnosis"]["probes"][0]["ok"] is True  # refused: the host answers
+    details = {"kind": "stall", "test": "bandwidth_all_reduce", "size_bytes": 4096}
+    stop = finish(
+        start_module(
+            finished_args(run_dir, stop_reason="stalled: x", stop_details=details), tmp_path, "s"
+        )
+    )
+    assert stop["running"] is False and tagged_processes(run_dir) == []
+    launch = json.loads((run_dir / "launch.json").read_text())
+    assert launch["stopped_by"] == "stalled: x" and launch["stop"] == details
+    assert launch["rank_exits"] == []
+
+
+def test_the_supervisor_ends_a_run_nobody_looks_at_any_more(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    """Ctrl-C between two looks: no session is open on the node to notice; the watch file is."""
+    start_hanging_run(tmp_path, fake_python, run_dir, timeout=120)
+    look = finish(
+        start_module(finished_args(run_dir, watch_s=0.2, watch_stale_s=3), tmp_path, "look")
+    )
+    assert look["running"] is True
+    wait_for(lambda: tagged_processes(run_dir) == [], timeout=30)
+    # Nobody will come to collect: the supervisor leaves nothing behind.
+    wait_for(lambda: not run_dir.exists(), timeout=15)

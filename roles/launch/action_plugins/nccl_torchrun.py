@@ -2,6 +2,13 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Action plugin for library/nccl_torchrun.py: unpack the results the node sent back.
 
+With ``watch`` (state=finished), the wait is a series of short looks instead of one call as
+long as the run (docs/design.md, "Watching a run"): between looks this plugin prints the
+progress of the host's ranks, writes what it saw to ``<report dir>/<host>/progress.json``,
+reads every other host's, and ends the run early when another host's run failed or when no rank
+advanced for the stall timeout (after a diagnose call on every host). The judging is pure and
+lives in module_utils/nccl_run_watch.py.
+
 With ``collect_to``, the module (state=finished or state=stopped) packs the run's results into a
 gzip tar archive in its result; this plugin, on the control machine, takes the archive out of the
 result (so it is never shown or kept in a registered variable) and writes its files into
@@ -14,15 +21,23 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import importlib.util
 import io
+import json
 import os
 import re
+import sys
 import tarfile
+import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
 
 # Exactly the files docs/design.md lists under reports/<run-id>/<host>/: flat, nothing else.
 COLLECTED_NAME = re.compile(
@@ -63,6 +78,241 @@ def unpack_results(archive: bytes, dest: Path) -> list[str]:
     return written
 
 
+def _load_watch() -> ModuleType:
+    """module_utils/nccl_run_watch.py of this project (the controller has no custom module_utils
+    on ansible.module_utils' path, only the modules shipped to the nodes do)."""
+    path = Path(__file__).resolve().parents[3] / "module_utils" / "nccl_run_watch.py"
+    spec = importlib.util.spec_from_file_location("nccl_preflight_run_watch", path)
+    if spec is None or spec.loader is None:  # pragma: no cover
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+watch_rules = _load_watch()
+
+# A look that sees a host's fabric interface down needs this little patience before the run is
+# stalled (seconds without a rank advancing), whatever the stall timeout.
+LINK_DOWN_PATIENCE_S = 10.0
+# How long a host that found the stall waits for every other host's evidence.
+DIAGNOSE_WAIT_S = 8.0
+
+
+def read_states(report_dir: Path, hosts: list[str]) -> dict[str, dict[str, Any]]:
+    """Every host's progress.json (a host that wrote none yet is absent)."""
+    states = {}
+    for host in hosts:
+        try:
+            doc = json.loads((report_dir / host / "progress.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict):
+            states[host] = doc
+    return states
+
+
+def write_state(report_dir: Path, state: dict[str, Any]) -> None:
+    target = report_dir / state["host"] / "progress.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(".progress.json.tmp")
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def stdout_is_terminal() -> bool:
+    """Whether ansible-playbook prints to a terminal. This runs in a worker process, whose own
+    stdout is never the terminal: look at the standard output of its parent, the main process."""
+    if sys.stdout.isatty():
+        return True
+    try:
+        target = os.readlink(f"/proc/{os.getppid()}/fd/1")
+    except OSError:
+        return False
+    return target.startswith(("/dev/pts/", "/dev/tty"))
+
+
+def link_down(state: dict[str, Any]) -> bool:
+    iface = state.get("interface") or {}
+    return iface.get("state") not in (None, "up", "unknown") or iface.get("carrier") is False
+
+
+class RunWatch:
+    """The short looks of one host's wait, on the control machine (one per Ansible worker).
+
+    The task's ``watch`` keys: ``host`` (this inventory host), ``report_dir`` (reports/<run-id>:
+    every host's progress.json is under <host>/), ``hosts`` (every host of the run in node-rank
+    order: {host, ranks, ifname, address, preflight_state, probes [{host, address, port}]}),
+    ``interval`` (seconds per look), ``stall_timeout`` (0: no stall detection),
+    ``progress`` (auto, terminal, log, off), ``progress_interval`` (seconds, terminal only).
+    """
+
+    def __init__(self, action: ActionModule, args: dict[str, Any], spec: dict[str, Any]):
+        self.action, self.args = action, args
+        self.host = str(spec["host"])
+        self.report_dir = Path(os.path.expanduser(str(spec["report_dir"])))
+        self.hosts: list[dict[str, Any]] = list(spec.get("hosts") or [])
+        self.interval = float(spec.get("interval", 2))
+        self.stall_timeout = float(spec.get("stall_timeout", 30))
+        self.show_every = float(spec.get("progress_interval", 5))
+        mode = str(spec.get("progress", "auto")).lower()
+        self.terminal = stdout_is_terminal() if mode == "auto" else mode == "terminal"
+        self.quiet = mode in ("off", "false", "no")
+        self.mine = next((h for h in self.hosts if h["host"] == self.host), {"ranks": []})
+        now = time.time()
+        self.state: dict[str, Any] = {
+            "host": self.host,
+            "started": now,
+            "updated": now,
+            "last_advance": now,
+            "running": True,
+            "progress": [],
+            "history": {},
+            "interface": None,
+            "diagnosis": None,
+            "ended": None,
+        }
+        self.shown: dict[str, Any] = {}
+
+    def call(self, task_vars: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return self.action._execute_module(
+            module_name=self.action._task.action,
+            module_args={**self.args, **extra},
+            task_vars=task_vars,
+        )
+
+    def run(self, task_vars: dict[str, Any]) -> dict[str, Any]:
+        look = {
+            "watch_s": self.interval,
+            "watch_stale_s": max(12.0, 4 * self.interval),
+            "watch_ifname": self.mine.get("ifname") or None,
+        }
+        while True:
+            result = self.call(task_vars, **look)
+            if result.get("failed") or result.get("unreachable"):
+                return result
+            self.note(result)
+            if not result.get("running"):
+                return result
+            stop = self.judge(task_vars)
+            if stop is not None:
+                reason, details = stop
+                # Said before the stop call, which takes the kill grace and the collect.
+                display.display(f"{self.host}: ending the run: {reason}", color="red")
+                result = self.call(task_vars, stop_reason=reason, stop_details=details)
+                self.note(result)
+                return result
+
+    def note(self, result: dict[str, Any]) -> None:
+        """Fold a look into this host's state, write it for the others, show the line."""
+        now = time.time()
+        state = self.state
+        # A look that read no rank file (the run directory going away) keeps what was seen.
+        progress = result.get("progress") or state["progress"]
+        history, moved = watch_rules.advance(state["history"], progress, now)
+        state.update(history=history, progress=progress, updated=now)
+        if result.get("interface") is not None:
+            state["interface"] = result["interface"]
+        if moved:
+            # When the rank got there (the file's age), not when this look saw it.
+            latest = max((item["since"] for item in history.values()), default=now)
+            state["last_advance"] = max(float(state["last_advance"]), min(now, latest))
+        if not result.get("running", True):
+            state["last_advance"] = now
+        if not result.get("running", True):
+            state["running"] = False
+            state["ended"] = {
+                key: result.get(key)
+                for key in ("torchrun_rc", "timed_out", "stopped_by", "rank_exits")
+            }
+            state["ended"]["rc"] = result.get("torchrun_rc")
+        write_state(self.report_dir, state)
+        self.show(now)
+
+    def show(self, now: float) -> None:
+        if self.quiet:
+            return
+        line, group = watch_rules.progress_line(
+            self.host, self.mine.get("ranks") or [], self.state["progress"]
+        )
+        if link_down(self.state):
+            iface = self.state["interface"]
+            line += f" [{iface['ifname']} {str(iface['state']).upper()}]"
+            group += " link-down"  # news for a log too
+        if watch_rules.should_show(self.terminal, line, group, self.shown, now, self.show_every):
+            display.display(line)
+            self.shown = {"line": line, "group": group, "at": now}
+
+    def judge(self, task_vars: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """(why this host's run ends now, details for launch.json), or None to look again."""
+        names = [h["host"] for h in self.hosts] or [self.host]
+        states = read_states(self.report_dir, names)
+        states[self.host] = self.state
+        reason = watch_rules.failure_elsewhere(self.host, states)
+        if reason:
+            kind = "stall" if reason.startswith("stalled:") else "failure_elsewhere"
+            return reason, {"kind": kind, "message": reason, "seen_on": "another host"}
+        if self.stall_timeout <= 0:
+            return None
+        now = time.time()
+        quiet_s = now - max(float(s.get("last_advance") or 0) for s in states.values())
+        limit = watch_rules.stall_limit([s.get("history") or {} for s in states.values()],
+                                        self.stall_timeout)  # fmt: skip
+        why = (
+            f"nccl_stall_timeout {self.stall_timeout:g} s"
+            if limit <= self.stall_timeout
+            else f"{limit:.0f} s: the sizes before predicted "
+            f"{limit / watch_rules.STALL_MARGIN:.0f} s for this one"
+        )
+        down = any(link_down(s) for s in states.values())
+        if down and limit > LINK_DOWN_PATIENCE_S:
+            limit = LINK_DOWN_PATIENCE_S
+            why = f"{limit:g} s once a fabric link is down"
+        # Before every rank is in its tests (torch imports, rendezvous, check-in), only a link
+        # that is down ends the run: a slow start or a missing rank is the check-in's finding.
+        # Once every rank finished, the processes only exit (slowly on a loaded host): no stall.
+        if quiet_s <= limit or not watch_rules.any_running(states):
+            return None
+        if not (down or watch_rules.all_in_tests(self.hosts, states)):
+            return None
+        return self.diagnose(task_vars, names, quiet_s, limit, why)
+
+    def diagnose(
+        self,
+        task_vars: dict[str, Any],
+        names: list[str],
+        quiet_s: float,
+        limit: float,
+        why: str,
+    ) -> tuple[str, dict[str, Any]]:
+        """Read this host's evidence, wait a little for the others', word the stall."""
+        spec = self.args.get("diagnose") or {}
+        mine = self.mine
+        probe = {
+            "ifname": mine.get("ifname"),
+            "probes": mine.get("probes") or [],
+            "probe_timeout": 2.0,
+            "source": mine.get("address"),
+            **spec,
+        }
+        answer = self.call(task_vars, diagnose=probe)
+        self.state["diagnosis"] = answer.get("diagnosis") or {"error": answer.get("msg")}
+        write_state(self.report_dir, self.state)
+        deadline = time.time() + DIAGNOSE_WAIT_S
+        while True:
+            states = read_states(self.report_dir, names)
+            states[self.host] = self.state
+            pending = [
+                h for h in names if (states.get(h) or {}).get("running", True)
+                and not (states.get(h) or {}).get("diagnosis")
+            ]  # fmt: skip
+            if not pending or time.time() >= deadline:
+                break
+            time.sleep(0.2)
+        message, details = watch_rules.stall_message(self.hosts, states, quiet_s, limit, why)
+        return f"stalled: {message}", details
+
+
 class ActionModule(ActionBase):
     """Run nccl_torchrun on the node; unpack its collected archive on the control machine."""
 
@@ -75,12 +325,21 @@ class ActionModule(ActionBase):
         del tmp
         module_args = dict(self._task.args)
         collect_to = module_args.pop("collect_to", None)
+        watch = module_args.pop("watch", None)
         if collect_to:
             module_args["collect"] = True
+        watching = (
+            bool(watch)
+            and module_args.get("state", "finished") == "finished"
+            and not module_args.get("stop_reason")
+        )
         try:
-            module_result = self._execute_module(
-                module_name=self._task.action, module_args=module_args, task_vars=task_vars
-            )
+            if watching:
+                module_result = RunWatch(self, module_args, watch).run(task_vars or {})
+            else:
+                module_result = self._execute_module(
+                    module_name=self._task.action, module_args=module_args, task_vars=task_vars
+                )
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         archive = module_result.pop("collected_archive", None)

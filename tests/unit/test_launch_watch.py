@@ -1,0 +1,137 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""roles/launch/action_plugins/nccl_torchrun.py, the watch loop on the control machine: looks,
+progress.json for the other hosts, the stop it asks for when a rank died elsewhere or the run
+stalled, and the lines it prints. The node is a scripted stand-in for the module's answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.unit.test_launch_collect import action
+
+HOSTS = [
+    {"host": "a", "ranks": [0], "ifname": "fab0", "address": "10.0.0.1", "preflight_state": "up",
+     "probes": [{"host": "b", "address": "10.0.0.2", "port": 29500}]},
+    {"host": "b", "ranks": [1], "ifname": "fab0", "address": "10.0.0.2", "preflight_state": "up",
+     "probes": [{"host": "a", "address": "10.0.0.1", "port": 29500}]},
+]  # fmt: skip
+
+
+class FakeNode:
+    """Answers the module calls of one host: looks from a script, then a diagnosis or a stop."""
+
+    def __init__(self, looks: list[dict[str, Any]], diagnosis: dict[str, Any] | None = None):
+        self.looks, self.diagnosis = looks, diagnosis
+        self.calls: list[dict[str, Any]] = []
+        self._task = SimpleNamespace(action="nccl_torchrun")
+
+    def _execute_module(self, module_name: str, module_args: dict, task_vars: dict) -> dict:
+        assert module_name == "nccl_torchrun"
+        self.calls.append(module_args)
+        if module_args.get("stop_reason"):
+            return {"running": False, "torchrun_rc": -15, "stopped_by": module_args["stop_reason"]}
+        if module_args.get("diagnose") is not None:
+            return {"running": True, "progress": [], "diagnosis": self.diagnosis}
+        return self.looks.pop(0) if len(self.looks) > 1 else self.looks[0]
+
+
+def look(test: str | None, size: int | None, age_s: float, **extra: Any) -> dict[str, Any]:
+    entry = {"rank": 0, "status": "running", "test": test, "size": size, "index": 15,
+             "count": 21, "age_s": age_s}  # fmt: skip
+    return {"running": True, "progress": [entry], **extra}
+
+
+@pytest.fixture
+def shown(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    lines: list[str] = []
+    monkeypatch.setattr(action.display, "display", lambda msg, **kw: lines.append(msg))
+    return lines
+
+
+def watch(node: FakeNode, report: Path, **spec: Any) -> Any:
+    base = {"host": "a", "report_dir": str(report), "hosts": HOSTS, "interval": 0.01,
+            "stall_timeout": 30, "progress": "log"}  # fmt: skip
+    return action.RunWatch(node, {"state": "finished", "run_dir": "/tmp/x"}, {**base, **spec})
+
+
+def test_a_rank_killed_on_another_host_ends_this_run_naming_it(
+    tmp_path: Path, shown: list[str]
+) -> None:
+    dead = {
+        "host": "b",
+        "updated": 1.0,
+        "ended": {
+            "rc": 1,
+            "stopped_by": None,
+            "rank_exits": [
+                {"rank": 1, "signal": "SIGKILL", "root_cause": True,
+                 "text": "killed by SIGKILL (signal 9) (not by the OOM killer: ...)"},
+            ],
+        },
+    }  # fmt: skip
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "progress.json").write_text(json.dumps(dead))
+    node = FakeNode([look("barrier", None, 0.5)])
+    result = watch(node, tmp_path).run({})
+    assert result["running"] is False
+    stop = node.calls[-1]
+    assert stop["stop_reason"].startswith("rank 1 on b killed by SIGKILL")
+    assert stop["stop_details"]["kind"] == "failure_elsewhere"
+    assert any(
+        line.startswith("a: ending the run: rank 1 on b killed by SIGKILL") for line in shown
+    )
+    state = json.loads((tmp_path / "a" / "progress.json").read_text())
+    assert state["ended"]["stopped_by"] == stop["stop_reason"]
+
+
+def test_a_stall_with_a_link_down_is_diagnosed_and_named(tmp_path: Path, shown: list[str]) -> None:
+    other = {
+        "host": "b",
+        "updated": 1.0,
+        "last_advance": 0.0,
+        "running": True,
+        "progress": [{"rank": 1, "status": "running", "test": "bandwidth_all_reduce",
+                      "size": 4 << 20, "index": 15, "count": 21, "age_s": 0}],
+        "history": {},
+        "interface": {"ifname": "fab0", "state": "down", "carrier": None},
+        "diagnosis": {"interface": {"ifname": "fab0", "state": "down", "carrier": None},
+                      "probes": []},
+    }  # fmt: skip
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "progress.json").write_text(json.dumps(other))
+    mine = {"interface": {"ifname": "fab0", "state": "up", "carrier": True}, "probes": [
+        {"host": "b", "address": "10.0.0.2", "port": 29500, "ok": False,
+         "answer": "no answer in 2 s"}]}  # fmt: skip
+    # The rank has been at 4 MiB for 100 s: past the 10 s a link seen down allows.
+    node = FakeNode([look("bandwidth_all_reduce", 4 << 20, 100.0)], diagnosis=mine)
+    watcher = watch(node, tmp_path)
+    watcher.state["last_advance"] -= 100  # the watch began 100 s ago
+    watcher.run({})
+    diagnose = next(c for c in node.calls if c.get("diagnose") is not None)
+    assert diagnose["diagnose"]["ifname"] == "fab0"
+    assert diagnose["diagnose"]["probes"] == HOSTS[0]["probes"]
+    reason = node.calls[-1]["stop_reason"]
+    assert reason.startswith(
+        "stalled: b: fab0 is DOWN (was UP at the pre-flight) — rank 0 waited on rank 1 in "
+        "bandwidth_all_reduce at 4 MiB"
+    ), reason
+    assert "(10 s once a fabric link is down)" in reason
+    details = node.calls[-1]["stop_details"]
+    assert details["kind"] == "stall" and details["suspect_ranks"] == [1]
+
+
+def test_no_stall_while_a_rank_is_still_checking_in(tmp_path: Path, shown: list[str]) -> None:
+    """Rank 1 never wrote its record (a slow torch import): the looks go on until the run ends."""
+    ended = {"running": False, "progress": [], "torchrun_rc": 0, "stopped_by": None}
+    stuck = look("bandwidth_all_reduce", 1024, 100.0)
+    node = FakeNode([stuck, stuck, stuck, ended])
+    result = watch(node, tmp_path, stall_timeout=1).run({})
+    assert result["running"] is False
+    assert not any("stop_reason" in c or "diagnose" in c for c in node.calls)
+    assert shown == ["a: rank 0 at bandwidth_all_reduce 1 KiB (15 of 21 tests)"]

@@ -1,0 +1,220 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""module_utils/nccl_run_watch.py: the controller's judgment while a run goes on: progress lines,
+when a rank advanced, the stall limit the sizes before predict, which failure elsewhere ends a
+node's run, and how a stall is worded from every host's evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.module_utils.nccl_run_watch import (
+    STALL_MARGIN,
+    advance,
+    all_in_tests,
+    any_running,
+    failure_elsewhere,
+    format_size,
+    predicted_s,
+    progress_line,
+    rank_list,
+    should_show,
+    stall_limit,
+    stall_message,
+)
+
+
+def rank(r: int, test: str | None, size: int | None = None, **kw: Any) -> dict[str, Any]:
+    return {
+        "rank": r,
+        "status": kw.get("status", "running"),
+        "test": test,
+        "size": size,
+        "index": kw.get("index", 12),
+        "count": kw.get("count", 31),
+        "age_s": kw.get("age_s", 0.0),
+    }
+
+
+def test_words_for_sizes_and_ranks() -> None:
+    assert format_size(64 * 1024 * 1024) == "64 MiB"
+    assert format_size(1536) == "1.5 KiB"
+    assert format_size(8) == "8 B"
+    assert rank_list([4]) == "rank 4"
+    assert rank_list([7, 4, 5, 6]) == "ranks 4-7"
+    assert rank_list([0, 2, 5, 6]) == "ranks 0, 2, 5-6"
+
+
+def test_progress_line_of_a_host() -> None:
+    progress = [rank(r, "bandwidth_all_reduce", 64 << 20) for r in (4, 5, 6, 7)]
+    line, group = progress_line("node2", [4, 5, 6, 7], progress)
+    assert line == "node2: ranks 4-7 at bandwidth_all_reduce 64 MiB (12 of 31 tests)"
+    assert group == "bandwidth_all_reduce"
+    mixed = [rank(4, "bandwidth_all_reduce", 64 << 20), rank(5, "bandwidth_all_reduce", 1 << 20)]
+    line, _ = progress_line("node2", [4, 5, 6], mixed)
+    assert line == (
+        "node2: rank 4 at bandwidth_all_reduce 64 MiB, rank 5 at bandwidth_all_reduce 1 MiB, "
+        "rank 6 starting (12 of 31 tests)"
+    )
+    done = [rank(0, None, status="passed", index=31)]
+    assert progress_line("n1", [0], done)[0] == "n1: rank 0 done (passed) (31 of 31 tests)"
+    assert progress_line("n1", [0, 1], [])[0] == "n1: ranks 0-1 starting"
+
+
+def test_a_terminal_gets_changes_at_most_every_interval_a_log_one_line_per_test() -> None:
+    last = {"line": "a", "group": "g1", "at": 100.0}
+    assert should_show(True, "b", "g1", {}, 100.0, 5)
+    assert not should_show(True, "b", "g1", last, 103.0, 5)
+    assert should_show(True, "b", "g1", last, 105.0, 5)
+    assert not should_show(True, "a", "g1", last, 200.0, 5)
+    assert not should_show(False, "b", "g1", last, 200.0, 5)
+    assert should_show(False, "b", "g2", last, 100.1, 5)
+
+
+def test_advance_notes_when_each_rank_reached_its_place() -> None:
+    history, moved = advance({}, [rank(0, "bandwidth_all_reduce", 1024, age_s=2.0)], 100.0)
+    assert moved and history["0"]["since"] == 98.0 and history["0"]["prev"] is None
+    same, moved = advance(history, [rank(0, "bandwidth_all_reduce", 1024, age_s=9.0)], 107.0)
+    assert not moved and same["0"]["since"] == 98.0
+    later, moved = advance(history, [rank(0, "bandwidth_all_reduce", 4096, age_s=1.0)], 110.0)
+    assert moved and later["0"]["prev"] == {"size": 1024, "since": 98.0}
+    other, _ = advance(later, [rank(0, "bandwidth_broadcast", 1024)], 111.0)
+    assert other["0"]["prev"] is None  # another test: its sizes predict nothing here
+
+
+def test_stall_limit_grows_with_what_the_sizes_before_predict() -> None:
+    # 2 MiB started at t=0, 4 MiB at t=20: 4 MiB should take about 40 s (20 s per 2 MiB).
+    item = {
+        "pos": ["running", "t", 3, 4 << 20],
+        "since": 20.0,
+        "prev": {"size": 2 << 20, "since": 0.0},
+    }
+    assert predicted_s(item) == 40.0
+    # Sizes seen 1 MiB then 4 MiB (2 MiB unseen between looks): 3 MiB moved in 30 s, 4 MiB ~40 s.
+    skipped = {
+        "pos": ["running", "t", 3, 4 << 20],
+        "since": 30.0,
+        "prev": {"size": 1 << 20, "since": 0.0},
+    }
+    assert predicted_s(skipped) == 40.0
+    assert stall_limit([{"0": item}], 30.0) == STALL_MARGIN * 40.0
+    quick = {"pos": ["running", "t", 3, 4096], "since": 0.2, "prev": {"size": 2048, "since": 0.1}}
+    assert stall_limit([{"0": quick}], 30.0) == 30.0
+    finished = {**item, "pos": ["passed", None, 3, None]}
+    assert stall_limit([{"0": finished}], 30.0) == 30.0
+
+
+def test_a_rank_killed_elsewhere_ends_this_run_a_failed_check_does_not() -> None:
+    killed = {
+        "updated": 10.0,
+        "ended": {
+            "rc": 1,
+            "stopped_by": None,
+            "rank_exits": [
+                {"rank": 2, "signal": "SIGTERM", "text": "exited 143 after SIGTERM",
+                 "root_cause": False},
+                {"rank": 3, "signal": "SIGKILL", "text": "killed by SIGKILL (signal 9)",
+                 "root_cause": True},
+            ],
+        },
+    }  # fmt: skip
+    assert failure_elsewhere("n1", {"n1": {}, "n2": killed}) == (
+        "rank 3 on n2 killed by SIGKILL (signal 9)"
+    )
+    assert failure_elsewhere("n2", {"n2": killed}) is None  # its own end is not news
+    failed_check = {
+        "ended": {
+            "rc": 1,
+            "rank_exits": [{"rank": 3, "signal": None, "text": "exited 1", "root_cause": True}],
+        }
+    }
+    assert failure_elsewhere("n1", {"n2": failed_check}) is None
+    stalled = {"updated": 11.0, "ended": {"rc": 1, "stopped_by": "stalled: n2: fab0 is DOWN"}}
+    assert failure_elsewhere("n1", {"n3": stalled}) == "stalled: n2: fab0 is DOWN"
+    assert failure_elsewhere("n1", {"n2": killed, "n3": stalled}).startswith("rank 3 on n2")
+    torchrun_killed = {"ended": {"rc": -9, "stopped_by": None, "rank_exits": []}}
+    assert (
+        failure_elsewhere("n1", {"n2": torchrun_killed}) == "torchrun on n2 was killed by SIGKILL"
+    )
+
+
+HOSTS = [
+    {"host": "node1", "ranks": [0, 2], "ifname": "fab0", "preflight_state": "up"},
+    {"host": "node2", "ranks": [1], "ifname": "fab0", "preflight_state": "up"},
+]
+
+
+def states(node2_iface: dict[str, Any], probes: dict[str, list] | None = None) -> dict:
+    probes = probes or {}
+    at = [rank(0, "bandwidth_all_reduce", 4 << 20), rank(2, "bandwidth_all_reduce", 4 << 20)]
+    return {
+        "node1": {
+            "progress": at,
+            "diagnosis": {
+                "interface": {"ifname": "fab0", "state": "up", "carrier": True},
+                "probes": probes.get("node1", []),
+            },
+        },
+        "node2": {
+            "progress": [rank(1, "bandwidth_all_reduce", 4 << 20)],
+            "diagnosis": {"interface": node2_iface, "probes": probes.get("node2", [])},
+        },
+    }
+
+
+def test_a_stall_names_the_host_whose_link_went_down_and_where_the_ranks_waited() -> None:
+    down = {"ifname": "fab0", "state": "down", "carrier": None}
+    probes = {
+        "node1": [{"host": "node2", "address": "10.0.0.2", "port": 29500, "ok": False,
+                   "answer": "no answer in 2 s"}],
+        "node2": [{"host": "node1", "address": "10.0.0.1", "port": 29500, "ok": False,
+                   "answer": "Network is unreachable"}],
+    }  # fmt: skip
+    message, details = stall_message(HOSTS, states(down, probes), 31.0, 30.0)
+    assert message.startswith(
+        "node2: fab0 is DOWN (was UP at the pre-flight) — ranks 0 and 2 waited on rank 1 in "
+        "bandwidth_all_reduce at 4 MiB; no rank advanced for 31 s"
+    ), message
+    assert details["culprits"] == {"node2": ["fab0 is DOWN (was UP at the pre-flight)"]}
+    assert (details["suspect_ranks"], details["waiting_ranks"]) == ([1], [0, 2])
+    assert (details["test"], details["size_bytes"]) == ("bandwidth_all_reduce", 4 << 20)
+
+
+def test_a_stall_with_links_up_names_the_unreachable_host_or_the_rank_behind() -> None:
+    up = {"ifname": "fab0", "state": "up", "carrier": True}
+    probes = {
+        "node1": [{"host": "node2", "address": "10.0.0.2", "port": 29500, "ok": False,
+                   "answer": "no answer in 2 s"}],
+    }  # fmt: skip
+    message, _ = stall_message(HOSTS, states(up, probes), 40.0, 30.0)
+    assert message.startswith(
+        "node2: unreachable from node1 at 10.0.0.2:29500 (no answer in 2 s) — ranks 0 and 2 "
+        "waited on rank 1"
+    ), message
+    no_carrier = {"ifname": "fab0", "state": "up", "carrier": False}
+    assert "fab0 has no carrier" in stall_message(HOSTS, states(no_carrier), 40.0, 30.0)[0]
+    # Nothing wrong with the network; rank 1 is a size behind the others.
+    behind = states(up)
+    behind["node2"]["progress"] = [rank(1, "bandwidth_all_reduce", 2 << 20)]
+    message, details = stall_message(HOSTS, behind, 40.0, 30.0, "nccl_stall_timeout 30 s")
+    assert message.startswith("every fabric interface is up and the ring answers"), message
+    assert "ranks 0 and 2 waited on rank 1 in bandwidth_all_reduce at 4 MiB" in message
+    assert message.endswith("(nccl_stall_timeout 30 s)")
+    assert details["suspect_ranks"] == [1]
+
+
+def test_stall_detection_waits_until_every_rank_is_in_its_tests() -> None:
+    hosts = [{"host": "a", "ranks": [0, 1]}, {"host": "b", "ranks": [2]}]
+    in_tests = {"a": {"progress": [rank(0, "barrier", index=1), rank(1, None, status="passed")]}}
+    assert not all_in_tests(hosts, in_tests)  # rank 2 wrote nothing yet
+    in_tests["b"] = {"progress": [rank(2, "checkin", index=0)]}
+    assert not all_in_tests(hosts, in_tests)  # still checking in
+    in_tests["b"] = {"progress": [rank(2, "all_reduce_sum", index=2)]}
+    assert all_in_tests(hosts, in_tests)
+
+
+def test_no_stall_once_every_rank_finished() -> None:
+    done = {"a": {"progress": [rank(0, None, status="passed")]}, "b": {"progress": []}}
+    assert not any_running(done)
+    done["b"]["progress"] = [rank(1, "barrier")]
+    assert any_running(done)
