@@ -139,6 +139,13 @@ def test_a_script_without_the_table_is_named() -> None:
         ns.load_table("COLLECTIVES = {}\n")
 
 
+def test_a_launch_script_of_ones_own_without_the_table_predicts_nothing() -> None:
+    wrapper = "import os, sys\nos.execv(sys.executable, [sys.executable, 'nccl_check.py'])\n"
+    assert ns.nccl_predicted_skips(wrapper, "gloo", []) == []
+    assert ns.nccl_predicted_skips("not python (", "gloo", []) == []
+    assert ns.nccl_predicted_skips(TEXT, "gloo", ["--device", "cuda"])  # the real one predicts
+
+
 def test_torch_here_is_the_one_the_messages_were_recorded_with() -> None:
     assert torch.__version__ == REFUSALS["torch"]
 
