@@ -42,6 +42,10 @@ def main() -> None:
         ops[name] = [e.name for e in prof.events() if e.name.startswith("gloo:")]
     ops["reduce_scatter_list_result"] = part.tolist()  # n everywhere when it really reduced
     (out_dir / f"ops-{rank}.json").write_text(json.dumps(ops))
+    # Every rank has left its last collective before any tears the group down: a rank still in
+    # the broadcast while another destroyed the group died once with "terminate called without
+    # an active exception" (SIGABRT).
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -239,8 +239,11 @@ def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
             "1",
         ],
         "nccl_busbw_min_bytes": 4 * 1024 * 1024,
-        # twice what a 1 Gbit/s link carries
+        # twice what a 1 Gbit/s link carries; tbf's burst lets a 4 MiB run measure a little
+        # more than the rate (0.1266 GB/s, 50.6% seen once), so the failure threshold is set
+        # clear of the 50% the link gives instead of on it.
         "nccl_expected_busbw": {"all_reduce": 0.25},
+        "nccl_busbw_crit": 0.6,
     }
     undo = [lab6.rate_limit(h, "1gbit") for h in lab6.hosts[:2]]
     try:
@@ -254,7 +257,7 @@ def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
     measured = json.loads(next(first_dir.glob("*/rank-0.json")).read_text())["tests"][-1]
     busbw = measured["bandwidth"][-1]["busbw_gbps"]
     assert plan["expect"]["expected_busbw"] == {"all_reduce": 0.25}
-    assert busbw < 0.125  # the link carries at most 1 Gbit/s
+    assert busbw < 0.125 * 1.1  # the link carries 1 Gbit/s (plus what tbf's burst lets through)
     assert f"busbw {busbw:.4g} GB/s at 4194304 B" in output
     assert "of the expected 0.25 GB/s (nccl_expected_busbw)" in output
     root = ET.parse(first_dir / "junit.xml").getroot()
