@@ -12,8 +12,9 @@ Every check is skipped, with the reason, unless the run's backend is hccl.
   torch_npu importable by the node's Python, its version made for this torch (torch_npu's
   version starts with torch's X.Y.Z: Ascend/pytorch's release table pairs torch_npu 2.1.0.post8
   with torch 2.1.0), and torch.npu.is_available().
-- npu_model: the same chip name and npu-smi (driver) version on every host; the odd host fails
-  with the table.
+- npu_model: the same chip name and npu-smi (driver) version on every host, then the same NPU
+  firmware (npu-smi info -t board: each chip's firmware_version) among the hosts where it was
+  read; the odd host fails with the table; a host whose firmware is unknown says why.
 - hccl_ports: HCCL's host ports (HCCL_IF_BASE_PORT, default 60000, and the 15 after it; CANN
   environment variable reference) must be reserved (net.ipv4.ip_local_reserved_ports) where they
   fall in the ephemeral range, as CANN asks, so that no outgoing connection takes them first.
@@ -119,6 +120,29 @@ def _model(obs: dict) -> str | None:
     return f"{names}, npu-smi {acc.get('npu_smi_version') or 'unknown'}"
 
 
+def _firmware(obs: dict) -> str | None:
+    """'7.1.0.7.220' (or 'a + b' on a host of mixed cards); None when any chip's is unknown."""
+    chips = _acc(obs).get("npus") or []
+    versions = [c.get("firmware_version") for c in chips]
+    if not chips or any(not v for v in versions):
+        return None
+    return " + ".join(sorted({str(v) for v in versions}))
+
+
+def _odd_one(
+    host: str, what: str, values: dict[str, str], mine: str, hint: str
+) -> tuple[str, str, str] | None:
+    """None when mine is the most common value, else (status, message, hint) with the table."""
+    counts = Counter(values.values())
+    ref = next(v for v in values.values() if counts[v] == max(counts.values()))
+    if mine == ref:
+        return None
+    width = max(len(h) for h in values)
+    rows = "\n".join(f"  {h.ljust(width)}  {v}" for h, v in values.items())
+    message = f"{host}: {what} {mine} differ from the other hosts ({ref}); host -> NPU:\n{rows}"
+    return "failed", message, hint
+
+
 def check_npu_model(observations: dict, host: str, order: list[str]) -> dict:
     obs = observations[host]
     skip = _skip(obs)
@@ -128,19 +152,29 @@ def check_npu_model(observations: dict, host: str, order: list[str]) -> dict:
     if mine is None:
         return _result("npu_model", host, "skipped", f"{host}: no NPU to compare (see check npu)")
     values = {h: m for h in order if (m := _model(observations.get(h) or {})) is not None}
-    counts = Counter(values.values())
-    ref = next(v for h, v in values.items() if counts[v] == max(counts.values()))
-    if mine == ref:
-        return _result("npu_model", host, "passed", f"{host}: {mine}, like the other hosts")
-    width = max(len(h) for h in values)
-    rows = "\n".join(f"  {h.ljust(width)}  {v}" for h, v in values.items())
+    hint = "npu-smi info  (on every host); run on hosts with one NPU model and driver"
+    odd = _odd_one(host, "NPU model and driver", values, mine, hint)
+    if odd:
+        return _result("npu_model", host, *odd)
+    firmware = _firmware(obs)
+    if firmware is None:
+        why = _acc(obs).get("npu_firmware_reason") or "not read"
+        return _result(
+            "npu_model",
+            host,
+            "passed",
+            f"{host}: {mine}, like the other hosts; firmware unknown: {why}",
+        )
+    known = {h: f for h in order if (f := _firmware(observations.get(h) or {})) is not None}
+    hint = (
+        "npu-smi info -t board -i <NPU>  (on every host); upgrade the NPU firmware to one "
+        "version (Ascend-hdk-*-npu-firmware) on every host"
+    )
+    odd = _odd_one(host, "NPU firmware", known, firmware, hint)
+    if odd:
+        return _result("npu_model", host, *odd)
     return _result(
-        "npu_model",
-        host,
-        "failed",
-        f"{host}: NPU model and driver {mine} differ from the other hosts ({ref}); host -> "
-        f"NPU:\n{rows}",
-        "npu-smi info  (on every host); run on hosts with one NPU model and driver",
+        "npu_model", host, "passed", f"{host}: {mine}, firmware {firmware}, like the other hosts"
     )
 
 

@@ -7,12 +7,18 @@ from __future__ import annotations
 import copy
 
 import nccl_npu_checks as npu
-from ansible.module_utils.nccl_accel_facts import parse_npu_smi_info
+from ansible.module_utils.nccl_accel_facts import (
+    board_firmware,
+    parse_npu_smi_board,
+    parse_npu_smi_info,
+)
 
 from tests.unit.test_nccl_facts import fixture
 
 B2 = parse_npu_smi_info(fixture("npu-smi/910b2-info.txt"))
 A3 = parse_npu_smi_info(fixture("npu-smi/ascend910-a3-info.txt"))
+FW = board_firmware(parse_npu_smi_board(fixture("npu-smi/910-board-info.txt")))  # 7.1.0.7.220
+FW_200 = board_firmware(parse_npu_smi_board(fixture("npu-smi/atlas200ia2-board-info.txt")))
 GOOD_PY = {
     "executable": "/opt/py/bin/python",
     "torch_version": "2.1.0",
@@ -22,7 +28,10 @@ GOOD_PY = {
 }
 
 
-def obs(table: dict = B2, nproc: int = 2, backend: str = "hccl", **kw: object) -> dict:
+def obs(
+    table: dict = B2, nproc: int = 2, backend: str = "hccl", fw: str | None = FW, **kw: object
+) -> dict:
+    chips = [{**c, "firmware_version": fw} for c in copy.deepcopy(table["chips"])]
     base = {
         "backend": backend,
         "nproc_per_node": nproc,
@@ -31,9 +40,12 @@ def obs(table: dict = B2, nproc: int = 2, backend: str = "hccl", **kw: object) -
         "facts": {
             "ip_local_port_range": [32768, 60999],
             "accelerators": {
-                "npus": copy.deepcopy(table["chips"]),
+                "npus": chips,
                 "npu_smi_version": table["version"],
                 "npus_reason": "",
+                "npu_firmware_reason": ""
+                if fw
+                else "npu-smi info -t board -i 0 prints no Firmware Version (NA: not root?)",
                 "ip_local_reserved_ports": "60000-60015",
             },
         },
@@ -57,7 +69,9 @@ def test_two_healthy_910b2_hosts_pass_every_check() -> None:
             "hccl_ports": "passed",
         }
     assert got["n1"]["npu"]["message"] == "n1: 2 NPU chips (910B2) for 2 ranks"
-    assert got["n1"]["npu_model"]["message"] == "n1: 910B2, npu-smi 25.2.0, like the other hosts"
+    assert got["n1"]["npu_model"]["message"] == (
+        "n1: 910B2, npu-smi 25.2.0, firmware 7.1.0.7.220, like the other hosts"
+    )
 
 
 def test_every_check_is_skipped_with_the_reason_on_other_backends() -> None:
@@ -108,6 +122,25 @@ def test_the_odd_model_or_driver_fails_with_the_table() -> None:
         "(910B2, npu-smi 25.2.0)"
     )
     assert "  n3  Ascend910, npu-smi 25.2.1" in odd["message"]
+
+
+def test_the_odd_firmware_fails_with_the_table_and_unknown_firmware_says_why() -> None:
+    got = judge({"n1": obs(), "n2": obs(), "n3": obs(fw=FW_200), "n4": obs(fw=None)})
+    assert got["n2"]["npu_model"]["status"] == "passed"
+    odd = got["n3"]["npu_model"]
+    assert odd["status"] == "failed"
+    assert odd["message"] == (
+        "n3: NPU firmware 7.1.0.4.218 differ from the other hosts (7.1.0.7.220); host -> NPU:\n"
+        "  n1  7.1.0.7.220\n  n2  7.1.0.7.220\n  n3  7.1.0.4.218"
+    )
+    assert odd["hint"].startswith("npu-smi info -t board -i <NPU>  (on every host)")
+    # n4's firmware could not be read: not a failure, and the message says why
+    unknown = got["n4"]["npu_model"]
+    assert unknown["status"] == "passed"
+    assert unknown["message"] == (
+        "n4: 910B2, npu-smi 25.2.0, like the other hosts; firmware unknown: npu-smi info -t "
+        "board -i 0 prints no Firmware Version (NA: not root?)"
+    )
 
 
 def test_no_npu_found_fails_with_npu_smis_reason() -> None:
