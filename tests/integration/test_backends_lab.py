@@ -127,3 +127,12 @@ def test_the_npu_preflight_reads_the_stand_ins_and_says_what_is_missing(
     assert result(0, "hccl_ports")["status"] in ("passed", "failed")
     assert "HCCL's host ports 60000-60015" in result(0, "hccl_ports")["message"]
     assert result(0, "gpu")["status"] == "skipped"  # GPU checks: the backend is hccl
+    # auto: the CPU host would choose gloo, the Ascend master hccl, and every rank runs hccl
+    assert result(0, "backend_choice")["status"] == "passed"
+    odd = result(1, "backend_choice")
+    assert odd["status"] == "failed", odd
+    assert odd["message"].startswith(f"{other} found no NVIDIA GPU (")
+    assert (
+        "and would use gloo; the others chose hccl (the master "
+        f"{master}: 2 Ascend NPU chip(s) on 2 card(s) (npu-smi 25.2.0: 2 x 910B2))"
+    ) in odd["message"]
