@@ -18,6 +18,9 @@ Every check is skipped, with the reason, unless the run's backend is hccl.
 - hccl_ports: HCCL's host ports (HCCL_IF_BASE_PORT, default 60000, and the 15 after it; CANN
   environment variable reference) must be reserved (net.ipv4.ip_local_reserved_ports) where they
   fall in the ephemeral range, as CANN asks, so that no outgoing connection takes them first.
+- tcp_hccl_port: each host listens on HCCL_IF_BASE_PORT during the pre-flight (roles/preflight)
+  and its ring peers connect to it like to the ring's ephemeral port (probe "hccl"); a firewall
+  that drops it fails naming the host, address and port.
 """
 
 from __future__ import annotations
@@ -188,12 +191,51 @@ def _ranges(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def nccl_hccl_base_port(extra_env: dict | None) -> int:
+    """HCCL_IF_BASE_PORT of nccl_extra_env, else HCCL's default 60000."""
+    text = str((extra_env or {}).get("HCCL_IF_BASE_PORT") or HCCL_DEFAULT_BASE_PORT)
+    return int(text) if text.isdigit() and 0 < int(text) < 65536 else HCCL_DEFAULT_BASE_PORT
+
+
+def check_tcp_hccl_port(obs: dict, host: str) -> dict:
+    """This host's TCP probes of its ring peers' HCCL port (listener 'hccl', same as tcp_ring)."""
+    skip = _skip(obs)
+    if skip:
+        return _result("tcp_hccl_port", host, "skipped", f"{host}: {skip}")
+    probes = [p for p in obs.get("probes") or [] if p.get("name") == "hccl"]
+    if not probes:
+        why = (obs.get("probe_skip") or {}).get("hccl") or "no probe ran (no ring peer?)"
+        return _result("tcp_hccl_port", host, "skipped", f"{host}: HCCL's port not tested: {why}")
+    bad = [p for p in probes if not p.get("ok")]
+    if not bad:
+        done = ", ".join(f"{p['host']} {p['address']}:{p['port']}" for p in probes)
+        return _result(
+            "tcp_hccl_port",
+            host,
+            "passed",
+            f"{host}: connected over TCP to HCCL's port (HCCL_IF_BASE_PORT) of {done}",
+        )
+    dropped = {"timeout": ": packets are dropped (a firewall on the peer or in between)"}
+    lines = [
+        f"{host}: cannot open TCP to {p['host']} at {p['address']}:{p['port']} (HCCL's host "
+        f"port, HCCL_IF_BASE_PORT {p['port']}) from {p.get('source') or 'the default address'}: "
+        f"{p.get('error')}{dropped.get(str(p.get('error_kind')), '')}"
+        for p in bad
+    ]
+    hints = [
+        f"nc -zv {p['address']} {p['port']}  (on {host}); allow TCP port {p['port']} from the "
+        f"peers on {p['host']} (see its firewall check), or set HCCL_IF_BASE_PORT in "
+        "nccl_extra_env to a port the firewall lets through"
+        for p in bad
+    ]
+    return _result("tcp_hccl_port", host, "failed", "; ".join(lines), "; ".join(hints))
+
+
 def check_hccl_ports(obs: dict, host: str, extra_env: dict) -> dict:
     skip = _skip(obs)
     if skip:
         return _result("hccl_ports", host, "skipped", f"{host}: {skip}")
-    base_text = str(extra_env.get("HCCL_IF_BASE_PORT") or HCCL_DEFAULT_BASE_PORT)
-    base = int(base_text) if base_text.isdigit() else HCCL_DEFAULT_BASE_PORT
+    base = nccl_hccl_base_port(extra_env)
     first, last = base, base + HCCL_PORTS - 1
     where = f"HCCL's host ports {first}-{last} (HCCL_IF_BASE_PORT {base})"
     facts = obs.get("facts") or {}
@@ -242,6 +284,7 @@ def nccl_npu_checks_add(
                 check_npu(obs, host),
                 check_npu_model(observations, host, order),
                 check_hccl_ports(obs, host, extra.get(host) or settings.get("extra_env") or {}),
+                check_tcp_hccl_port(obs, host),
             ]
         )
     return out
@@ -251,4 +294,7 @@ class FilterModule:
     """Ascend NPU and HCCL pre-flight checks."""
 
     def filters(self) -> dict[str, Any]:
-        return {"nccl_npu_checks_add": nccl_npu_checks_add}
+        return {
+            "nccl_npu_checks_add": nccl_npu_checks_add,
+            "nccl_hccl_base_port": nccl_hccl_base_port,
+        }

@@ -94,9 +94,19 @@ def test_the_npu_preflight_reads_the_stand_ins_and_says_what_is_missing(
     lab = lab_factory(2, host_env=host_env)
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     variables = {"nccl_run_id": run_id, "nccl_report_root": str(tmp_path), "nccl_backend": "auto"}
-    proc = lab.ansible_playbook(
-        "playbooks/validate.yml", "--tags", "preflight", "-e", json.dumps(variables), timeout=600
-    )
+    # A firewall on the CPU host drops HCCL's host port (HCCL_IF_BASE_PORT, default 60000).
+    undo = lab.firewall_drop(lab.hosts[1], 60000)
+    try:
+        proc = lab.ansible_playbook(
+            "playbooks/validate.yml",
+            "--tags",
+            "preflight",
+            "-e",
+            json.dumps(variables),
+            timeout=600,
+        )
+    finally:
+        undo()
     assert proc.returncode != 0  # the NPU checks fail: nothing here can run HCCL
 
     def result(rank: int, check: str) -> dict:
@@ -127,6 +137,16 @@ def test_the_npu_preflight_reads_the_stand_ins_and_says_what_is_missing(
     assert result(0, "hccl_ports")["status"] in ("passed", "failed")
     assert "HCCL's host ports 60000-60015" in result(0, "hccl_ports")["message"]
     assert result(0, "gpu")["status"] == "skipped"  # GPU checks: the backend is hccl
+    # HCCL's port: the master's probe of the CPU host is dropped, named with the port
+    dropped = result(0, "tcp_hccl_port")
+    assert dropped["status"] == "failed", dropped
+    assert dropped["message"].startswith(
+        f"{master}: cannot open TCP to {other} at {lab.hosts[1].fabric_addr}:60000 (HCCL's host "
+        "port, HCCL_IF_BASE_PORT 60000)"
+    ), dropped
+    assert "packets are dropped" in dropped["message"]
+    assert result(1, "tcp_hccl_port")["status"] == "passed"
+    assert "60000" in result(1, "firewall")["message"], result(1, "firewall")
     # auto: the CPU host would choose gloo, the Ascend master hccl, and every rank runs hccl
     assert result(0, "backend_choice")["status"] == "passed"
     odd = result(1, "backend_choice")

@@ -67,6 +67,7 @@ def test_two_healthy_910b2_hosts_pass_every_check() -> None:
             "npu": "passed",
             "npu_model": "passed",
             "hccl_ports": "passed",
+            "tcp_hccl_port": "skipped",  # no probe in these observations
         }
     assert got["n1"]["npu"]["message"] == "n1: 2 NPU chips (910B2) for 2 ranks"
     assert got["n1"]["npu_model"]["message"] == (
@@ -170,3 +171,63 @@ def test_hccl_ports_must_be_reserved_where_they_are_ephemeral() -> None:
 def test_hosts_that_dropped_out_stay_none() -> None:
     out = npu.nccl_npu_checks_add({"n1": None}, {"n1": obs()}, {})
     assert out == {"n1": None}
+
+
+def test_the_ring_peers_hccl_port_is_probed_where_it_listens() -> None:
+    import nccl_preflight as pf
+
+    ports = {
+        "n1": {"master": {"port": 29500, "error": ""}, "ring": {"port": 40001, "error": ""}},
+        "n2": {"ring": {"port": 40002, "error": ""}, "hccl": {"port": 60000, "error": ""}},
+    }
+    addrs = {"n1": "10.0.0.11", "n2": "10.0.0.12"}
+    plan = pf.nccl_preflight_probe_plan(ports, "n1", "n1", ["n1", "n2"], addrs)
+    assert plan["targets"][-1] == {
+        "name": "hccl",
+        "host": "n2",
+        "address": "10.0.0.12",
+        "port": 60000,
+    }
+    ports["n2"]["hccl"] = {"port": 60000, "error": "[Errno 98] Address already in use"}
+    plan = pf.nccl_preflight_probe_plan(ports, "n1", "n1", ["n1", "n2"], addrs)
+    assert [t["name"] for t in plan["targets"]] == ["master", "ring"]
+    assert plan["skip"]["hccl"] == (
+        "n2 could not listen on HCCL's port: [Errno 98] Address already in use"
+    )
+    # other backends: no hccl listener, no hccl probe, nothing to skip
+    del ports["n2"]["hccl"]
+    plan = pf.nccl_preflight_probe_plan(ports, "n1", "n1", ["n1", "n2"], addrs)
+    assert "hccl" not in plan["skip"] and len(plan["targets"]) == 2
+
+
+def test_a_dropped_hccl_port_fails_naming_host_address_and_port() -> None:
+    assert npu.nccl_hccl_base_port({}) == 60000
+    assert npu.nccl_hccl_base_port({"HCCL_IF_BASE_PORT": "61000"}) == 61000
+    assert npu.nccl_hccl_base_port({"HCCL_IF_BASE_PORT": "99999"}) == 60000
+    ok = {"name": "hccl", "host": "n2", "address": "10.0.0.12", "port": 60000, "ok": True}
+    dropped = {
+        **ok,
+        "ok": False,
+        "source": "10.0.0.11",
+        "error": "timed out after 3.0 s",
+        "error_kind": "timeout",
+    }
+    got = judge({"n1": obs(probes=[dropped]), "n2": obs(probes=[{**ok, "host": "n1"}])})
+    bad = got["n1"]["tcp_hccl_port"]
+    assert bad["status"] == "failed"
+    assert bad["message"] == (
+        "n1: cannot open TCP to n2 at 10.0.0.12:60000 (HCCL's host port, HCCL_IF_BASE_PORT "
+        "60000) from 10.0.0.11: timed out after 3.0 s: packets are dropped (a firewall on the "
+        "peer or in between)"
+    )
+    assert bad["hint"].startswith("nc -zv 10.0.0.12 60000  (on n1); allow TCP port 60000")
+    assert got["n2"]["tcp_hccl_port"]["status"] == "passed"
+    none = judge({"n1": obs(probe_skip={"hccl": "n2 could not listen on HCCL's port: busy"})})
+    assert none["n1"]["tcp_hccl_port"] == {
+        "check": "tcp_hccl_port",
+        "host": "n1",
+        "status": "skipped",
+        "message": "n1: HCCL's port not tested: n2 could not listen on HCCL's port: busy",
+        "hint": "",
+    }
+    assert judge({"n1": obs(backend="gloo")})["n1"]["tcp_hccl_port"]["status"] == "skipped"
