@@ -13,7 +13,8 @@ AICore Memory-Usage HBM-Usage |` (tests/fixtures/npu-smi/ has whole tables).
 
 The firmware is not in that table: ``npu-smi info -t board -i <NPU>`` prints it per card, as
 `Key : Value` lines ("Software Version" is the driver, "Firmware Version" the firmware; Huawei's
-reference, tests/fixtures/npu-smi/*-board-*.txt). One call per card, at most MAX_BOARDS.
+reference, tests/fixtures/npu-smi/*-board-*.txt). One call per card (20 s each at most), at
+most MAX_BOARDS, none after the first that fails.
 """
 
 from __future__ import annotations
@@ -124,15 +125,16 @@ def read_npu_firmware(
 ) -> tuple[dict[int, str | None], str]:
     """({NPU: firmware or None}, reason) from one `npu-smi info -t board -i <NPU>` per card;
     the reason says why any card's firmware is unknown ("" when every one was read)."""
-    firmware: dict[int, str | None] = {}
+    firmware: dict[int, str | None] = {npu: None for npu in boards}
     problems = []
-    for npu in boards[:MAX_BOARDS]:
+    for index, npu in enumerate(boards[:MAX_BOARDS]):
         argv = [npu_smi, "info", "-t", "board", "-i", str(npu)]
         rc, out, err = run(["timeout", "-k", "5", "20", *argv])
-        firmware[npu] = None
-        if rc != 0:
+        if rc != 0:  # a hang or an error: the next cards would say the same, slower
             problems.append(f"{' '.join(argv)} failed (rc={rc}): {(out + err).strip()[-200:]}")
-            continue
+            if len(boards) > index + 1:
+                problems.append(f"the other {len(boards) - index - 1} card(s) were not asked")
+            return firmware, "; ".join(problems)
         try:
             firmware[npu] = board_firmware(parse_npu_smi_board(out))
         except ValueError as exc:

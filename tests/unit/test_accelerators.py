@@ -168,7 +168,10 @@ def test_facts_read_each_cards_firmware_once_and_say_why_one_is_unknown(
 
 
 def test_a_board_query_that_fails_is_the_firmware_reason() -> None:
+    calls: list[list[str]] = []
+
     def run_double(argv: list[str]) -> tuple[int, str, str]:
+        calls.append(argv[5:])
         if argv[5:] == ["info"]:
             return 0, fixture("npu-smi/910b2-info.txt"), ""
         return 2, "", "npu-smi test double: not recorded\n"
@@ -177,8 +180,9 @@ def test_a_board_query_that_fails_is_the_firmware_reason() -> None:
     assert [c["firmware_version"] for c in got["npus"]] == [None, None]
     assert got["npu_firmware_reason"] == (
         f"{NPU_SMI} info -t board -i 0 failed (rc=2): npu-smi test double: not recorded; "
-        f"{NPU_SMI} info -t board -i 1 failed (rc=2): npu-smi test double: not recorded"
+        "the other 1 card(s) were not asked"
     )
+    assert calls == [["info"], ["info", "-t", "board", "-i", "0"]]  # none after a failure
 
 
 def test_npu_smi_that_fails_is_a_reason(
@@ -297,3 +301,18 @@ def test_fixture_readme_names_the_npu_recordings() -> None:
     for name in os.listdir(ROOT / "tests" / "fixtures" / "npu-smi"):
         assert f"npu-smi/{name}" in readme, name
     assert "npu-smi/ — `npu-smi info`, transcribed" in readme
+
+
+def test_at_most_16_cards_are_asked_for_their_firmware() -> None:
+    from ansible.module_utils.nccl_accel_facts import read_npu_firmware
+
+    asked: list[str] = []
+
+    def run_board(argv: list[str]) -> tuple[int, str, str]:
+        asked.append(argv[-1])
+        return 0, fixture("npu-smi/910-board-info.txt"), ""
+
+    firmware, reason = read_npu_firmware(run_board, NPU_SMI, list(range(20)))
+    assert asked == [str(i) for i in range(16)]
+    assert [firmware[i] for i in (0, 15, 16)] == ["7.1.0.7.220", "7.1.0.7.220", None]
+    assert reason == "only the first 16 of 20 NPU cards were asked"
