@@ -204,7 +204,9 @@ def check_tcp_hccl_port(obs: dict, host: str) -> dict:
         return _result("tcp_hccl_port", host, "skipped", f"{host}: {skip}")
     probes = [p for p in obs.get("probes") or [] if p.get("name") == "hccl"]
     if not probes:
-        why = (obs.get("probe_skip") or {}).get("hccl") or "no probe ran (no ring peer?)"
+        skip_of = obs.get("probe_skip") or {}
+        # hccl's own reason, else the ring's (check mode, a single host): probed alike
+        why = skip_of.get("hccl") or skip_of.get("ring") or "no probe ran"
         return _result("tcp_hccl_port", host, "skipped", f"{host}: HCCL's port not tested: {why}")
     bad = [p for p in probes if not p.get("ok")]
     if not bad:

@@ -230,4 +230,8 @@ def test_a_dropped_hccl_port_fails_naming_host_address_and_port() -> None:
         "message": "n1: HCCL's port not tested: n2 could not listen on HCCL's port: busy",
         "hint": "",
     }
+    check_mode = {"ring": "check mode: no listener is started, so nothing to connect to"}
+    assert judge({"n1": obs(probe_skip=check_mode)})["n1"]["tcp_hccl_port"]["message"] == (
+        "n1: HCCL's port not tested: check mode: no listener is started, so nothing to connect to"
+    )
     assert judge({"n1": obs(backend="gloo")})["n1"]["tcp_hccl_port"]["status"] == "skipped"
