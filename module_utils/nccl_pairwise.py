@@ -31,6 +31,7 @@ from typing import Any
 
 from ansible.module_utils.nccl_expect import fabric_expectation, settings
 from ansible.module_utils.nccl_files import write_atomically
+from ansible.module_utils.nccl_rdma_expect import used_by_host
 
 try:
     from junit_xml import TestCase, TestSuite
@@ -311,7 +312,7 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
                 cells[i][j] = value if old is None else min(old, value)
         return cells
 
-    expected, source = _pair_expectation(run.plan)
+    expected, source = _pair_expectation(run, n_rails)
     reference = verdict["reference_busbw_gbps"]
     return {
         "schema": SCHEMA,
@@ -332,13 +333,14 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
     }
 
 
-def _pair_expectation(plan: dict[str, Any]) -> tuple[float | None, str]:
-    """What a pair should reach each way: nccl_expected_busbw's send_recv, else the fabric."""
-    conf = settings(plan)
+def _pair_expectation(run: Any, rails: int) -> tuple[float | None, str]:
+    """What a pair should reach each way: nccl_expected_busbw's send_recv, else the fabric (an
+    RDMA figure shared out over the rails that run at once)."""
+    conf = settings(run.plan)
     explicit = (conf["expected_busbw"] or {}).get("send_recv")
     if explicit is not None:
         return float(explicit), "nccl_expected_busbw send_recv"
-    return fabric_expectation(plan, float(conf["efficiency"]))
+    return fabric_expectation(run.plan, float(conf["efficiency"]), used_by_host(run), rails)
 
 
 def _host_label(host: str) -> str:
