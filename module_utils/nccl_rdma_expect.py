@@ -52,9 +52,13 @@ def nics_used(parsed_logs: Iterable[dict[str, Any]]) -> tuple[list[str], list[in
 
 
 def used_by_host(run: Any) -> dict[str, tuple[list[str], list[int]]]:
-    """{host: nics_used(...)} from every rank's NCCL log of a run (nccl_junit.RunData)."""
-    found = {}
+    """{host: nics_used(...)} from every rank's NCCL log of a run (nccl_junit.RunData); only
+    the hosts plan.json gives RDMA ports are read (the others' figure is their link speed)."""
+    found: dict[str, tuple[list[str], list[int]]] = {}
+    rdma_hosts = {str(h.get("host")) for h in run.plan.get("hosts") or [] if h.get("rdma")}
     for host in run.hosts:
+        if host.host not in rdma_hosts:
+            continue
         logs = getattr(host, "nccl_logs", {}) or {}
         parsed = [parse_nccl_log(text, f"{host.host}/{key}") for key, text in logs.items()]
         found[host.host] = nics_used(parsed)

@@ -6,12 +6,13 @@ trees and NCCL logs of tests/fixtures."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import nccl_fabric as fc
 import pytest
-from ansible.module_utils import nccl_expect
+from ansible.module_utils import nccl_expect, nccl_junit, nccl_rdma_expect
 from ansible.module_utils.nccl_fabric_facts import read_rdma
 from ansible.module_utils.nccl_rdma_expect import cluster_figure, nics_used, rdma_figure
 from ansible.module_utils.nccl_transport import parse_nccl_log
@@ -155,3 +156,30 @@ def test_the_judgement_names_the_rdma_source() -> None:
     assert row["expected_gbps"] == pytest.approx(45.0)
     assert row["source"] == ("a's 2 x 200 Gb/s rocep1s0f1, roceP2p1s0f1 (RDMA ports in use) x 0.9")
     assert (row["verdict"], row["percent"]) == ("crit", 44.4)
+
+
+def test_a_run_reads_the_nics_from_its_hosts_nccl_logs(tmp_path: Path) -> None:
+    """Through nccl_junit.read_run: the NCCL log of a host with RDMA ports names the NICs; a
+    host without RDMA ports is judged on its link speed, its logs left unread."""
+    spark = fc.nccl_rdma_plan(facts("spark"))
+    hosts = [
+        {"host": "a", "node_rank": 0, "nproc_per_node": 1, "rank_offset": 0, "rdma": spark},
+        {"host": "b", "node_rank": 1, "nproc_per_node": 1, "rank_offset": 1, "rdma": spark},
+    ]
+    plan = {"run_id": "r", "hosts": hosts, "backend": "nccl", "expect": {}}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    for i, host in enumerate(("a", "b")):
+        (tmp_path / host).mkdir()
+        (tmp_path / host / f"rank-{i}.json").write_text(json.dumps(rank_doc(40.0)))
+        (tmp_path / host / f"nccl-rank-{i}.log").write_text(SPARK_LINE + "\n")
+    run = nccl_junit.read_run(tmp_path)
+    row = nccl_expect.evaluate(run)["collectives"][0]
+    assert row["source"] == "a's 2 x 200 Gb/s rocep1s0f1, roceP2p1s0f1 (RDMA ports in use) x 0.9"
+    assert (row["verdict"], row["percent"]) == ("ok", 88.9)
+    hosts[1] = {**hosts[1], "rdma": None, "link_speed_mbps": 100000}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    run = nccl_junit.read_run(tmp_path)
+    assert set(nccl_rdma_expect.used_by_host(run)) == {"a"}
+    assert nccl_expect.evaluate(run)["collectives"][0]["source"] == (
+        "b's fabric link 100000 Mb/s x 0.9"
+    )
