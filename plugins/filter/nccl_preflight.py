@@ -8,21 +8,9 @@ firewall findings) and hands all of them to ``nccl_preflight_results``, which re
 address family, clock) compare that host against the others; the odd host fails and the message
 carries the table host -> value.
 
-Observation of a host (``preflight_observation`` fact, built in roles/preflight/tasks/main.yml):
-
-    host, is_master, facts (ansible_facts.nccl), ifname, ifname_reason, address, master_addr,
-    master_port, nproc_per_node, backend, python (the interpreter path),
-    python_facts (what torch reported: nccl_preflight_listen state=stopped's python, as
-    ansible_facts.nccl.python; missing or {} -> facts.python),
-    port_owner (the master's MASTER_PORT owners, {free, listeners}, from nccl_preflight_listen
-    state=started with check_port; {} elsewhere or when it did not run),
-    run_lock (the master's run lock, nccl_preflight_listen state=started's lock: {path, refused,
-    took_over, holder, stale, message}; {} elsewhere),
-    listeners (nccl_preflight_listen state=stopped result: {listeners: [{name, address, port,
-    error, accepted, complete}], timed_out, ...}; the state=started result when the listeners
-    could not be collected; {} when neither ran), probes ([nccl_tcp_probe results]),
-    firewall ({findings, tools}, read by nccl_tcp_probe's firewall option, or {}),
-    clock (float epoch seconds or None)
+Observation of a host: the ``preflight_observation`` fact, built by
+``nccl_preflight_observation`` (plugins/filter/nccl_observation.py, whose docstring describes
+every key); the judge adds ``host``.
 
 Settings: master (inventory name), order (inventory names in rank order), require_gpu,
 expected_versions ({python, torch, cuda, nccl, driver}), clock_check, clock_max_skew_s,
