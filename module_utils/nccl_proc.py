@@ -238,6 +238,17 @@ def signal_quietly(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
+def signal_recorded(pid: int, starttime: int | None, sig: int) -> bool:
+    """Send ``sig`` to ``pid`` only while it is the recorded process; -> whether it was sent."""
+    if not is_alive(pid, starttime):
+        return False
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def end_processes(
     recorded: dict[int, int], grace: float, reap: bool = False, keep: int | None = None
 ) -> list[int]:
