@@ -73,6 +73,11 @@ def _become_daemon(log_path: str | None, keep: set[int]) -> None:
     os.dup2(out, 1)
     os.dup2(out, 2)
     close_fds_except({0, 1, 2} | keep)
+    # Python's streams may have been replaced (a test's capture): make them the new 1 and 2.
+    sys.stdout, sys.stderr = (
+        open(fd, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+        for fd in (1, 2)
+    )
 
 
 def _detached_child(
