@@ -18,6 +18,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nccl_torchrun import parse_env_file
@@ -27,6 +28,7 @@ from tests.lab.runs import (
     QUICK,
     assert_nothing_left,
     during,
+    kill_at,
     label,
     launch,
     launch_records,
@@ -129,13 +131,8 @@ def test_a_rank_killed_mid_run_is_an_error_and_the_others_are_reported(
 ) -> None:
     run_id = new_run_id()
     victim_host, victim_rank = lab2.hosts[1], 3  # local rank 1 of node 2 (2 ranks per node)
-    record = rank_record(run_id, victim_host, victim_rank)
-
-    def kill_victim() -> None:
-        doc = wait_for_record(record, "barrier", timeout=120)
-        lab2.kill(victim_host, int(doc["pid"]))
-
-    with during(kill_victim):
+    killed: dict[str, Any] = {}
+    with during(kill_at(lab2, run_id, victim_host, victim_rank, "barrier", 120, killed)):
         result = launch(
             lab2,
             run_id,

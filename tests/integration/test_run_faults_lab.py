@@ -26,6 +26,7 @@ from tests.lab.runs import (
     assert_nothing_left,
     during,
     finished_epoch,
+    kill_at,
     label,
     launch,
     launch_records,
@@ -34,7 +35,6 @@ from tests.lab.runs import (
     rank_record,
     rank_suites,
     validate,
-    wait_for_record,
 )
 
 
@@ -63,17 +63,9 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
 ) -> None:
     run_id = new_run_id()
     victim_host, victim_rank = lab2.hosts[1], 3  # local rank 1 of node 2 (2 ranks per node)
-    record = rank_record(run_id, victim_host, victim_rank)
     killed: dict[str, Any] = {}
     # rank 3 waits in barrier (for rank 0, paused) when it is killed.
-
-    def kill_victim() -> None:
-        doc = wait_for_record(record, "barrier", timeout=180)
-        killed["at"] = time.time()
-        killed["pid"] = int(doc["pid"])
-        lab2.kill(victim_host, killed["pid"])
-
-    with during(kill_victim):
+    with during(kill_at(lab2, run_id, victim_host, victim_rank, "barrier", 180, killed)):
         result = launch(
             lab2,
             run_id,

@@ -88,16 +88,9 @@ def playbook(
     )
 
 
-def launch(
-    lab: Lab,
-    run_id: str,
-    reports: Path,
-    extra: dict[str, Any],
-    *args: str,
-    env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """The playbook's launch alone (--tags launch): no pre-flight."""
-    return playbook(lab, run_id, reports, extra, "--tags", "launch", *args, env=env)
+def launch(lab: Lab, *args: Any, **options: Any) -> subprocess.CompletedProcess[str]:
+    """The playbook's launch alone (--tags launch, no pre-flight); arguments as for playbook."""
+    return playbook(lab, *args, "--tags", "launch", **options)
 
 
 @contextlib.contextmanager
@@ -112,6 +105,22 @@ def during(action: Callable[[], None], undo: list[Callable[[], None]] | None = N
         thread.join(timeout=5)
         for step in undo or []:
             step()
+
+
+def kill_at(
+    lab: Lab, run_id: str, host: Any, rank: int, test: str, timeout: float, killed: dict[str, Any]
+) -> Callable[[], None]:
+    """An action for `during`: once the rank is at `test`, SIGKILL it (lab.kill), writing its pid
+    and the time of the kill into `killed`."""
+    record = rank_record(run_id, host, rank)
+
+    def kill() -> None:
+        doc = wait_for_record(record, test, timeout=timeout)
+        killed["at"] = time.time()
+        killed["pid"] = int(doc["pid"])
+        lab.kill(host, killed["pid"])
+
+    return kill
 
 
 def wait_for_record(path: Path, test: str, timeout: float) -> dict[str, Any]:
