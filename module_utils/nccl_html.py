@@ -143,6 +143,17 @@ def links(run: Any, run_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def predicted_skips(plan: dict[str, Any]) -> dict[str, Any]:
+    """plan.json's predicted_skips (the support table of nccl_check.py, known before launch):
+    {backend, skips: [{test, reason}]}; the template escapes every string."""
+    skips = [
+        {"test": str(s.get("test") or "?"), "reason": str(s.get("reason") or "")}
+        for s in plan.get("predicted_skips") or []
+        if isinstance(s, dict)
+    ]
+    return {"backend": str(plan.get("backend") or "?"), "skips": skips}
+
+
 def context(
     run: Any, summary: dict[str, Any], verdict: dict[str, Any], run_dir: Path
 ) -> dict[str, Any]:
@@ -168,6 +179,7 @@ def context(
         "plan": run.plan,
         "totals": summary.get("totals", {}),
         "hosts": summary.get("hosts", []),
+        "predicted": predicted_skips(run.plan or {}),
         "preflight": preflight_table(run),
         "plots": plots,
         "plots_note": plots_note,

@@ -53,6 +53,7 @@ class RunData:
     run_id: str
     plan: dict[str, Any]
     hosts: list[HostData]
+    report_dir: Path | None = None  # where read_run read it (<host>/pairwise/: nccl_pairwise)
 
 
 def _read_json(path: Path) -> tuple[Any, str | None]:
@@ -123,4 +124,4 @@ def read_run(report_dir: Path) -> RunData:
         data.launch = launch if isinstance(launch, dict) else None
     run_id = str(plan.get("run_id") or report_dir.name)
     order = sorted(hosts.values(), key=lambda h: (h.node_rank is None, h.node_rank or 0, h.host))
-    return RunData(run_id=run_id, plan=plan, hosts=order)
+    return RunData(run_id=run_id, plan=plan, hosts=order, report_dir=report_dir)

@@ -576,6 +576,40 @@ def nccl_expect_net(facts: dict, ifname: str, setting: str = "auto") -> dict[str
     return {"expect": "socket", "reason": why}
 
 
+def nccl_rdma_plan(facts: dict, extra_env: dict | None = None) -> dict | None:
+    """plan.json's ``rdma`` of a host: its active RDMA ports with their rate, each ``selected``
+    when NCCL_IB_HCA leaves it to NCCL (module_utils/nccl_rdma_expect.py); None without one."""
+    obs = {"facts": facts or {}}
+    active = [p for p in rdma_ports(obs) if _active(p)]
+    if not active:
+        return None
+    value, source = ib_hca_of(obs, extra_env or {})
+    spec = None
+    if value is not None:
+        try:
+            spec = parse_ib_hca(value)
+        except ValueError:
+            spec = None  # the nccl_ib_hca check fails the pre-flight with the reason
+    rows = []
+    for p in active:
+        hit = spec is None or any(_matches(e, p, spec["exact"]) for e in spec["entries"])
+        rows.append(
+            {
+                "device": p["device"],
+                "port": p["port"],
+                "rate_gbps": p.get("rate_gbps"),
+                "link_layer": p.get("link_layer"),
+                "selected": hit != bool(spec and spec["exclude"]),
+            }
+        )
+    selected_by = (
+        f"the active RDMA ports NCCL_IB_HCA={value} ({source}) selects"
+        if spec is not None
+        else "every active RDMA port"
+    )
+    return {"ports": rows, "selected_by": selected_by}
+
+
 class FilterModule:
     """Fabric checks of the pre-flight."""
 
@@ -584,4 +618,5 @@ class FilterModule:
             "nccl_fabric_results": nccl_fabric_results,
             "nccl_fabric_judge": nccl_fabric_judge,
             "nccl_expect_net": nccl_expect_net,
+            "nccl_rdma_plan": nccl_rdma_plan,
         }

@@ -700,6 +700,19 @@ def nccl_preflight_probe_plan(
                     "port": int(entry["port"]),
                 }
             )
+        # hccl: HCCL's host port (HCCL_IF_BASE_PORT), listened on only with the hccl backend.
+        hccl = (ports_by_host.get(peer) or {}).get("hccl") or {}
+        if hccl.get("error"):
+            skip["hccl"] = f"{peer} could not listen on HCCL's port: {hccl['error']}"
+        elif hccl and addresses.get(peer):
+            targets.append(
+                {
+                    "name": "hccl",
+                    "host": peer,
+                    "address": addresses[peer],
+                    "port": int(hccl["port"]),
+                }
+            )
     return {"targets": targets, "skip": skip}
 
 

@@ -178,3 +178,34 @@ def test_a_refusal_is_a_rank_that_could_not_run_the_test_not_wrong_data() -> Non
     assert nccl_verdict._rank_class(None, None, refused, "failure") == ("rank_lost", False)
     wrong = {"status": "failed", "details": {"wrong": 3}}
     assert nccl_verdict._rank_class(None, None, wrong, "failure") == ("wrong_data", False)
+
+
+def test_report_html_shows_the_predicted_skips_escaped_before_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.unit.test_report_verdict import RunDir, page, report
+
+    run = RunDir(tmp_path, ["node1", "node2"], nproc=1).all_passed()
+    plan = json.loads((run.dir / "plan.json").read_text())
+    skips = ns.nccl_predicted_skips(TEXT, "gloo", ["--device", "cuda"])
+    # a reason with markup in it (a launch_script of one's own could say anything): escaped
+    skips.append({"test": "odd<b>", "reason": "<script>alert(1)</script> & more"})
+    (run.dir / "plan.json").write_text(json.dumps({**plan, "predicted_skips": skips}))
+    report(run, capsys)
+    html = (run.dir / "report.html").read_text()
+    assert "<script>alert" not in html and "odd<b>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in html
+    body = " ".join(" ".join(page(run).text).split())
+    heading = "Skipped on every rank, as the support table predicts (gloo)"
+    line = (
+        "send_recv : skipped: gloo has no send_recv on CUDA (GPU column) tensors "
+        "(torch.distributed docs, Backends table)"
+    )
+    assert heading in body and line in body, body[:3000]
+    assert "odd<b> : skipped: <script>alert(1)</script> & more" in body
+    # before the results: above the hosts, the pre-flight and the bandwidth sections
+    assert body.index(heading) < body.index("Hosts") < body.index("Bus bandwidth against")
+    # no predicted skip: no section
+    (run.dir / "plan.json").write_text(json.dumps(plan))
+    report(run, capsys)
+    assert "support table predicts" not in (run.dir / "report.html").read_text()
