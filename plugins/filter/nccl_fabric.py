@@ -16,8 +16,18 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections import Counter
+import sys
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import check_result as _result
+from nccl_check_result import host_table as _table
+from nccl_check_result import reference_value as _reference
 
 FABRIC_CHECKS = ("rdma", "nccl_ib_hca", "gpudirect", "limits", "nccl_config", "fabric")
 GIB = 1024**3
@@ -33,27 +43,6 @@ MEMLOCK_DOC = (
     "(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)"
 )
 _HCA_ENTRY = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)(?::(?P<port>\d+))?$")
-
-
-def _result(check: str, host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {"check": check, "host": host, "status": status, "message": message, "hint": hint}
-
-
-def _reference(values: dict[str, Any], order: list[str], prefer: Any = None) -> Any:
-    """The value most hosts have; ties go to ``prefer``, then to the earliest host."""
-    counts = Counter(values.values())
-    best = max(counts.values())
-    if prefer is not None and counts.get(prefer) == best:
-        return prefer
-    for host in order:
-        if host in values and counts[values[host]] == best:
-            return values[host]
-    return next(iter(values.values()))
-
-
-def _table(values: dict[str, Any], order: list[str]) -> str:
-    width = max(len(h) for h in values)
-    return "\n".join(f"  {h.ljust(width)}  {values[h]}" for h in order if h in values)
 
 
 def _fabric(obs: dict) -> dict:

@@ -20,8 +20,18 @@ full_mesh.
 from __future__ import annotations
 
 import ipaddress
-from collections import Counter
+import sys
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import check_result as _result
+from nccl_check_result import host_table as table
+from nccl_check_result import reference_value
 
 CHECKS = (
     "interface",
@@ -41,34 +51,11 @@ VIRTUAL_PREFIXES = ("docker", "veth", "br-", "virbr")
 VERSION_KEYS = ("python", "torch", "cuda", "nccl", "driver")
 
 
-def _result(check: str, host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {"check": check, "host": host, "status": status, "message": message, "hint": hint}
-
-
 def _family(address: str) -> str:
     try:
         return f"ipv{ipaddress.ip_address(address).version}"
     except ValueError:
         return ""
-
-
-def reference_value(values: dict[str, Any], order: list[str]) -> Any:
-    """The value most hosts have; on a tie the one the earliest host in rank order has."""
-    counts = Counter(values.values())
-    best = max(counts.values())
-    for host in order:
-        if host in values and counts[values[host]] == best:
-            return values[host]
-    return next(iter(values.values()))
-
-
-def table(values: dict[str, Any], order: list[str]) -> str:
-    width = max(len(h) for h in values)
-    return "\n".join(
-        f"  {h.ljust(width)}  {values[h] if values[h] is not None else 'unknown'}"
-        for h in order
-        if h in values
-    )
 
 
 def _order(observations: dict[str, dict], settings: dict) -> list[str]:

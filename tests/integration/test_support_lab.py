@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from tests.integration.test_launch_lab import QUICK, new_run_id, playbook, validate
 from tests.lab.harness import Lab
+from tests.lab.runs import QUICK, new_run_id, playbook, validate
 
 pytestmark = pytest.mark.lab
 REASON_START = "gloo has no AVG on integer tensors"
