@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import math
 import os
@@ -173,6 +174,140 @@ def pause_spec(text: str) -> tuple[str, int | None]:
     return name, non_negative_int(rank) if rank else None
 
 
+# --help's groups, in order: option -> (help, add_argument's settings)
+OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
+    "process group": {
+        "--backend": (
+            "communication backend; auto = nccl on CUDA, hccl on Ascend NPU, xccl on Intel "
+            "XPU, gloo on CPU (default: auto)",
+            {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")},
+        ),
+        "--device": (
+            "device type for the tensors; each rank uses device LOCAL_RANK of that type; auto = "
+            "the accelerator torch finds, else cpu (default: auto)",
+            {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")},
+        ),
+        "--init-method": (
+            "env:// (torchrun sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
+            "tcp://HOST:PORT (rank 0 listens there) or file:///PATH on a shared file system "
+            "(default: env://)",
+            {"default": "env://", "metavar": "URL"},
+        ),
+        "--rank": (
+            "global rank; default: $RANK (needed without torchrun)",
+            {"type": non_negative_int},
+        ),
+        "--world-size": (
+            "number of ranks; default: $WORLD_SIZE (needed without torchrun)",
+            {"type": non_negative_int},
+        ),
+        "--local-rank": (
+            "rank on this node = device index; default: $LOCAL_RANK, else 0",
+            {"type": non_negative_int},
+        ),
+        "--ranks-per-node": (
+            "ranks of each node in node-rank order, as the launch plans them (plan.json), so a "
+            "rank that never came is placed on its node when hosts run different numbers of "
+            "ranks (default: $LOCAL_WORLD_SIZE on every node, torchrun's layout)",
+            {"type": rank_counts, "metavar": "N0,N1,..."},
+        ),
+        "--timeout": (
+            "seconds that check-in, process-group init and each test (each size of a "
+            f"bandwidth sweep) may take; the process-group timeout is S + {GRACE_S:g}, and a "
+            "watchdog records the running test and exits 124 when a phase overruns (default: 120)",
+            {"type": positive_float, "default": 120.0, "metavar": "S"},
+        ),
+    },
+    "what to check": {
+        "--tests": (
+            "comma-separated tests or groups (all, correctness, bandwidth) to run, in the "
+            "script's order; repeatable (default: all)",
+            {"type": test_names, "action": "extend", "metavar": "LIST"},
+        ),
+        "--list-tests": ("print the test names and exit", {"action": "store_true"}),
+        "--dtype": (
+            f"element type: {', '.join(DTYPES)} (default: float32)",
+            {"type": dtype_name, "default": "float32"},
+        ),
+    },
+    "bandwidth sweep (nccl-tests' -b -e -f -n -w)": {
+        "--min-bytes": (
+            "smallest message, e.g. 8, 64K, 32M (default: 1K)",
+            {"type": parse_size, "default": 1024, "metavar": "SIZE"},
+        ),
+        "--max-bytes": (
+            "largest message (default: 1M on cpu, 1G on an accelerator)",
+            {"type": parse_size, "metavar": "SIZE"},
+        ),
+        "--factor": (
+            "multiply the size by this between steps (default: 2)",
+            {"type": int, "default": 2},
+        ),
+        "--iters": (
+            "timed iterations per size (default: 20)",
+            {"type": non_negative_int, "default": 20},
+        ),
+        "--warmup": (
+            "untimed iterations per size before timing (default: 5)",
+            {"type": non_negative_int, "default": 5},
+        ),
+        "--min-busbw": (
+            "fail a bandwidth test whose busbw at the largest size is below GBPS (GB/s, 1e9)",
+            {"type": positive_float, "metavar": "GBPS"},
+        ),
+        "--min-busbw-for": (
+            "like --min-busbw for one collective (e.g. all_reduce=5.0); repeatable; wins over "
+            "--min-busbw for that collective",
+            {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
+        ),
+    },
+    "output": {
+        "--out-dir": (
+            "write DIR/rank-<global rank>.json, rewritten after every test (default: no file)",
+            {"metavar": "DIR"},
+        ),
+        "--verbose": ("print a line per test on every rank", {"action": "store_true"}),
+        "--pause-before": (
+            "for testing and debugging: before TEST (or checkin/init), write the record and "
+            "sleep until the watchdog fires, on RANK only or on every rank",
+            {"type": pause_spec, "metavar": "TEST[@RANK]"},
+        ),
+    },
+    "pairwise rounds (which node, which rail)": {
+        "--pairwise": (
+            "after the tests, pair the nodes in round-robin rounds and time each pair, rail by "
+            "rail: always; never; auto = on 2 or more nodes when a bandwidth test failed or fell "
+            "below its --pair-trigger (default: auto)",
+            {"choices": ("auto", "always", "never"), "default": "auto"},
+        ),
+        "--pair-bytes": (
+            "bytes each rank of a pair sends (and receives) per iteration (default: 1M on cpu, "
+            "64M on an accelerator)",
+            {"type": parse_size, "metavar": "SIZE"},
+        ),
+        "--pair-iters": (
+            "timed exchanges per pair (default: 5)",
+            {"type": positive_int, "default": 5},
+        ),
+        "--pair-trigger": (
+            "--pairwise auto also runs when COLL's busbw at its largest size of at least "
+            "--pair-trigger-min-bytes is below GBPS (the launch passes nccl_expected_busbw x "
+            "nccl_busbw_warn); repeatable",
+            {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
+        ),
+        "--pair-trigger-min-bytes": (
+            "smallest size --pair-trigger looks at (default: 32M)",
+            {"type": parse_size, "default": 32 << 20, "metavar": "SIZE"},
+        ),
+        "--pair-min-ratio": (
+            "a pair slower than R x the reference (the median node's median pair) is slow; "
+            "picks the suspects of the second pass (default: 0.8)",
+            {"type": ratio, "default": 0.8, "metavar": "R"},
+        ),
+    },
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nccl_check.py",
@@ -188,177 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
             "arguments, 124 the watchdog ended a phase that overran --timeout, 128+N signal N."
         ),
     )
-    add_process_group_options(parser.add_argument_group("process group"))
-    what = parser.add_argument_group("what to check")
-    what.add_argument(
-        "--tests",
-        type=test_names,
-        action="extend",
-        metavar="LIST",
-        help="comma-separated tests or groups (all, correctness, bandwidth) to run, in the "
-        "script's order; repeatable (default: all)",
-    )
-    what.add_argument("--list-tests", action="store_true", help="print the test names and exit")
-    what.add_argument(
-        "--dtype",
-        type=dtype_name,
-        default="float32",
-        help=f"{', '.join(DTYPES)} (default: float32)",
-    )
-    add_sweep_options(parser.add_argument_group("bandwidth sweep (nccl-tests' -b -e -f -n -w)"))
-    out = parser.add_argument_group("output")
-    out.add_argument(
-        "--out-dir",
-        metavar="DIR",
-        help="write DIR/rank-<global rank>.json, rewritten after every test (default: no file)",
-    )
-    out.add_argument("--verbose", action="store_true", help="print a line per test on every rank")
-    out.add_argument(
-        "--pause-before",
-        type=pause_spec,
-        metavar="TEST[@RANK]",
-        help="for testing and debugging: before TEST (or checkin/init), write the record and "
-        "sleep until the watchdog fires, on RANK only or on every rank",
-    )
-    add_pairwise_options(parser.add_argument_group("pairwise rounds (which node, which rail)"))
+    for title, options in OPTIONS.items():
+        group = parser.add_argument_group(title)
+        for flag, (help_text, settings) in options.items():
+            group.add_argument(flag, help=help_text, **settings)
     return parser
-
-
-def add_process_group_options(where: argparse._ArgumentGroup) -> None:
-    where.add_argument(
-        "--backend",
-        default="auto",
-        choices=("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc"),
-        help="communication backend; auto = nccl on CUDA, hccl on Ascend NPU, xccl on Intel "
-        "XPU, gloo on CPU (default: auto)",
-    )
-    where.add_argument(
-        "--device",
-        default="auto",
-        choices=("auto", "cpu", "cuda", "npu", "xpu"),
-        help="device type for the tensors; each rank uses device LOCAL_RANK of that type; auto = "
-        "the accelerator torch finds, else cpu (default: auto)",
-    )
-    where.add_argument(
-        "--init-method",
-        default="env://",
-        metavar="URL",
-        help="env:// (torchrun sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
-        "tcp://HOST:PORT (rank 0 listens there) or file:///PATH on a shared file system "
-        "(default: env://)",
-    )
-    for flag, default in (("--rank", "$RANK"), ("--world-size", "$WORLD_SIZE")):
-        what = "global rank" if flag == "--rank" else "number of ranks"
-        where.add_argument(
-            flag,
-            type=non_negative_int,
-            help=f"{what}; default: {default} (needed without torchrun)",
-        )
-    where.add_argument(
-        "--local-rank",
-        type=non_negative_int,
-        help="rank on this node = device index; default: $LOCAL_RANK, else 0",
-    )
-    where.add_argument(
-        "--ranks-per-node",
-        type=rank_counts,
-        metavar="N0,N1,...",
-        help="ranks of each node in node-rank order, as the launch plans them (plan.json), so a "
-        "rank that never came is placed on its node when hosts run different numbers of ranks "
-        "(default: $LOCAL_WORLD_SIZE on every node, torchrun's layout)",
-    )
-    where.add_argument(
-        "--timeout",
-        type=positive_float,
-        default=120.0,
-        metavar="S",
-        help="seconds that check-in, process-group init and each test (each size of a "
-        f"bandwidth sweep) may take; the process-group timeout is S + {GRACE_S:g}, and a "
-        "watchdog records the running test and exits 124 when a phase overruns (default: 120)",
-    )
-
-
-def add_sweep_options(perf: argparse._ArgumentGroup) -> None:
-    perf.add_argument(
-        "--min-bytes",
-        type=parse_size,
-        default=1024,
-        metavar="SIZE",
-        help="smallest message, e.g. 8, 64K, 32M (default: 1K)",
-    )
-    perf.add_argument(
-        "--max-bytes",
-        type=parse_size,
-        metavar="SIZE",
-        help="largest message (default: 1M on cpu, 1G on an accelerator)",
-    )
-    for flag, kind, default, what in (
-        ("--factor", int, 2, "multiply the size by this between steps"),
-        ("--iters", non_negative_int, 20, "timed iterations per size"),
-        ("--warmup", non_negative_int, 5, "untimed iterations per size before timing"),
-    ):
-        perf.add_argument(flag, type=kind, default=default, help=f"{what} (default: {default})")
-    perf.add_argument(
-        "--min-busbw",
-        type=positive_float,
-        metavar="GBPS",
-        help="fail a bandwidth test whose busbw at the largest size is below GBPS (GB/s, 1e9)",
-    )
-    perf.add_argument(
-        "--min-busbw-for",
-        type=parse_threshold,
-        action="append",
-        default=[],
-        metavar="COLL=GBPS",
-        help="like --min-busbw for one collective (e.g. all_reduce=5.0); repeatable; wins over "
-        "--min-busbw for that collective",
-    )
-
-
-def add_pairwise_options(pair: argparse._ArgumentGroup) -> None:
-    pair.add_argument(
-        "--pairwise",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="after the tests, pair the nodes in round-robin rounds and time each pair, rail by "
-        "rail: always; never; auto = on 2 or more nodes when a bandwidth test failed or fell "
-        "below its --pair-trigger (default: auto)",
-    )
-    pair.add_argument(
-        "--pair-bytes",
-        type=parse_size,
-        metavar="SIZE",
-        help="bytes each rank of a pair sends (and receives) per iteration (default: 1M on cpu, "
-        "64M on an accelerator)",
-    )
-    pair.add_argument(
-        "--pair-iters", type=positive_int, default=5, help="timed exchanges per pair (default: 5)"
-    )
-    pair.add_argument(
-        "--pair-trigger",
-        type=parse_threshold,
-        action="append",
-        default=[],
-        metavar="COLL=GBPS",
-        help="--pairwise auto also runs when COLL's busbw at its largest size of at least "
-        "--pair-trigger-min-bytes is below GBPS (the launch passes nccl_expected_busbw x "
-        "nccl_busbw_warn); repeatable",
-    )
-    pair.add_argument(
-        "--pair-trigger-min-bytes",
-        type=parse_size,
-        default=32 << 20,
-        metavar="SIZE",
-        help="smallest size --pair-trigger looks at (default: 32M)",
-    )
-    pair.add_argument(
-        "--pair-min-ratio",
-        type=ratio,
-        default=0.8,
-        metavar="R",
-        help="a pair slower than R x the reference (the median node's median pair) is slow; "
-        "picks the suspects of the second pass (default: 0.8)",
-    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -1675,6 +1644,26 @@ def count_wrong(collective: Collective, buffers: Buffers) -> int:
     return 0 if found is None else int((found[0] != found[1]).sum())
 
 
+def timed(
+    call: Callable[[], object],
+    device: torch.device,
+    warmup: int,
+    iters: int,
+    start: Callable[[], object] = lambda: None,
+) -> float:
+    """Seconds per call on this rank: `warmup` untimed calls, `start()` (a barrier), then the
+    average of `iters` timed ones, each time waiting for the device's queued work."""
+    for _ in range(warmup):
+        call()
+    synchronize(device)
+    start()
+    started = time.perf_counter()
+    for _ in range(iters):
+        call()
+    synchronize(device)
+    return (time.perf_counter() - started) / iters
+
+
 def average_over_ranks(value: float, ctx: Context) -> float:
     tensor = torch.tensor([value], dtype=torch.float32, device=ctx.device)
     dist.all_reduce(tensor)
@@ -1697,15 +1686,8 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
         sweep.arm(f"bandwidth_{collective} at {size} B", size)
         count, nbytes = message_shape(collective, size, elem, n)
         buffers = Buffers(ctx, count)
-        for _ in range(sweep.warmup):
-            run(buffers)
-        synchronize(ctx.device)
-        dist.barrier()
-        started = time.perf_counter()
-        for _ in range(sweep.iters):
-            run(buffers)
-        synchronize(ctx.device)
-        own = (time.perf_counter() - started) / sweep.iters  # this rank's own time (rank_*)
+        call = functools.partial(run, buffers)
+        own = timed(call, ctx.device, sweep.warmup, sweep.iters, dist.barrier)  # this rank's time
         seconds = average_over_ranks(own, ctx)
         algbw = nbytes / seconds / 1e9
         rows.append(
@@ -1871,15 +1853,6 @@ def partner_in(pairs: Sequence[tuple[int, int]], me: int) -> int | None:
     return next((b if me == a else a for a, b in pairs if me in (a, b)), None)
 
 
-def pair_plan(ctx: Context, record: RankRecord) -> PairPlan:
-    mine = (record.data["node_rank"], record.data["local_rank"], record.data["host"], ctx.rank)
-    plan = PairPlan({}, {})
-    for node, local, host, rank in gather_objects(mine, ctx.world_size):
-        plan.ranks.setdefault(int(node), {})[int(local)] = int(rank)
-        plan.hosts[int(node)] = str(host)
-    return plan
-
-
 def gather_objects(mine: Any, world_size: int) -> list[Any]:
     everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, mine)
@@ -1903,52 +1876,9 @@ def exchange(ctx: Context, peer: int, nbytes: int, iters: int) -> tuple[float, i
     send = torch.full((count,), 1 + ctx.rank % ctx.period, dtype=ctx.dtype, device=ctx.device)
     recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
     ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
-
-    def once() -> None:
-        for request in dist.batch_isend_irecv(ops):
-            request.wait()
-
-    once()  # warm-up: the connection to this peer is made here
-    synchronize(ctx.device)
-    started = time.perf_counter()
-    for _ in range(iters):
-        once()
-    synchronize(ctx.device)
-    seconds = (time.perf_counter() - started) / iters
+    once = lambda: [request.wait() for request in dist.batch_isend_irecv(ops)]  # noqa: E731
+    seconds = timed(once, ctx.device, 1, iters)  # the warm-up makes the connection to the peer
     return seconds, count * elem, int((recv != 1 + peer % ctx.period).sum())
-
-
-def run_pair_round(
-    ctx: Context, plan: PairPlan, record: RankRecord, rnd: PairRound, nbytes: int, iters: int
-) -> dict[str, Any] | None:
-    """One round on every rank (the resting ones only wait at the barriers); this rank's row."""
-    node, local = record.data["node_rank"], record.data["local_rank"]
-    if rnd.pass_ == "intra":
-        peer_node, peer_local = node, partner_in(rnd.pairs, local)
-        peer = None if peer_local is None else plan.ranks[node].get(peer_local)
-    else:
-        peer_node, peer_local = partner_in(rnd.pairs, node), local
-        peer = plan.peer(rnd.pairs, node, local)
-    dist.barrier()  # every pair of the round starts together
-    row = None
-    if peer is not None:
-        seconds, sent, wrong = exchange(ctx, peer, nbytes, iters)
-        row = {
-            "pass": rnd.pass_,
-            "round": rnd.number,
-            "rank": ctx.rank,
-            "node": node,
-            "peer_node": peer_node,
-            "rail": local,
-            "peer_rank": peer,
-            "peer_local_rank": peer_local,
-            "bytes": sent,
-            "time_us": round(seconds * 1e6, 2),
-            "busbw_gbps": round(sent / seconds / 1e9, 4),
-            "wrong": wrong,
-        }
-    dist.barrier()
-    return row
 
 
 def trigger_reasons(
@@ -1970,46 +1900,106 @@ def trigger_reasons(
     return reasons
 
 
-def pairwise_trigger(args: argparse.Namespace, ctx: Context, record: RankRecord) -> str:
-    """Why --pairwise runs ("" when it does not), agreed by every rank."""
-    if args.pairwise == "always":
-        return "--pairwise always"
-    reasons = trigger_reasons(
-        record.data["tests"], dict(args.pair_trigger), args.pair_trigger_min_bytes
-    )
-    flag = torch.tensor([1.0 if reasons else 0.0], dtype=torch.float32, device=ctx.device)
-    dist.all_reduce(flag)
-    if float(flag.cpu()) == 0:
-        return ""
-    return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
+class Pairwise:
+    """The pairwise phase of one rank, after the tests (run())."""
 
+    def __init__(self, run: Run, ctx: Context):
+        self.run, self.args, self.ctx = run, run.args, ctx
+        self.rows: list[dict[str, Any]] = []  # this rank's own figure for each pair it was in
+        data = run.record.data
+        self.node, self.local = data["node_rank"], data["local_rank"]
+        mine = (self.node, self.local, data["host"], ctx.rank)
+        self.plan = PairPlan({}, {})
+        for node, local, host, rank in gather_objects(mine, ctx.world_size):
+            self.plan.ranks.setdefault(int(node), {})[int(local)] = int(rank)
+            self.plan.hosts[int(node)] = str(host)
 
-def run_pairwise(
-    args: argparse.Namespace,
-    record: RankRecord,
-    ctx: Context,
-    arm: Callable[[str], None],
-    stopped_by: str | None,
-) -> list[str]:
-    """The pairwise phase (called once from run_tests()); rank 0's tables for the summary."""
-    if args.pairwise == "never" or stopped_by is not None or ctx.world_size < 2:
-        return []
-    arm("pairwise")
-    plan = pair_plan(ctx, record)
-    why = pairwise_trigger(args, ctx, record)
-    if not why:
-        return []
-    record.start("pairwise")
-    tables: list[str] = []
+    def trigger(self) -> str:
+        """Why the phase runs ("" when it does not), agreed by every rank."""
+        if self.args.pairwise == "always":
+            return "--pairwise always"
+        below, min_bytes = dict(self.args.pair_trigger), self.args.pair_trigger_min_bytes
+        reasons = trigger_reasons(self.run.record.data["tests"], below, min_bytes)
+        flag = torch.tensor([float(bool(reasons))], dtype=torch.float32, device=self.ctx.device)
+        dist.all_reduce(flag)
+        if float(flag.cpu()) == 0:
+            return ""
+        return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
 
-    def body() -> dict[str, Any]:
-        if len(plan.nodes) < 2:
+    def play(self, rnd: PairRound, nbytes: int) -> None:
+        """One round on every rank (the resting ones only wait at the barriers)."""
+        self.run.arm(f"pairwise pass {rnd.pass_} round {rnd.number}")
+        node, local = self.node, self.local
+        if rnd.pass_ == "intra":
+            peer_node, peer_local = node, partner_in(rnd.pairs, local)
+            peer = None if peer_local is None else self.plan.ranks[node].get(peer_local)
+        else:
+            peer_node, peer_local = partner_in(rnd.pairs, node), local
+            peer = self.plan.peer(rnd.pairs, node, local)
+        dist.barrier()  # every pair of the round starts together
+        if peer is not None:
+            seconds, sent, wrong = exchange(self.ctx, peer, nbytes, self.args.pair_iters)
+            self.rows.append(
+                {
+                    "pass": rnd.pass_,
+                    "round": rnd.number,
+                    "rank": self.ctx.rank,
+                    "node": node,
+                    "peer_node": peer_node,
+                    "rail": local,
+                    "peer_rank": peer,
+                    "peer_local_rank": peer_local,
+                    "bytes": sent,
+                    "time_us": round(seconds * 1e6, 2),
+                    "busbw_gbps": round(sent / seconds / 1e9, 4),
+                    "wrong": wrong,
+                }
+            )
+        dist.barrier()
+
+    def every_row(self) -> list[dict[str, Any]]:
+        return [row for part in gather_objects(self.rows, self.ctx.world_size) for row in part]
+
+    def body(self, why: str) -> dict[str, Any]:
+        """Every round of both passes; this rank's details (rank 0 also keeps the table)."""
+        args, plan, nodes = self.args, self.plan, self.plan.nodes
+        if len(nodes) < 2:
             raise Skip("one node: there is no other node to pair it with")
-        details, every = pairwise_body(args, record, ctx, plan, arm)
-        details["why"] = why
-        if ctx.rank == 0:
-            tables.append(pairwise_table(details, every, plan))
-        wrong = [r for r in details["rows"] if r["wrong"]]
+        nbytes = args.pair_bytes or (1 << 20 if self.ctx.device.type == "cpu" else 64 << 20)
+        rounds = [
+            PairRound(1, i, [(nodes[a], nodes[b]) for a, b in pairs])
+            for i, pairs in enumerate(tournament(len(nodes)))
+        ]
+        if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
+            locals_ = max(len(r) for r in plan.ranks.values())
+            rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
+        for rnd in rounds:
+            self.play(rnd, nbytes)
+        table = pair_values(self.every_row())
+        suspects = pair_suspects(table, args.pair_min_ratio) if len(nodes) >= 3 else {}
+        fastest = fastest_node(table, list(suspects))
+        second = [] if fastest is None else sorted(suspects)
+        for i, node in enumerate(second):
+            self.play(PairRound(2, i, [(min(node, fastest), max(node, fastest))]), nbytes)  # type: ignore[arg-type]
+        every = self.every_row()  # a collective: every rank calls it
+        details = {
+            "mode": args.pairwise,
+            "min_ratio": args.pair_min_ratio,
+            "pair_bytes": nbytes,
+            "iters": args.pair_iters,
+            "nodes": [
+                {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
+                for n in nodes
+            ],
+            "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
+            "suspects": {str(n): rails for n, rails in suspects.items()},
+            "second_pass": [[n, fastest] for n in second],
+            "rows": self.rows,
+            "why": why,
+        }
+        if self.ctx.rank == 0:
+            self.run.tables.append(pairwise_table(nbytes, every, plan))
+        wrong = [r for r in self.rows if r["wrong"]]
         if wrong:
             raise Fail(
                 f"{wrong[0]['wrong']} elements wrong from rank {wrong[0]['peer_rank']} in pass "
@@ -2018,66 +2008,25 @@ def run_pairwise(
             )
         return details
 
-    record.add(run_test("pairwise", body))
-    return tables
+
+def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
+    """The pairwise phase (called once from run_tests()), when asked for or triggered."""
+    if run.args.pairwise == "never" or stopped_by is not None or ctx.world_size < 2:
+        return
+    run.arm("pairwise")
+    phase = Pairwise(run, ctx)
+    why = phase.trigger()
+    if why:
+        run.record.start("pairwise")
+        run.record.add(run_test("pairwise", lambda: phase.body(why)))
 
 
-def pairwise_body(
-    args: argparse.Namespace,
-    record: RankRecord,
-    ctx: Context,
-    plan: PairPlan,
-    arm: Callable[[str], None],
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Every round of both passes; (this rank's details, every rank's rows)."""
-    nbytes = args.pair_bytes or (1 << 20 if ctx.device.type == "cpu" else 64 << 20)
-    nodes = plan.nodes
-    rounds = [
-        PairRound(1, i, [(nodes[a], nodes[b]) for a, b in pairs])
-        for i, pairs in enumerate(tournament(len(nodes)))
-    ]
-    if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
-        locals_ = max(len(r) for r in plan.ranks.values())
-        rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
-    rows: list[dict[str, Any]] = []
-
-    def play(rnd: PairRound) -> None:
-        arm(f"pairwise pass {rnd.pass_} round {rnd.number}")
-        row = run_pair_round(ctx, plan, record, rnd, nbytes, args.pair_iters)
-        rows.extend([row] if row is not None else [])
-
-    for rnd in rounds:
-        play(rnd)
-    table = pair_values([r for part in gather_objects(rows, ctx.world_size) for r in part])
-    suspects = pair_suspects(table, args.pair_min_ratio) if len(nodes) >= 3 else {}
-    fastest = fastest_node(table, list(suspects))
-    second = [] if fastest is None else sorted(suspects)
-    for i, node in enumerate(second):
-        play(PairRound(2, i, [(min(node, fastest), max(node, fastest))]))  # type: ignore[arg-type]
-    every = [r for part in gather_objects(rows, ctx.world_size) for r in part]  # every rank
-    details = {
-        "mode": args.pairwise,
-        "min_ratio": args.pair_min_ratio,
-        "pair_bytes": nbytes,
-        "iters": args.pair_iters,
-        "nodes": [
-            {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
-            for n in nodes
-        ],
-        "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
-        "suspects": {str(n): rails for n, rails in suspects.items()},
-        "second_pass": [[n, fastest] for n in second],
-        "rows": rows,
-    }
-    return details, every
-
-
-def pairwise_table(details: dict[str, Any], every: list[dict[str, Any]], plan: PairPlan) -> str:
+def pairwise_table(nbytes: int, every: list[dict[str, Any]], plan: PairPlan) -> str:
     """Rank 0's text: the node x node matrix of the first pass (slowest rail), the second pass."""
     table, nodes, hosts = pair_values(every), plan.nodes, plan.hosts
     width = max(8, *(len(hosts[n]) for n in nodes))
     lines = [
-        f"# pairwise, {len(nodes)} nodes, {details['pair_bytes']} B each way per exchange, "
+        f"# pairwise, {len(nodes)} nodes, {nbytes} B each way per exchange, "
         f"busbw (GB/s) of the slowest rail, first pass",
         "#" + " " * width + "".join(f" {hosts[n][-10:]:>10}" for n in nodes),
     ]
@@ -2099,21 +2048,6 @@ def pairwise_table(details: dict[str, Any], every: list[dict[str, Any]], plan: P
 # --------------------------------------------------------------------------------------------
 # 10. Main
 # --------------------------------------------------------------------------------------------
-
-
-def pause_if_asked(args: argparse.Namespace, record: RankRecord, phase: str) -> None:
-    """--pause-before: sleep in `phase` (already recorded and armed) until the watchdog fires."""
-    if (
-        args.pause_before
-        and args.pause_before[0] == phase
-        and args.pause_before[1] in (None, args.rank)
-    ):
-        print(
-            f"[{record.where}] paused before {phase} (--pause-before), pid {os.getpid()}",
-            flush=True,
-        )
-        while True:
-            time.sleep(1)
 
 
 def new_record(args: argparse.Namespace, host: str) -> RankRecord:
@@ -2156,10 +2090,6 @@ class Peers:
         self.world_size, self.layout = world_size, layout
         self.store: dist.Store | None = None
 
-    def progress(self, rank: int, test: str) -> None:
-        if self.store is not None:
-            self.store.set(f"progress/{rank}", test)
-
     def describe(self) -> dict[str, Any]:
         """For the watchdog: the missing ranks and the test each other rank last started."""
         if self.store is None:
@@ -2175,10 +2105,88 @@ class Peers:
         return {"missing_ranks": missing, "peers_running": running}
 
 
-def checkin_phase(
-    args: argparse.Namespace, record: RankRecord, peers: Peers, host: str
-) -> dist.Store | None:
+@dataclass
+class Run:
+    """One rank's run: its options, record, the store (peers), watchdog, rank 0's tables."""
+
+    args: argparse.Namespace
+    record: RankRecord
+    peers: Peers
+    watchdog: Watchdog
+    tables: list[str] = field(default_factory=list)
+
+    def arm(self, phase: str) -> None:
+        self.watchdog.arm(phase, self.args.timeout)
+
+    def enter(self, phase: str, seconds: float | None = None, index: int | None = None) -> None:
+        """Record and arm `phase`; --pause-before: sleep in it until the watchdog fires."""
+        self.record.start(phase, index)
+        if self.peers.store is not None and index is not None:
+            self.peers.store.set(f"progress/{self.args.rank}", phase)
+        self.watchdog.arm(phase, seconds or self.args.timeout)
+        pause = self.args.pause_before
+        if pause and pause[0] == phase and pause[1] in (None, self.args.rank):
+            print(
+                f"[{self.record.where}] paused before {phase} (--pause-before), pid {os.getpid()}"
+            )
+            sys.stdout.flush()
+            while True:
+                time.sleep(1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    host = socket.gethostname()
+    record = new_record(args, host)
+    record.write()
+    watch_signals(record)
+    try:
+        peers = Peers(args.world_size, args.ranks_per_node)
+        return run_rank(Run(args, record, peers, Watchdog(record, peers.describe)), host)
+    except Exception as exc:  # a bug or an unforeseen failure: still leave the record behind
+        traceback.print_exc()
+        abort(record, None, f"nccl_check stopped: {type(exc).__name__}: {first_line(exc)}", 1)
+        raise  # not reached: abort() leaves the process
+
+
+def run_rank(run: Run, host: str) -> int:
+    """Device, check-in, process group, the tests, the summary."""
+    device = open_device(run.args, run.record)
+    if device is None or not join_group(run, device, host):
+        return EXIT_FAILED
+    stopped_by = run_tests(run, device)
+    # Every rank posts its verdict in the store; rank 0 prints them all.
+    status = run.record.finish()
+    run.watchdog.arm("summary", run.args.timeout + GRACE_S)
+    verdicts = exchange_verdicts(run)
+    if run.args.rank == 0:
+        print_summary(run, verdicts)
+    run.watchdog.disarm()
+    if stopped_by is None:
+        dist.destroy_process_group()
+    return EXIT_OK if status == "passed" else EXIT_FAILED
+
+
+def open_device(args: argparse.Namespace, record: RankRecord) -> torch.device | None:
+    """The backend and this rank's device, in the record; None (recorded as init) when absent."""
+    import_vendor_plugins()
+    backend = choose_backend(args.backend, args.device)
+    try:
+        device = choose_device(args.device, backend, args.local_rank)
+    except RuntimeError as exc:
+        record.add(test_entry("init", "error", str(exc)))
+        record.finish()
+        return None
+    with record.lock:
+        record.data["device"], record.data["backend"] = str(device), backend
+    if backend == "nccl":
+        os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    return device
+
+
+def check_in_phase(run: Run, host: str) -> dist.Store | None:
     """Make the store and check in; None for MPI (no store). Raises Fail naming the missing."""
+    args, record, peers = run.args, run.record, run.peers
     if record.data["backend"] == "mpi":
         record.add(test_entry("checkin", "skipped", "the mpi backend has no store to check in to"))
         return None
@@ -2206,75 +2214,16 @@ def checkin_phase(
     return raw
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    host = socket.gethostname()
-    record = new_record(args, host)
-    record.write()
-    watch_signals(record)
-    try:
-        return run_rank(args, record, host)
-    except Exception as exc:  # a bug or an unforeseen failure: still leave the record behind
-        traceback.print_exc()
-        abort(record, None, f"nccl_check stopped: {type(exc).__name__}: {first_line(exc)}", 1)
-        raise  # not reached: abort() leaves the process
-
-
-def run_rank(args: argparse.Namespace, record: RankRecord, host: str) -> int:
-    """Device, check-in, process group, the tests, the summary."""
-    peers = Peers(args.world_size, args.ranks_per_node)
-    watchdog = Watchdog(record, peers.describe)
-    device = open_device(args, record)
-    if device is None or not join_group(args, record, peers, watchdog, device, host):
-        return EXIT_FAILED
-    tables, stopped_by = run_tests(args, record, peers, watchdog, device)
-    # Every rank posts its verdict in the store; rank 0 prints them all.
-    status = record.finish()
-    watchdog.arm("summary", args.timeout + GRACE_S)
-    verdicts = exchange_verdicts(args, record, peers, args.timeout)
-    if args.rank == 0:
-        print_summary(args, record, tables, verdicts)
-    watchdog.disarm()
-    if stopped_by is None:
-        dist.destroy_process_group()
-    return EXIT_OK if status == "passed" else EXIT_FAILED
-
-
-def open_device(args: argparse.Namespace, record: RankRecord) -> torch.device | None:
-    """The backend and this rank's device, in the record; None (recorded as init) when absent."""
-    import_vendor_plugins()
-    backend = choose_backend(args.backend, args.device)
-    try:
-        device = choose_device(args.device, backend, args.local_rank)
-    except RuntimeError as exc:
-        record.add(test_entry("init", "error", str(exc)))
-        record.finish()
-        return None
-    with record.lock:
-        record.data["device"], record.data["backend"] = str(device), backend
-    if backend == "nccl":
-        os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
-    return device
-
-
-def join_group(
-    args: argparse.Namespace,
-    record: RankRecord,
-    peers: Peers,
-    watchdog: Watchdog,
-    device: torch.device,
-    host: str,
-) -> bool:
+def join_group(run: Run, device: torch.device, host: str) -> bool:
     """Check in, then make the process group on the same store; False (recorded) on failure.
 
     The watchdog ends check-in at --timeout + GRACE_S (check-in reports at --timeout itself) and
     init at --timeout, before the process group's own timeout (--timeout + GRACE_S).
     """
-    record.start("checkin")
-    watchdog.arm("checkin", args.timeout + GRACE_S)
-    pause_if_asked(args, record, "checkin")
+    args, record = run.args, run.record
+    run.enter("checkin", args.timeout + GRACE_S)
     try:
-        raw_store = checkin_phase(args, record, peers, host)
+        store = check_in_phase(run, host)
     except Fail as exc:
         duration = exc.details.pop("duration_s")
         record.add(test_entry("checkin", "error", str(exc), exc.details, duration))
@@ -2287,69 +2236,18 @@ def join_group(
         record.add(test_entry("checkin", "error", message))
         record.finish()
         return False
-    record.start("init")
-    watchdog.arm("init", args.timeout)
-    pause_if_asked(args, record, "init")
-    pg_timeout = datetime.timedelta(seconds=args.timeout + GRACE_S)
+    run.enter("init")
+    timeout = datetime.timedelta(seconds=args.timeout + GRACE_S)
     backend = record.data["backend"]
     entry = run_test(
         "init",
-        lambda: init_group(backend, raw_store, args.rank, args.world_size, pg_timeout, device),
+        lambda: init_group(backend, store, args.rank, args.world_size, timeout, device),
     )
-    watchdog.disarm()
+    run.watchdog.disarm()
     record.add(entry)
     if entry["status"] != "passed":
         record.finish()
     return entry["status"] == "passed"
-
-
-def run_tests(
-    args: argparse.Namespace,
-    record: RankRecord,
-    peers: Peers,
-    watchdog: Watchdog,
-    device: torch.device,
-) -> tuple[list[str], str | None]:
-    """The tests, in order: (rank 0's bandwidth tables, the test after which the rest were not
-    run). After an error the process group cannot be trusted: the rest are not run."""
-    dtype, type_name = DTYPES[args.dtype]
-    ctx = Context.make(args.rank, args.world_size, device, dtype, peers.store)
-    max_bytes = args.max_bytes or (1 << 20 if device.type == "cpu" else 1 << 30)
-    sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
-    arm = lambda phase, size: (record.at_size(size), watchdog.arm(phase, args.timeout))  # noqa: E731
-    sweep = Sweep(ctx, sizes, args.iters, args.warmup, type_name, args.thresholds, arm)
-    backend = record.data["backend"]
-    stopped_by: str | None = None
-    tables: list[str] = []
-    for index, name in enumerate(args.tests, 1):
-        if stopped_by is not None:
-            message = f"not run: stopped after {stopped_by} could not run"
-            record.add(test_entry(name, "error", message))
-            continue
-        support = support_of(backend, device.type, name, args.dtype)
-        if support.state == "no":  # predicted: never called (see SUPPORT)
-            record.add(test_entry(name, "skipped", support.reason, {"support": "no"}))
-            continue
-        record.start(name, index)
-        peers.progress(args.rank, name)
-        watchdog.arm(name, args.timeout)
-        pause_if_asked(args, record, name)
-        collective = name.removeprefix("bandwidth_")
-        if name.startswith("bandwidth_"):
-            entry = run_test(name, lambda c=collective: measure(sweep, c), support)
-        else:
-            entry = run_test(name, lambda n=name: CHECKS[n](ctx), support)
-        if entry["bandwidth"]:
-            tables.append(bandwidth_table(collective, entry["bandwidth"], args.world_size, backend))
-        watchdog.disarm()
-        record.add(entry)
-        if entry["status"] == "error":
-            stopped_by = name
-    tables += run_pairwise(
-        args, record, ctx, lambda phase: watchdog.arm(phase, args.timeout), stopped_by
-    )
-    watchdog.disarm()
-    return tables, stopped_by
 
 
 def init_group(
@@ -2371,25 +2269,63 @@ def init_group(
     return {"backend": backend, "device": str(device), "timeout_s": timeout.total_seconds()}
 
 
-def exchange_verdicts(
-    args: argparse.Namespace, record: RankRecord, peers: Peers, timeout: float
-) -> dict[int, dict[str, Any]] | None:
+def run_tests(run: Run, device: torch.device) -> str | None:
+    """The tests, in order; the test after which the rest were not run (None: all ran). After
+    an error the process group cannot be trusted: the rest are not run."""
+    args, record = run.args, run.record
+    dtype, type_name = DTYPES[args.dtype]
+    ctx = Context.make(args.rank, args.world_size, device, dtype, run.peers.store)
+    max_bytes = args.max_bytes or (1 << 20 if device.type == "cpu" else 1 << 30)
+    sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
+    arm = lambda phase, size: (record.at_size(size), run.arm(phase))  # noqa: E731
+    sweep = Sweep(ctx, sizes, args.iters, args.warmup, type_name, args.thresholds, arm)
+    backend = record.data["backend"]
+    stopped_by: str | None = None
+    for index, name in enumerate(args.tests, 1):
+        if stopped_by is not None:
+            message = f"not run: stopped after {stopped_by} could not run"
+            record.add(test_entry(name, "error", message))
+            continue
+        support = support_of(backend, device.type, name, args.dtype)
+        if support.state == "no":  # predicted: never called (see SUPPORT)
+            record.add(test_entry(name, "skipped", support.reason, {"support": "no"}))
+            continue
+        run.enter(name, index=index)
+        collective = name.removeprefix("bandwidth_")
+        if name.startswith("bandwidth_"):
+            entry = run_test(name, lambda c=collective: measure(sweep, c), support)
+        else:
+            entry = run_test(name, lambda n=name: CHECKS[n](ctx), support)
+        if entry["bandwidth"]:
+            run.tables.append(
+                bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
+            )
+        run.watchdog.disarm()
+        record.add(entry)
+        if entry["status"] == "error":
+            stopped_by = name
+    run_pairwise(run, ctx, stopped_by)
+    run.watchdog.disarm()
+    return stopped_by
+
+
+def exchange_verdicts(run: Run) -> dict[int, dict[str, Any]] | None:
     """Post result/<rank>; on rank 0 collect every rank's (None without a store)."""
-    store = peers.store
+    store, data, rank = run.peers.store, run.record.data, run.args.rank
     if store is None:
         return None
     problems = [
         f"{t['name']}: {t['status']} - {t['message']}"
-        for t in record.data["tests"]
+        for t in data["tests"]
         if t["status"] in ("failed", "error")
     ]
-    verdict = {"host": record.data["host"], "status": record.data["status"], "problems": problems}
-    store.set(f"result/{args.rank}", json.dumps(verdict))
-    if args.rank != 0:
+    verdict = {"host": data["host"], "status": data["status"], "problems": problems}
+    store.set(f"result/{rank}", json.dumps(verdict))
+    if rank != 0:
         return None
     verdicts: dict[int, dict[str, Any]] = {}
-    deadline = time.monotonic() + timeout
-    for r in range(args.world_size):
+    deadline = time.monotonic() + run.args.timeout
+    for r in range(run.args.world_size):
         while not store.check([f"result/{r}"]) and time.monotonic() < deadline:
             time.sleep(0.05)
         if store.check([f"result/{r}"]):
@@ -2397,21 +2333,16 @@ def exchange_verdicts(
     return verdicts
 
 
-def print_summary(
-    args: argparse.Namespace,
-    record: RankRecord,
-    tables: list[str],
-    verdicts: dict[int, dict[str, Any]] | None,
-) -> None:
+def print_summary(run: Run, verdicts: dict[int, dict[str, Any]] | None) -> None:
     """Rank 0's compact report: the bandwidth tables, what was skipped, what went wrong where."""
-    data, tests = record.data, record.data["tests"]
+    args, data, tests = run.args, run.record.data, run.record.data["tests"]
     counts = {s: sum(t["status"] == s for t in tests) for s in ("passed", "failed", "error")}
     skipped = [t for t in tests if t["status"] == "skipped"]
     print(
         f"nccl_check: {args.world_size} ranks, backend {data['backend']}, device "
         f"{data['device']}, dtype {args.dtype}, torch {torch.__version__}"
     )
-    for line in [*tables, *(f"  skipped {t['name']}: {t['message']}" for t in skipped)]:
+    for line in [*run.tables, *(f"  skipped {t['name']}: {t['message']}" for t in skipped)]:
         print(line)
     verdicts = verdicts if verdicts is not None else {0: {"status": data["status"], "problems": []}}
     bad = {r: v for r, v in sorted(verdicts.items()) if v["status"] != "passed"}
