@@ -15,8 +15,17 @@ when nccl_backend is not auto.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import check_result
 
 
 def _names(items: list[dict[str, Any]], key: str = "name") -> str:
@@ -64,13 +73,7 @@ LOOK = {
 
 
 def _result(host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {
-        "check": "backend_choice",
-        "host": host,
-        "status": status,
-        "message": message,
-        "hint": hint,
-    }
+    return check_result("backend_choice", host, status, message, hint)
 
 
 def _found(choice: dict[str, Any]) -> str:

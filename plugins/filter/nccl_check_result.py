@@ -4,7 +4,8 @@
 
 A check's result is ``{check, host, status: passed|failed|skipped|error, message, hint}``
 (docs/design.md, "Pre-flight"); the judges (nccl_preflight.py, nccl_fabric.py,
-nccl_gpu_checks.py) build it here. A cross-host check compares one host with the value most
+nccl_gpu_checks.py, nccl_npu_checks.py, nccl_backends.py) and the environment stage's findings
+(nccl_env_findings.py) build it here. A cross-host check compares one host with the value most
 hosts have and shows the table host -> value.
 
 Ansible loads a filter file by its path, not as a package, so a judge finds this file by putting

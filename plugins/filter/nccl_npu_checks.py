@@ -25,15 +25,20 @@ Every check is skipped, with the reason, unless the run's backend is hccl.
 
 from __future__ import annotations
 
-from collections import Counter
+import sys
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import check_result as _result
+from nccl_check_result import host_table, reference_value
 
 HCCL_DEFAULT_BASE_PORT = 60000
 HCCL_PORTS = 16
-
-
-def _result(check: str, host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {"check": check, "host": host, "status": status, "message": message, "hint": hint}
 
 
 def _skip(obs: dict) -> str:
@@ -135,13 +140,13 @@ def _firmware(obs: dict) -> str | None:
 def _odd_one(
     host: str, what: str, values: dict[str, str], mine: str, hint: str
 ) -> tuple[str, str, str] | None:
-    """None when mine is the most common value, else (status, message, hint) with the table."""
-    counts = Counter(values.values())
-    ref = next(v for v in values.values() if counts[v] == max(counts.values()))
+    """None when mine is the most common value, else (status, message, hint) with the table.
+    ``values`` is in rank order: a tie goes to the earliest host."""
+    order = list(values)
+    ref = reference_value(values, order)
     if mine == ref:
         return None
-    width = max(len(h) for h in values)
-    rows = "\n".join(f"  {h.ljust(width)}  {v}" for h, v in values.items())
+    rows = host_table(values, order)
     message = f"{host}: {what} {mine} differ from the other hosts ({ref}); host -> NPU:\n{rows}"
     return "failed", message, hint
 
