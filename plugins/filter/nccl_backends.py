@@ -25,7 +25,7 @@ from typing import Any
 if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
     sys.path.append(_HERE)
 
-from nccl_check_result import check_result
+from nccl_check_result import append_results, check_result, rank_order
 
 
 def _names(items: list[dict[str, Any]], key: str = "name") -> str:
@@ -123,20 +123,16 @@ def nccl_backend_checks_add(
     """results_by_host with backend_choice appended; None stays None."""
     settings = settings or {}
     requested = str(settings.get("requested_backend") or "auto")
-    order = [h for h in settings.get("order") or [] if h in observations]
-    order += [h for h in observations if h not in order]
+    order = rank_order(observations, settings)
     master = str(settings.get("master") or (order[0] if order else ""))
     choices = {
         h: nccl_backend_choice(observations[h].get("facts"), "auto")
         for h in order
         if (observations.get(h) or {}).get("facts")
     }
-    return {
-        host: None
-        if results is None
-        else [*results, check_backend_choice(host, choices, master, requested)]
-        for host, results in results_by_host.items()
-    }
+    return append_results(
+        results_by_host, lambda host: [check_backend_choice(host, choices, master, requested)]
+    )
 
 
 class FilterModule:

@@ -34,8 +34,14 @@ from typing import Any
 if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
     sys.path.append(_HERE)
 
+from nccl_check_result import (
+    append_results,
+    host_table,
+    rank_order,
+    reference_value,
+    too_few_devices,
+)
 from nccl_check_result import check_result as _result
-from nccl_check_result import host_table, reference_value
 
 HCCL_DEFAULT_BASE_PORT = 60000
 HCCL_PORTS = 16
@@ -93,15 +99,9 @@ def check_npu(obs: dict, host: str) -> dict:
         hint = f"npu-smi info  (on {host}); install/load the Ascend driver"
         return _result("npu", host, "failed", f"{host}: no NPU found: {reason}", hint)
     want = int(obs.get("nproc_per_node") or 1)
-    if len(chips) < want:
-        return _result(
-            "npu",
-            host,
-            "failed",
-            f"{host} has {len(chips)} NPU chips, {want} ranks planned",
-            f"npu-smi info  (on {host}); set nccl_slots / nccl_nproc_per_node for {host} to "
-            f"{len(chips)} or fix the missing NPU",
-        )
+    few = too_few_devices("npu", host, len(chips), want, ("NPU chips", "NPU", "npu-smi info"))
+    if few:
+        return few
     sick = [c for c in chips if str(c.get("health")) != "OK"]
     if sick:
         names = ", ".join(
@@ -277,24 +277,19 @@ def nccl_npu_checks_add(
 ) -> dict[str, list[dict] | None]:
     """results_by_host with npu, npu_model and hccl_ports appended; None stays None."""
     settings = settings or {}
-    order = [h for h in settings.get("order") or [] if h in observations]
-    order += [h for h in observations if h not in order]
+    order = rank_order(observations, settings)
     extra = settings.get("extra_env_by_host") or {}
-    out: dict[str, list[dict] | None] = {}
-    for host, results in results_by_host.items():
+
+    def checks(host: str) -> list[dict]:
         obs = {**(observations.get(host) or {}), "host": host}
-        out[host] = (
-            None
-            if results is None
-            else [
-                *results,
-                check_npu(obs, host),
-                check_npu_model(observations, host, order),
-                check_hccl_ports(obs, host, extra.get(host) or settings.get("extra_env") or {}),
-                check_tcp_hccl_port(obs, host),
-            ]
-        )
-    return out
+        return [
+            check_npu(obs, host),
+            check_npu_model(observations, host, order),
+            check_hccl_ports(obs, host, extra.get(host) or settings.get("extra_env") or {}),
+            check_tcp_hccl_port(obs, host),
+        ]
+
+    return append_results(results_by_host, checks)
 
 
 class FilterModule:
