@@ -15,8 +15,17 @@ when nccl_backend is not auto.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import append_results, check_result, rank_order
 
 
 def _names(items: list[dict[str, Any]], key: str = "name") -> str:
@@ -64,13 +73,7 @@ LOOK = {
 
 
 def _result(host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {
-        "check": "backend_choice",
-        "host": host,
-        "status": status,
-        "message": message,
-        "hint": hint,
-    }
+    return check_result("backend_choice", host, status, message, hint)
 
 
 def _found(choice: dict[str, Any]) -> str:
@@ -120,20 +123,16 @@ def nccl_backend_checks_add(
     """results_by_host with backend_choice appended; None stays None."""
     settings = settings or {}
     requested = str(settings.get("requested_backend") or "auto")
-    order = [h for h in settings.get("order") or [] if h in observations]
-    order += [h for h in observations if h not in order]
+    order = rank_order(observations, settings)
     master = str(settings.get("master") or (order[0] if order else ""))
     choices = {
         h: nccl_backend_choice(observations[h].get("facts"), "auto")
         for h in order
         if (observations.get(h) or {}).get("facts")
     }
-    return {
-        host: None
-        if results is None
-        else [*results, check_backend_choice(host, choices, master, requested)]
-        for host, results in results_by_host.items()
-    }
+    return append_results(
+        results_by_host, lambda host: [check_backend_choice(host, choices, master, requested)]
+    )
 
 
 class FilterModule:

@@ -25,6 +25,7 @@ from typing import Any
 if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
     sys.path.append(_HERE)
 
+from nccl_check_result import append_results, no_observation, rank_order
 from nccl_check_result import check_result as _result
 from nccl_check_result import host_table as _table
 from nccl_check_result import reference_value as _reference
@@ -526,12 +527,8 @@ def nccl_fabric_results(
     settings = settings or {}
     observations = {h: {**o, "host": h} for h, o in observations.items() if o}
     if host not in observations:
-        return [
-            _result(c, host, "failed", f"{host}: no observation (the host failed earlier)")
-            for c in FABRIC_CHECKS
-        ]
-    order = [h for h in settings.get("order") or [] if h in observations]
-    order += [h for h in observations if h not in order]
+        return no_observation(FABRIC_CHECKS, host)
+    order = rank_order(observations, settings)
     extra = settings.get("extra_env_by_host") or {}
     obs = observations[host]
     return [
@@ -550,12 +547,9 @@ def nccl_fabric_judge(
     settings: dict | None = None,
 ) -> dict[str, list | None]:
     """nccl_preflight_judge's results with the fabric checks appended to every host's list."""
-    return {
-        host: None
-        if results is None
-        else list(results) + nccl_fabric_results(observations, host, settings)
-        for host, results in results_by_host.items()
-    }
+    return append_results(
+        results_by_host, lambda host: nccl_fabric_results(observations, host, settings)
+    )
 
 
 def nccl_expect_net(facts: dict, ifname: str, setting: str = "auto") -> dict[str, str]:

@@ -31,6 +31,7 @@ from typing import Any
 if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
     sys.path.append(_HERE)
 
+from nccl_check_result import append_results, no_observation, rank_order
 from nccl_check_result import check_result as _result
 from nccl_check_result import host_table as _table
 from nccl_check_result import reference_value as _reference
@@ -604,12 +605,8 @@ def nccl_gpu_health_results(
     settings = settings or {}
     observations = {h: {**o, "host": h} for h, o in observations.items() if o}
     if host not in observations:
-        return [
-            _result(c, host, "failed", f"{host}: no observation (the host failed earlier)")
-            for c in GPU_CHECKS
-        ]
-    order = [h for h in settings.get("order") or [] if h in observations]
-    order += [h for h in observations if h not in order]
+        return no_observation(GPU_CHECKS, host)
+    order = rank_order(observations, settings)
     obs = observations[host]
     return [
         check_memory(obs, settings),
@@ -631,12 +628,9 @@ def nccl_gpu_health_add(
 ) -> dict[str, list[dict] | None]:
     """results_by_host (nccl_preflight_judge's) with every host's GPU health checks appended;
     hosts without results (None: dropped out before the pre-flight) stay None."""
-    return {
-        host: None
-        if results is None
-        else [*results, *nccl_gpu_health_results(observations, host, settings)]
-        for host, results in results_by_host.items()
-    }
+    return append_results(
+        results_by_host, lambda host: nccl_gpu_health_results(observations, host, settings)
+    )
 
 
 class FilterModule:

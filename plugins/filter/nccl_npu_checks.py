@@ -25,15 +25,26 @@ Every check is skipped, with the reason, unless the run's backend is hccl.
 
 from __future__ import annotations
 
-from collections import Counter
+import sys
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import (
+    append_results,
+    host_table,
+    rank_order,
+    reference_value,
+    too_few_devices,
+)
+from nccl_check_result import check_result as _result
 
 HCCL_DEFAULT_BASE_PORT = 60000
 HCCL_PORTS = 16
-
-
-def _result(check: str, host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {"check": check, "host": host, "status": status, "message": message, "hint": hint}
 
 
 def _skip(obs: dict) -> str:
@@ -88,15 +99,9 @@ def check_npu(obs: dict, host: str) -> dict:
         hint = f"npu-smi info  (on {host}); install/load the Ascend driver"
         return _result("npu", host, "failed", f"{host}: no NPU found: {reason}", hint)
     want = int(obs.get("nproc_per_node") or 1)
-    if len(chips) < want:
-        return _result(
-            "npu",
-            host,
-            "failed",
-            f"{host} has {len(chips)} NPU chips, {want} ranks planned",
-            f"npu-smi info  (on {host}); set nccl_slots / nccl_nproc_per_node for {host} to "
-            f"{len(chips)} or fix the missing NPU",
-        )
+    few = too_few_devices("npu", host, len(chips), want, ("NPU chips", "NPU", "npu-smi info"))
+    if few:
+        return few
     sick = [c for c in chips if str(c.get("health")) != "OK"]
     if sick:
         names = ", ".join(
@@ -135,13 +140,13 @@ def _firmware(obs: dict) -> str | None:
 def _odd_one(
     host: str, what: str, values: dict[str, str], mine: str, hint: str
 ) -> tuple[str, str, str] | None:
-    """None when mine is the most common value, else (status, message, hint) with the table."""
-    counts = Counter(values.values())
-    ref = next(v for v in values.values() if counts[v] == max(counts.values()))
+    """None when mine is the most common value, else (status, message, hint) with the table.
+    ``values`` is in rank order: a tie goes to the earliest host."""
+    order = list(values)
+    ref = reference_value(values, order)
     if mine == ref:
         return None
-    width = max(len(h) for h in values)
-    rows = "\n".join(f"  {h.ljust(width)}  {v}" for h, v in values.items())
+    rows = host_table(values, order)
     message = f"{host}: {what} {mine} differ from the other hosts ({ref}); host -> NPU:\n{rows}"
     return "failed", message, hint
 
@@ -272,24 +277,19 @@ def nccl_npu_checks_add(
 ) -> dict[str, list[dict] | None]:
     """results_by_host with npu, npu_model and hccl_ports appended; None stays None."""
     settings = settings or {}
-    order = [h for h in settings.get("order") or [] if h in observations]
-    order += [h for h in observations if h not in order]
+    order = rank_order(observations, settings)
     extra = settings.get("extra_env_by_host") or {}
-    out: dict[str, list[dict] | None] = {}
-    for host, results in results_by_host.items():
+
+    def checks(host: str) -> list[dict]:
         obs = {**(observations.get(host) or {}), "host": host}
-        out[host] = (
-            None
-            if results is None
-            else [
-                *results,
-                check_npu(obs, host),
-                check_npu_model(observations, host, order),
-                check_hccl_ports(obs, host, extra.get(host) or settings.get("extra_env") or {}),
-                check_tcp_hccl_port(obs, host),
-            ]
-        )
-    return out
+        return [
+            check_npu(obs, host),
+            check_npu_model(observations, host, order),
+            check_hccl_ports(obs, host, extra.get(host) or settings.get("extra_env") or {}),
+            check_tcp_hccl_port(obs, host),
+        ]
+
+    return append_results(results_by_host, checks)
 
 
 class FilterModule:

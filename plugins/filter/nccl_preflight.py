@@ -31,7 +31,7 @@ if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
 
 from nccl_check_result import check_result as _result
 from nccl_check_result import host_table as table
-from nccl_check_result import reference_value
+from nccl_check_result import no_observation, rank_order, reference_value, too_few_devices
 
 CHECKS = (
     "interface",
@@ -56,11 +56,6 @@ def _family(address: str) -> str:
         return f"ipv{ipaddress.ip_address(address).version}"
     except ValueError:
         return ""
-
-
-def _order(observations: dict[str, dict], settings: dict) -> list[str]:
-    order = [h for h in settings.get("order") or [] if h in observations]
-    return order + [h for h in observations if h not in order]
 
 
 # --------------------------------------------------------------------------- interface
@@ -420,15 +415,9 @@ def check_gpu(obs: dict, settings: dict) -> dict:
             f"nvidia-smi  (on {host}); install/load the NVIDIA driver",
         )
     want = int(obs.get("nproc_per_node") or 1)
-    if len(gpus) < want:
-        return _result(
-            "gpu",
-            host,
-            "failed",
-            f"{host} has {len(gpus)} GPUs, {want} ranks planned",
-            f"nvidia-smi -L  (on {host}); set nccl_slots / nccl_nproc_per_node for {host} to "
-            f"{len(gpus)} or fix the missing GPU",
-        )
+    few = too_few_devices("gpu", host, len(gpus), want, ("GPUs", "GPU", "nvidia-smi -L"))
+    if few:
+        return few
     py = python_facts_of(obs)
     python = obs.get("python") or py.get("executable") or "python"
     if not py.get("cuda_available"):
@@ -585,11 +574,8 @@ def nccl_preflight_results(
     settings = settings or {}
     observations = {h: {**o, "host": h} for h, o in observations.items() if o}
     if host not in observations:
-        return [
-            _result(c, host, "failed", f"{host}: no observation (the host failed earlier)")
-            for c in CHECKS
-        ]
-    order = _order(observations, settings)
+        return no_observation(CHECKS, host)
+    order = rank_order(observations, settings)
     master = settings.get("master") or order[0]
     obs = observations[host]
     return [
