@@ -233,3 +233,19 @@ def test_every_busbw_table_shows_measured_against_expected(
     assert "<td>all_reduce</td>" in table and "<td>88.9%</td>" in table and "<td>ok</td>" in table
     assert "10.0.0.1&#39;s fabric link 10000 Mb/s x 0.9" in table
     assert "not judged (all_gather): the sweep never reached 33554432 B" in table
+
+
+def test_the_summary_spread_is_each_ranks_own_figure_not_the_shared_one(tmp_path: Path) -> None:
+    """nccl-tests' busbw is the same on every rank (the slowest time); the summary's min, median,
+    max and slowest rank come from each rank's own time (rank_busbw_gbps), so they differ."""
+    run_dir = write_run(tmp_path, "r1", {"all_reduce": {MIB: 0.5}})
+    for node, own in ((0, 0.9), (1, 0.5)):
+        path = run_dir / f"10.0.0.{node + 1}" / f"rank-{node}.json"
+        doc = json.loads(path.read_text())
+        doc["tests"][0]["bandwidth"][0]["rank_busbw_gbps"] = own
+        path.write_text(json.dumps(doc))
+    summary = report(run_dir)
+    row = summary["bandwidth"][0]
+    assert (row["busbw_min_gbps"], row["busbw_max_gbps"]) == (0.5, 0.9)
+    assert row["busbw_median_gbps"] == pytest.approx(0.7) and row["slowest_rank"] == 1
+    assert "| bandwidth_all_reduce | 1 MiB | 2 | 0.500 | 0.700 | 0.900 | 1 |" in summary["markdown"]
