@@ -243,6 +243,18 @@ def evaluate(run: Any) -> dict[str, Any]:
     return result
 
 
+def expected_figures(run: Any) -> tuple[dict[str, tuple[float, str]], int]:
+    """({collective: (expected GB/s, where it comes from)}, nccl_busbw_min_bytes) of a run, for
+    every table that shows a busbw (summary.md, report.html): measured / expected in %."""
+    result = judge_expectations(run.plan, _docs(run), used_by_host(run))
+    figures = {
+        row["collective"]: (float(row["expected_gbps"]), str(row["source"]))
+        for row in result["collectives"]
+        if row["expected_gbps"]
+    }
+    return figures, int(result["settings"]["min_bytes"])
+
+
 def expectation_suites(run: Any) -> list[tuple[str, Any, str]]:
     """[(path, TestSuite, host)]: junit/bandwidth.xml (expected_busbw, baseline) when judged."""
     if TestSuite is None:

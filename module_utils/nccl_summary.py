@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from ansible.module_utils.nccl_expect import expectation_markdown
+from ansible.module_utils.nccl_expect import expectation_markdown, expected_figures
 from ansible.module_utils.nccl_pairwise import pairwise_markdown
 from ansible.module_utils.nccl_run_data import RunData
 from ansible.module_utils.nccl_text import md_escape
@@ -64,24 +64,38 @@ def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
                     per_test.setdefault(str(test.get("name")), {}).setdefault(
                         int(row["size_bytes"]), []
                     ).append((rank, float(row.get("rank_busbw_gbps", row["busbw_gbps"]))))
+    figures, min_bytes = expected_figures(run) if per_test else ({}, 0)
     table = []
     for name in sorted(per_test):
         size = max(per_test[name])
         values = per_test[name][size]
         slowest = min(values, key=lambda item: item[1])
         busbw = [value for _, value in values]
+        expected = figures.get(name.removeprefix("bandwidth_"), (None, ""))[0]
+        median = statistics.median(busbw)
         table.append(
             {
                 "collective": name,
                 "size_bytes": size,
                 "ranks": len(values),
                 "busbw_min_gbps": min(busbw),
-                "busbw_median_gbps": statistics.median(busbw),
+                "busbw_median_gbps": median,
                 "busbw_max_gbps": max(busbw),
                 "slowest_rank": slowest[0],
+                # measured / expected (module_utils/nccl_expect.py), judged from min_bytes up
+                "expected_gbps": expected,
+                "percent_of_expected": round(100 * median / expected, 1) if expected else None,
+                "judged_size": size >= min_bytes,
             }
         )
     return table
+
+
+def _percent_cell(row: dict[str, Any]) -> str:
+    if row.get("percent_of_expected") is None:
+        return "-"
+    late = "" if row.get("judged_size") else " (latency-bound, not judged)"
+    return f"{row['percent_of_expected']:g}%{late}"
 
 
 def _human_bytes(size: int) -> str:
@@ -176,15 +190,15 @@ def _bandwidth_lines(bandwidth: list[dict[str, Any]]) -> list[str]:
         "",
         "Bus bandwidth at the largest size (GB/s, each rank's own time):",
         "",
-        "| collective | size | ranks | min | median | max | slowest rank |",
-        "|---|---|---|---|---|---|---|",
+        "| collective | size | ranks | min | median | max | slowest rank | median / expected |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in bandwidth:
         lines.append(
             f"| {md_escape(row['collective'])} | {_human_bytes(row['size_bytes'])} | "
             f"{row['ranks']} | "
             f"{row['busbw_min_gbps']:.3f} | {row['busbw_median_gbps']:.3f} | "
-            f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} |"
+            f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} | {_percent_cell(row)} |"
         )
     return lines
 

@@ -316,3 +316,57 @@ def test_at_most_16_cards_are_asked_for_their_firmware() -> None:
     assert asked == [str(i) for i in range(16)]
     assert [firmware[i] for i in (0, 15, 16)] == ["7.1.0.7.220", "7.1.0.7.220", None]
     assert reason == "only the first 16 of 20 NPU cards were asked"
+
+
+STANDIN_TORCH_XPU = '''"""TEST DOUBLE (tests/unit/test_accelerators.py): a torch with two XPUs."""
+__version__ = "2.13.0+xpu.standin"
+
+
+class xpu:  # noqa: N801 - torch.xpu's name
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def device_count():
+        return 2
+
+    @staticmethod
+    def get_device_name(index):
+        return "Intel(R) Data Center GPU Max 1550"
+'''
+
+
+def test_the_xpu_probe_finds_the_xpus_of_a_stand_in_torch_and_auto_explains_xccl(
+    tmp_path: Path,
+) -> None:
+    """The real probe in a real Python, whose torch is a stand-in (written here, a test double)
+    with torch.xpu seeing two XPUs: the facts list them and auto chooses xccl saying why."""
+    import subprocess
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(STANDIN_TORCH_XPU)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    def run_standin(argv: list[str]) -> tuple[int, str, str]:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=150, check=False, env=env
+        )
+        return done.returncode, done.stdout, done.stderr
+
+    found = read_xpus(run_standin, sys.executable)
+    name = "Intel(R) Data Center GPU Max 1550"
+    assert found == {
+        "xpus": [{"index": 0, "name": name}, {"index": 1, "name": name}],
+        "xpus_reason": "",
+        "torch_npu_version": None,
+    }
+    facts = {
+        "gpus_reason": "nvidia-smi not found on PATH",
+        "accelerators": {"npus_reason": "npu-smi not found on PATH", **found},
+    }
+    assert nccl_backend_choice(facts) == {
+        "backend": "xccl",
+        "reason": f"2 Intel XPU(s) (torch.xpu: 2 x {name}): xccl",
+        "devices": 2,
+    }

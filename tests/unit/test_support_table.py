@@ -209,3 +209,32 @@ def test_report_html_shows_the_predicted_skips_escaped_before_the_results(
     (run.dir / "plan.json").write_text(json.dumps(plan))
     report(run, capsys)
     assert "support table predicts" not in (run.dir / "report.html").read_text()
+
+
+def docs_table() -> dict[tuple[str, str, str], str]:
+    """(backend, cpu|gpu, function) -> yes|no|maybe from the transcribed torch docs table."""
+    lines = (Path(__file__).parents[1] / "fixtures" / "torch" / "backends-table.txt").read_text()
+    rows = [line.split() for line in lines.splitlines() if line and not line.startswith("#")]
+    header = next(x for x in lines.splitlines() if x.startswith("# function")).split()[2:]
+    table = {}
+    for function, *cells in rows:
+        assert len(cells) == len(header), function
+        for column, cell in zip(header, cells, strict=True):
+            backend, kind = column.split("-")
+            table[(backend, kind, function)] = cell
+    return table
+
+
+def test_every_cell_of_the_support_table_is_the_one_torchs_docs_give() -> None:
+    """Every (backend, device, collective) of SUPPORT against the torch docs' Backends table
+    (tests/fixtures/torch/backends-table.txt, transcribed with its source): the cited source of
+    the rows this machine cannot call (GPU columns, nccl, xccl; mpi without an MPI build)."""
+    docs = docs_table()
+    functions = {"send_recv": ("send", "recv")}
+    assert set(nc.SUPPORT) == {b for b, _, _ in docs}
+    for backend, devices in nc.SUPPORT.items():
+        for kind, row in devices.items():
+            for coll in nc.COLLECTIVES:
+                mine = row.get(coll, row.get("*"))
+                for function in functions.get(coll, (coll,)):
+                    assert mine == docs[(backend, kind, function)], (backend, kind, coll)
