@@ -84,6 +84,11 @@ def nccl_pair_trigger_note(triggers: list[dict[str, Any]], hosts: list[dict[str,
     if all(t["source"] == "nccl_expected_busbw" for t in triggers):
         _, why = cluster_figure({"hosts": list(hosts or [])}, {}, 1.0)
         parts.append(f"none from the fabric: {why}")
+    if not triggers:
+        return (
+            "auto runs the pairwise rounds only when a bandwidth test fails (or a collective "
+            f"hangs): nccl_expected_busbw is empty and the fabric gives no figure ({why})"
+        )
     return "auto runs the pairwise rounds when a busbw falls below: " + "; ".join(parts)
 
 

@@ -202,6 +202,30 @@ def test_five_hosts_auto_runs_when_busbw_is_below_its_expectation_and_names_the_
     assert all(len(r) == 2 for r in details["rounds"])
 
 
+def test_three_hosts_auto_runs_when_busbw_is_below_the_fabrics_expectation_and_names_the_host(
+    lab_factory: Any, tmp_path: Path
+) -> None:
+    """No nccl_expected_busbw: the trigger comes from the fabric (veth says 10000 Mb/s, so
+    10 / 8 x 0.9 x 0.8 = 0.9 GB/s), which the tbf-limited links never reach."""
+    lab3 = lab_factory(3)
+    bad = lab3.hosts[1]
+    with links(lab3, bad):
+        result, report_dir = validate(
+            inventory(lab3, tmp_path, 3),
+            tmp_path / "reports",
+            nccl_pairwise="auto",
+            nccl_busbw_min_bytes=16384,
+        )
+    plan = json.loads((report_dir / "plan.json").read_text())
+    assert {h["link_speed_mbps"] for h in plan["hosts"]} == {10000}, plan["hosts"]
+    trigger = next(t for t in plan["pair_triggers"] if t["collective"] == "all_reduce")
+    assert trigger["trigger_gbps"] == 0.9 and "fabric link 10000 Mb/s x 0.9" in trigger["source"]
+    said = " ".join((result.stdout + result.stderr).split())  # the callback wraps long messages
+    assert "auto runs the pairwise rounds when a busbw falls below: all_reduce 0.9" in said
+    doc = assert_only_named(result, report_dir, bad, lab3, 3)
+    assert doc["mode"] == "auto" and "is below 0.9 GB/s" in doc["why"], doc["why"]
+
+
 def test_two_hosts_say_they_cannot_tell_and_show_each_hosts_own_figure(
     lab6: Lab, tmp_path: Path
 ) -> None:

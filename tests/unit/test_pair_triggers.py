@@ -87,7 +87,8 @@ def test_a_host_of_unknown_speed_gives_no_fabric_trigger(unknown: int | None) ->
     assert nccl_pair_triggers(hosts, {}, 0.8, 0.9) == []
     assert nccl_pair_triggers([], {}, 0.8, 0.9) == []
     note = nccl_pair_trigger_note([], hosts)
-    assert note.endswith("none from the fabric: link speed unknown on node1"), note
+    assert note.startswith("auto runs the pairwise rounds only when a bandwidth test fails"), note
+    assert note.endswith("the fabric gives no figure (link speed unknown on node1)"), note
     # The explicit expectations still trigger.
     rows = nccl_pair_triggers(hosts, {"all_reduce": 10}, 0.8, 0.9)
     assert rows == [
@@ -98,6 +99,11 @@ def test_a_host_of_unknown_speed_gives_no_fabric_trigger(unknown: int | None) ->
             "source": "nccl_expected_busbw",
         }
     ]
+    note = nccl_pair_trigger_note(rows, hosts)
+    assert note == (
+        "auto runs the pairwise rounds when a busbw falls below: all_reduce 8 GB/s "
+        "(nccl_expected_busbw); none from the fabric: link speed unknown on node1"
+    )
 
 
 def test_an_explicit_nccl_expected_busbw_wins_over_the_fabric() -> None:
