@@ -18,14 +18,16 @@ A host's fabric figure, in Gb/s:
 
 The cluster's figure is the slowest host's; the report shows where each came from, e.g.
 "node1: 2 x 400 Gb/s mlx5_0, mlx5_1 (RDMA ports in use) x 0.9".
+
+Only the standard library at import time: plugins/filter/nccl_pair_triggers.py loads this file
+by its path on the control machine (before the run, without logs) to turn the same figure into
+the pairwise rounds' trigger; the NCCL log parser is imported where the logs are read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
-
-from ansible.module_utils.nccl_transport import parse_nccl_log
 
 HostFigure = tuple[float | None, str, int]  # (Gb/s or None, where it comes from, NICs)
 
@@ -54,6 +56,8 @@ def nics_used(parsed_logs: Iterable[dict[str, Any]]) -> tuple[list[str], list[in
 def used_by_host(run: Any) -> dict[str, tuple[list[str], list[int]]]:
     """{host: nics_used(...)} from every rank's NCCL log of a run (nccl_junit.RunData); only
     the hosts plan.json gives RDMA ports are read (the others' figure is their link speed)."""
+    from ansible.module_utils.nccl_transport import parse_nccl_log  # here: see the top
+
     found: dict[str, tuple[list[str], list[int]]] = {}
     rdma_hosts = {str(h.get("host")) for h in run.plan.get("hosts") or [] if h.get("rdma")}
     for host in run.hosts:

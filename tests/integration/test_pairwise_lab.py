@@ -202,6 +202,46 @@ def test_five_hosts_auto_runs_when_busbw_is_below_its_expectation_and_names_the_
     assert all(len(r) == 2 for r in details["rounds"])
 
 
+@pytest.mark.parametrize("slow", [1, None], ids=["slow_link", "healthy"])
+def test_three_hosts_auto_runs_when_busbw_is_below_the_fabrics_expectation(
+    lab_factory: Any, tmp_path: Path, slow: int | None
+) -> None:
+    """No nccl_expected_busbw: the trigger comes from the fabric (veth says 10000 Mb/s, so
+    10 / 8 x 0.9 x 0.8 = 0.9 GB/s), which the tbf-limited links never reach. With one slow link
+    that host is named; with none the rounds run too and blame nobody."""
+    lab3 = lab_factory(3)
+    bad = None if slow is None else lab3.hosts[slow]
+    with links(lab3, bad):
+        result, report_dir = validate(
+            inventory(lab3, tmp_path, 3),
+            tmp_path / "reports",
+            nccl_pairwise="auto",
+            nccl_busbw_min_bytes=16384,
+        )
+    output = result.stdout + result.stderr
+    plan = json.loads((report_dir / "plan.json").read_text())
+    assert {h["link_speed_mbps"] for h in plan["hosts"]} == {10000}, plan["hosts"]
+    trigger = next(t for t in plan["pair_triggers"] if t["collective"] == "all_reduce")
+    assert trigger["trigger_gbps"] == 0.9 and "fabric link 10000 Mb/s x 0.9" in trigger["source"]
+    said = " ".join(output.split())  # the callback wraps long messages
+    assert "auto runs the pairwise rounds when a busbw falls below: all_reduce 0.9" in said
+    if bad is not None:
+        doc = assert_only_named(result, report_dir, bad, lab3, 3)
+    else:
+        # The links carry 200 Mbit/s against a 10000 Mb/s speed: the expectation fails the
+        # run (bandwidth.all_reduce), and the rounds it triggered name no node.
+        assert result.returncode != 0, output[-4000:]
+        doc = json.loads((report_dir / "pairwise.json").read_text())
+        assert {v["status"] for v in doc["verdicts"]} == {"ok"}, doc["verdicts"]
+        cases = pairwise_cases(report_dir)
+        assert len(cases) == 3 and all(c.find("failure") is None for c in cases.values())
+        assert "Pairwise: no node is slow." in (report_dir / "summary.md").read_text()
+        verdict = json.loads((report_dir / "verdict.json").read_text())
+        assert not [f for f in verdict["findings"] if f["test"] == "pairwise"], verdict
+        validate_report_junit(report_dir)
+    assert doc["mode"] == "auto" and "is below 0.9 GB/s" in doc["why"], doc["why"]
+
+
 def test_two_hosts_say_they_cannot_tell_and_show_each_hosts_own_figure(
     lab6: Lab, tmp_path: Path
 ) -> None:
