@@ -540,3 +540,16 @@ def test_two_nodes_that_hang_say_why_no_node_is_named(tmp_path: Path) -> None:
     files = nccl_junit.build_suites(run)
     verdict = nccl_verdict.build_verdict(run, files, nccl_junit.summarize(run, files))
     assert not [f for f in verdict["findings"] if "two nodes" in f["fix"]]
+
+
+def test_report_html_says_which_pair_timed_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stop_in_first_round(write_run(tmp_path, 4, 1, healthy(), second=[]), 4, dead=2)
+    template = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+    args = {"report_root": str(tmp_path), "run_id": "run-1", "html_template": str(template)}
+    module_result(args, capsys)
+    html = (tmp_path / "run-1" / "report.html").read_text()
+    under_map = html.split('id="pairwise"')[1].split("</section>")[0].split("</svg>")[-1]
+    assert "10.0.0.3: its pair with" in under_map and "did not finish" in under_map
+    assert "the rounds after it never ran" in under_map
