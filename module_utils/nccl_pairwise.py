@@ -150,6 +150,11 @@ def judge(
         if partners and verdict["status"] != "slow":
             verdict["status"] = "timed out"
             verdict["message"] = _timed_out_message(verdict, [hosts.get(p, p) for p in partners])
+        elif unfinished and verdict["status"] == "not measured":
+            verdict["message"] = (
+                f"{verdict['host']}: no pair was measured: the ranks were stopped in a round "
+                "it rested in, and the rounds after it never ran"
+            )
         verdicts.append(verdict)
     note = "" if decided else _undecided_note(len(nodes))
     if unfinished:

@@ -508,6 +508,9 @@ def test_unfinished_pairs_are_those_of_the_round_under_way_without_a_row() -> No
     assert nccl_pairwise.unfinished_pairs([(0, {"under_way": None})], done) == []
     intra = [(0, {"under_way": {"pass": "intra", "round": 0}, "under_way_pairs": [[0, 1]]})]
     assert nccl_pairwise.unfinished_pairs(intra, []) == []  # local ranks, not nodes
+    rested = nccl_pairwise.judge([0, 1, 2], {0: "a", 1: "b", 2: "c"}, [], 0.8, [(1, 2)])
+    assert [v["status"] for v in rested["verdicts"]] == ["not measured", "timed out", "timed out"]
+    assert "the ranks were stopped in a round it rested in" in rested["verdicts"][0]["message"]
 
 
 def test_a_very_slow_pair_is_recorded_with_significant_digits_not_as_zero() -> None:
