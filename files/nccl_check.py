@@ -169,59 +169,48 @@ def rank_counts(text: str) -> list[int]:
 def pause_spec(text: str) -> tuple[str, int | None]:
     """'send_recv@1' -> ('send_recv', 1); 'send_recv' -> ('send_recv', None) = every rank."""
     name, _, rank = text.partition("@")
-    if name not in ALL_TESTS and name not in ("checkin", "init"):
+    if (
+        name not in ALL_TESTS
+        and name not in ("checkin", "init")
+        and not name.startswith("pairwise pass ")
+    ):
         raise argparse.ArgumentTypeError(f"--pause-before: unknown test {name!r}")
     return name, non_negative_int(rank) if rank else None
 
 
-# --help's groups, in order: option -> (help, add_argument's settings)
+# --help's groups, in order: option -> (help, add_argument's settings). The longer story of
+# each option: docs/design.md, "Options of the rank script".
+SIZE = {"metavar": "SIZE", "type": parse_size}
+COUNT = {"type": non_negative_int}
 OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
     "process group": {
         "--backend": (
-            "communication backend; auto = nccl on CUDA, hccl on Ascend NPU, xccl on Intel "
-            "XPU, gloo on CPU (default: auto)",
+            "auto = nccl on CUDA, hccl on NPU, xccl on XPU, gloo on CPU (default: auto)",
             {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")},
         ),
         "--device": (
-            "device type for the tensors; each rank uses device LOCAL_RANK of that type; auto = "
-            "the accelerator torch finds, else cpu (default: auto)",
+            "tensors on device LOCAL_RANK of this type; auto = the accelerator, else cpu",
             {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")},
         ),
         "--init-method": (
-            "env:// (torchrun sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
-            "tcp://HOST:PORT (rank 0 listens there) or file:///PATH on a shared file system "
-            "(default: env://)",
+            "env:// (torchrun), tcp://HOST:PORT or file:///PATH (default: env://)",
             {"default": "env://", "metavar": "URL"},
         ),
-        "--rank": (
-            "global rank; default: $RANK (needed without torchrun)",
-            {"type": non_negative_int},
-        ),
-        "--world-size": (
-            "number of ranks; default: $WORLD_SIZE (needed without torchrun)",
-            {"type": non_negative_int},
-        ),
-        "--local-rank": (
-            "rank on this node = device index; default: $LOCAL_RANK, else 0",
-            {"type": non_negative_int},
-        ),
+        "--rank": ("global rank (default: $RANK)", COUNT),
+        "--world-size": ("number of ranks (default: $WORLD_SIZE)", COUNT),
+        "--local-rank": ("device index on this node (default: $LOCAL_RANK, else 0)", COUNT),
         "--ranks-per-node": (
-            "ranks of each node in node-rank order, as the launch plans them (plan.json), so a "
-            "rank that never came is placed on its node when hosts run different numbers of "
-            "ranks (default: $LOCAL_WORLD_SIZE on every node, torchrun's layout)",
+            "ranks of each node, in node-rank order (default: $LOCAL_WORLD_SIZE each)",
             {"type": rank_counts, "metavar": "N0,N1,..."},
         ),
         "--timeout": (
-            "seconds that check-in, process-group init and each test (each size of a "
-            f"bandwidth sweep) may take; the process-group timeout is S + {GRACE_S:g}, and a "
-            "watchdog records the running test and exits 124 when a phase overruns (default: 120)",
+            "seconds for check-in, init and each test or size; then exit 124 (default: 120)",
             {"type": positive_float, "default": 120.0, "metavar": "S"},
         ),
     },
     "what to check": {
         "--tests": (
-            "comma-separated tests or groups (all, correctness, bandwidth) to run, in the "
-            "script's order; repeatable (default: all)",
+            "tests or groups (all, correctness, bandwidth), comma-separated (default: all)",
             {"type": test_names, "action": "extend", "metavar": "LIST"},
         ),
         "--list-tests": ("print the test names and exit", {"action": "store_true"}),
@@ -233,75 +222,49 @@ OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
     "bandwidth sweep (nccl-tests' -b -e -f -n -w)": {
         "--min-bytes": (
             "smallest message, e.g. 8, 64K, 32M (default: 1K)",
-            {"type": parse_size, "default": 1024, "metavar": "SIZE"},
+            {**SIZE, "default": 1024},
         ),
-        "--max-bytes": (
-            "largest message (default: 1M on cpu, 1G on an accelerator)",
-            {"type": parse_size, "metavar": "SIZE"},
-        ),
-        "--factor": (
-            "multiply the size by this between steps (default: 2)",
-            {"type": int, "default": 2},
-        ),
-        "--iters": (
-            "timed iterations per size (default: 20)",
-            {"type": non_negative_int, "default": 20},
-        ),
-        "--warmup": (
-            "untimed iterations per size before timing (default: 5)",
-            {"type": non_negative_int, "default": 5},
-        ),
+        "--max-bytes": ("largest message (default: 1M on cpu, else 1G)", SIZE),
+        "--factor": ("size step factor (default: 2)", {"type": int, "default": 2}),
+        "--iters": ("timed iterations per size (default: 20)", {**COUNT, "default": 20}),
+        "--warmup": ("untimed iterations per size (default: 5)", {**COUNT, "default": 5}),
         "--min-busbw": (
-            "fail a bandwidth test whose busbw at the largest size is below GBPS (GB/s, 1e9)",
+            "fail below GBPS busbw at the largest size",
             {"type": positive_float, "metavar": "GBPS"},
         ),
         "--min-busbw-for": (
-            "like --min-busbw for one collective (e.g. all_reduce=5.0); repeatable; wins over "
-            "--min-busbw for that collective",
+            "--min-busbw for one collective; repeatable",
             {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
         ),
     },
     "output": {
-        "--out-dir": (
-            "write DIR/rank-<global rank>.json, rewritten after every test (default: no file)",
-            {"metavar": "DIR"},
-        ),
+        "--out-dir": ("write DIR/rank-<rank>.json after every test", {"metavar": "DIR"}),
         "--verbose": ("print a line per test on every rank", {"action": "store_true"}),
         "--pause-before": (
-            "for testing and debugging: before TEST (or checkin/init), write the record and "
-            "sleep until the watchdog fires, on RANK only or on every rank",
+            "testing: sleep before TEST (or 'pairwise pass P round N') until the watchdog fires",
             {"type": pause_spec, "metavar": "TEST[@RANK]"},
         ),
     },
     "pairwise rounds (which node, which rail)": {
         "--pairwise": (
-            "after the tests, pair the nodes in round-robin rounds and time each pair, rail by "
-            "rail: always; never; auto = on 2 or more nodes when a bandwidth test failed or fell "
-            "below its --pair-trigger (default: auto)",
+            "time node pairs, rail by rail: always, never, auto = when bandwidth fell short",
             {"choices": ("auto", "always", "never"), "default": "auto"},
         ),
-        "--pair-bytes": (
-            "bytes each rank of a pair sends (and receives) per iteration (default: 1M on cpu, "
-            "64M on an accelerator)",
-            {"type": parse_size, "metavar": "SIZE"},
-        ),
+        "--pair-bytes": ("bytes each way per exchange (default: 1M on cpu, else 64M)", SIZE),
         "--pair-iters": (
             "timed exchanges per pair (default: 5)",
             {"type": positive_int, "default": 5},
         ),
         "--pair-trigger": (
-            "--pairwise auto also runs when COLL's busbw at its largest size of at least "
-            "--pair-trigger-min-bytes is below GBPS (the launch passes nccl_expected_busbw x "
-            "nccl_busbw_warn); repeatable",
+            "auto also runs when COLL's busbw is below GBPS; repeatable",
             {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
         ),
         "--pair-trigger-min-bytes": (
             "smallest size --pair-trigger looks at (default: 32M)",
-            {"type": parse_size, "default": 32 << 20, "metavar": "SIZE"},
+            {**SIZE, "default": 32 << 20},
         ),
         "--pair-min-ratio": (
-            "a pair slower than R x the reference (the median node's median pair) is slow; "
-            "picks the suspects of the second pass (default: 0.8)",
+            "slow below R x the median pair (default: 0.8)",
             {"type": ratio, "default": 0.8, "metavar": "R"},
         ),
     },
@@ -1866,6 +1829,11 @@ class PairRound:
     pairs: list[tuple[int, int]]  # node pairs (intra: local-rank pairs, node = this node)
 
 
+def gbps(nbytes: int, seconds: float) -> float:
+    """Bytes per second as GB/s to 4 significant digits (a pair at 20 KB/s is not "0 GB/s")."""
+    return float(f"{nbytes / seconds / 1e9:.4g}")
+
+
 def exchange(ctx: Context, peer: int, nbytes: int, iters: int) -> tuple[float, int, int]:
     """(seconds per exchange, bytes each way, wrong elements): to the peer and from it at once.
 
@@ -1906,6 +1874,7 @@ class Pairwise:
     def __init__(self, run: Run, ctx: Context):
         self.run, self.args, self.ctx = run, run.args, ctx
         self.rows: list[dict[str, Any]] = []  # this rank's own figure for each pair it was in
+        self.settings: dict[str, Any] = {}  # what the test's details hold besides the rows
         data = run.record.data
         self.node, self.local = data["node_rank"], data["local_rank"]
         mine = (self.node, self.local, data["host"], ctx.rank)
@@ -1926,9 +1895,24 @@ class Pairwise:
             return ""
         return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
 
+    def save(self, rnd: PairRound | None) -> None:
+        """The rows so far and the round under way in the record's "pairwise" (after every
+        round), so a round that hangs leaves the earlier ones and names its own pairs."""
+        with self.run.record.lock:
+            self.run.record.data["pairwise"] = {
+                **self.settings,
+                "rows": list(self.rows),
+                "under_way": None if rnd is None else {"pass": rnd.pass_, "round": rnd.number},
+                "under_way_pairs": [] if rnd is None else [list(p) for p in rnd.pairs],
+            }
+            self.run.record.write()
+
     def play(self, rnd: PairRound, nbytes: int) -> None:
         """One round on every rank (the resting ones only wait at the barriers)."""
-        self.run.arm(f"pairwise pass {rnd.pass_} round {rnd.number}")
+        phase = f"pairwise pass {rnd.pass_} round {rnd.number}"
+        self.run.arm(phase)
+        self.save(rnd)
+        self.run.pause(phase)
         node, local = self.node, self.local
         if rnd.pass_ == "intra":
             peer_node, peer_local = node, partner_in(rnd.pairs, local)
@@ -1951,10 +1935,11 @@ class Pairwise:
                     "peer_local_rank": peer_local,
                     "bytes": sent,
                     "time_us": round(seconds * 1e6, 2),
-                    "busbw_gbps": round(sent / seconds / 1e9, 4),
+                    "busbw_gbps": gbps(sent, seconds),
                     "wrong": wrong,
                 }
             )
+            self.save(rnd)
         dist.barrier()
 
     def every_row(self) -> list[dict[str, Any]]:
@@ -1973,6 +1958,18 @@ class Pairwise:
         if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
             locals_ = max(len(r) for r in plan.ranks.values())
             rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
+        self.settings = {
+            "mode": args.pairwise,
+            "min_ratio": args.pair_min_ratio,
+            "pair_bytes": nbytes,
+            "iters": args.pair_iters,
+            "nodes": [
+                {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
+                for n in nodes
+            ],
+            "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
+            "why": why,
+        }
         for rnd in rounds:
             self.play(rnd, nbytes)
         table = pair_values(self.every_row())
@@ -1983,19 +1980,10 @@ class Pairwise:
             self.play(PairRound(2, i, [(min(node, fastest), max(node, fastest))]), nbytes)  # type: ignore[arg-type]
         every = self.every_row()  # a collective: every rank calls it
         details = {
-            "mode": args.pairwise,
-            "min_ratio": args.pair_min_ratio,
-            "pair_bytes": nbytes,
-            "iters": args.pair_iters,
-            "nodes": [
-                {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
-                for n in nodes
-            ],
-            "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
+            **self.settings,
             "suspects": {str(n): rails for n, rails in suspects.items()},
             "second_pass": [[n, fastest] for n in second],
             "rows": self.rows,
-            "why": why,
         }
         if self.ctx.rank == 0:
             self.run.tables.append(pairwise_table(nbytes, every, plan))
@@ -2018,7 +2006,10 @@ def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
     why = phase.trigger()
     if why:
         run.record.start("pairwise")
-        run.record.add(run_test("pairwise", lambda: phase.body(why)))
+        entry = run_test("pairwise", lambda: phase.body(why))
+        with run.record.lock:  # the finished test holds the rows now
+            run.record.data.pop("pairwise", None)
+        run.record.add(entry)
 
 
 def pairwise_table(nbytes: int, every: list[dict[str, Any]], plan: PairPlan) -> str:
@@ -2034,12 +2025,12 @@ def pairwise_table(nbytes: int, every: list[dict[str, Any]], plan: PairPlan) -> 
         cells = []
         for b in nodes:
             values = [v for (x, y, _), v in table.items() if {x, y} == {a, b} and a != b]
-            cells.append(f"{min(values):>10.3f}" if values else f"{'-':>10}")
+            cells.append(f"{min(values):>10.4g}" if values else f"{'-':>10}")
         lines.append(f" {hosts[a]:>{width}} " + " ".join(cells))
     for (a, b, rail), value in sorted(pair_values(every, 2).items()):
-        lines.append(f"# second pass: {hosts[a]} - {hosts[b]} rail {rail}: {value:.3f} GB/s")
+        lines.append(f"# second pass: {hosts[a]} - {hosts[b]} rail {rail}: {value:.4g} GB/s")
     for (a, _, rail), value in sorted(pair_values(every, "intra").items()):
-        lines.append(f"# within {hosts[a]}: local ranks {rail} and its pair: {value:.3f} GB/s")
+        lines.append(f"# within {hosts[a]}: local ranks {rail} and its pair: {value:.4g} GB/s")
     if len(nodes) == 2:
         lines.append("# Note: two nodes cannot tell which of them is bad")
     return "\n".join(lines)
@@ -2124,6 +2115,9 @@ class Run:
         if self.peers.store is not None and index is not None:
             self.peers.store.set(f"progress/{self.args.rank}", phase)
         self.watchdog.arm(phase, seconds or self.args.timeout)
+        self.pause(phase)
+
+    def pause(self, phase: str) -> None:
         pause = self.args.pause_before
         if pause and pause[0] == phase and pause[1] in (None, self.args.rank):
             print(

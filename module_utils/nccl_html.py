@@ -65,7 +65,7 @@ def pairwise(run_dir: Path) -> dict[str, Any] | None:
         return {"svg": "", "note": "pairwise.json is not a square matrix over its nodes"}
     if nccl_plots.MATPLOTLIB_IMPORT_ERROR is not None:
         return {"svg": "", "note": "matplotlib is missing on the control machine"}
-    slow = [v for v in doc.get("verdicts") or [] if v.get("status") == "slow"]
+    slow = [v for v in doc.get("verdicts") or [] if v.get("status") in ("slow", "timed out")]
     note = " ".join([str(doc.get("note") or "")] + [str(v.get("message") or "") for v in slow])
     unit = "busbw GB/s (slowest rail, first pass)"
     return {"svg": nccl_plots.heatmap_svg(hosts, matrix, unit), "note": note.strip()}

@@ -103,6 +103,11 @@ def pair_suspects(table: dict[PairKey, float], min_ratio: float) -> dict[int, li
 # --------------------------------------------------------------------------------------------
 
 
+def _sig(value: float) -> float:
+    """4 significant digits (a pair at 20 KB/s is 2.048e-05 GB/s, not 0)."""
+    return float(f"{value:.4g}")
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
@@ -116,8 +121,12 @@ def judge(
     hosts: dict[int, str],
     rows: Sequence[dict[str, Any]],
     min_ratio: float,
+    unfinished: Sequence[tuple[int, int]] = (),
 ) -> dict[str, Any]:
-    """Verdicts, reference and pairs from every rank's rows (pure; see the module docstring)."""
+    """Verdicts, reference and pairs from every rank's rows (pure; see the module docstring).
+
+    ``unfinished``: node pairs of the round under way when the ranks were stopped that never
+    finished (unfinished_pairs()); both of their nodes are "timed out", never passes."""
     first, second, intra = pair_values(rows, 1), pair_values(rows, 2), pair_values(rows, "intra")
     reference = pair_reference(first)
     limit = min_ratio * reference
@@ -131,22 +140,76 @@ def judge(
         verdict: dict[str, Any] = {
             "host": hosts.get(node, f"node {node}"),
             "node_rank": node,
-            "median_busbw_gbps": round(statistics.median(values), 4) if values else None,
+            "median_busbw_gbps": _sig(statistics.median(values)) if values else None,
             "rails": [],
             "pairs": [i for i, p in enumerate(pairs) if node in (p["node_a"], p["node_b"])],
         }
         verdict.update(_node_status(node, verdict, suspects, second, intra, limit, decided))
         verdict["message"] = _message(verdict, pairs, reference, limit, len(nodes))
+        partners = sorted({b if a == node else a for a, b in unfinished if node in (a, b)})
+        if partners and verdict["status"] != "slow":
+            verdict["status"] = "timed out"
+            verdict["message"] = _timed_out_message(verdict, [hosts.get(p, p) for p in partners])
+        elif unfinished and verdict["status"] == "not measured":
+            verdict["message"] = (
+                f"{verdict['host']}: no pair was measured: the ranks were stopped in a round "
+                "it rested in, and the rounds after it never ran"
+            )
         verdicts.append(verdict)
     note = "" if decided else _undecided_note(len(nodes))
+    if unfinished:
+        note = "; ".join(
+            filter(None, [note, "the ranks were stopped in a round: the rounds after it never ran"])
+        )
     return {
-        "reference_busbw_gbps": round(reference, 4),
-        "limit_busbw_gbps": round(limit, 4),
+        "unfinished": [
+            {
+                "a": hosts.get(a, f"node {a}"),
+                "b": hosts.get(b, f"node {b}"),
+                "node_a": a,
+                "node_b": b,
+            }
+            for a, b in unfinished
+        ],
+        "reference_busbw_gbps": _sig(reference),
+        "limit_busbw_gbps": _sig(limit),
         "decided": decided,
         "note": note,
         "pairs": pairs,
         "verdicts": verdicts,
     }
+
+
+def _timed_out_message(verdict: dict[str, Any], partners: list[Any]) -> str:
+    host, median = verdict["host"], verdict["median_busbw_gbps"]
+    others = (
+        f"its other pairs finished (median {_fmt(median)} GB/s)"
+        if median is not None
+        else f"no pair of {host} finished"
+    )
+    return (
+        f"{host}: its pair with {', '.join(map(str, partners))} did not finish (timed out): one "
+        f"of the two is bad or unreachable; {others}. Check the link between them (ping, "
+        "ethtool, the firewall) and the node whose pairs did not finish"
+    )
+
+
+def unfinished_pairs(
+    tests: Sequence[tuple[int, dict[str, Any]]], rows: Sequence[dict[str, Any]]
+) -> list[tuple[int, int]]:
+    """Node pairs of the round under way when the ranks were stopped (each rank's record saves
+    it before every round: ``under_way``, ``under_way_pairs``) for which no rank has a row."""
+    planned: set[tuple[Any, Any, int, int]] = set()
+    for _, details in tests:
+        at = details.get("under_way") or {}
+        if at.get("pass") in (1, 2):  # intra-node rounds pair local ranks, not nodes
+            for a, b in details.get("under_way_pairs") or []:
+                planned.add((at["pass"], at.get("round"), min(a, b), max(a, b)))
+    done = {
+        (r.get("pass"), r.get("round"), *sorted((int(r["node"]), int(r["peer_node"]))))
+        for r in rows
+    }
+    return sorted({(a, b) for key in planned - done for a, b in [key[2:]]})
 
 
 def _undecided_note(n: int) -> str:
@@ -272,13 +335,18 @@ def _message(
 # --------------------------------------------------------------------------------------------
 
 
-def _tests_of(ranks: dict[int, dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+def pairwise_tests(ranks: dict[int, dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
     found = []
     for rank, result in sorted(ranks.items()):
         for test in result.get("tests") or []:
             details = test.get("details") or {}
             if test.get("name") == "pairwise" and isinstance(details.get("rows"), list):
                 found.append((rank, details))
+                break
+        else:  # stopped in the pairwise phase: the rounds it saved as it went
+            partial = result.get("pairwise")
+            if isinstance(partial, dict) and isinstance(partial.get("rows"), list):
+                found.append((rank, partial))
     return found
 
 
@@ -302,11 +370,11 @@ def relaunch_ranks(report_dir: Path | None, host: str) -> dict[int, dict[str, An
 def _pairwise_tests(run: Any) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
     """(global rank, details) of every rank's pairwise test that measured something, and
     whether they come from the relaunch (used only when the run itself has none)."""
-    found = [t for host in run.hosts for t in _tests_of(host.ranks)]
+    found = [t for host in run.hosts for t in pairwise_tests(host.ranks)]
     if found:
         return found, False
     report_dir = getattr(run, "report_dir", None)
-    found = [t for host in run.hosts for t in _tests_of(relaunch_ranks(report_dir, host.host))]
+    found = [t for host in run.hosts for t in pairwise_tests(relaunch_ranks(report_dir, host.host))]
     return found, bool(found)
 
 
@@ -331,7 +399,7 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
             hosts[int(host.node_rank)] = host.host
     nodes = sorted(hosts)
     min_ratio = float(settings.get("min_ratio", 0.8))
-    verdict = judge(nodes, hosts, rows, min_ratio)
+    verdict = judge(nodes, hosts, rows, min_ratio, unfinished_pairs(tests, rows))
     first = pair_values(rows, 1)
     n_rails = max(rails.values(), default=1)
     index = {node: i for i, node in enumerate(nodes)}
@@ -409,6 +477,8 @@ def pairwise_suites(run: Any) -> list[tuple[str, Any, str]]:
         )
         if verdict["status"] == "slow":
             case.add_failure_info(message=verdict["message"], failure_type="slow node")
+        elif verdict["status"] == "timed out":
+            case.add_failure_info(message=verdict["message"], failure_type="pair timed out")
         elif verdict["status"] in ("undecided", "not measured"):
             case.add_skipped_info(message=verdict["message"])
         cases.append(case)

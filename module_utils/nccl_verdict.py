@@ -127,9 +127,10 @@ def _pairwise_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
         for case in item.suite.test_cases:
             for info in case.failures:
                 what, fix = split_hint(str(info.get("message") or ""))
+                timed_out = info.get("type") == "pair timed out"
                 found.append(
                     {
-                        "class": "bandwidth",
+                        "class": "rank_lost" if timed_out else "bandwidth",
                         "host": labels.get(str(case.classname), str(case.classname)),
                         "rank": None,
                         "test": case.name,
@@ -145,9 +146,26 @@ def _label(host: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", host)  # as nccl_pairwise's classnames
 
 
+TWO_NODES = (
+    "with two nodes the pairwise rounds cannot tell which of them is bad (a slow or dead pair "
+    "is the same pair for both), so they are not run again to name it: run each node alone, or "
+    "add a third node"
+)
+
+
+def _two_nodes(run: Any, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """On two nodes, a lost rank's finding says why no node is named (issue 14, item 3)."""
+    if len(run.hosts) != 2:
+        return found
+    return [
+        {**f, "fix": f"{f['fix']}; {TWO_NODES}"} if f["class"] == "rank_lost" else f for f in found
+    ]
+
+
 def findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
     """Every finding, most severe class first, causes before consequences, in host order."""
     found = _preflight_findings(run) + _rank_findings(run, files) + _pairwise_findings(run, files)
+    found = _two_nodes(run, found)
     order = list(code_table())
     return sorted(found, key=lambda f: (f["consequence"], order.index(f["class"])))
 

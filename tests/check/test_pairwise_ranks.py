@@ -66,3 +66,43 @@ def test_every_pair_of_nodes_is_measured_on_every_rail_by_both_ranks(tmp_path: P
     assert set(measured) == expected
     assert all(len(ranks) == 2 for ranks in measured.values())  # both ends of every pair
     assert "# pairwise, 3 nodes" in outputs[0]
+
+
+def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) -> None:
+    """Rank 2 (node 2) stops before round 1 (pair 0-2); the watchdogs end every rank. Round 0
+    (pair 1-2) is in every record's ``pairwise``, with the round under way, and the controller
+    names nodes 0 and 2 as timed out, node 1 not."""
+    from ansible.module_utils import nccl_pairwise
+
+    port, nodes = free_port(), 3
+    procs = []
+    for rank in range(nodes):
+        argv = [sys.executable, str(SCRIPT), "--init-method", f"tcp://127.0.0.1:{port}"]
+        argv += ["--rank", str(rank), "--world-size", str(nodes), "--local-rank", "0"]
+        argv += ["--out-dir", str(tmp_path), "--timeout", "8", "--tests", "barrier"]
+        argv += ["--pairwise", "always", "--pair-bytes", "4K", "--pair-iters", "1"]
+        argv += ["--pause-before", "pairwise pass 1 round 1@2"]
+        environ = {**env(), "NODE_RANK": str(rank), "LOCAL_WORLD_SIZE": "1"}
+        procs.append(
+            subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ
+            )
+        )
+    outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
+    assert [p.returncode for p in procs] == [124] * nodes, outputs
+
+    found = records(tmp_path)
+    for rank, record in found.items():
+        saved = record["pairwise"]
+        assert saved["under_way"] == {"pass": 1, "round": 1}, rank
+        assert saved["under_way_pairs"] == [[0, 2]]
+        assert [(r["round"], r["peer_node"]) for r in saved["rows"]] == (
+            [(0, 3 - rank)] if rank in (1, 2) else []
+        )
+        assert all(r["busbw_gbps"] > 0 for r in saved["rows"])
+    tests = nccl_pairwise.pairwise_tests(found)
+    rows = [row for _, details in tests for row in details["rows"]]
+    assert nccl_pairwise.unfinished_pairs(tests, rows) == [(0, 2)]
+    hosts = {n: f"n{n}" for n in range(nodes)}
+    verdict = nccl_pairwise.judge(range(nodes), hosts, rows, 0.8, [(0, 2)])
+    assert [v["status"] for v in verdict["verdicts"]] == ["timed out", "ok", "timed out"]

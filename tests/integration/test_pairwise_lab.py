@@ -372,3 +372,56 @@ def test_three_hosts_a_collective_that_hangs_then_the_pairwise_relaunch_names_th
     verdict = json.loads((report_dir / "verdict.json").read_text())
     named = [f for f in verdict["findings"] if f["test"] == "pairwise"]
     assert [f["host"] for f in named] == [bad.inventory_name], verdict["findings"]
+
+
+def test_three_hosts_a_link_too_dead_for_the_relaunch_still_names_its_pair(
+    lab_factory: Any, tmp_path: Path
+) -> None:
+    """One host's link at 100 kbit/s and a relaunch payload of 1M (at 4 kbit/s torchrun's own
+    rendezvous does not finish): the relaunch's pair with it never finishes, and the relaunch is
+    ended at its bound. The rounds are saved as they go, so the pair with that host is named as
+    timed out (both its nodes: one of the two is bad), never as a pass, and the resting node is
+    not blamed."""
+    lab3 = lab_factory(3)
+    bad = lab3.hosts[2]
+    undo = [lab3.rate_limit(h, "100kbit" if h is bad else FAST) for h in lab3.hosts]
+    try:
+        result, report_dir = validate(
+            inventory(lab3, tmp_path, 3),
+            tmp_path / "reports",
+            nccl_pairwise="auto",
+            nccl_run_timeout=60,
+            nccl_stall_timeout=20,
+            launch_relaunch_pair_bytes="1M",
+            nccl_check_args=[
+                "--tests",
+                "bandwidth_all_reduce",
+                "--min-bytes",
+                "4M",
+                "--max-bytes",
+                "4M",
+                "--iters",
+                "1",
+                "--warmup",
+                "0",
+            ],
+        )
+    finally:
+        for step in undo:
+            step()
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-4000:]
+    assert "running only the pairwise rounds to name the node" in " ".join(output.split())
+    assert (report_dir / "pairwise.json").is_file(), output[-6000:]
+    doc = json.loads((report_dir / "pairwise.json").read_text())
+    assert doc["relaunched"] is True, doc
+    statuses = {v["host"]: v["status"] for v in doc["verdicts"]}
+    assert statuses[bad.inventory_name] == "timed out", statuses
+    assert "ok" not in statuses.values() and "slow" not in statuses.values(), statuses
+    assert [bad.inventory_name in (u["a"], u["b"]) for u in doc["unfinished"]] == [True], doc
+    validate_report_junit(report_dir)
+    failure = pairwise_cases(report_dir)[f"pairwise.{label(bad)}"].find("failure")
+    assert failure is not None and failure.get("type") == "pair timed out"
+    verdict = json.loads((report_dir / "verdict.json").read_text())
+    named = [f["host"] for f in verdict["findings"] if f["test"] == "pairwise"]
+    assert bad.inventory_name in named and len(named) == 2, verdict["findings"]

@@ -47,7 +47,7 @@ def rows_for(n: int, rails: int, speed: Speed, second: list[tuple[int, int]] = (
                             "peer_local_rank": rail,
                             "bytes": 1 << 20,
                             "time_us": 1.0,
-                            "busbw_gbps": round(value * jitter, 4),
+                            "busbw_gbps": nc.gbps(int(value * jitter * 1e9), 1.0),
                             "wrong": 0,
                         }
                     )
@@ -425,3 +425,134 @@ def test_the_run_s_own_pairwise_rounds_win_over_a_relaunch(tmp_path: Path) -> No
     (stale / "rank-0.json").write_text((run_dir / "10.0.0.1" / "rank-0.json").read_text())
     report(run_dir)
     assert json.loads((run_dir / "pairwise.json").read_text())["relaunched"] is False
+
+
+# --- a round that never finished (the ranks were stopped in it) ---------------------------------
+
+
+def stop_in_first_round(run_dir: Path, n: int, dead: int) -> list[tuple[int, int]]:
+    """Rewrite write_run's records as ranks stopped by their watchdog in round 0 of pass 1: the
+    pair with `dead` never finished, the round's other pairs did (saved as the rounds went)."""
+    first = nc.tournament(n)[0]
+    for path in sorted(run_dir.glob("*/rank-*.json")):
+        doc = json.loads(path.read_text())
+        details = doc["tests"][0]["details"]
+        rows = [
+            {**r, "round": 0}
+            for r in details["rows"]
+            if r["pass"] == 1
+            and tuple(sorted((r["node"], r["peer_node"]))) in first
+            and dead not in (r["node"], r["peer_node"])
+        ]
+        doc["pairwise"] = {
+            **details,
+            "rows": rows,
+            "under_way": {"pass": 1, "round": 0},
+            "under_way_pairs": [list(p) for p in first],
+        }
+        message = "pairwise pass 1 round 0 did not finish within 10 s on this rank"
+        doc.update(
+            status="error",
+            tests=[
+                {
+                    "name": "pairwise pass 1 round 0",
+                    "status": "error",
+                    "duration_s": 0,
+                    "message": message,
+                    "details": {},
+                    "bandwidth": [],
+                }
+            ],
+        )
+        path.write_text(json.dumps(doc))
+    return first
+
+
+def test_a_round_that_never_finished_names_both_nodes_of_its_pair_as_timed_out(
+    tmp_path: Path,
+) -> None:
+    run_dir = write_run(tmp_path, 4, 1, healthy(), second=[])
+    first = stop_in_first_round(run_dir, 4, dead=2)
+    partner = next(a if b == 2 else b for a, b in first if 2 in (a, b))
+    summary = report(run_dir)
+    doc = json.loads((run_dir / "pairwise.json").read_text())
+    hung = {f"10.0.0.{2 + 1}", f"10.0.0.{partner + 1}"}
+    assert {v["host"] for v in doc["verdicts"] if v["status"] == "timed out"} == hung
+    assert {v["status"] for v in doc["verdicts"] if v["host"] not in hung} == {"ok"}
+    assert [sorted((u["node_a"], u["node_b"])) for u in doc["unfinished"]] == [sorted((2, partner))]
+    assert "the rounds after it never ran" in doc["note"]
+    message = next(v["message"] for v in doc["verdicts"] if v["host"] == "10.0.0.3")
+    assert f"its pair with 10.0.0.{partner + 1} did not finish (timed out)" in message
+    assert "no pair of 10.0.0.3 finished" in message
+    assert "did not finish (timed out)" in summary["markdown"]
+
+    cases = {
+        c.get("classname"): c for c in ET.parse(run_dir / "junit" / "pairwise.xml").iter("testcase")
+    }
+    failed = {k for k, c in cases.items() if c.find("failure") is not None}
+    assert failed == {"pairwise." + h.replace(".", "_") for h in hung}
+    assert cases["pairwise.10_0_0_3"].find("failure").get("type") == "pair timed out"
+    verdict = nccl_verdict.build_verdict(
+        nccl_junit.read_run(run_dir), nccl_junit.build_suites(nccl_junit.read_run(run_dir)), summary
+    )
+    named = {f["host"] for f in verdict["findings"] if f["test"] == "pairwise"}
+    assert named == hung
+    assert {f["class"] for f in verdict["findings"] if f["test"] == "pairwise"} == {"rank_lost"}
+
+
+def test_unfinished_pairs_are_those_of_the_round_under_way_without_a_row() -> None:
+    rows = rows_for(4, 1, lambda a, b, r: 1.0)
+    done = [{**r, "round": 3} for r in rows if {r["node"], r["peer_node"]} == {0, 3}]
+    tests = [(0, {"under_way": {"pass": 1, "round": 3}, "under_way_pairs": [[0, 3], [2, 1]]})]
+    assert nccl_pairwise.unfinished_pairs(tests, done) == [(1, 2)]
+    assert nccl_pairwise.unfinished_pairs([(0, {"under_way": None})], done) == []
+    intra = [(0, {"under_way": {"pass": "intra", "round": 0}, "under_way_pairs": [[0, 1]]})]
+    assert nccl_pairwise.unfinished_pairs(intra, []) == []  # local ranks, not nodes
+    rested = nccl_pairwise.judge([0, 1, 2], {0: "a", 1: "b", 2: "c"}, [], 0.8, [(1, 2)])
+    assert [v["status"] for v in rested["verdicts"]] == ["not measured", "timed out", "timed out"]
+    assert "the ranks were stopped in a round it rested in" in rested["verdicts"][0]["message"]
+
+
+def test_a_very_slow_pair_is_recorded_with_significant_digits_not_as_zero() -> None:
+    assert nc.gbps(64 << 10, 3.2) == pytest.approx(2.048e-5)  # 20 KB/s
+    assert nc.gbps(1 << 20, 1e-4) == 10.49
+    rows = rows_for(3, 1, lambda a, b, r: nc.gbps(64 << 10, 3.2) if 1 in (a, b) else 10.0)
+    verdict = judge(3, rows)
+    assert "2.05e-05" in verdict["verdicts"][1]["message"]
+
+
+def test_two_nodes_that_hang_say_why_no_node_is_named(tmp_path: Path) -> None:
+    """No relaunch on two nodes (nccl_pairwise_relaunch needs 3): the hang's finding says why."""
+    run_dir = write_run(tmp_path, 2, 1, healthy(), second=[])
+    for path in run_dir.glob("*/rank-*.json"):
+        hung = json.loads(path.read_text())
+        hung.update(status="running", current_test="bandwidth_all_reduce", tests=[])
+        path.write_text(json.dumps(hung))
+    run = nccl_junit.read_run(run_dir)
+    files = nccl_junit.build_suites(run)
+    verdict = nccl_verdict.build_verdict(run, files, nccl_junit.summarize(run, files))
+    lost = [f for f in verdict["findings"] if f["class"] == "rank_lost"]
+    assert lost and all("two nodes the pairwise rounds cannot tell" in f["fix"] for f in lost)
+    # Three nodes relaunch instead: no such sentence.
+    run_dir = write_run(tmp_path / "three", 3, 1, healthy(), second=[])
+    for path in run_dir.glob("*/rank-*.json"):
+        hung = json.loads(path.read_text())
+        hung.update(status="running", current_test="bandwidth_all_reduce", tests=[])
+        path.write_text(json.dumps(hung))
+    run = nccl_junit.read_run(run_dir)
+    files = nccl_junit.build_suites(run)
+    verdict = nccl_verdict.build_verdict(run, files, nccl_junit.summarize(run, files))
+    assert not [f for f in verdict["findings"] if "two nodes" in f["fix"]]
+
+
+def test_report_html_says_which_pair_timed_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stop_in_first_round(write_run(tmp_path, 4, 1, healthy(), second=[]), 4, dead=2)
+    template = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+    args = {"report_root": str(tmp_path), "run_id": "run-1", "html_template": str(template)}
+    module_result(args, capsys)
+    html = (tmp_path / "run-1" / "report.html").read_text()
+    under_map = html.split('id="pairwise"')[1].split("</section>")[0].split("</svg>")[-1]
+    assert "10.0.0.3: its pair with" in under_map and "did not finish" in under_map
+    assert "the rounds after it never ran" in under_map
