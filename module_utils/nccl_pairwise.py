@@ -416,14 +416,16 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
 
     expected, source = _pair_expectation(run, n_rails)
     reference = verdict["reference_busbw_gbps"]
+    for pair in verdict["pairs"]:
+        pair["percent_of_expected"] = _percent(pair.get("busbw_gbps"), expected)
     return {
         "schema": SCHEMA,
         "run_id": run.run_id,
         "expected_busbw_gbps": expected,
         "expected_from": source,
-        "reference_percent": round(100 * reference / expected, 1) if expected else None,
+        "reference_percent": _percent(reference, expected),
         "mode": settings.get("mode"),
-        "why": why,
+        "why": _with_trigger_source(why, run.plan),
         "relaunched": relaunched,
         "min_ratio": min_ratio,
         "pair_bytes": settings.get("pair_bytes"),
@@ -434,6 +436,22 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
         "matrix_by_rail_busbw_gbps": [matrix(r) for r in range(n_rails)],
         **verdict,
     }
+
+
+def _percent(value: float | None, expected: float | None) -> float | None:
+    """value as a % of expected (one decimal), None when either is unknown."""
+    if value is None or not expected:
+        return None
+    return round(100 * float(value) / expected, 1)
+
+
+def _with_trigger_source(why: str, plan: dict[str, Any] | None) -> str:
+    """The rank's why, with where its trigger figure came from (plan.json pair_triggers)."""
+    for trigger in (plan or {}).get("pair_triggers") or []:
+        collective = str(trigger.get("collective", ""))
+        if collective and trigger.get("source") and why.startswith(collective + " "):
+            return f"{why} (the trigger is nccl_busbw_warn x {trigger['source']})"
+    return why
 
 
 def _pair_expectation(run: Any, rails: int) -> tuple[float | None, str]:
@@ -451,13 +469,15 @@ def _host_label(host: str) -> str:
 
 
 def _row_text(doc: dict[str, Any], verdict: dict[str, Any]) -> str:
-    lines = [verdict["message"], "", "pass  rail  partner  busbw (GB/s)  slow  by rank"]
+    lines = [verdict["message"], "", "pass  rail  partner  busbw (GB/s)  % expected  slow  by rank"]
     for i in verdict["pairs"]:
         p = doc["pairs"][i]
         partner = p["b"] if p["node_a"] == verdict["node_rank"] else p["a"]
         by_rank = ", ".join(f"{r}: {v}" for r, v in sorted(p["by_rank"].items()))
+        percent = p.get("percent_of_expected")
         lines.append(
             f"{p['pass']!s:>5} {p['rail']:>5}  {partner}  {p['busbw_gbps']:.4g}  "
+            f"{'-' if percent is None else f'{percent:g}%'}  "
             f"{'yes' if p['slow'] else 'no'}  {by_rank}"
         )
     return "\n".join(lines)
@@ -486,6 +506,8 @@ def pairwise_suites(run: Any) -> list[tuple[str, Any, str]]:
         "reference_busbw_gbps": str(doc["reference_busbw_gbps"]),
         "min_ratio": str(doc["min_ratio"]),
         "pair_bytes": str(doc["pair_bytes"]),
+        "expected_busbw_gbps": str(doc["expected_busbw_gbps"]),
+        "reference_percent_of_expected": str(doc["reference_percent"]),
     }
     return [("junit/pairwise.xml", TestSuite("pairwise", cases, properties=props), "")]
 
@@ -512,8 +534,9 @@ def pairwise_markdown(run: Any) -> list[str]:
         "| node | " + " | ".join(names) + " |",
         "|---|" + "---|" * len(names),
     ]
+    expected = doc["expected_busbw_gbps"]
     for name, row in zip(names, doc["matrix_busbw_gbps"], strict=True):
-        lines.append(f"| {name} | " + " | ".join(_fmt(v) for v in row) + " |")
+        lines.append(f"| {name} | " + " | ".join(_cell(v, expected) for v in row) + " |")
     lines.append("")
     if doc["note"]:
         lines.append(f"Pairwise: {doc['note']}.")
@@ -523,6 +546,12 @@ def pairwise_markdown(run: Any) -> list[str]:
     if doc["decided"] and all(v["status"] in ("ok", "cleared") for v in doc["verdicts"]):
         lines.append("Pairwise: no node is slow.")
     return lines
+
+
+def _cell(value: float | None, expected: float | None) -> str:
+    """A matrix cell: busbw, and its % of the expected figure when there is one."""
+    percent = _percent(value, expected)
+    return _fmt(value) + ("" if percent is None else f" ({percent:g}%)")
 
 
 def write_pairwise(report_dir: Path, run: Any) -> list[str]:

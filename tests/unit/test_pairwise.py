@@ -556,3 +556,48 @@ def test_report_html_says_which_pair_timed_out(
     under_map = html.split('id="pairwise"')[1].split("</section>")[0].split("</svg>")[-1]
     assert "10.0.0.3: its pair with" in under_map and "did not finish" in under_map
     assert "the rounds after it never ran" in under_map
+
+
+def test_every_pair_shows_its_percent_of_the_expected_figure(tmp_path: Path) -> None:
+    """Issue 14 item 4: measured/expected in % wherever busbw is shown, node pairs included."""
+    run_dir = write_run(tmp_path, 4, 2, slow_node(2, rail=1), second=[(0, 2)])
+    summary = report(run_dir)
+    doc = json.loads((run_dir / "pairwise.json").read_text())
+    for pair in doc["pairs"]:
+        assert pair["percent_of_expected"] == pytest.approx(
+            100 * pair["busbw_gbps"] / 11.25, abs=0.06
+        )
+    slow = doc["matrix_busbw_gbps"][0][2]  # node 0 with the slow node: its slow rail
+    assert (
+        f"| {nccl_pairwise._fmt(slow)} ({round(100 * slow / 11.25, 1):g}%) |"
+        in (summary["markdown"])
+    )
+    bad = {
+        c.get("classname"): c for c in ET.parse(run_dir / "junit" / "pairwise.xml").iter("testcase")
+    }["pairwise.10_0_0_3"]
+    assert "% expected" in bad.findtext("system-out")
+    assert f"{round(100 * slow / 11.25, 1):g}%" in bad.findtext("system-out")
+
+
+def test_the_why_names_where_the_trigger_figure_came_from(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, 3, 1, healthy(3), second=[])
+    plan = json.loads((run_dir / "plan.json").read_text())
+    plan["pair_triggers"] = [
+        {
+            "collective": "all_reduce",
+            "trigger_gbps": 0.9,
+            "expected_gbps": 1.125,
+            "source": "node0's fabric link 10000 Mb/s x 0.9",
+        }
+    ]
+    (run_dir / "plan.json").write_text(json.dumps(plan))
+    for rank_file in run_dir.glob("*/rank-*.json"):
+        doc = json.loads(rank_file.read_text())
+        doc["tests"][0]["details"]["why"] = "all_reduce busbw 0.3 GB/s at 16384 B is below 0.9 GB/s"
+        rank_file.write_text(json.dumps(doc))
+    report(run_dir)
+    why = json.loads((run_dir / "pairwise.json").read_text())["why"]
+    assert why == (
+        "all_reduce busbw 0.3 GB/s at 16384 B is below 0.9 GB/s "
+        "(the trigger is nccl_busbw_warn x node0's fabric link 10000 Mb/s x 0.9)"
+    )
