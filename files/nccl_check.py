@@ -1661,15 +1661,15 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
                 "redop": coll.redop,
                 "root": coll.root,
                 "time_us": round(seconds * 1e6, 2),
-                "algbw_gbps": round(algbw, 4),
-                "busbw_gbps": round(busbw(collective, algbw, n), 4),
+                "algbw_gbps": float(f"{algbw:.4g}"),
+                "busbw_gbps": float(f"{busbw(collective, algbw, n):.4g}"),
                 "rank_time_us": round(own * 1e6, 2),
-                "rank_busbw_gbps": round(busbw(collective, nbytes / own / 1e9, n), 4),
+                "rank_busbw_gbps": float(f"{busbw(collective, nbytes / own / 1e9, n):.4g}"),
                 "wrong": count_wrong(coll, buffers),
             }
         )
     avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
-    details: dict[str, Any] = {"bandwidth": rows, "avg_busbw_gbps": round(avg, 4)}
+    details: dict[str, Any] = {"bandwidth": rows, "avg_busbw_gbps": float(f"{avg:.4g}")}
     if threshold is not None:
         details["threshold_gbps"] = threshold
     bad = [row for row in rows if row["wrong"]]
