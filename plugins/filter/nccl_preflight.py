@@ -18,8 +18,9 @@ Observation of a host (``preflight_observation`` fact, built in roles/preflight/
     state=started with check_port; {} elsewhere or when it did not run),
     run_lock (the master's run lock, nccl_preflight_listen state=started's lock: {path, refused,
     took_over, holder, stale, message}; {} elsewhere),
-    listeners (nccl_preflight_listen state=stopped result: {listeners: [{name, address, port,
-    error, accepted, complete}], timed_out, ...}; the state=started result when the listeners
+    listeners (nccl_preflight_listen state=stopped result, as nccl_tcp_probe's collect returns it:
+    {listeners: [{name, address, port, error, accepted, complete}], timed_out, waited, ...}; the
+    state=started result (nccl_facts' preflight) when the listeners
     could not be collected; {} when neither ran), probes ([nccl_tcp_probe results]),
     firewall ({findings, tools}, read by nccl_tcp_probe's firewall option, or {}),
     clock (float epoch seconds or None)
@@ -331,7 +332,7 @@ def check_master_port_free(observations: dict[str, dict], host: str, master: str
             "master_port_free",
             host,
             "failed",
-            f"{host}: cannot listen on MASTER_ADDR {entry.get('address')}:{port}: {entry['error']}",
+            f"{host}: cannot listen on MASTER_PORT {port}: {entry['error']}",
             f"ip addr show; ss -tlnp 'sport = :{port}'  (on {host})",
         )
     note = f"; {lock['message']}" if lock.get("took_over") else ""
@@ -348,6 +349,19 @@ def _probe_failure_text(p: dict) -> str:
         "source": "the source address is not on this host",
     }.get(kind, "")
     return f"{p.get('error')}" + (f": {why}" if why else "")
+
+
+def _stopped_early(observations: dict, p: dict) -> str:
+    """Why a refused probe may be no fault of the path: the peer's listeners were stopped after
+    waiting preflight_collect_wait seconds for every probe (``waited``), before this one came."""
+    waited = ((observations.get(p.get("host")) or {}).get("listeners") or {}).get("waited") or {}
+    if p.get("error_kind") != "refused" or waited.get("ended_alone", True):
+        return ""
+    return (
+        f" (the listeners on {p.get('host')} were stopped after waiting {waited.get('seconds')} s "
+        "for every probe, before this one came: this host's probe started late, raise "
+        "preflight_collect_wait)"
+    )
 
 
 def _probe_check(check: str, observations: dict, host: str, target: str, what: str) -> dict:
@@ -367,7 +381,7 @@ def _probe_check(check: str, observations: dict, host: str, target: str, what: s
         src = p.get("source") or "the default address"
         lines.append(
             f"{host}: cannot open TCP to {p['host']} at {p['address']}:{p['port']} ({what}) "
-            f"from {src}: {_probe_failure_text(p)}"
+            f"from {src}: {_probe_failure_text(p)}{_stopped_early(observations, p)}"
         )
         src_opt = f"-s {p['source']} " if p.get("source") else ""
         hints.append(
