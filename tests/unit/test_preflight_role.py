@@ -51,7 +51,9 @@ def action_of(task: dict) -> str:
     return action
 
 
-START = ROOT / "roles" / "preflight" / "tasks" / "start.yml"
+SETTINGS = ROOT / "roles" / "preflight" / "tasks" / "settings.yml"
+# Playbook tasks that make no call on a node.
+PLAYBOOK_ONLY = {"ansible.builtin.import_role", "ansible.builtin.group_by"}
 PLAYBOOK = ROOT / "playbooks" / "validate.yml"
 LAUNCH = ROOT / "roles" / "launch" / "tasks" / "run.yml"
 
@@ -85,9 +87,17 @@ def test_one_module_call_per_host_in_the_preflight_play_and_no_async() -> None:
     assert [t["name"] for t in tasks if "until" in t] == []  # no polling loop either
 
 
+def facts_play_tasks() -> list[dict]:
+    plays = yaml.safe_load(PLAYBOOK.read_text())
+    [facts_play] = [p for p in plays if p["name"].startswith("Gather interfaces")]
+    return tasks_of(facts_play["tasks"])
+
+
 def test_the_facts_call_starts_the_listeners_the_probe_call_collects() -> None:
-    assert node_calls(START) == ["nccl_facts"]
-    [facts] = tasks_of(yaml.safe_load(START.read_text()))
+    tasks = facts_play_tasks()
+    calls = [t for t in tasks if action_of(t) not in CONTROLLER_ACTIONS | PLAYBOOK_ONLY]
+    assert [action_of(t) for t in calls] == ["nccl_facts"]
+    [facts] = calls
     assert facts["register"] == "preflight_facts_result"
     assert facts["nccl_facts"]["preflight"] == (
         "{{ _preflight_start if preflight_runs | bool else omit }}"
@@ -97,17 +107,19 @@ def test_the_facts_call_starts_the_listeners_the_probe_call_collects() -> None:
     assert facts["vars"]["_preflight_start"]["path"] == "{{ nccl_run_dir }}/preflight"
     defaults = yaml.safe_load((ROOT / "roles/preflight/defaults/main.yml").read_text())
     assert defaults["preflight_run_dir"] == "{{ nccl_env_run_dir }}/preflight"
-    plays = yaml.safe_load(PLAYBOOK.read_text())
-    [facts_play] = [p for p in plays if p["name"].startswith("Gather interfaces")]
-    [imported] = [t for t in facts_play["tasks"] if "ansible.builtin.import_role" in t]
+    # The pre-flight's defaults are loaded by a task file without tasks.
+    [imported] = [t for t in tasks if "ansible.builtin.import_role" in t]
     assert imported["ansible.builtin.import_role"] == {
         "name": "preflight",
-        "tasks_from": "start.yml",
+        "tasks_from": "settings.yml",
     }
+    assert yaml.safe_load(SETTINGS.read_text()) == []
 
 
 def test_four_module_calls_per_node_for_a_whole_run() -> None:
     """facts + start, probe + firewall + collect, torchrun's start and its wait (its short looks
     are one task)."""
-    calls = node_calls(START) + node_calls(TASKS) + node_calls(LAUNCH)
+    facts = [action_of(t) for t in facts_play_tasks()]
+    facts = [a for a in facts if a not in CONTROLLER_ACTIONS | PLAYBOOK_ONLY]
+    calls = facts + node_calls(TASKS) + node_calls(LAUNCH)
     assert calls == ["nccl_facts", "nccl_tcp_probe", "nccl_torchrun", "nccl_torchrun"]
