@@ -147,31 +147,41 @@ def _scaling_line(r: dict[str, Any]) -> str:
 def _scaling_table(results: dict[str, Any]) -> list[str]:
     shown = [p for p in PHASES if any((s["phases"].get(p) or 0) > 0.05 for s in results.values())]
     out = [
-        "| hosts | wall s | rc | load after | control CPU s | in-host CPU s | "
-        + " | ".join(shown)
-        + " |",
-        "|---" * (6 + len(shown)) + "|",
+        "| hosts | wall s | rc | load after | control CPU s | control CPU s per host | "
+        "in-host CPU s | " + " | ".join(shown) + " |",
+        "|---" * (7 + len(shown)) + "|",
     ]
     for n in sorted(results, key=int):
         s = results[n]
+        per_host = s["control_cpu_s"] / int(n) if s.get("control_cpu_s") is not None else None
         out.append(
             f"| {n} | {fmt(s['wall_s'])} | {s['rcs']} | {fmt(s.get('load_after'), 1)} | "
-            f"{fmt(s['control_cpu_s'])} | "
+            f"{fmt(s['control_cpu_s'])} | {fmt(per_host, 2)} | "
             f"{fmt(s['node_cpu_s'])} | " + " | ".join(fmt(s["phases"].get(p)) for p in shown) + " |"
         )
     return out
+
+
+def _ends(results: dict[str, Any]) -> list[int]:
+    sizes = sorted(int(n) for n in results)
+    return [sizes[0], sizes[-1]] if sizes else []
 
 
 def _scaling(r: dict[str, Any]) -> list[str]:
     growth = r.get("phase_growth_s") or {}
     top = sorted(growth.items(), key=lambda kv: -(kv[1] or 0))[:3]
     return [
-        "## 2. Scaling: pre-flight only (`--tags preflight`), 2 to 32 hosts",
+        "## 2. Scaling: pre-flight only (`--tags preflight`), "
+        + " to ".join(str(n) for n in _ends(r["results"].get("project", {})))
+        + " hosts",
         "",
         *_header(r),
         "Inputs, facts, environment, pre-flight checks, cleanup and report; no torch launch. "
-        "Phases in wall seconds (medians). CPU: control = ansible-playbook and its ssh clients; "
-        "in-host = everything the lab hosts' sshd ran (the modules), counted with cgroup cpuacct.",
+        "Phases in wall seconds (medians). CPU: control = ansible-playbook and its ssh clients "
+        "(the whole process tree, user + sys, counted with a cgroup around it); per host = that "
+        "divided by the hosts: what a control machine pays per node, which the lab's shared cores "
+        "cannot hide, unlike wall time; in-host = everything the lab hosts' sshd ran (the "
+        "modules), counted with cgroup cpuacct.",
         "",
         *_scaling_table(r["results"].get("project", {})),
         "",
