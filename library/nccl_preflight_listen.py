@@ -3,8 +3,9 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Hold short-lived TCP listeners for the pre-flight reachability probes, in a detached process.
 
-The pre-flight's first and last call on a node: it also makes the run's private directory and runs
-the torch probe beside the listeners, so importing torch (seconds) overlaps the probes."""
+The pre-flight's start and collect as a module of its own (module_utils/nccl_preflight_calls.py);
+playbooks/validate.yml runs the same two functions inside its facts call (nccl_facts option
+preflight) and its probe call (nccl_tcp_probe option collect), one SSH session less each."""
 
 from __future__ import annotations
 
