@@ -102,18 +102,6 @@ STOP_SPEC: dict[str, dict] = {
 }
 
 
-# The wildcard address, as torch's TCPStore binds MASTER_PORT: "::" takes IPv4 and IPv6 (unless
-# net.ipv6.bindv6only is set), "0.0.0.0" where the host has no IPv6.
-WILDCARD_V6 = "::"
-WILDCARD_V4 = "0.0.0.0"
-_MAPPED = "::ffff:"
-
-
-def _unmapped(address: str) -> str:
-    """An IPv4 peer of a "::" listener as the peer's own address ("::ffff:10.0.0.2" -> 10.0.0.2)."""
-    return address[len(_MAPPED) :] if address.startswith(_MAPPED) and "." in address else address
-
-
 def _failed(msg: str, **result: Any) -> dict:
     return {"failed": True, "msg": msg, **result}
 
@@ -137,15 +125,11 @@ def _bind_all(specs: list[dict]) -> tuple[list[dict], dict]:
     """Bind every listener of ``specs``; -> (entries as listener.json keeps them, sockets)."""
     entries, socks = [], {}
     for spec in specs:
-        address = spec["address"]
-        sock, port, error = bind_listener(address, spec["port"])
-        if sock is None and address == WILDCARD_V6:  # IPv6 is off on this host: IPv4 only
-            address = WILDCARD_V4
-            sock, port, error = bind_listener(address, spec["port"])
+        sock, port, error = bind_listener(spec["address"], spec["port"])
         entries.append(
             {
                 "name": spec["name"],
-                "address": address,
+                "address": spec["address"],
                 "port": port,
                 "expect": spec["expect"],
                 "error": error,
@@ -313,10 +297,7 @@ def stop(p: dict, check_mode: bool) -> dict:
         {
             "changed": True,
             "clock": clock,
-            "listeners": [
-                {**e, "accepted": [_unmapped(a) for a in e.get("accepted") or []]}
-                for e in result["listeners"]
-            ],
+            "listeners": result["listeners"],
             "pid": result["pid"],
             "ended": result["ended"],
             "timed_out": result["timed_out"],
