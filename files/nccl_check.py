@@ -3,54 +3,23 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Verify every torch.distributed collective on every rank, then time them like nccl-tests.
 
-Run it under torchrun (one process per device):
+Run it under torchrun (one process per device), or one command per rank without it:
 
     torchrun --nproc_per_node=2 nccl_check.py --out-dir /tmp/r                  # laptop, CPU, gloo
     torchrun --nnodes=2 --node_rank=R --master_addr=A --master_port=P \\
              --nproc_per_node=8 nccl_check.py --out-dir /tmp/r                   # GPU nodes, nccl
-
-or without torchrun, one command per rank:
-
     python nccl_check.py --init-method tcp://HOST:PORT --rank R --world-size N
 
-The script reads top to bottom:
+The script reads top to bottom: 1. options; 2. device and backend; 3. the per-rank record
+(RankRecord: rank-<global rank>.json, rewritten atomically after every test); 4. never hang
+(a watchdog per phase, a watcher for torchrun's SIGTERM); 5. check-in through the store before
+the process group exists, so the ranks that came can name the missing; 6. inputs and expected
+values as closed forms; 7. one check per collective; 8. the collectives, one `Collective` record
+each, looked up by name in COLLECTIVES, and the support table; 9. the bandwidth sweep, nccl-tests'
+columns; 9b. pairwise rounds (--pairwise); 10. main().
 
- 1. options                  build_parser()
- 2. device and backend       choose_device(), choose_backend()
- 3. the per-rank record      RankRecord: rank-<global rank>.json, rewritten atomically after
-                             every test, so a crash or hang leaves everything finished so far
- 4. never hang               Watchdog (a deadline per phase), the signal watcher (SIGTERM from
-                             torchrun when another rank died) -- both write the record and exit
- 5. check-in                 every rank writes ready/<rank> = its host into the store before the
-                             process group is made, so the ranks that came can name the missing
- 6. inputs and expected values, as closed-form formulas (pure functions, unit-tested)
- 7. one check per collective: check_all_reduce ... check_barrier
- 8. the collectives          Collective: one record each (its checks, busbw factor, timed call,
-                             nccl-tests columns, backend notes), looked up by name in COLLECTIVES
- 9. bandwidth sweep          nccl-tests' algbw/busbw and table columns
- 9b. pairwise rounds         --pairwise: nodes paired round-robin, rail by rail, a second pass
-10. main()
-
-Exactness of the inputs
------------------------
-Every input element is a small integer, so every expected value is an integer too and is compared
-exactly (AVG excepted: backends compute it as a scaled sum, so it is compared to within one unit in
-the last place). The integers are kept small enough that the *largest partial sum* any backend can
-form in the checked dtype is exactly representable: for a world of n ranks the largest element a
-rank contributes is at most limit(dtype) // n, where limit is 2**8 for bfloat16, 2**11 for float16,
-2**24 for float32, 127 for int8, 255 for uint8 (see exact_pattern()). PRODUCT, MIN and MAX share one
-"owner" input (1, 2, 3 and 5, see expected_owner()) on which every two reductions differ, so a
-backend that applies the wrong one fails; their results are at most 10 for any world size.
-
-The record (docs/design.md, "Rank result") also holds "dtype" and "pid"; its tests start with
-"checkin" and "init"; each of "missing_ranks" is {"rank", "node_rank", "host"}, node_rank from the
-ranks per node (--ranks-per-node, which the launch passes from its plan; else torchrun's layout,
-$LOCAL_WORLD_SIZE on every node) and host when a rank of that node arrived (else null). A rank
-killed outright leaves status "running" with the test it died in as current_test.
-
-Exit status: 0 every test passed or was skipped; 1 a test failed or could not run (error, missing
-rank); 2 bad command line; 124 the watchdog stopped a phase that ran past --timeout; 128+N killed by
-signal N (torchrun sends SIGTERM to the other ranks when one dies).
+The record, the exactness of the inputs and the exit status (0 passed or skipped, 1 failed or
+error, 2 bad command line, 124 watchdog, 128+N signal N) are in docs/design.md, "Rank result".
 """
 
 from __future__ import annotations
@@ -58,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import math
 import os
@@ -65,6 +35,7 @@ import platform
 import re
 import signal
 import socket
+import statistics
 import sys
 import tempfile
 import threading
@@ -86,29 +57,20 @@ GRACE_S = 5.0  # a phase may overrun --timeout by this much before the watchdog 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 
 # --dtype name -> (torch dtype, nccl-tests' name for the "type" column)
+_COLUMN = {"float32": "float", "float64": "double", "float16": "half"}  # the others: their name
 DTYPES: dict[str, tuple[torch.dtype, str]] = {
-    "float32": (torch.float32, "float"),
-    "float64": (torch.float64, "double"),
-    "float16": (torch.float16, "half"),
-    "bfloat16": (torch.bfloat16, "bfloat16"),
-    "int32": (torch.int32, "int32"),
-    "int64": (torch.int64, "int64"),
-    "int8": (torch.int8, "int8"),
-    "uint8": (torch.uint8, "uint8"),
+    name: (getattr(torch, name), _COLUMN.get(name, name))
+    for name in ("float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8")
 }
 DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "bf16": "bfloat16"}
-
 BACKEND_FOR_DEVICE = {"cuda": "nccl", "npu": "hccl", "xpu": "xccl", "cpu": "gloo"}
 
 # Texts with which backends refuse an operation they do not implement (older gloo: AVG,
 # reduce_scatter, all_to_all; gloo's AVG on integers). Only these turn an exception into "skipped".
-UNSUPPORTED_PATTERNS = (
-    re.compile(r"does not support"),
-    re.compile(r"Cannot use ReduceOp\.\w+ with"),
-    re.compile(r"not (?:yet )?(?:supported|implemented)"),
-    re.compile(r"result type \w+ can't be cast to the desired output type"),
+UNSUPPORTED = re.compile(
+    r"does not support|Cannot use ReduceOp\.\w+ with|not (?:yet )?(?:supported|implemented)"
+    r"|result type \w+ can't be cast to the desired output type"
 )
-
 CHECK_ELEMENTS = 1027  # elements per rank (per chunk) in correctness tests; odd on purpose
 SMALL_WORLD = 16  # up to this many ranks, gather and scatter are checked from every root
 BARRIER_LATE_S = 0.05  # how late the last rank enters each round of the barrier check
@@ -124,14 +86,11 @@ def parse_size(text: str) -> int:
     match = re.fullmatch(r"\s*(\d+)\s*([KMGkmg]?)[iI]?[bB]?\s*", text)
     if not match:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 1024, 64K, 32M or 1G")
-    return (
-        int(match.group(1))
-        * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
-    )
+    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2).upper()]
 
 
 def parse_threshold(text: str) -> tuple[str, float]:
-    """'all_reduce=5.0' -> ('all_reduce', 5.0) for --min-busbw-for."""
+    """'all_reduce=5.0' -> ('all_reduce', 5.0) for --min-busbw-for and --pair-trigger."""
     name, sep, value = text.partition("=")
     name = name.strip().removeprefix("bandwidth_")
     if not sep or name not in BANDWIDTH_COLLECTIVES:
@@ -152,6 +111,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def ratio(text: str) -> float:
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     try:
         value = int(text)
@@ -160,6 +126,12 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
     return value
+
+
+def positive_int(text: str) -> int:
+    if non_negative_int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {text!r}")
+    return int(text)
 
 
 def dtype_name(text: str) -> str:
@@ -175,15 +147,12 @@ def test_names(text: str) -> list[str]:
     """'all_reduce_sum,bandwidth' -> the tests, groups expanded, in the given order."""
     names: list[str] = []
     for item in filter(None, (part.strip() for part in text.split(","))):
-        if item in TEST_GROUPS:
-            names.extend(TEST_GROUPS[item])
-        elif item in ALL_TESTS:
-            names.append(item)
-        else:
+        if item not in TEST_GROUPS and item not in ALL_TESTS:
             raise argparse.ArgumentTypeError(
                 f"unknown test {item!r}; --list-tests shows the names "
                 f"(groups: {', '.join(TEST_GROUPS)})"
             )
+        names.extend(TEST_GROUPS.get(item, [item]))
     return names
 
 
@@ -205,6 +174,140 @@ def pause_spec(text: str) -> tuple[str, int | None]:
     return name, non_negative_int(rank) if rank else None
 
 
+# --help's groups, in order: option -> (help, add_argument's settings)
+OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
+    "process group": {
+        "--backend": (
+            "communication backend; auto = nccl on CUDA, hccl on Ascend NPU, xccl on Intel "
+            "XPU, gloo on CPU (default: auto)",
+            {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")},
+        ),
+        "--device": (
+            "device type for the tensors; each rank uses device LOCAL_RANK of that type; auto = "
+            "the accelerator torch finds, else cpu (default: auto)",
+            {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")},
+        ),
+        "--init-method": (
+            "env:// (torchrun sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
+            "tcp://HOST:PORT (rank 0 listens there) or file:///PATH on a shared file system "
+            "(default: env://)",
+            {"default": "env://", "metavar": "URL"},
+        ),
+        "--rank": (
+            "global rank; default: $RANK (needed without torchrun)",
+            {"type": non_negative_int},
+        ),
+        "--world-size": (
+            "number of ranks; default: $WORLD_SIZE (needed without torchrun)",
+            {"type": non_negative_int},
+        ),
+        "--local-rank": (
+            "rank on this node = device index; default: $LOCAL_RANK, else 0",
+            {"type": non_negative_int},
+        ),
+        "--ranks-per-node": (
+            "ranks of each node in node-rank order, as the launch plans them (plan.json), so a "
+            "rank that never came is placed on its node when hosts run different numbers of "
+            "ranks (default: $LOCAL_WORLD_SIZE on every node, torchrun's layout)",
+            {"type": rank_counts, "metavar": "N0,N1,..."},
+        ),
+        "--timeout": (
+            "seconds that check-in, process-group init and each test (each size of a "
+            f"bandwidth sweep) may take; the process-group timeout is S + {GRACE_S:g}, and a "
+            "watchdog records the running test and exits 124 when a phase overruns (default: 120)",
+            {"type": positive_float, "default": 120.0, "metavar": "S"},
+        ),
+    },
+    "what to check": {
+        "--tests": (
+            "comma-separated tests or groups (all, correctness, bandwidth) to run, in the "
+            "script's order; repeatable (default: all)",
+            {"type": test_names, "action": "extend", "metavar": "LIST"},
+        ),
+        "--list-tests": ("print the test names and exit", {"action": "store_true"}),
+        "--dtype": (
+            f"element type: {', '.join(DTYPES)} (default: float32)",
+            {"type": dtype_name, "default": "float32"},
+        ),
+    },
+    "bandwidth sweep (nccl-tests' -b -e -f -n -w)": {
+        "--min-bytes": (
+            "smallest message, e.g. 8, 64K, 32M (default: 1K)",
+            {"type": parse_size, "default": 1024, "metavar": "SIZE"},
+        ),
+        "--max-bytes": (
+            "largest message (default: 1M on cpu, 1G on an accelerator)",
+            {"type": parse_size, "metavar": "SIZE"},
+        ),
+        "--factor": (
+            "multiply the size by this between steps (default: 2)",
+            {"type": int, "default": 2},
+        ),
+        "--iters": (
+            "timed iterations per size (default: 20)",
+            {"type": non_negative_int, "default": 20},
+        ),
+        "--warmup": (
+            "untimed iterations per size before timing (default: 5)",
+            {"type": non_negative_int, "default": 5},
+        ),
+        "--min-busbw": (
+            "fail a bandwidth test whose busbw at the largest size is below GBPS (GB/s, 1e9)",
+            {"type": positive_float, "metavar": "GBPS"},
+        ),
+        "--min-busbw-for": (
+            "like --min-busbw for one collective (e.g. all_reduce=5.0); repeatable; wins over "
+            "--min-busbw for that collective",
+            {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
+        ),
+    },
+    "output": {
+        "--out-dir": (
+            "write DIR/rank-<global rank>.json, rewritten after every test (default: no file)",
+            {"metavar": "DIR"},
+        ),
+        "--verbose": ("print a line per test on every rank", {"action": "store_true"}),
+        "--pause-before": (
+            "for testing and debugging: before TEST (or checkin/init), write the record and "
+            "sleep until the watchdog fires, on RANK only or on every rank",
+            {"type": pause_spec, "metavar": "TEST[@RANK]"},
+        ),
+    },
+    "pairwise rounds (which node, which rail)": {
+        "--pairwise": (
+            "after the tests, pair the nodes in round-robin rounds and time each pair, rail by "
+            "rail: always; never; auto = on 2 or more nodes when a bandwidth test failed or fell "
+            "below its --pair-trigger (default: auto)",
+            {"choices": ("auto", "always", "never"), "default": "auto"},
+        ),
+        "--pair-bytes": (
+            "bytes each rank of a pair sends (and receives) per iteration (default: 1M on cpu, "
+            "64M on an accelerator)",
+            {"type": parse_size, "metavar": "SIZE"},
+        ),
+        "--pair-iters": (
+            "timed exchanges per pair (default: 5)",
+            {"type": positive_int, "default": 5},
+        ),
+        "--pair-trigger": (
+            "--pairwise auto also runs when COLL's busbw at its largest size of at least "
+            "--pair-trigger-min-bytes is below GBPS (the launch passes nccl_expected_busbw x "
+            "nccl_busbw_warn); repeatable",
+            {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
+        ),
+        "--pair-trigger-min-bytes": (
+            "smallest size --pair-trigger looks at (default: 32M)",
+            {"type": parse_size, "default": 32 << 20, "metavar": "SIZE"},
+        ),
+        "--pair-min-ratio": (
+            "a pair slower than R x the reference (the median node's median pair) is slow; "
+            "picks the suspects of the second pass (default: 0.8)",
+            {"type": ratio, "default": 0.8, "metavar": "R"},
+        ),
+    },
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nccl_check.py",
@@ -220,146 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
             "arguments, 124 the watchdog ended a phase that overran --timeout, 128+N signal N."
         ),
     )
-    add_process_group_options(parser.add_argument_group("process group"))
-    add_test_options(parser.add_argument_group("what to check"))
-    add_sweep_options(parser.add_argument_group("bandwidth sweep (nccl-tests' -b -e -f -n -w)"))
-    add_output_options(parser.add_argument_group("output"))
-    add_pairwise_options(parser)  # section 9b
+    for title, options in OPTIONS.items():
+        group = parser.add_argument_group(title)
+        for flag, (help_text, settings) in options.items():
+            group.add_argument(flag, help=help_text, **settings)
     return parser
-
-
-def add_process_group_options(where: argparse._ArgumentGroup) -> None:
-    where.add_argument(
-        "--backend",
-        default="auto",
-        choices=("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc"),
-        help="communication backend; auto = nccl on CUDA, hccl on Ascend NPU, xccl on Intel "
-        "XPU, gloo on CPU (default: auto)",
-    )
-    where.add_argument(
-        "--device",
-        default="auto",
-        choices=("auto", "cpu", "cuda", "npu", "xpu"),
-        help="device type for the tensors; each rank uses device LOCAL_RANK of that type; auto = "
-        "the accelerator torch finds, else cpu (default: auto)",
-    )
-    where.add_argument(
-        "--init-method",
-        default="env://",
-        metavar="URL",
-        help="env:// (torchrun sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
-        "tcp://HOST:PORT (rank 0 listens there) or file:///PATH on a shared file system "
-        "(default: env://)",
-    )
-    where.add_argument(
-        "--rank",
-        type=non_negative_int,
-        help="global rank; default: $RANK (needed without torchrun)",
-    )
-    where.add_argument(
-        "--world-size",
-        type=non_negative_int,
-        help="number of ranks; default: $WORLD_SIZE (needed without torchrun)",
-    )
-    where.add_argument(
-        "--local-rank",
-        type=non_negative_int,
-        help="rank on this node = device index; default: $LOCAL_RANK, else 0",
-    )
-    where.add_argument(
-        "--ranks-per-node",
-        type=rank_counts,
-        metavar="N0,N1,...",
-        help="ranks of each node in node-rank order, as the launch plans them (plan.json), so a "
-        "rank that never came is placed on its node when hosts run different numbers of ranks "
-        "(default: $LOCAL_WORLD_SIZE on every node, torchrun's layout)",
-    )
-    where.add_argument(
-        "--timeout",
-        type=positive_float,
-        default=120.0,
-        metavar="S",
-        help="seconds that check-in, process-group init and each test (each size of a "
-        f"bandwidth sweep) may take; the process-group timeout is S + {GRACE_S:g}, and a "
-        "watchdog records the running test and exits 124 when a phase overruns (default: 120)",
-    )
-
-
-def add_test_options(what: argparse._ArgumentGroup) -> None:
-    what.add_argument(
-        "--tests",
-        type=test_names,
-        action="extend",
-        metavar="LIST",
-        help="comma-separated tests or groups (all, correctness, bandwidth) to run, in the "
-        "script's order; repeatable (default: all)",
-    )
-    what.add_argument("--list-tests", action="store_true", help="print the test names and exit")
-    what.add_argument(
-        "--dtype",
-        type=dtype_name,
-        default="float32",
-        help=f"element type: {', '.join(DTYPES)} (default: float32)",
-    )
-
-
-def add_sweep_options(perf: argparse._ArgumentGroup) -> None:
-    perf.add_argument(
-        "--min-bytes",
-        type=parse_size,
-        default=parse_size("1K"),
-        metavar="SIZE",
-        help="smallest message, e.g. 8, 64K, 32M (default: 1K)",
-    )
-    perf.add_argument(
-        "--max-bytes",
-        type=parse_size,
-        metavar="SIZE",
-        help="largest message (default: 1M on cpu, 1G on an accelerator)",
-    )
-    perf.add_argument(
-        "--factor", type=int, default=2, help="multiply the size by this between steps (default: 2)"
-    )
-    perf.add_argument(
-        "--iters", type=non_negative_int, default=20, help="timed iterations per size (default: 20)"
-    )
-    perf.add_argument(
-        "--warmup",
-        type=non_negative_int,
-        default=5,
-        help="untimed iterations per size before timing (default: 5)",
-    )
-    perf.add_argument(
-        "--min-busbw",
-        type=positive_float,
-        metavar="GBPS",
-        help="fail a bandwidth test whose busbw at the largest size is below GBPS (GB/s, 1e9)",
-    )
-    perf.add_argument(
-        "--min-busbw-for",
-        type=parse_threshold,
-        action="append",
-        default=[],
-        metavar="COLL=GBPS",
-        help="like --min-busbw for one collective (e.g. all_reduce=5.0); repeatable; wins over "
-        "--min-busbw for that collective",
-    )
-
-
-def add_output_options(out: argparse._ArgumentGroup) -> None:
-    out.add_argument(
-        "--out-dir",
-        metavar="DIR",
-        help="write DIR/rank-<global rank>.json, rewritten after every test (default: no file)",
-    )
-    out.add_argument("--verbose", action="store_true", help="print a line per test on every rank")
-    out.add_argument(
-        "--pause-before",
-        type=pause_spec,
-        metavar="TEST[@RANK]",
-        help="for testing and debugging: before TEST (or checkin/init), write the record and "
-        "sleep until the watchdog fires, on RANK only or on every rank",
-    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -578,14 +546,8 @@ class RankRecord:
     def finish(self, status: str | None = None) -> str:
         with self.lock:
             statuses = {t["status"] for t in self.data["tests"]}
-            if status is None:
-                status = (
-                    "error"
-                    if "error" in statuses
-                    else "failed"
-                    if "failed" in statuses
-                    else "passed"
-                )
+            worst = next((s for s in ("error", "failed") if s in statuses), "passed")
+            status = status or worst
             self.data["status"] = status
             self.data["finished_at"] = now()
             self.write()
@@ -632,12 +594,8 @@ def test_entry(
 
 
 class Watchdog:
-    """Ends the rank when a phase overruns its deadline, after writing which phase it was.
-
-    The main thread may be stuck inside a collective (C++, GIL released) that never returns;
-    this thread still runs, records the error and leaves with os._exit so torchrun sees a
-    failed worker and tears the job down.
-    """
+    """Ends the rank when a phase overruns its deadline, after writing which phase it was: the
+    main thread may be stuck in a collective that never returns (C++, GIL released)."""
 
     def __init__(self, record: RankRecord, describe_peers: Callable[[], dict[str, Any]]):
         self.record = record
@@ -720,16 +678,12 @@ def call_with_deadline(func: Callable[[], Any], seconds: float) -> Any:
 
 
 def watch_signals(record: RankRecord) -> None:
-    """Record SIGTERM/SIGINT even while the main thread is blocked inside a collective.
-
-    Python runs signal handlers only when the main thread returns to the interpreter; a
-    wakeup fd is written by the C-level handler at once, and a thread reads it.
-    """
+    """Record SIGTERM/SIGINT even while the main thread is blocked inside a collective: Python
+    runs handlers only in the main thread; the C-level handler writes the wakeup fd at once."""
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     for sig in (signal.SIGTERM, signal.SIGINT):
-        # The reader thread acts; the Python-level handler must only exist (and do nothing,
-        # as it may run in the middle of the main thread writing the record).
+        # The reader thread acts; the Python-level handler only exists (it may run mid-write).
         signal.signal(sig, lambda signum, frame: None)
     signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
 
@@ -843,7 +797,8 @@ def describe_missing(
 # Data movement (broadcast, all_gather, gather, scatter, all_to_all, send/recv) moves a payload
 #     p_r[i] = base[(i + r) mod len(base)] + step * tag(r)
 # that names its source rank, so a value in the wrong place tells where it came from.
-# P = n for small worlds; exact_pattern() lowers it (and the base) for narrow dtypes.
+# P = n for small worlds; exact_pattern() lowers it (and the base) for narrow dtypes
+# (docs/design.md, "Exactness of the inputs").
 
 
 def exact_integer_limit(dtype: torch.dtype) -> int:
@@ -870,10 +825,6 @@ def base_pattern(count: int, base_period: int) -> list[int]:
     return [1 + i % base_period for i in range(count)]
 
 
-def rank_tag(rank: int, period: int) -> int:
-    return rank % period
-
-
 def sum_of_tags(world_size: int, period: int) -> int:
     """tag(0) + ... + tag(n-1) with tag(r) = r mod P: q full cycles of 0..P-1, then 0..rem-1."""
     full, rem = divmod(world_size, period)
@@ -882,16 +833,12 @@ def sum_of_tags(world_size: int, period: int) -> int:
 
 def reduction_input(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
     """x_r = base + step * tag(r)."""
-    return [b + step * rank_tag(rank, period) for b in base]
+    return [b + step * (rank % period) for b in base]
 
 
 def expected_sum(base: Sequence[float], step: int, world_size: int, period: int) -> list[float]:
     """SUM over ranks of x_r = n * base + step * sum_of_tags(n)."""
     return [world_size * b + step * sum_of_tags(world_size, period) for b in base]
-
-
-def expected_avg(base: Sequence[float], step: int, world_size: int, period: int) -> list[float]:
-    return [s / world_size for s in expected_sum(base, step, world_size, period)]
 
 
 def expected_reduce_scatter(
@@ -903,9 +850,13 @@ def expected_reduce_scatter(
 
 
 def payload(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
-    """p_r[i] = base[(i + r) mod len(base)] + step * tag(r): what rank r sends."""
+    """p_r[i] = base[(i + r) mod len(base)] + step * tag(r): what rank r sends (and what every
+    rank ends with after a broadcast from r, and what r receives from a scatter)."""
     width = len(base)
-    return [base[(i + rank) % width] + step * rank_tag(rank, period) for i in range(width)]
+    return [base[(i + rank) % width] + step * (rank % period) for i in range(width)]
+
+
+expected_scatter = payload  # the root's chunk for rank r is payload(r)
 
 
 def all_to_all_chunk(
@@ -913,51 +864,7 @@ def all_to_all_chunk(
 ) -> list[float]:
     """What src sends to dst: the payload of src rotated once more by dst."""
     width = len(base)
-    tag = step * rank_tag(src, period)
-    return [base[(i + src + dst) % width] + tag for i in range(width)]
-
-
-def owner(index: int, world_size: int) -> int:
-    """Element i belongs to rank i mod n in the PRODUCT/MIN/MAX input (its second owner is i+1)."""
-    return index % world_size
-
-
-def owner_high(index: int) -> int:
-    """What the second owner holds: 3 on even elements, 5 on odd ones."""
-    return 3 if index % 2 == 0 else 5
-
-
-def owner_value(index: int, rank: int, world_size: int) -> int:
-    """x_r[i] = 2 on rank i mod n, owner_high(i) on rank (i+1) mod n, 1 on every other rank."""
-    if rank == owner(index, world_size):
-        return 2
-    return owner_high(index) if rank == owner(index + 1, world_size) else 1
-
-
-def owner_input(count: int, rank: int, world_size: int) -> list[int]:
-    return [owner_value(i, rank, world_size) for i in range(count)]
-
-
-def expected_owner(op: str, count: int, world_size: int) -> list[int]:
-    """PRODUCT = 2 * h, MAX = h, MIN = 2 with 2 ranks, else 1 (h = owner_high(i); one rank: 2).
-
-    SUM would be h + n and AVG (h + n) / n: PRODUCT meets SUM only at n = 3 (h = 3) or n = 5
-    (h = 5), never on both kinds of element, so every pair of reductions differs somewhere.
-    Every value is at most 10: exact in every dtype.
-    """
-    if world_size == 1:
-        return [2] * count
-    results = {
-        "product": lambda h: 2 * h,
-        "max": lambda h: h,
-        "min": lambda h: 2 if world_size == 2 else 1,
-    }
-    return [results[op](owner_high(i)) for i in range(count)]
-
-
-def expected_broadcast(base: Sequence[float], step: int, root: int, period: int) -> list[float]:
-    """Every rank ends with the root's payload."""
-    return payload(base, step, root, period)
+    return [base[(i + src + dst) % width] + step * (src % period) for i in range(width)]
 
 
 def expected_all_gather(
@@ -965,11 +872,6 @@ def expected_all_gather(
 ) -> list[float]:
     """Chunk j of the result is rank j's payload (also gather's result on the root)."""
     return [v for j in range(world_size) for v in payload(base, step, j, period)]
-
-
-def expected_scatter(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
-    """The root's chunk for `rank` is payload(rank), so rank r receives payload(r)."""
-    return payload(base, step, rank, period)
 
 
 def expected_all_to_all(
@@ -986,25 +888,35 @@ def expected_send_recv(
     return payload(base, step, (rank - 1) % world_size, period)
 
 
+# PRODUCT, MIN and MAX share the "owner" input: element i is 2 on rank i mod n (its owner),
+# h(i) = 3 on even and 5 on odd elements on rank i+1 mod n, 1 on every other rank.
+def owner_input(count: int, rank: int, world_size: int) -> list[int]:
+    def value(i: int) -> int:
+        if rank == i % world_size:
+            return 2
+        return (3 if i % 2 == 0 else 5) if rank == (i + 1) % world_size else 1
+
+    return [value(i) for i in range(count)]
+
+
+def expected_owner(op: str, count: int, world_size: int) -> list[int]:
+    """PRODUCT = 2 * h, MAX = h, MIN = 2 with 2 ranks, else 1 (h = 3 or 5; one rank: 2).
+
+    SUM would be h + n and AVG (h + n) / n: PRODUCT meets SUM only at n = 3 (h = 3) or n = 5
+    (h = 5), never on both kinds of element, so every pair of reductions differs somewhere.
+    Every value is at most 10: exact in every dtype.
+    """
+    if world_size == 1:
+        return [2] * count
+    high = [3 if i % 2 == 0 else 5 for i in range(count)]
+    if op == "min":
+        return [2 if world_size == 2 else 1] * count
+    return [2 * h for h in high] if op == "product" else high
+
+
 # --------------------------------------------------------------------------------------------
 # Comparing, and naming the source rank of a wrong element
 # --------------------------------------------------------------------------------------------
-
-
-def first_mismatch(
-    got: torch.Tensor, expected: torch.Tensor, ulps: int = 0
-) -> tuple[int, int] | None:
-    """(first wrong index, number wrong), or None when equal (within `ulps` for floats)."""
-    got64, exp64 = got.detach().cpu().double().flatten(), expected.double().flatten()
-    if ulps and got.dtype.is_floating_point:
-        wrong = (got64 - exp64).abs() > ulps * torch.finfo(got.dtype).eps * exp64.abs()
-    else:
-        wrong = got64 != exp64
-    wrong |= torch.isnan(got64)
-    count = int(wrong.sum())
-    if count == 0:
-        return None
-    return int(wrong.nonzero()[0]), count
 
 
 def number(value: float) -> int | float:
@@ -1017,19 +929,24 @@ def mismatch(
     source: Callable[[int, float], str],
     ulps: int = 0,
 ) -> dict[str, Any] | None:
-    """Details of a wrong result: first index, expected vs got, and the suspect source rank."""
+    """Details of a wrong result (within `ulps` for floats): first index, expected vs got, and
+    the suspect source rank; None when equal."""
     want = torch.tensor(expected, dtype=torch.float64)
-    found = first_mismatch(got, want, ulps)
-    if found is None:
+    got64 = got.detach().cpu().double().flatten()
+    if ulps and got.dtype.is_floating_point:
+        wrong = (got64 - want).abs() > ulps * torch.finfo(got.dtype).eps * want.abs()
+    else:
+        wrong = got64 != want
+    wrong |= torch.isnan(got64)
+    if not wrong.any():
         return None
-    index, wrong = found
-    got_value = number(float(got.flatten()[index]))
-    want_value = number(float(want[index]))
+    index = int(wrong.nonzero()[0])
+    got_value = number(float(got64[index]))
     return {
         "first_wrong_index": index,
-        "expected": want_value,
+        "expected": number(float(want[index])),
         "got": got_value,
-        "wrong": wrong,
+        "wrong": int(wrong.sum()),
         "elements": got.numel(),
         "source": source(index, float(got_value)),
     }
@@ -1050,16 +967,11 @@ def sum_source(
 
     def explain(index: int, got: float) -> str:
         delta = got - expected[index]
-        missing = [
-            r for r in range(world_size) if reduction_input(base, step, r, period)[index] == -delta
-        ]
-        doubled = [
-            r for r in range(world_size) if reduction_input(base, step, r, period)[index] == delta
-        ]
-        if missing:
-            return f"the contribution of rank {' or '.join(map(str, missing))} is missing"
-        if doubled:
-            return f"the contribution of rank {' or '.join(map(str, doubled))} was added twice"
+        inputs = [base[index] + step * (r % period) for r in range(world_size)]
+        for value, what in ((-delta, "is missing"), (delta, "was added twice")):
+            ranks = [str(r) for r, x in enumerate(inputs) if x == value]
+            if ranks:
+                return f"the contribution of rank {' or '.join(ranks)} {what}"
         return f"off by {number(delta)}: not one rank's contribution; data corrupted in transit"
 
     return explain
@@ -1073,12 +985,9 @@ def movement_source(
 
     def explain(index: int, got: float) -> str:
         src = index // width if source is None else source
-        pos = index % width
-        others = [r for r in range(world_size) if r != src and payload_of(r)[pos] == got]
+        others = [r for r in range(world_size) if r != src and payload_of(r)[index % width] == got]
         text = f"this element comes from rank {src}"
-        if others:
-            text += f"; the value is rank {' or '.join(map(str, others))}'s"
-        return text
+        return text + (f"; the value is rank {' or '.join(map(str, others))}'s" if others else "")
 
     return explain
 
@@ -1087,7 +996,7 @@ def owner_source(world_size: int, op: str = "product") -> Callable[[int, float],
     """Name the reduction a wrong PRODUCT/MIN/MAX value is, if it is one, else its owners."""
 
     def explain(index: int, got: float) -> str:
-        values = [owner_value(index, r, world_size) for r in range(world_size)]
+        values = [owner_input(index + 1, r, world_size)[index] for r in range(world_size)]
         results = {"sum": sum(values), "product": math.prod(values), "min": min(values)}
         results.update(max=max(values), avg=sum(values) / world_size)
         applied = [name.upper() for name, value in results.items() if value == got and name != op]
@@ -1095,10 +1004,10 @@ def owner_source(world_size: int, op: str = "product") -> Callable[[int, float],
             return (
                 f"{number(got)} is the {' or '.join(applied)} of the inputs, not the {op.upper()}"
             )
-        first, second = owner(index, world_size), owner(index + 1, world_size)
+        first, second = index % world_size, (index + 1) % world_size
         return (
-            f"ranks {first} and {second} hold 2 and {owner_high(index)} here, every other rank 1; "
-            "a contribution is wrong or missing"
+            f"ranks {first} and {second} hold 2 and {3 if index % 2 == 0 else 5} here, every other "
+            "rank 1; a contribution is wrong or missing"
         )
 
     return explain
@@ -1107,7 +1016,6 @@ def owner_source(world_size: int, op: str = "product") -> Callable[[int, float],
 # --------------------------------------------------------------------------------------------
 # 7. One check per collective: closed-form expected values
 # --------------------------------------------------------------------------------------------
-
 
 # A check's own inputs (base, step: see section 6; None = the defaults exact for the dtype and
 # world), and what a passed check records as its details.
@@ -1141,15 +1049,9 @@ class Context:
 
     @classmethod
     def make(
-        cls,
-        rank: int,
-        world_size: int,
-        device: torch.device,
-        dtype: torch.dtype,
-        store: Any = None,
+        cls, rank: int, world_size: int, device: torch.device, dtype: torch.dtype, store: Any = None
     ) -> Context:
-        pattern = exact_pattern(world_size, dtype)
-        base_period, period = pattern if pattern else (1, 1)
+        base_period, period = exact_pattern(world_size, dtype) or (1, 1)
         count = max(CHECK_ELEMENTS, world_size)
         return cls(rank, world_size, device, dtype, count, base_period, period, store)
 
@@ -1181,10 +1083,6 @@ class Context:
         return range(n) if n <= SMALL_WORLD else (0, n - 1)
 
 
-def head(tensor: torch.Tensor, n: int = 8) -> list[int | float]:
-    return [number(float(v)) for v in tensor.detach().cpu().flatten()[:n]]
-
-
 def verify(
     got: torch.Tensor,
     expected: Sequence[float],
@@ -1198,26 +1096,17 @@ def verify(
         if case:
             details["case"] = case
         raise Fail((f"{case}: " if case else "") + mismatch_message(details), details)
-    return {"elements": got.numel(), "got_head": head(got)}
+    head = [number(float(v)) for v in got.detach().cpu().flatten()[:8]]
+    return {"elements": got.numel(), "got_head": head}
 
 
 # torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; older torch has the old names.
-# On gloo no reduce_scatter API is a real reduce-scatter: the tensor API is one all_reduce of the
-# whole input, the list API (dist.reduce_scatter) one all_reduce per chunk (torch PR 149869; both
-# seen as gloo:all_reduce in torch.profiler, tests/check/test_bandwidth_notes.py). Measured on 2
-# lab hosts, links at 1 Gbit/s, 64 MiB: tensor API 0.59-0.61 s, list API 0.58-0.60 s, all_reduce
-# 0.56 s (2 x 1 rank); 0.91-0.93 s, 0.87-1.19 s and 0.84 s (2 x 2 ranks), where a real
-# reduce-scatter would take about half of all_reduce. The list API gains nothing, so every backend
-# gets the tensor API, the one NCCL runs as a real reduce-scatter.
+# Every backend gets the tensor API, the one NCCL runs as a real reduce-scatter (what gloo does
+# with it: docs/design.md, "Bandwidth notes").
 all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-
 REDUCE_OPS = {
-    "sum": dist.ReduceOp.SUM,
-    "product": dist.ReduceOp.PRODUCT,
-    "min": dist.ReduceOp.MIN,
-    "max": dist.ReduceOp.MAX,
-    "avg": dist.ReduceOp.AVG,
+    op: getattr(dist.ReduceOp, op.upper()) for op in ("sum", "product", "min", "max", "avg")
 }
 
 
@@ -1235,9 +1124,8 @@ def check_all_reduce(ctx: Context, op: str, base: Base = None, step: Step = None
     total = expected_sum(base, step, n, ctx.period)
     if op == "sum":
         return verify(tensor, total, sum_source(base, step, n, ctx.period, total))
-    want = expected_avg(base, step, n, ctx.period)
-    if not ctx.dtype.is_floating_point:
-        want = [float(math.trunc(v)) for v in want]  # integer AVG truncates, as NCCL's does
+    # AVG = SUM / n; an integer AVG truncates, as NCCL's does
+    want = [s / n if ctx.dtype.is_floating_point else float(math.trunc(s / n)) for s in total]
 
     def avg_source(index: int, got: float) -> str:
         return f"AVG = SUM / n = {number(total[index])} / {n}; compare all_reduce_sum"
@@ -1254,9 +1142,8 @@ def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Detai
     for root in range(n):
         tensor = ctx.tensor(sent_by(r)) if r == root else ctx.empty(width)
         dist.broadcast(tensor, src=root)
-        want = expected_broadcast(base, step, root, ctx.period)
         source = movement_source(sent_by, n, width, source=root)
-        details.update(verify(tensor, want, source, f"root {root}"))
+        details.update(verify(tensor, sent_by(root), source, f"root {root}"))
     return details
 
 
@@ -1352,12 +1239,9 @@ def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Deta
 def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size: int) -> None:
     """Send to rank+1 and receive from rank-1 at once (blocking send/recv in a ring deadlock).
 
-    The receive is posted first. Gloo (the TCP transport) only sends a payload once the peer has
-    announced its matching receive, and that announcement travels in the same per-peer queue as the
-    payloads: posted after a send whose peer is already waiting, it sits behind the whole payload,
-    so the two directions of a link take turns (half the link rate with 2 ranks, measured in
-    BENCHMARKS.md). Receive first lets both announcements go out before any payload. NCCL groups
-    the two operations (ncclGroupStart/End), where the order makes no difference.
+    The receive is posted first: gloo sends a payload only once the peer announced its receive,
+    and an announcement posted after a send waits behind the whole payload (half the link rate,
+    BENCHMARKS.md). NCCL groups the two operations, where the order makes no difference.
     """
     ops = [
         dist.P2POp(dist.irecv, recv, (rank - 1) % world_size),
@@ -1385,10 +1269,9 @@ def check_send_recv(ctx: Context, base: Base = None, step: Step = None) -> Detai
 def check_barrier(ctx: Context) -> Details:
     """Nobody leaves before the last rank arrived, counted in the store (no clocks compared).
 
-    A round per late rank (every rank in small worlds, else the first and the last): the late
-    rank waits until the n - 1 others have counted their arrival in barrier/<round>, waits
-    BARRIER_LATE_S more, counts itself and enters. Every rank reads the count once it left;
-    below n it left before the last rank arrived.
+    A round per late rank (Context.gather_roots): the late rank waits until the n - 1 others
+    counted their arrival in barrier/<round>, waits BARRIER_LATE_S more, counts itself and
+    enters. Every rank reads the count once it left; below n it left before the last arrived.
     """
     n, r, store = ctx.world_size, ctx.rank, ctx.store
     if store is None:
@@ -1421,8 +1304,8 @@ def check_barrier(ctx: Context) -> Details:
 
 def unsupported(exc: BaseException) -> bool:
     """True when the backend refused the operation as not implemented (its own message)."""
-    return isinstance(exc, RuntimeError | NotImplementedError | TypeError) and any(
-        p.search(str(exc)) for p in UNSUPPORTED_PATTERNS
+    return isinstance(exc, RuntimeError | NotImplementedError | TypeError) and bool(
+        UNSUPPORTED.search(str(exc))
     )
 
 
@@ -1435,36 +1318,30 @@ def run_test(
     anywhere else the table did not predict it, and the test fails saying so.
     """
     started = time.monotonic()
+
+    def entry(
+        status: str, message: str, details: Details | None = None, rows: Any = None
+    ) -> Details:
+        return test_entry(name, status, message, details, time.monotonic() - started, rows)
+
     try:
         details = body()
     except Skip as exc:
-        return test_entry(name, "skipped", str(exc), duration_s=time.monotonic() - started)
+        return entry("skipped", str(exc))
     except Fail as exc:
-        bandwidth = exc.details.pop("bandwidth", [])
-        return test_entry(
-            name, "failed", str(exc), exc.details, time.monotonic() - started, bandwidth
-        )
+        return entry("failed", str(exc), exc.details, exc.details.pop("bandwidth", []))
     except Exception as exc:
         message = first_line(exc)
+        if unsupported(exc) and support is not None and support.state == "maybe":
+            return entry("skipped", f"backend does not support it: {message} ({support.reason})")
         if unsupported(exc):
-            if support is not None and support.state == "maybe":
-                text = f"backend does not support it: {message} ({support.reason})"
-                return test_entry(name, "skipped", text, duration_s=time.monotonic() - started)
             predicted = support.reason if support is not None else "no support table entry"
             text = f"the backend refused it, which the support table did not predict ({predicted})"
-            return test_entry(
-                name,
-                "failed",
-                f"{text}: {message}",
-                {"refusal": message, "support": support._asdict() if support else None},
-                time.monotonic() - started,
-            )
+            details = {"refusal": message, "support": support._asdict() if support else None}
+            return entry("failed", f"{text}: {message}", details)
         details = {"exception": type(exc).__name__, "traceback": traceback.format_exc(limit=6)}
-        return test_entry(
-            name, "error", f"{type(exc).__name__}: {message}", details, time.monotonic() - started
-        )
-    bandwidth = details.pop("bandwidth", [])
-    return test_entry(name, "passed", "", details, time.monotonic() - started, bandwidth)
+        return entry("error", f"{type(exc).__name__}: {message}", details)
+    return entry("passed", "", details, details.pop("bandwidth", []))
 
 
 def first_line(exc: BaseException) -> str:
@@ -1496,7 +1373,7 @@ class Buffers:
         return torch.full((length,), value, dtype=self.ctx.dtype, device=self.ctx.device)
 
     def v(self, rank: int) -> int:
-        return 1 + rank_tag(rank, self.ctx.period)
+        return 1 + rank % self.ctx.period
 
     def by_source(self) -> torch.Tensor:
         """Chunk j holds v(j); made only when checking."""
@@ -1504,13 +1381,8 @@ class Buffers:
 
 
 class BandwidthNote(NamedTuple):
-    """A bound of a backend's own algorithm on busbw, from min_ranks to max_ranks (None: any).
-
-    Printed under a table of that backend and rank count, so a low busbw is not blamed on the
-    link. The algorithms are read from the torch 2.13 and gloo sources; the numbers are busbw /
-    link rate, measured with links limited to 1 Gbit/s (BENCHMARKS.md, fidelity), on 2 hosts x 1
-    and x 2 ranks.
-    """
+    """What a backend's own algorithm bounds busbw to, from min_ranks to max_ranks (None: any),
+    printed under its tables (docs/design.md, "Bandwidth notes")."""
 
     min_ranks: int
     max_ranks: int | None
@@ -1519,36 +1391,18 @@ class BandwidthNote(NamedTuple):
 
 @dataclass(frozen=True)
 class Collective:
-    """Everything about one collective, as nccl-tests keeps one testColl per collective.
+    """Everything about one collective, as nccl-tests keeps one testColl per collective; the
+    fields are described in docs/design.md, "Collective records"."""
 
-    name     its correctness tests are `name`, or name_<op> for each of `ops`; its bandwidth
-             test is bandwidth_<name> when it has `run`
-    check    correctness with closed-form expected values (section 6): check(ctx), or
-             check(ctx, op) for each of `ops`
-    ops      the reductions checked, one test each (all_reduce: sum, product, min, max, avg)
-    busbw    busbw = algbw * busbw(n), nccl-tests' doc/PERFORMANCE.md
-    run      one timed call on the sweep's Buffers (None: not timed)
-    result   after a fresh run: (the result tensor, the value or tensor it must equal), None
-             where the content is unspecified (reduce, off the root); a different element
-             counts in the "#wrong" column
-    redop, root   nccl-tests' columns ("none" and -1 where they do not apply)
-    split    the message is n chunks: its count is a multiple of n
-    notes    backend -> what that backend's own algorithm bounds busbw to (BandwidthNote)
-
-    Adding a collective is adding a record to COLLECTIVES (its place there is its tests' place
-    in --list-tests); a timed one also takes its place in BANDWIDTH_COLLECTIVES, the sweep's
-    order (a unit test checks that the two agree).
-    """
-
-    name: str
-    check: Callable[..., dict[str, Any]]
+    name: str  # correctness tests: name, or name_<op> for each of ops; bandwidth_<name> if run
+    check: Callable[..., dict[str, Any]]  # check(ctx), or check(ctx, op) for each of ops
     ops: tuple[str, ...] = ()
-    busbw: Callable[[int], float] = lambda n: 1.0
-    run: Callable[[Buffers], object] | None = None
-    result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None
-    redop: str = "none"
+    busbw: Callable[[int], float] = lambda n: 1.0  # busbw = algbw * busbw(n), nccl-tests
+    run: Callable[[Buffers], object] | None = None  # one timed call (None: not timed)
+    result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None  # #wrong
+    redop: str = "none"  # nccl-tests' redop and root columns
     root: int = -1
-    split: bool = False
+    split: bool = False  # the message is n chunks: its count is a multiple of n
     notes: dict[str, BandwidthNote] = field(default_factory=dict)
 
     def tests(self) -> list[str]:
@@ -1669,15 +1523,9 @@ BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
 ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
 TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
 
-# Which collective each backend runs on which device: torch.distributed's "Backends" table
-# (docs/source/distributed.md, https://docs.pytorch.org/docs/stable/distributed.html#backends;
-# send and recv are send_recv here). "yes": a refusal fails the test (the table did not predict
-# it); "no": skipped without calling (gloo's send on a CUDA tensor hands the device pointer to
-# its TCP transport); "maybe": run, a refusal skips (the docs' "?": MPI on GPUs depends on the
-# MPI library). A backend or device missing here (hccl, ucc) predicts nothing: every refusal
-# fails. "gpu" is any accelerator (cuda, xpu, npu). SUPPORT and SUPPORT_RULES are plain
-# literals: the controller reads them from this file with ast.literal_eval, without torch
-# (plugins/filter/nccl_support.py), to show predicted skips before any rank runs.
+# Which collective each backend runs on which device (docs/design.md, "The support table"):
+# https://docs.pytorch.org/docs/stable/distributed.html#backends. Plain literals: the controller
+# reads them with ast.literal_eval, without torch (plugins/filter/nccl_support.py).
 SUPPORT_SOURCE = "torch.distributed docs, Backends table"
 SUPPORT: dict[str, dict[str, dict[str, str]]] = {  # "*": every collective not named
     "gloo": {"cpu": {"*": "yes"}, "gpu": {"*": "yes", "send_recv": "no", "barrier": "no"}},
@@ -1688,9 +1536,7 @@ SUPPORT: dict[str, dict[str, dict[str, str]]] = {  # "*": every collective not n
     "nccl": {"cpu": {"*": "no"}, "gpu": {"*": "yes"}},
     "xccl": {"cpu": {"*": "no"}, "gpu": {"*": "yes"}},
 }
-# Narrower refusals than a whole collective, each recorded on a real backend (the source says
-# where; tests/fixtures/torch/refusals.json holds the messages, tests/check/test_support_table.py
-# records them again).
+# Narrower refusals, each recorded on a real backend (tests/fixtures/torch/refusals.json).
 SUPPORT_RULES: list[dict[str, Any]] = [
     {
         "backend": "gloo",
@@ -1720,13 +1566,9 @@ def collective_of(test: str) -> str | None:
     return None
 
 
-def device_class(device_type: str) -> str:
-    return "cpu" if device_type == "cpu" else "gpu"
-
-
 def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support:
     """The table's prediction for `test` (a test name of --list-tests) with these settings."""
-    kind = device_class(device_type)
+    kind = "cpu" if device_type == "cpu" else "gpu"
     where = "CPU" if kind == "cpu" else f"{device_type.upper()} (GPU column)"
     for rule in SUPPORT_RULES:
         if (
@@ -1738,15 +1580,13 @@ def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support
     coll = collective_of(test)
     row = SUPPORT.get(backend, {}).get(kind, {})
     state = row.get(coll or "", row.get("*", "unknown")) if coll else "unknown"
-    if state == "no":
-        return Support("no", f"{backend} has no {coll} on {where} tensors ({SUPPORT_SOURCE})")
-    if state == "maybe":
-        return Support(
-            "maybe", f"{backend}'s {coll} on {where} tensors is '?' in the {SUPPORT_SOURCE}"
-        )
-    if state == "unknown":
-        return Support("unknown", f"the support table has no {backend} on {where} tensors")
-    return Support("yes", f"{backend} runs {coll} on {where} tensors ({SUPPORT_SOURCE})")
+    reasons = {
+        "no": f"{backend} has no {coll} on {where} tensors ({SUPPORT_SOURCE})",
+        "maybe": f"{backend}'s {coll} on {where} tensors is '?' in the {SUPPORT_SOURCE}",
+        "unknown": f"the support table has no {backend} on {where} tensors",
+        "yes": f"{backend} runs {coll} on {where} tensors ({SUPPORT_SOURCE})",
+    }
+    return Support(state, reasons[state])
 
 
 # --------------------------------------------------------------------------------------------
@@ -1768,9 +1608,7 @@ def busbw(collective: str, algbw: float, world_size: int) -> float:
 
 def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
     note = COLLECTIVES[collective].notes.get(backend)
-    if note is None or world_size < note.min_ranks:
-        return None
-    if note.max_ranks is not None and world_size > note.max_ranks:
+    if note is None or not note.min_ranks <= world_size <= (note.max_ranks or world_size):
         return None
     return note.text
 
@@ -1793,7 +1631,7 @@ class Sweep:
     iters: int
     warmup: int
     type_name: str
-    threshold: float | None
+    thresholds: dict[str, float | None]  # collective -> --min-busbw(-for)
     arm: Callable[[str, int], None]
 
 
@@ -1806,6 +1644,26 @@ def count_wrong(collective: Collective, buffers: Buffers) -> int:
     return 0 if found is None else int((found[0] != found[1]).sum())
 
 
+def timed(
+    call: Callable[[], object],
+    device: torch.device,
+    warmup: int,
+    iters: int,
+    start: Callable[[], object] = lambda: None,
+) -> float:
+    """Seconds per call on this rank: `warmup` untimed calls, `start()` (a barrier), then the
+    average of `iters` timed ones, each time waiting for the device's queued work."""
+    for _ in range(warmup):
+        call()
+    synchronize(device)
+    start()
+    started = time.perf_counter()
+    for _ in range(iters):
+        call()
+    synchronize(device)
+    return (time.perf_counter() - started) / iters
+
+
 def average_over_ranks(value: float, ctx: Context) -> float:
     tensor = torch.tensor([value], dtype=torch.float32, device=ctx.device)
     dist.all_reduce(tensor)
@@ -1814,7 +1672,7 @@ def average_over_ranks(value: float, ctx: Context) -> float:
 
 def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
     """Time every size; the time is the average over ranks, like nccl-tests' default (-a 1)."""
-    ctx, n = sweep.ctx, sweep.ctx.world_size
+    ctx, n, threshold = sweep.ctx, sweep.ctx.world_size, sweep.thresholds[collective]
     if n < 2:
         raise Skip("bandwidth needs at least 2 ranks")
     if exact_pattern(n, ctx.dtype) is None:
@@ -1828,15 +1686,8 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
         sweep.arm(f"bandwidth_{collective} at {size} B", size)
         count, nbytes = message_shape(collective, size, elem, n)
         buffers = Buffers(ctx, count)
-        for _ in range(sweep.warmup):
-            run(buffers)
-        synchronize(ctx.device)
-        dist.barrier()
-        started = time.perf_counter()
-        for _ in range(sweep.iters):
-            run(buffers)
-        synchronize(ctx.device)
-        own = (time.perf_counter() - started) / sweep.iters  # this rank's own time (rank_*)
+        call = functools.partial(run, buffers)
+        own = timed(call, ctx.device, sweep.warmup, sweep.iters, dist.barrier)  # this rank's time
         seconds = average_over_ranks(own, ctx)
         algbw = nbytes / seconds / 1e9
         rows.append(
@@ -1856,8 +1707,8 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
         )
     avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
     details: dict[str, Any] = {"bandwidth": rows, "avg_busbw_gbps": round(avg, 4)}
-    if sweep.threshold is not None:
-        details["threshold_gbps"] = sweep.threshold
+    if threshold is not None:
+        details["threshold_gbps"] = threshold
     bad = [row for row in rows if row["wrong"]]
     if bad:
         raise Fail(
@@ -1867,10 +1718,10 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
             details,
         )
     last = rows[-1] if rows else None
-    if sweep.threshold is not None and last is not None and last["busbw_gbps"] < sweep.threshold:
+    if threshold is not None and last is not None and last["busbw_gbps"] < threshold:
         raise Fail(
             f"{collective} busbw {last['busbw_gbps']:g} GB/s at {last['size_bytes']} B is below "
-            f"the required {sweep.threshold:g} GB/s: check which interface carries the traffic "
+            f"the required {threshold:g} GB/s: check which interface carries the traffic "
             "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_DEBUG=INFO) and the link speed "
             "(ethtool, ibstat) on every host",
             details,
@@ -1903,104 +1754,24 @@ def bandwidth_table(
 
 
 # --------------------------------------------------------------------------------------------
-# 9b. Pairwise rounds: which node, which rail (--pairwise)
+# 9b. Pairwise rounds: which node, which rail (--pairwise; docs/design.md, "Pairwise rounds")
 #
-# After the tests, nodes meet in a round-robin tournament (tournament()): every round pairs
-# disjoint nodes, all pairs of a round exchange --pair-bytes both ways at the same time, rail by
-# rail (local rank i of one node with local rank i of the other), with batch_isend_irecv in the
-# world group (no communicator per pair). Each rank keeps its own figure per pair
-# (run_pair_round()).
-# A second pass pairs every suspect (pair_suspects(): most of its pairs on a rail slower than
-# --pair-min-ratio x the reference) with the fastest node. The verdict is made on the control
-# machine (module_utils/nccl_pairwise.py) from every rank's rows; pair_suspects() here only picks
-# the second pass, by the same rule (tests/unit/test_pairwise.py holds the two together).
+# Nodes meet in a round-robin tournament, rail by rail, then every suspect meets the fastest
+# node once more. The verdict is made on the control machine (module_utils/nccl_pairwise.py);
+# the suspects are picked here by the same rule (tests/unit/test_pairwise.py holds them together).
 # --------------------------------------------------------------------------------------------
-
-PAIRWISE_MODES = ("auto", "always", "never")
-
-
-def positive_int(text: str) -> int:
-    value = non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {text!r}")
-    return value
-
-
-def ratio(text: str) -> float:
-    value = positive_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
-    return value
-
-
-def add_pairwise_options(parser: argparse.ArgumentParser) -> None:
-    pair = parser.add_argument_group("pairwise rounds (which node, which rail)")
-    pair.add_argument(
-        "--pairwise",
-        choices=PAIRWISE_MODES,
-        default="auto",
-        help="after the tests, pair the nodes in round-robin rounds and time each pair, rail by "
-        "rail: always; never; auto = on 2 or more nodes when a bandwidth test failed or fell "
-        "below its --pair-trigger (default: auto)",
-    )
-    pair.add_argument(
-        "--pair-bytes",
-        type=parse_size,
-        metavar="SIZE",
-        help="bytes each rank of a pair sends (and receives) per iteration (default: 1M on cpu, "
-        "64M on an accelerator)",
-    )
-    pair.add_argument(
-        "--pair-iters",
-        type=positive_int,
-        default=5,
-        help="timed exchanges per pair (default: 5)",
-    )
-    pair.add_argument(
-        "--pair-trigger",
-        type=parse_threshold,
-        action="append",
-        default=[],
-        metavar="COLL=GBPS",
-        help="--pairwise auto also runs when COLL's busbw at its largest size of at least "
-        "--pair-trigger-min-bytes is below GBPS (the launch passes nccl_expected_busbw x "
-        "nccl_busbw_warn); repeatable",
-    )
-    pair.add_argument(
-        "--pair-trigger-min-bytes",
-        type=parse_size,
-        default=parse_size("32M"),
-        metavar="SIZE",
-        help="smallest size --pair-trigger looks at (default: 32M)",
-    )
-    pair.add_argument(
-        "--pair-min-ratio",
-        type=ratio,
-        default=0.8,
-        metavar="R",
-        help="a pair slower than R x the reference (the median node's median pair) is slow; "
-        "picks the suspects of the second pass (default: 0.8)",
-    )
 
 
 def tournament(n: int) -> list[list[tuple[int, int]]]:
-    """Round-robin rounds of disjoint pairs of 0..n-1 (circle method).
-
-    Even n: n-1 rounds of n/2 pairs; odd n: n rounds of (n-1)/2 pairs, one node rests in each.
-    Every pair meets exactly once.
-    """
+    """Round-robin rounds of disjoint pairs of 0..n-1 (circle method): even n, n-1 rounds of
+    n/2 pairs; odd n, n rounds of (n-1)/2 pairs, one node rests in each. Every pair meets once."""
     if n < 2:
         return []
     players: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
-    m = len(players)
     rounds = []
-    for _ in range(m - 1):
-        pairs = []
-        for i in range(m // 2):
-            a, b = players[i], players[m - 1 - i]
-            if a is not None and b is not None:
-                pairs.append((min(a, b), max(a, b)))
-        rounds.append(sorted(pairs))
+    for _ in range(len(players) - 1):
+        ends = zip(players[: len(players) // 2], reversed(players), strict=False)
+        rounds.append(sorted((min(a, b), max(a, b)) for a, b in ends if None not in (a, b)))
         players = [players[0], players[-1], *players[1:-1]]
     return rounds
 
@@ -2016,28 +1787,25 @@ def pair_values(
         if row.get("pass") != pass_:
             continue
         a, b = sorted((int(row["node"]), int(row["peer_node"])))
-        rail = min(int(row["rail"]), int(row.get("peer_local_rank", row["rail"])))
-        key = (a, b, rail)
+        key = (a, b, min(int(row["rail"]), int(row.get("peer_local_rank", row["rail"]))))
         table[key] = min(table.get(key, math.inf), float(row["busbw_gbps"]))
     return table
+
+
+def node_medians(table: dict[tuple[int, int, int], float]) -> dict[int, float]:
+    """node -> the median of its pairs."""
+    per_node: dict[int, list[float]] = {}
+    for (a, b, _), value in table.items():
+        for node in {a, b}:
+            per_node.setdefault(node, []).append(value)
+    return {node: statistics.median(values) for node, values in per_node.items()}
 
 
 def pair_reference(table: dict[tuple[int, int, int], float]) -> float:
     """The median over nodes of each node's median pair (robust on 3 nodes, unlike the median
     pair: with one bad node of three, two of the three pairs are slow)."""
-    per_node: dict[int, list[float]] = {}
-    for (a, b, _), value in table.items():
-        per_node.setdefault(a, []).append(value)
-        per_node.setdefault(b, []).append(value)
-    if not per_node:
-        return 0.0
-    return _median([_median(values) for values in per_node.values()])
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    medians = node_medians(table)
+    return statistics.median(medians.values()) if medians else 0.0
 
 
 def pair_suspects(
@@ -2060,11 +1828,7 @@ def pair_suspects(
 
 def fastest_node(table: dict[tuple[int, int, int], float], exclude: Sequence[int]) -> int | None:
     """The node with the highest median pair, among those not excluded (lowest node on a tie)."""
-    per_node: dict[int, list[float]] = {}
-    for (a, b, _), value in table.items():
-        per_node.setdefault(a, []).append(value)
-        per_node.setdefault(b, []).append(value)
-    candidates = [(-_median(v), node) for node, v in per_node.items() if node not in exclude]
+    candidates = [(-m, node) for node, m in node_medians(table).items() if node not in exclude]
     return min(candidates)[1] if candidates else None
 
 
@@ -2081,22 +1845,18 @@ class PairPlan:
 
     def peer(self, pairs: Sequence[tuple[int, int]], node: int, local: int) -> int | None:
         """The global rank this rank exchanges with in a round of node pairs, or None (rests)."""
-        for a, b in pairs:
-            if node in (a, b):
-                return self.ranks[b if node == a else a].get(local)
-        return None
+        partner = partner_in(pairs, node)
+        return None if partner is None else self.ranks[partner].get(local)
 
 
-def pair_plan(ctx: Context, record: RankRecord) -> PairPlan:
-    mine = (record.data["node_rank"], record.data["local_rank"], record.data["host"], ctx.rank)
-    everyone: list[Any] = [None] * ctx.world_size
+def partner_in(pairs: Sequence[tuple[int, int]], me: int) -> int | None:
+    return next((b if me == a else a for a, b in pairs if me in (a, b)), None)
+
+
+def gather_objects(mine: Any, world_size: int) -> list[Any]:
+    everyone: list[Any] = [None] * world_size
     dist.all_gather_object(everyone, mine)
-    ranks: dict[int, dict[int, int]] = {}
-    hosts: dict[int, str] = {}
-    for node, local, host, rank in everyone:
-        ranks.setdefault(int(node), {})[int(local)] = int(rank)
-        hosts[int(node)] = str(host)
-    return PairPlan(ranks, hosts)
+    return everyone
 
 
 @dataclass
@@ -2107,73 +1867,18 @@ class PairRound:
 
 
 def exchange(ctx: Context, peer: int, nbytes: int, iters: int) -> tuple[float, int, int]:
-    """(seconds per exchange, bytes each way, wrong elements): to the peer and from it at once."""
+    """(seconds per exchange, bytes each way, wrong elements): to the peer and from it at once.
+
+    Batched: with NCCL (communicator made eagerly, device_id) it runs on the world communicator;
+    a plain isend/irecv would make a 2-rank communicator per pair."""
     elem = torch.empty(0, dtype=ctx.dtype).element_size()
     count = max(1, nbytes // elem)
-    value = 1 + rank_tag(ctx.rank, ctx.period)
-    send = torch.full((count,), value, dtype=ctx.dtype, device=ctx.device)
+    send = torch.full((count,), 1 + ctx.rank % ctx.period, dtype=ctx.dtype, device=ctx.device)
     recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
-
     ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
-
-    def once() -> None:
-        # Batched: with NCCL (communicator made eagerly, device_id) it runs on the world
-        # communicator; a plain isend/irecv would make a 2-rank communicator per pair.
-        for request in dist.batch_isend_irecv(ops):
-            request.wait()
-
-    once()  # warm-up: the connection to this peer is made here
-    synchronize(ctx.device)
-    started = time.perf_counter()
-    for _ in range(iters):
-        once()
-    synchronize(ctx.device)
-    seconds = (time.perf_counter() - started) / iters
-    expected = 1 + rank_tag(peer, ctx.period)
-    return seconds, count * elem, int((recv != expected).sum())
-
-
-def run_pair_round(
-    ctx: Context, plan: PairPlan, record: RankRecord, rnd: PairRound, nbytes: int, iters: int
-) -> dict[str, Any] | None:
-    """One round on every rank (the resting ones only wait at the barriers); this rank's row."""
-    node, local = record.data["node_rank"], record.data["local_rank"]
-    partner_local: int | None = None
-    if rnd.pass_ == "intra":
-        partner_local = next(
-            (b if local == a else a for a, b in rnd.pairs if local in (a, b)), None
-        )
-        peer = None if partner_local is None else plan.ranks[node].get(partner_local)
-        peer_node = node
-    else:
-        peer = plan.peer(rnd.pairs, node, local)
-        peer_node = next((b if node == a else a for a, b in rnd.pairs if node in (a, b)), None)
-    dist.barrier()  # every pair of the round starts together
-    row = None
-    if peer is not None:
-        seconds, sent, wrong = exchange(ctx, peer, nbytes, iters)
-        row = {
-            "pass": rnd.pass_,
-            "round": rnd.number,
-            "rank": ctx.rank,
-            "node": node,
-            "peer_node": peer_node,
-            "rail": local,
-            "peer_rank": peer,
-            "peer_local_rank": partner_local if rnd.pass_ == "intra" else local,
-            "bytes": sent,
-            "time_us": round(seconds * 1e6, 2),
-            "busbw_gbps": round(sent / seconds / 1e9, 4),
-            "wrong": wrong,
-        }
-    dist.barrier()
-    return row
-
-
-def gather_rows(rows: list[dict[str, Any]], world_size: int) -> list[dict[str, Any]]:
-    everyone: list[Any] = [None] * world_size
-    dist.all_gather_object(everyone, rows)
-    return [row for part in everyone for row in part]
+    once = lambda: [request.wait() for request in dist.batch_isend_irecv(ops)]  # noqa: E731
+    seconds = timed(once, ctx.device, 1, iters)  # the warm-up makes the connection to the peer
+    return seconds, count * elem, int((recv != 1 + peer % ctx.period).sum())
 
 
 def trigger_reasons(
@@ -2182,15 +1887,12 @@ def trigger_reasons(
     """Why --pairwise auto runs on this rank: a failed bandwidth test, or a collective's busbw
     at its largest size >= min_bytes under its --pair-trigger figure (pure)."""
     reasons = []
-    for test in tests:
+    for test in (t for t in tests if t["name"].startswith("bandwidth_")):
         collective = test["name"].removeprefix("bandwidth_")
-        if not test["name"].startswith("bandwidth_"):
-            continue
+        big = [r for r in test.get("bandwidth") or [] if r["size_bytes"] >= min_bytes]
         if test["status"] == "failed":
             reasons.append(f"{test['name']} failed")
-            continue
-        big = [r for r in test.get("bandwidth") or [] if r["size_bytes"] >= min_bytes]
-        if collective in below and big and big[-1]["busbw_gbps"] < below[collective]:
+        elif collective in below and big and big[-1]["busbw_gbps"] < below[collective]:
             reasons.append(
                 f"{collective} busbw {big[-1]['busbw_gbps']:g} GB/s at {big[-1]['size_bytes']} B "
                 f"is below {below[collective]:g} GB/s"
@@ -2198,43 +1900,106 @@ def trigger_reasons(
     return reasons
 
 
-def pairwise_trigger(args: argparse.Namespace, ctx: Context, record: RankRecord) -> str:
-    """Why --pairwise auto runs ("" when it does not), agreed by every rank."""
-    below = dict(args.pair_trigger)
-    reasons = trigger_reasons(record.data["tests"], below, args.pair_trigger_min_bytes)
-    flag = torch.tensor([1.0 if reasons else 0.0], dtype=torch.float32, device=ctx.device)
-    dist.all_reduce(flag)
-    if float(flag.cpu()) == 0:
-        return ""
-    return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
+class Pairwise:
+    """The pairwise phase of one rank, after the tests (run())."""
 
+    def __init__(self, run: Run, ctx: Context):
+        self.run, self.args, self.ctx = run, run.args, ctx
+        self.rows: list[dict[str, Any]] = []  # this rank's own figure for each pair it was in
+        data = run.record.data
+        self.node, self.local = data["node_rank"], data["local_rank"]
+        mine = (self.node, self.local, data["host"], ctx.rank)
+        self.plan = PairPlan({}, {})
+        for node, local, host, rank in gather_objects(mine, ctx.world_size):
+            self.plan.ranks.setdefault(int(node), {})[int(local)] = int(rank)
+            self.plan.hosts[int(node)] = str(host)
 
-def run_pairwise(
-    args: argparse.Namespace,
-    record: RankRecord,
-    ctx: Context,
-    arm: Callable[[str], None],
-    stopped_by: str | None,
-) -> list[str]:
-    """The pairwise phase (called once from check()); rank 0's tables for the summary."""
-    if args.pairwise == "never" or stopped_by is not None or ctx.world_size < 2:
-        return []
-    arm("pairwise")
-    plan = pair_plan(ctx, record)
-    why = "--pairwise always" if args.pairwise == "always" else pairwise_trigger(args, ctx, record)
-    if not why:
-        return []
-    record.start("pairwise")
-    tables: list[str] = []
+    def trigger(self) -> str:
+        """Why the phase runs ("" when it does not), agreed by every rank."""
+        if self.args.pairwise == "always":
+            return "--pairwise always"
+        below, min_bytes = dict(self.args.pair_trigger), self.args.pair_trigger_min_bytes
+        reasons = trigger_reasons(self.run.record.data["tests"], below, min_bytes)
+        flag = torch.tensor([float(bool(reasons))], dtype=torch.float32, device=self.ctx.device)
+        dist.all_reduce(flag)
+        if float(flag.cpu()) == 0:
+            return ""
+        return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
 
-    def body() -> dict[str, Any]:
-        if len(plan.nodes) < 2:
+    def play(self, rnd: PairRound, nbytes: int) -> None:
+        """One round on every rank (the resting ones only wait at the barriers)."""
+        self.run.arm(f"pairwise pass {rnd.pass_} round {rnd.number}")
+        node, local = self.node, self.local
+        if rnd.pass_ == "intra":
+            peer_node, peer_local = node, partner_in(rnd.pairs, local)
+            peer = None if peer_local is None else self.plan.ranks[node].get(peer_local)
+        else:
+            peer_node, peer_local = partner_in(rnd.pairs, node), local
+            peer = self.plan.peer(rnd.pairs, node, local)
+        dist.barrier()  # every pair of the round starts together
+        if peer is not None:
+            seconds, sent, wrong = exchange(self.ctx, peer, nbytes, self.args.pair_iters)
+            self.rows.append(
+                {
+                    "pass": rnd.pass_,
+                    "round": rnd.number,
+                    "rank": self.ctx.rank,
+                    "node": node,
+                    "peer_node": peer_node,
+                    "rail": local,
+                    "peer_rank": peer,
+                    "peer_local_rank": peer_local,
+                    "bytes": sent,
+                    "time_us": round(seconds * 1e6, 2),
+                    "busbw_gbps": round(sent / seconds / 1e9, 4),
+                    "wrong": wrong,
+                }
+            )
+        dist.barrier()
+
+    def every_row(self) -> list[dict[str, Any]]:
+        return [row for part in gather_objects(self.rows, self.ctx.world_size) for row in part]
+
+    def body(self, why: str) -> dict[str, Any]:
+        """Every round of both passes; this rank's details (rank 0 also keeps the table)."""
+        args, plan, nodes = self.args, self.plan, self.plan.nodes
+        if len(nodes) < 2:
             raise Skip("one node: there is no other node to pair it with")
-        details, every = pairwise_body(args, record, ctx, plan, arm)
-        details["why"] = why
-        if ctx.rank == 0:
-            tables.append(pairwise_table(details, every, plan))
-        wrong = [r for r in details["rows"] if r["wrong"]]
+        nbytes = args.pair_bytes or (1 << 20 if self.ctx.device.type == "cpu" else 64 << 20)
+        rounds = [
+            PairRound(1, i, [(nodes[a], nodes[b]) for a, b in pairs])
+            for i, pairs in enumerate(tournament(len(nodes)))
+        ]
+        if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
+            locals_ = max(len(r) for r in plan.ranks.values())
+            rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
+        for rnd in rounds:
+            self.play(rnd, nbytes)
+        table = pair_values(self.every_row())
+        suspects = pair_suspects(table, args.pair_min_ratio) if len(nodes) >= 3 else {}
+        fastest = fastest_node(table, list(suspects))
+        second = [] if fastest is None else sorted(suspects)
+        for i, node in enumerate(second):
+            self.play(PairRound(2, i, [(min(node, fastest), max(node, fastest))]), nbytes)  # type: ignore[arg-type]
+        every = self.every_row()  # a collective: every rank calls it
+        details = {
+            "mode": args.pairwise,
+            "min_ratio": args.pair_min_ratio,
+            "pair_bytes": nbytes,
+            "iters": args.pair_iters,
+            "nodes": [
+                {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
+                for n in nodes
+            ],
+            "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
+            "suspects": {str(n): rails for n, rails in suspects.items()},
+            "second_pass": [[n, fastest] for n in second],
+            "rows": self.rows,
+            "why": why,
+        }
+        if self.ctx.rank == 0:
+            self.run.tables.append(pairwise_table(nbytes, every, plan))
+        wrong = [r for r in self.rows if r["wrong"]]
         if wrong:
             raise Fail(
                 f"{wrong[0]['wrong']} elements wrong from rank {wrong[0]['peer_rank']} in pass "
@@ -2243,85 +2008,38 @@ def run_pairwise(
             )
         return details
 
-    record.add(run_test("pairwise", body))
-    return tables
+
+def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
+    """The pairwise phase (called once from run_tests()), when asked for or triggered."""
+    if run.args.pairwise == "never" or stopped_by is not None or ctx.world_size < 2:
+        return
+    run.arm("pairwise")
+    phase = Pairwise(run, ctx)
+    why = phase.trigger()
+    if why:
+        run.record.start("pairwise")
+        run.record.add(run_test("pairwise", lambda: phase.body(why)))
 
 
-def pairwise_body(
-    args: argparse.Namespace,
-    record: RankRecord,
-    ctx: Context,
-    plan: PairPlan,
-    arm: Callable[[str], None],
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Every round of both passes; (this rank's details, every rank's rows)."""
-    nbytes = args.pair_bytes or parse_size("1M" if ctx.device.type == "cpu" else "64M")
-    nodes = plan.nodes
-    rounds = [
-        PairRound(1, i, [(nodes[a], nodes[b]) for a, b in pairs])
-        for i, pairs in enumerate(tournament(len(nodes)))
-    ]
-    if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
-        locals_ = max(len(r) for r in plan.ranks.values())
-        rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
-    rows: list[dict[str, Any]] = []
-
-    def play(rnd: PairRound) -> None:
-        arm(f"pairwise pass {rnd.pass_} round {rnd.number}")
-        row = run_pair_round(ctx, plan, record, rnd, nbytes, args.pair_iters)
-        if row is not None:
-            rows.append(row)
-
-    for rnd in rounds:
-        play(rnd)
-    table = pair_values(gather_rows(rows, ctx.world_size))
-    suspects = pair_suspects(table, args.pair_min_ratio) if len(nodes) >= 3 else {}
-    fastest = fastest_node(table, list(suspects))
-    second = [] if fastest is None else sorted(suspects)
-    for i, node in enumerate(second):
-        play(PairRound(2, i, [(min(node, fastest), max(node, fastest))]))  # type: ignore[arg-type]
-    every = gather_rows(rows, ctx.world_size)  # a collective: every rank calls it
-    details = {
-        "mode": args.pairwise,
-        "min_ratio": args.pair_min_ratio,
-        "pair_bytes": nbytes,
-        "iters": args.pair_iters,
-        "nodes": [
-            {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
-            for n in nodes
-        ],
-        "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
-        "suspects": {str(n): rails for n, rails in suspects.items()},
-        "second_pass": [[n, fastest] for n in second],
-        "rows": rows,
-    }
-    return details, every
-
-
-def pairwise_table(details: dict[str, Any], every: list[dict[str, Any]], plan: PairPlan) -> str:
+def pairwise_table(nbytes: int, every: list[dict[str, Any]], plan: PairPlan) -> str:
     """Rank 0's text: the node x node matrix of the first pass (slowest rail), the second pass."""
-    table = pair_values(every)
-    nodes = plan.nodes
-    width = max(8, *(len(plan.hosts[n]) for n in nodes))
+    table, nodes, hosts = pair_values(every), plan.nodes, plan.hosts
+    width = max(8, *(len(hosts[n]) for n in nodes))
     lines = [
-        f"# pairwise, {len(nodes)} nodes, {details['pair_bytes']} B each way per exchange, "
+        f"# pairwise, {len(nodes)} nodes, {nbytes} B each way per exchange, "
         f"busbw (GB/s) of the slowest rail, first pass",
-        "#" + " " * width + "".join(f" {plan.hosts[n][-10:]:>10}" for n in nodes),
+        "#" + " " * width + "".join(f" {hosts[n][-10:]:>10}" for n in nodes),
     ]
     for a in nodes:
         cells = []
         for b in nodes:
             values = [v for (x, y, _), v in table.items() if {x, y} == {a, b} and a != b]
             cells.append(f"{min(values):>10.3f}" if values else f"{'-':>10}")
-        lines.append(f" {plan.hosts[a]:>{width}} " + " ".join(cells))
-    second = pair_values(every, 2)
-    for (a, b, rail), value in sorted(second.items()):
-        lines.append(
-            f"# second pass: {plan.hosts[a]} - {plan.hosts[b]} rail {rail}: {value:.3f} GB/s"
-        )
-    intra = pair_values(every, "intra")
-    for (a, _, rail), value in sorted(intra.items()):
-        lines.append(f"# within {plan.hosts[a]}: local ranks {rail} and its pair: {value:.3f} GB/s")
+        lines.append(f" {hosts[a]:>{width}} " + " ".join(cells))
+    for (a, b, rail), value in sorted(pair_values(every, 2).items()):
+        lines.append(f"# second pass: {hosts[a]} - {hosts[b]} rail {rail}: {value:.3f} GB/s")
+    for (a, _, rail), value in sorted(pair_values(every, "intra").items()):
+        lines.append(f"# within {hosts[a]}: local ranks {rail} and its pair: {value:.3f} GB/s")
     if len(nodes) == 2:
         lines.append("# Note: two nodes cannot tell which of them is bad")
     return "\n".join(lines)
@@ -2332,23 +2050,7 @@ def pairwise_table(details: dict[str, Any], every: list[dict[str, Any]], plan: P
 # --------------------------------------------------------------------------------------------
 
 
-def pause_if_asked(args: argparse.Namespace, record: RankRecord, phase: str) -> None:
-    """--pause-before: sleep in `phase` (already recorded and armed) until the watchdog fires."""
-    if (
-        args.pause_before
-        and args.pause_before[0] == phase
-        and args.pause_before[1] in (None, args.rank)
-    ):
-        print(
-            f"[{record.where}] paused before {phase} (--pause-before), pid {os.getpid()}",
-            flush=True,
-        )
-        while True:
-            time.sleep(1)
-
-
 def new_record(args: argparse.Namespace, host: str) -> RankRecord:
-    local_world = env_int("LOCAL_WORLD_SIZE") or 1
     node_rank = env_int("GROUP_RANK")  # torchrun's node rank
     if node_rank is None:
         node_rank = env_int("NODE_RANK")
@@ -2361,7 +2063,7 @@ def new_record(args: argparse.Namespace, host: str) -> RankRecord:
         "local_rank": args.local_rank,
         "node_rank": node_rank,
         "world_size": args.world_size,
-        "local_world_size": local_world,
+        "local_world_size": env_int("LOCAL_WORLD_SIZE") or 1,
         "device": None,
         "backend": None,
         "dtype": args.dtype,
@@ -2388,72 +2090,48 @@ class Peers:
         self.world_size, self.layout = world_size, layout
         self.store: dist.Store | None = None
 
-    def missing(self) -> list[dict[str, Any]]:
-        if self.store is None:
-            return []
-        absent = [r for r in range(self.world_size) if not self.store.check([f"ready/{r}"])]
-        return describe_missing(self.store, absent, self.world_size, self.layout)
-
-    def progress(self, rank: int, test: str) -> None:
-        if self.store is not None:
-            self.store.set(f"progress/{rank}", test)
-
     def describe(self) -> dict[str, Any]:
         """For the watchdog: the missing ranks and the test each other rank last started."""
         if self.store is None:
             return {}
-        store = self.store
+        store, ranks = self.store, range(self.world_size)
+        absent = [r for r in ranks if not store.check([f"ready/{r}"])]
         running = {
             str(r): store.get(f"progress/{r}").decode()
-            for r in range(self.world_size)
+            for r in ranks
             if store.check([f"progress/{r}"])
         }
-        return {"missing_ranks": self.missing(), "peers_running": running}
+        missing = describe_missing(store, absent, self.world_size, self.layout)
+        return {"missing_ranks": missing, "peers_running": running}
 
 
-def checkin_phase(
-    args: argparse.Namespace, record: RankRecord, peers: Peers, host: str
-) -> dist.Store | None:
-    """Make the store and check in; None for MPI (no store). Raises CheckinError."""
-    if record.data["backend"] == "mpi":
-        record.add(test_entry("checkin", "skipped", "the mpi backend has no store to check in to"))
-        return None
-    started = time.monotonic()
-    raw = make_store(args.init_method, args.rank, args.world_size, args.timeout)
-    peers.store = dist.PrefixStore("nccl_check", raw)
-    value = checkin_value(host, record.data["node_rank"], args.local_rank)
-    absent = check_in(peers.store, args.rank, args.world_size, value, args.timeout)
-    if absent:
-        described = describe_missing(peers.store, absent, args.world_size, peers.layout)
-        with record.lock:
-            record.data["missing_ranks"] = described
-        names = ", ".join(
-            str(m["rank"])
-            + (
-                f" (node {m['node_rank']}, {m['host']})"
-                if m["host"]
-                else f" (node {m['node_rank']})"
+@dataclass
+class Run:
+    """One rank's run: its options, record, the store (peers), watchdog, rank 0's tables."""
+
+    args: argparse.Namespace
+    record: RankRecord
+    peers: Peers
+    watchdog: Watchdog
+    tables: list[str] = field(default_factory=list)
+
+    def arm(self, phase: str) -> None:
+        self.watchdog.arm(phase, self.args.timeout)
+
+    def enter(self, phase: str, seconds: float | None = None, index: int | None = None) -> None:
+        """Record and arm `phase`; --pause-before: sleep in it until the watchdog fires."""
+        self.record.start(phase, index)
+        if self.peers.store is not None and index is not None:
+            self.peers.store.set(f"progress/{self.args.rank}", phase)
+        self.watchdog.arm(phase, seconds or self.args.timeout)
+        pause = self.args.pause_before
+        if pause and pause[0] == phase and pause[1] in (None, self.args.rank):
+            print(
+                f"[{self.record.where}] paused before {phase} (--pause-before), pid {os.getpid()}"
             )
-            for m in described
-        )
-        raise CheckinError(
-            f"rank(s) {names} did not check in within {args.timeout:g} s; "
-            f"{args.world_size - len(absent)} of {args.world_size} arrived: start the missing "
-            "ranks, or check that their hosts can reach the master address and port",
-            {"missing_ranks": described, "duration_s": time.monotonic() - started},
-        )
-    record.add(
-        test_entry(
-            "checkin", "passed", "", {"world_size": args.world_size}, time.monotonic() - started
-        )
-    )
-    return raw
-
-
-class CheckinError(Exception):
-    def __init__(self, message: str, details: dict[str, Any]):
-        super().__init__(message)
-        self.details = details
+            sys.stdout.flush()
+            while True:
+                time.sleep(1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -2463,29 +2141,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     record.write()
     watch_signals(record)
     try:
-        return run_rank(args, record, host)
+        peers = Peers(args.world_size, args.ranks_per_node)
+        return run_rank(Run(args, record, peers, Watchdog(record, peers.describe)), host)
     except Exception as exc:  # a bug or an unforeseen failure: still leave the record behind
         traceback.print_exc()
         abort(record, None, f"nccl_check stopped: {type(exc).__name__}: {first_line(exc)}", 1)
         raise  # not reached: abort() leaves the process
 
 
-def run_rank(args: argparse.Namespace, record: RankRecord, host: str) -> int:
+def run_rank(run: Run, host: str) -> int:
     """Device, check-in, process group, the tests, the summary."""
-    peers = Peers(args.world_size, args.ranks_per_node)
-    watchdog = Watchdog(record, peers.describe)
-    device = open_device(args, record)
-    if device is None or not join_group(args, record, peers, watchdog, device, host):
+    device = open_device(run.args, run.record)
+    if device is None or not join_group(run, device, host):
         return EXIT_FAILED
-    tables, stopped_by = run_tests(args, record, peers, watchdog, device)
-
+    stopped_by = run_tests(run, device)
     # Every rank posts its verdict in the store; rank 0 prints them all.
-    status = record.finish()
-    watchdog.arm("summary", args.timeout + GRACE_S)
-    verdicts = exchange_verdicts(args, record, peers, args.timeout)
-    if args.rank == 0:
-        print_summary(args, record, tables, verdicts)
-    watchdog.disarm()
+    status = run.record.finish()
+    run.watchdog.arm("summary", run.args.timeout + GRACE_S)
+    verdicts = exchange_verdicts(run)
+    if run.args.rank == 0:
+        print_summary(run, verdicts)
+    run.watchdog.disarm()
     if stopped_by is None:
         dist.destroy_process_group()
     return EXIT_OK if status == "passed" else EXIT_FAILED
@@ -2508,27 +2184,47 @@ def open_device(args: argparse.Namespace, record: RankRecord) -> torch.device | 
     return device
 
 
-def join_group(
-    args: argparse.Namespace,
-    record: RankRecord,
-    peers: Peers,
-    watchdog: Watchdog,
-    device: torch.device,
-    host: str,
-) -> bool:
+def check_in_phase(run: Run, host: str) -> dist.Store | None:
+    """Make the store and check in; None for MPI (no store). Raises Fail naming the missing."""
+    args, record, peers = run.args, run.record, run.peers
+    if record.data["backend"] == "mpi":
+        record.add(test_entry("checkin", "skipped", "the mpi backend has no store to check in to"))
+        return None
+    started = time.monotonic()
+    raw = make_store(args.init_method, args.rank, args.world_size, args.timeout)
+    peers.store = dist.PrefixStore("nccl_check", raw)
+    value = checkin_value(host, record.data["node_rank"], args.local_rank)
+    absent = check_in(peers.store, args.rank, args.world_size, value, args.timeout)
+    if absent:
+        described = describe_missing(peers.store, absent, args.world_size, peers.layout)
+        with record.lock:
+            record.data["missing_ranks"] = described
+        names = ", ".join(
+            f"{m['rank']} (node {m['node_rank']}" + (f", {m['host']})" if m["host"] else ")")
+            for m in described
+        )
+        raise Fail(
+            f"rank(s) {names} did not check in within {args.timeout:g} s; "
+            f"{args.world_size - len(absent)} of {args.world_size} arrived: start the missing "
+            "ranks, or check that their hosts can reach the master address and port",
+            {"missing_ranks": described, "duration_s": time.monotonic() - started},
+        )
+    duration = time.monotonic() - started
+    record.add(test_entry("checkin", "passed", "", {"world_size": args.world_size}, duration))
+    return raw
+
+
+def join_group(run: Run, device: torch.device, host: str) -> bool:
     """Check in, then make the process group on the same store; False (recorded) on failure.
 
-    Every rank writes ready/<rank> into the store before the process group exists, so a rank
-    that never comes is named instead of a hang in init. A phase with its own deadline
-    (check-in) reports at --timeout; the watchdog ends any phase at --timeout (+ GRACE_S for
-    check-in), before the process group's own timeout (--timeout + GRACE_S).
+    The watchdog ends check-in at --timeout + GRACE_S (check-in reports at --timeout itself) and
+    init at --timeout, before the process group's own timeout (--timeout + GRACE_S).
     """
-    record.start("checkin")
-    watchdog.arm("checkin", args.timeout + GRACE_S)
-    pause_if_asked(args, record, "checkin")
+    args, record = run.args, run.record
+    run.enter("checkin", args.timeout + GRACE_S)
     try:
-        raw_store = checkin_phase(args, record, peers, host)
-    except CheckinError as exc:
+        store = check_in_phase(run, host)
+    except Fail as exc:
         duration = exc.details.pop("duration_s")
         record.add(test_entry("checkin", "error", str(exc), exc.details, duration))
         record.finish()
@@ -2540,81 +2236,18 @@ def join_group(
         record.add(test_entry("checkin", "error", message))
         record.finish()
         return False
-
-    record.start("init")
-    watchdog.arm("init", args.timeout)
-    pause_if_asked(args, record, "init")
-    pg_timeout = datetime.timedelta(seconds=args.timeout + GRACE_S)
+    run.enter("init")
+    timeout = datetime.timedelta(seconds=args.timeout + GRACE_S)
     backend = record.data["backend"]
     entry = run_test(
         "init",
-        lambda: init_group(backend, raw_store, args.rank, args.world_size, pg_timeout, device),
+        lambda: init_group(backend, store, args.rank, args.world_size, timeout, device),
     )
-    watchdog.disarm()
+    run.watchdog.disarm()
     record.add(entry)
     if entry["status"] != "passed":
         record.finish()
-        return False
-    return True
-
-
-def run_tests(
-    args: argparse.Namespace,
-    record: RankRecord,
-    peers: Peers,
-    watchdog: Watchdog,
-    device: torch.device,
-) -> tuple[list[str], str | None]:
-    """The tests, in order: (rank 0's bandwidth tables, the test after which the rest were not
-    run). After an error the process group cannot be trusted: the rest are not run."""
-    dtype, type_name = DTYPES[args.dtype]
-    ctx = Context.make(args.rank, args.world_size, device, dtype, peers.store)
-    max_bytes = args.max_bytes or parse_size("1M" if device.type == "cpu" else "1G")
-    sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
-    stopped_by: str | None = None
-    tables: list[str] = []
-    for index, name in enumerate(args.tests, 1):
-        if stopped_by is not None:
-            record.add(
-                test_entry(name, "error", f"not run: stopped after {stopped_by} could not run")
-            )
-            continue
-        support = support_of(record.data["backend"], device.type, name, args.dtype)
-        if support.state == "no":  # predicted: never called (see SUPPORT)
-            record.add(test_entry(name, "skipped", support.reason, {"support": "no"}))
-            continue
-        record.start(name, index)
-        peers.progress(args.rank, name)
-        watchdog.arm(name, args.timeout)
-        pause_if_asked(args, record, name)
-        if name.startswith("bandwidth_"):
-            collective = name.removeprefix("bandwidth_")
-            sweep = Sweep(
-                ctx,
-                sizes,
-                args.iters,
-                args.warmup,
-                type_name,
-                args.thresholds[collective],
-                lambda phase, size: (record.at_size(size), watchdog.arm(phase, args.timeout)),
-            )
-            entry = run_test(name, lambda c=collective, s=sweep: measure(s, c), support)
-            if entry["bandwidth"]:
-                backend = record.data["backend"]
-                tables.append(
-                    bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
-                )
-        else:
-            entry = run_test(name, lambda n=name: CHECKS[n](ctx), support)
-        watchdog.disarm()
-        record.add(entry)
-        if entry["status"] == "error":
-            stopped_by = name
-    tables += run_pairwise(
-        args, record, ctx, lambda phase: watchdog.arm(phase, args.timeout), stopped_by
-    )
-    watchdog.disarm()
-    return tables, stopped_by
+    return entry["status"] == "passed"
 
 
 def init_group(
@@ -2636,25 +2269,63 @@ def init_group(
     return {"backend": backend, "device": str(device), "timeout_s": timeout.total_seconds()}
 
 
-def exchange_verdicts(
-    args: argparse.Namespace, record: RankRecord, peers: Peers, timeout: float
-) -> dict[int, dict[str, Any]] | None:
+def run_tests(run: Run, device: torch.device) -> str | None:
+    """The tests, in order; the test after which the rest were not run (None: all ran). After
+    an error the process group cannot be trusted: the rest are not run."""
+    args, record = run.args, run.record
+    dtype, type_name = DTYPES[args.dtype]
+    ctx = Context.make(args.rank, args.world_size, device, dtype, run.peers.store)
+    max_bytes = args.max_bytes or (1 << 20 if device.type == "cpu" else 1 << 30)
+    sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
+    arm = lambda phase, size: (record.at_size(size), run.arm(phase))  # noqa: E731
+    sweep = Sweep(ctx, sizes, args.iters, args.warmup, type_name, args.thresholds, arm)
+    backend = record.data["backend"]
+    stopped_by: str | None = None
+    for index, name in enumerate(args.tests, 1):
+        if stopped_by is not None:
+            message = f"not run: stopped after {stopped_by} could not run"
+            record.add(test_entry(name, "error", message))
+            continue
+        support = support_of(backend, device.type, name, args.dtype)
+        if support.state == "no":  # predicted: never called (see SUPPORT)
+            record.add(test_entry(name, "skipped", support.reason, {"support": "no"}))
+            continue
+        run.enter(name, index=index)
+        collective = name.removeprefix("bandwidth_")
+        if name.startswith("bandwidth_"):
+            entry = run_test(name, lambda c=collective: measure(sweep, c), support)
+        else:
+            entry = run_test(name, lambda n=name: CHECKS[n](ctx), support)
+        if entry["bandwidth"]:
+            run.tables.append(
+                bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
+            )
+        run.watchdog.disarm()
+        record.add(entry)
+        if entry["status"] == "error":
+            stopped_by = name
+    run_pairwise(run, ctx, stopped_by)
+    run.watchdog.disarm()
+    return stopped_by
+
+
+def exchange_verdicts(run: Run) -> dict[int, dict[str, Any]] | None:
     """Post result/<rank>; on rank 0 collect every rank's (None without a store)."""
-    store = peers.store
+    store, data, rank = run.peers.store, run.record.data, run.args.rank
     if store is None:
         return None
     problems = [
         f"{t['name']}: {t['status']} - {t['message']}"
-        for t in record.data["tests"]
+        for t in data["tests"]
         if t["status"] in ("failed", "error")
     ]
-    verdict = {"host": record.data["host"], "status": record.data["status"], "problems": problems}
-    store.set(f"result/{args.rank}", json.dumps(verdict))
-    if args.rank != 0:
+    verdict = {"host": data["host"], "status": data["status"], "problems": problems}
+    store.set(f"result/{rank}", json.dumps(verdict))
+    if rank != 0:
         return None
     verdicts: dict[int, dict[str, Any]] = {}
-    deadline = time.monotonic() + timeout
-    for r in range(args.world_size):
+    deadline = time.monotonic() + run.args.timeout
+    for r in range(run.args.world_size):
         while not store.check([f"result/{r}"]) and time.monotonic() < deadline:
             time.sleep(0.05)
         if store.check([f"result/{r}"]):
@@ -2662,45 +2333,30 @@ def exchange_verdicts(
     return verdicts
 
 
-def print_summary(
-    args: argparse.Namespace,
-    record: RankRecord,
-    tables: list[str],
-    verdicts: dict[int, dict[str, Any]] | None,
-) -> None:
+def print_summary(run: Run, verdicts: dict[int, dict[str, Any]] | None) -> None:
     """Rank 0's compact report: the bandwidth tables, what was skipped, what went wrong where."""
-    tests = record.data["tests"]
-    counts = {
-        s: sum(t["status"] == s for t in tests) for s in ("passed", "failed", "error", "skipped")
-    }
+    args, data, tests = run.args, run.record.data, run.record.data["tests"]
+    counts = {s: sum(t["status"] == s for t in tests) for s in ("passed", "failed", "error")}
+    skipped = [t for t in tests if t["status"] == "skipped"]
     print(
-        f"nccl_check: {args.world_size} ranks, backend {record.data['backend']}, device "
-        f"{record.data['device']}, dtype {args.dtype}, torch {torch.__version__}"
+        f"nccl_check: {args.world_size} ranks, backend {data['backend']}, device "
+        f"{data['device']}, dtype {args.dtype}, torch {torch.__version__}"
     )
-    for table in tables:
-        print(table)
-    for t in tests:
-        if t["status"] == "skipped":
-            print(f"  skipped {t['name']}: {t['message']}")
-    verdicts = (
-        verdicts if verdicts is not None else {0: {"status": record.data["status"], "problems": []}}
-    )
-    bad = {r: v for r, v in verdicts.items() if v["status"] != "passed"}
-    for r, v in sorted(bad.items()):
+    for line in [*run.tables, *(f"  skipped {t['name']}: {t['message']}" for t in skipped)]:
+        print(line)
+    verdicts = verdicts if verdicts is not None else {0: {"status": data["status"], "problems": []}}
+    bad = {r: v for r, v in sorted(verdicts.items()) if v["status"] != "passed"}
+    for r, v in bad.items():
         for problem in v["problems"]:
-            print(f"  rank {r} on {v.get('host', record.data['host'])}: {problem}")
-    silent = (
-        [r for r in range(args.world_size) if r not in verdicts]
-        if len(verdicts) > 1 or args.world_size == 1
-        else []
-    )
+            print(f"  rank {r} on {v.get('host', data['host'])}: {problem}")
+    silent = [r for r in range(args.world_size) if r not in verdicts]
+    silent = silent if len(verdicts) > 1 or args.world_size == 1 else []
     if silent:
         print(f"  no result from rank(s) {', '.join(map(str, silent))} within {args.timeout:g} s")
-    overall = "PASSED" if not bad and not silent else "FAILED"
     print(
-        f"nccl_check: {overall} - {len(verdicts) - len(bad)} of {args.world_size} ranks passed; "
-        f"rank 0: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} error, "
-        f"{counts['skipped']} skipped",
+        f"nccl_check: {'FAILED' if bad or silent else 'PASSED'} - {len(verdicts) - len(bad)} of "
+        f"{args.world_size} ranks passed; rank 0: {counts['passed']} passed, {counts['failed']} "
+        f"failed, {counts['error']} error, {len(skipped)} skipped",
         flush=True,
     )
 

@@ -279,11 +279,6 @@ clock:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_listener import (  # noqa: F401 - used by the tests through here
-    bind_listener,
-    serve,
-    stop_listener,
-)
 from ansible.module_utils.nccl_preflight_calls import START_SPEC, STOP_SPEC, start, stop
 
 

@@ -144,7 +144,8 @@ bandwidth:
   elements: dict
   sample: [{"collective": "all_reduce", "size_bytes": 65536, "ranks": 6,
             "busbw_min_gbps": 0.8, "busbw_median_gbps": 0.9, "busbw_max_gbps": 1.0,
-            "slowest_rank": 4}]
+            "slowest_rank": 4, "expected_gbps": 1.125, "percent_of_expected": 80.0,
+            "judged_size": true}]
 problems:
   description: The first line of every failure and error, with its classname.
   returned: always

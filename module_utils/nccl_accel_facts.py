@@ -10,6 +10,11 @@ recordings of tests/fixtures/npu-smi/.
 chips, each its own device for torch_npu, numbered by Phy-ID; a 910B card has one). Each
 row is `| NPU Name | Health | Power Temp Hugepages |`, then `| Chip [Phy-ID] | Bus-Id |
 AICore Memory-Usage HBM-Usage |` (tests/fixtures/npu-smi/ has whole tables).
+
+The firmware is not in that table: ``npu-smi info -t board -i <NPU>`` prints it per card, as
+`Key : Value` lines ("Software Version" is the driver, "Firmware Version" the firmware; Huawei's
+reference, tests/fixtures/npu-smi/*-board-*.txt). One call per card (20 s each at most), at
+most MAX_BOARDS, none after the first that fails.
 """
 
 from __future__ import annotations
@@ -22,6 +27,11 @@ from typing import Any
 VERSION_RE = re.compile(r"npu-smi\s+(\S+)\s+Version:\s+(\S+)")
 BUS_RE = re.compile(r"^[0-9A-Fa-fx]{4,8}:[0-9A-Fa-fx]{2}:[0-9A-Fa-fx]{2}\.[0-7]$")
 USAGE_RE = re.compile(r"(\d+)\s*/\s*(\d+)\s*$")
+FIELD_RE = re.compile(r"^\s*([A-Za-z][^:]*?)\s*:\s*(.*?)\s*$")
+# npu-smi prints NA where it cannot read a field (the Firmware Version of a non-root user on
+# some products, per its reference).
+NOT_READ = {"", "NA", "N/A", "UNKNOWN"}
+MAX_BOARDS = 16
 
 # A probe for the node's Python: torch.xpu and torch_npu without starting any device work.
 XPU_PROBE = r"""
@@ -91,10 +101,57 @@ def parse_npu_smi_info(text: str) -> dict[str, Any]:
     return {"version": match.group(2) if match else None, "chips": chips}
 
 
+def parse_npu_smi_board(text: str) -> dict[str, str]:
+    """{field: value} from `npu-smi info -t board -i <NPU> [-c <chip>]`; ValueError without
+    an "NPU ID" line."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        match = FIELD_RE.match(line)
+        if match:
+            fields.setdefault(match.group(1), match.group(2))
+    if "NPU ID" not in fields:
+        raise ValueError("no 'NPU ID : <n>' line in npu-smi info -t board")
+    return fields
+
+
+def board_firmware(fields: dict[str, str]) -> str | None:
+    """The Firmware Version of a parsed board, None where npu-smi printed none or NA."""
+    value = fields.get("Firmware Version", "")
+    return None if value.upper() in NOT_READ else value
+
+
+def read_npu_firmware(
+    run: Runner, npu_smi: str, boards: list[int]
+) -> tuple[dict[int, str | None], str]:
+    """({NPU: firmware or None}, reason) from one `npu-smi info -t board -i <NPU>` per card;
+    the reason says why any card's firmware is unknown ("" when every one was read)."""
+    firmware: dict[int, str | None] = {npu: None for npu in boards}
+    problems = []
+    for index, npu in enumerate(boards[:MAX_BOARDS]):
+        argv = [npu_smi, "info", "-t", "board", "-i", str(npu)]
+        rc, out, err = run(["timeout", "-k", "5", "20", *argv])
+        if rc != 0:  # a hang or an error: the next cards would say the same, slower
+            problems.append(f"{' '.join(argv)} failed (rc={rc}): {(out + err).strip()[-200:]}")
+            if len(boards) > index + 1:
+                problems.append(f"the other {len(boards) - index - 1} card(s) were not asked")
+            return firmware, "; ".join(problems)
+        try:
+            firmware[npu] = board_firmware(parse_npu_smi_board(out))
+        except ValueError as exc:
+            problems.append(f"{' '.join(argv)}: {exc}")
+            continue
+        if firmware[npu] is None:
+            problems.append(f"{' '.join(argv)} prints no Firmware Version (NA: not root?)")
+    if len(boards) > MAX_BOARDS:
+        problems.append(f"only the first {MAX_BOARDS} of {len(boards)} NPU cards were asked")
+    return firmware, "; ".join(problems)
+
+
 def empty_accelerators(npu_reason: str, xpu_reason: str) -> dict[str, Any]:
     return {
         "npus": [],
         "npus_reason": npu_reason,
+        "npu_firmware_reason": npu_reason,
         "npu_smi_version": None,
         "xpus": [],
         "xpus_reason": xpu_reason,
@@ -106,26 +163,37 @@ Runner = Callable[[list[str]], tuple[int, str, str]]
 
 
 def read_npus(run: Runner, npu_smi: str | None, npu_smi_name: str) -> dict[str, Any]:
-    """npus, npus_reason, npu_smi_version from `npu-smi info` (npu_smi: its path, or None)."""
+    """npus (each chip with its card's firmware_version), npus_reason, npu_firmware_reason,
+    npu_smi_version from `npu-smi info`, then `npu-smi info -t board -i <NPU>` per card."""
     if npu_smi is None:
-        return {
-            "npus": [],
-            "npus_reason": f"{npu_smi_name} not found on PATH; no Ascend driver tools here",
-            "npu_smi_version": None,
-        }
+        reason = f"{npu_smi_name} not found on PATH; no Ascend driver tools here"
+        return _no_npus(reason)
     rc, out, err = run(["timeout", "-k", "5", "60", npu_smi, "info"])
     if rc != 0:
         tail = (out + err).strip()[-300:]
-        return {
-            "npus": [],
-            "npus_reason": f"{npu_smi} info failed (rc={rc}): {tail}",
-            "npu_smi_version": None,
-        }
+        return _no_npus(f"{npu_smi} info failed (rc={rc}): {tail}")
     try:
         parsed = parse_npu_smi_info(out)
     except ValueError as exc:
-        return {"npus": [], "npus_reason": f"{npu_smi} info: {exc}", "npu_smi_version": None}
-    return {"npus": parsed["chips"], "npus_reason": "", "npu_smi_version": parsed["version"]}
+        return _no_npus(f"{npu_smi} info: {exc}")
+    boards = sorted({chip["npu"] for chip in parsed["chips"]})
+    firmware, firmware_reason = read_npu_firmware(run, npu_smi, boards)
+    chips = [{**chip, "firmware_version": firmware.get(chip["npu"])} for chip in parsed["chips"]]
+    return {
+        "npus": chips,
+        "npus_reason": "",
+        "npu_firmware_reason": firmware_reason,
+        "npu_smi_version": parsed["version"],
+    }
+
+
+def _no_npus(reason: str) -> dict[str, Any]:
+    return {
+        "npus": [],
+        "npus_reason": reason,
+        "npu_firmware_reason": reason,
+        "npu_smi_version": None,
+    }
 
 
 def read_xpus(run: Runner, python: str | None) -> dict[str, Any]:

@@ -8,7 +8,9 @@ nccl_busbw_warn, nccl_busbw_crit, nccl_busbw_efficiency, nccl_busbw_min_bytes, n
 each host's ``link_speed_mbps``.
 
 * Expected busbw of a collective: ``expected_busbw[collective]`` (GB/s) when given, else the
-  slowest host's fabric link speed x efficiency (nccl-tests' NCCL_TESTS_MIN_BW rule: 0.9).
+  slowest host's fabric x efficiency (nccl-tests' NCCL_TESTS_MIN_BW rule: 0.9): its RDMA port
+  rate x the NICs in use when it has active RDMA ports, else its fabric link speed
+  (module_utils/nccl_rdma_expect.py).
 * Judged only at a size of at least ``min_bytes`` (smaller messages are latency-bound): the
   largest such size of the sweep, busbw as nccl-tests prints it (the same on every rank).
   Below ``warn`` x expected: a warning; below ``crit`` x expected: a failure.
@@ -23,6 +25,8 @@ import re
 import statistics
 from pathlib import Path
 from typing import Any
+
+from ansible.module_utils.nccl_rdma_expect import cluster_figure, used_by_host
 
 try:
     from junit_xml import TestCase, TestSuite
@@ -64,21 +68,26 @@ def collective_rows(rank_docs: list[dict[str, Any]]) -> dict[str, dict[int, list
     return table
 
 
-def fabric_expectation(plan: dict[str, Any], efficiency: float) -> tuple[float | None, str]:
-    """(GB/s, where it comes from) from the slowest host's fabric link, or (None, why not)."""
-    speeds = [(h.get("link_speed_mbps"), h.get("host")) for h in plan.get("hosts") or []]
-    unknown = [host for speed, host in speeds if not speed or int(speed) <= 0]
-    if not speeds or unknown:
-        return None, f"link speed unknown on {', '.join(map(str, unknown)) or 'every host'}"
-    slowest, host = min((int(s), h) for s, h in speeds)
-    gbps = slowest / 8000 * efficiency
-    return gbps, f"{host}'s fabric link {slowest} Mb/s x {efficiency:g}"
+def fabric_expectation(
+    plan: dict[str, Any],
+    efficiency: float,
+    used: dict[str, tuple[list[str], list[int]]] | None = None,
+    rails: int = 1,
+) -> tuple[float | None, str]:
+    """(GB/s, where it comes from) from the slowest host's fabric: its RDMA ports' rate x the
+    NICs in use (``used``: module_utils/nccl_rdma_expect.used_by_host), else its interface's
+    link speed; or (None, why not)."""
+    return cluster_figure(plan, used or {}, efficiency, rails)
 
 
-def judge_expectations(plan: dict[str, Any], rank_docs: list[dict[str, Any]]) -> dict[str, Any]:
+def judge_expectations(
+    plan: dict[str, Any],
+    rank_docs: list[dict[str, Any]],
+    used: dict[str, tuple[list[str], list[int]]] | None = None,
+) -> dict[str, Any]:
     """Per collective: measured, expected, percent, verdict (ok|warn|crit|not judged)."""
     conf = settings(plan)
-    fabric, fabric_source = fabric_expectation(plan, float(conf["efficiency"]))
+    fabric, fabric_source = fabric_expectation(plan, float(conf["efficiency"]), used)
     rows = []
     for collective, sizes in sorted(collective_rows(rank_docs).items()):
         explicit = (conf["expected_busbw"] or {}).get(collective)
@@ -215,7 +224,7 @@ def _docs(run: Any) -> list[dict[str, Any]]:
 def evaluate(run: Any) -> dict[str, Any]:
     """Expectations and baseline of a run (nccl_junit.RunData); reads only the baseline's files
     (plan.json's expect.baseline: the earlier run's directory, resolved by roles/launch)."""
-    result = judge_expectations(run.plan, _docs(run))
+    result = judge_expectations(run.plan, _docs(run), used_by_host(run))
     baseline = Path(result["settings"]["baseline"]) if result["settings"]["baseline"] else None
     result["baseline"] = str(baseline) if baseline else ""
     result["baseline_error"] = ""
@@ -232,6 +241,18 @@ def evaluate(run: Any) -> dict[str, Any]:
                 _docs(run), base_docs, doc["pairs"] if doc else [], _pairs(baseline)
             )
     return result
+
+
+def expected_figures(run: Any) -> tuple[dict[str, tuple[float, str]], int]:
+    """({collective: (expected GB/s, where it comes from)}, nccl_busbw_min_bytes) of a run, for
+    every table that shows a busbw (summary.md, report.html): measured / expected in %."""
+    result = judge_expectations(run.plan, _docs(run), used_by_host(run))
+    figures = {
+        row["collective"]: (float(row["expected_gbps"]), str(row["source"]))
+        for row in result["collectives"]
+        if row["expected_gbps"]
+    }
+    return figures, int(result["settings"]["min_bytes"])
 
 
 def expectation_suites(run: Any) -> list[tuple[str, Any, str]]:

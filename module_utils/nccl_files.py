@@ -1,8 +1,12 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Replace a file atomically: the one way our modules write what another process reads.
+"""Replace a file atomically: the one way our code writes what another process reads.
 
-Standard library only: shipped to the nodes inside every module that imports it.
+Standard library only: shipped to the nodes inside every module that imports it
+(``ansible.module_utils.nccl_files``). The action plugins run on the control machine, where
+``ansible.module_utils`` holds only Ansible's own: they import it as ``nccl_files`` after putting
+this folder on ``sys.path`` (plugins/action/nccl_report_file.py,
+roles/launch/action_plugins/nccl_torchrun.py).
 """
 
 from __future__ import annotations

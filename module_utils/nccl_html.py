@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ansible.module_utils import nccl_plots
+from ansible.module_utils.nccl_expect import evaluate
 from ansible.module_utils.nccl_files import write_atomically
 from ansible.module_utils.nccl_hints import link_speeds_mbps
 from ansible.module_utils.nccl_transport_report import analyze_run
@@ -114,6 +115,39 @@ def busbw_plots(run: Any) -> tuple[list[dict[str, Any]], str]:
     return plots, ""
 
 
+def expectations(run: Any) -> dict[str, Any]:
+    """Each collective's busbw against the expected (module_utils/nccl_expect.py, as summary.md):
+    {rows: [{collective, size, measured, expected, percent, verdict, source}], notes: [str]}."""
+    result = evaluate(run)
+    rows, unjudged = [], {}
+    for r in result["collectives"]:
+        if r["verdict"] == "not judged":
+            unjudged.setdefault(str(r["why"]), []).append(str(r["collective"]))
+            continue
+        rows.append(
+            {
+                "collective": str(r["collective"]),
+                "size": str(r["size_bytes"]),
+                "measured": f"{r['measured_gbps']:.4g}",
+                "expected": f"{r['expected_gbps']:.4g}",
+                "percent": f"{r['percent']:g}%",
+                "verdict": str(r["verdict"]),
+                "source": str(r["source"]),
+            }
+        )
+    notes = [f"not judged ({', '.join(names)}): {why}" for why, names in unjudged.items()]
+    if result["baseline"]:
+        drops = "; ".join(
+            f"{d['what']}: {d['now_gbps']:.4g} GB/s, was {d['then_gbps']:.4g} ({d['percent']:g}%)"
+            for d in result["drops"]
+        )
+        notes.append(
+            f"baseline {result['baseline']}: "
+            + (result["baseline_error"] or drops or "nothing dropped more than 10%")
+        )
+    return {"rows": rows, "notes": notes}
+
+
 def links(run: Any, run_dir: Path) -> list[dict[str, Any]]:
     """Relative links to every rank's log and JSON and each host's own files, when present."""
     rows = []
@@ -143,6 +177,17 @@ def links(run: Any, run_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def predicted_skips(plan: dict[str, Any]) -> dict[str, Any]:
+    """plan.json's predicted_skips (the support table of nccl_check.py, known before launch):
+    {backend, skips: [{test, reason}]}; the template escapes every string."""
+    skips = [
+        {"test": str(s.get("test") or "?"), "reason": str(s.get("reason") or "")}
+        for s in plan.get("predicted_skips") or []
+        if isinstance(s, dict)
+    ]
+    return {"backend": str(plan.get("backend") or "?"), "skips": skips}
+
+
 def context(
     run: Any, summary: dict[str, Any], verdict: dict[str, Any], run_dir: Path
 ) -> dict[str, Any]:
@@ -168,9 +213,11 @@ def context(
         "plan": run.plan,
         "totals": summary.get("totals", {}),
         "hosts": summary.get("hosts", []),
+        "predicted": predicted_skips(run.plan or {}),
         "preflight": preflight_table(run),
         "plots": plots,
         "plots_note": plots_note,
+        "expected": expectations(run),
         "pairwise": pairwise(run_dir),
         "transports": transports(run),
         "links": links(run, run_dir),

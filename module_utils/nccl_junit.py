@@ -1,30 +1,39 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Turn the collected files of one run (reports/<run-id>/) into JUnit for Jenkins and a summary.
+"""Turn the collected files of one run (reports/<run-id>/) into JUnit for Jenkins.
 
 Pure functions, used by library/nccl_report.py on the control machine. The input layout and the
-rank result JSON are the contracts in docs/design.md. JUnit is built with junit-xml and then
-trimmed to what the Jenkins xunit schema (jenkins-junit.xsd) accepts: no ``disabled`` or
-``skipped`` on ``testsuites``, suite times with at most 3 decimals, no empty suites, no attribute
-the schema does not know.
+rank result JSON are the contracts in docs/design.md; module_utils/nccl_run_data.py reads them and
+module_utils/nccl_summary.py writes the summary (both re-exported here, the module's interface).
+JUnit is built with junit-xml and then trimmed to what the Jenkins xunit schema
+(jenkins-junit.xsd) accepts: no ``disabled`` or ``skipped`` on ``testsuites``, suite times with at
+most 3 decimals, no empty suites, no attribute the schema does not know.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import statistics
 import xml.dom.minidom
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils.nccl_expect import expectation_markdown, expectation_suites
+from ansible.module_utils.nccl_expect import expectation_suites
 from ansible.module_utils.nccl_files import write_atomically
 from ansible.module_utils.nccl_hints import MISSING, rank_hints
-from ansible.module_utils.nccl_pairwise import pairwise_markdown, pairwise_suites, write_pairwise
+from ansible.module_utils.nccl_pairwise import pairwise_suites, write_pairwise
+from ansible.module_utils.nccl_run_data import (  # noqa: F401 - part of this module's interface
+    HostData,
+    RunData,
+    read_run,
+)
+from ansible.module_utils.nccl_summary import (  # noqa: F401 - part of this module's interface
+    bandwidth_table,
+    predicted_skip_lines,
+    summarize,
+)
 from ansible.module_utils.nccl_text import (  # noqa: F401 - part of this module's interface
     LOG_TAIL_CHARS,
     LOG_TAIL_LINES,
@@ -34,12 +43,7 @@ from ansible.module_utils.nccl_text import (  # noqa: F401 - part of this module
     safe_name,
     tail,
 )
-from ansible.module_utils.nccl_transport_report import (
-    add_transport_cases,
-    analyze_run,
-    read_nccl_logs,
-    transport_lines,
-)
+from ansible.module_utils.nccl_transport_report import add_transport_cases
 
 try:
     from junit_xml import TestCase, TestSuite
@@ -74,46 +78,11 @@ _ALLOWED_ATTRS = {
     "skipped": {"type", "message"},
     "property": {"name", "value"},
 }
-_RANK_FILE = re.compile(r"^rank-(\d+)\.(json|log)$")
 
 
 # --------------------------------------------------------------------------------------------
-# Reading reports/<run-id>/
+# Building suites
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class HostData:
-    """Everything collected from (or planned for) one host."""
-
-    host: str
-    node_rank: int | None = None
-    nproc_per_node: int | None = None
-    rank_offset: int | None = None
-    address: str | None = None
-    ifname: str | None = None
-    reachable: bool = True
-    preflight: dict[str, Any] | None = None
-    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
-    rank_logs: dict[int, str] = field(default_factory=dict)
-    unreadable: dict[int, str] = field(default_factory=dict)
-    torchrun_log: str | None = None
-    launch: dict[str, Any] | None = None
-    nccl_logs: dict[Any, str] = field(default_factory=dict)  # nccl-rank-<R>.log by rank
-
-    def expected_ranks(self) -> list[int]:
-        """Global ranks planned on this host, plus any that reported from it anyway."""
-        planned: set[int] = set()
-        if self.rank_offset is not None and self.nproc_per_node:
-            planned = set(range(self.rank_offset, self.rank_offset + self.nproc_per_node))
-        return sorted(planned | set(self.ranks) | set(self.rank_logs) | set(self.unreadable))
-
-
-@dataclass
-class RunData:
-    run_id: str
-    plan: dict[str, Any]
-    hosts: list[HostData]
 
 
 def _seconds(value: Any) -> float:
@@ -122,82 +91,6 @@ def _seconds(value: Any) -> float:
         return max(float(value or 0.0), 0.0)
     except (TypeError, ValueError):
         return 0.0
-
-
-def _read_json(path: Path) -> tuple[Any, str | None]:
-    """(document, None) or (None, why it could not be read)."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8")), None
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"cannot read {path}: {exc}"
-    except json.JSONDecodeError as exc:
-        return None, f"{path} is not valid JSON ({exc}); the rank was probably killed mid-write"
-
-
-def _read_text(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    return path.read_text(encoding="utf-8", errors="replace")
-
-
-def read_run(report_dir: Path) -> RunData:
-    """Read plan.json, preflight/<host>.json and <host>/{rank-*.json,rank-*.log,...}."""
-    plan: dict[str, Any] = {}
-    if (report_dir / "plan.json").is_file():
-        loaded, _ = _read_json(report_dir / "plan.json")
-        if isinstance(loaded, dict):
-            plan = loaded
-    hosts: dict[str, HostData] = {}
-    for entry in plan.get("hosts", []):
-        data = HostData(
-            host=str(entry["host"]),
-            node_rank=entry.get("node_rank"),
-            nproc_per_node=entry.get("nproc_per_node"),
-            rank_offset=entry.get("rank_offset"),
-            address=entry.get("address"),
-            ifname=entry.get("ifname"),
-            reachable=bool(entry.get("reachable", True)),
-        )
-        hosts[data.host] = data
-
-    preflight_dir = report_dir / "preflight"
-    if preflight_dir.is_dir():
-        for path in sorted(preflight_dir.glob("*.json")):
-            doc, _ = _read_json(path)
-            if not isinstance(doc, dict):
-                continue
-            name = str(doc.get("host") or path.stem)
-            hosts.setdefault(name, HostData(host=name)).preflight = doc
-
-    reserved = {"preflight", "junit"}
-    for sub in sorted(p for p in report_dir.iterdir() if p.is_dir() and p.name not in reserved):
-        data = hosts.get(sub.name)
-        if data is None:
-            data = hosts[sub.name] = HostData(host=sub.name)
-        for path in sorted(sub.iterdir()):
-            match = _RANK_FILE.match(path.name)
-            if match and match.group(2) == "json":
-                doc, why = _read_json(path)
-                if isinstance(doc, dict):
-                    data.ranks[int(match.group(1))] = doc
-                else:
-                    data.unreadable[int(match.group(1))] = why or f"{path} holds no JSON object"
-            elif match:
-                data.rank_logs[int(match.group(1))] = _read_text(path) or ""
-        data.torchrun_log = _read_text(sub / "torchrun.log")
-        data.nccl_logs = read_nccl_logs(sub)
-        launch, _ = (
-            _read_json(sub / "launch.json") if (sub / "launch.json").is_file() else (None, None)
-        )
-        data.launch = launch if isinstance(launch, dict) else None
-    run_id = str(plan.get("run_id") or report_dir.name)
-    order = sorted(hosts.values(), key=lambda h: (h.node_rank is None, h.node_rank or 0, h.host))
-    return RunData(run_id=run_id, plan=plan, hosts=order)
-
-
-# --------------------------------------------------------------------------------------------
-# Building suites
-# --------------------------------------------------------------------------------------------
 
 
 def _with_hint(message: str, hint: str | None) -> str:
@@ -317,6 +210,101 @@ def _log_for(host: HostData, rank: int) -> str:
     return "(no log was collected)"
 
 
+def _missing_rank_suite(
+    host: HostData,
+    rank: int,
+    launch_skipped: str | None,
+    reported_missing_by: list[int] | None,
+    hints: dict[str, str] | None,
+) -> TestSuite:
+    """The suite of a rank without a result: one error saying why (classify_missing)."""
+    classname = f"nccl.{host_label(host.host)}.rank{rank}"
+    kind, message = classify_missing(host, rank, launch_skipped, reported_missing_by or [])
+    message = _with_hint(message, (hints or {}).get(MISSING))
+    case = TestCase("result", classname=classname)
+    case.add_error_info(message=message, output=clean_text(_log_for(host, rank)), error_type=kind)
+    props = {"host": host.host, "global_rank": str(rank), "status": kind}
+    if host.node_rank is not None:
+        props["node_rank"] = str(host.node_rank)
+    return TestSuite(classname, [case], hostname=host.host, properties=props)
+
+
+def _test_case(test: dict[str, Any], classname: str, hints: dict[str, str] | None) -> TestCase:
+    """The testcase of one entry of a rank's ``tests``: its status, message, hint and details."""
+    test_name = str(test.get("name") or "unnamed")
+    case = TestCase(test_name, classname=classname, elapsed_sec=_seconds(test.get("duration_s")))
+    details = test.get("details") or {}
+    hint = details.get("hint") or (hints or {}).get(test_name)  # nccl_hints: the controller's fix
+    message = clean_text(_with_hint(str(test.get("message") or ""), hint))
+    output = clean_text(json.dumps(details, indent=2, sort_keys=True)) if details else None
+    status = test.get("status")
+    if status == "failed":
+        case.add_failure_info(message=message or "failed", output=output)
+    elif status == "error":
+        case.add_error_info(message=message or "error", output=output)
+    elif status == "skipped":
+        case.add_skipped_info(message=message or "skipped", output=output)
+    elif status != "passed":
+        case.add_error_info(
+            message=f"unknown test status {status!r}. {message}".strip(), output=output
+        )
+    return case
+
+
+def _say_why_ended(cases: list[TestCase], host: HostData, rank: int) -> None:
+    """The rank recorded its running test as an error when it was ended (SIGTERM): say why."""
+    launch = host.launch or {}
+    error = cases[-1].errors[-1]
+    why = (
+        f"nccl_run_timeout ran out{_launch_timeout(launch)}"
+        if launch.get("timed_out")
+        else f"the run was stopped ({launch['stopped_by']})"
+    )
+    error["type"] = "hung"
+    error["message"] = (
+        f"rank {rank} on {host.host} hung in {cases[-1].name}: {why} and its process tree "
+        f"was ended. The rank said: {error['message']}"
+    )
+
+
+def _unfinished_case(
+    host: HostData,
+    rank: int,
+    result: dict[str, Any],
+    names: set[str],
+    hints: dict[str, str] | None,
+) -> TestCase:
+    """The error of a rank whose last result was written while a test was still running."""
+    launch = host.launch or {}
+    current = result.get("current_test") or "run"
+    hung = bool(launch.get("timed_out") or launch.get("stopped_by"))
+    kind = "hung" if hung else "crashed"
+    message = (
+        f"rank {rank} on {host.host} {kind} in {current}: its last result was written while "
+        f"{current} was running"
+        + (f" and nothing came{_launch_timeout(host.launch)}" if hung else "")
+        + "."
+    )
+    # How it died, from torchrun's report (launch.json rank_exits, docs/design.md).
+    died = next((e for e in launch.get("rank_exits") or [] if e.get("rank") == rank), None)
+    if died and died.get("signal") and not hung:
+        message += f" It was {died.get('text')}."
+    message = _with_hint(message, (hints or {}).get(MISSING))
+    case = TestCase(
+        current if current not in names else f"{current} (not finished)",
+        classname=f"nccl.{host_label(host.host)}.rank{rank}",
+    )
+    case.add_error_info(message=message, output=clean_text(_log_for(host, rank)), error_type=kind)
+    return case
+
+
+def _run_error_case(host: HostData, rank: int, message: str) -> TestCase:
+    """A ``run`` testcase: the rank as a whole went wrong, with the tail of its log."""
+    case = TestCase("run", classname=f"nccl.{host_label(host.host)}.rank{rank}")
+    case.add_error_info(message=message, output=clean_text(_log_for(host, rank)))
+    return case
+
+
 def rank_suite(
     host: HostData,
     rank: int,
@@ -325,104 +313,30 @@ def rank_suite(
     hints: dict[str, str] | None = None,
 ) -> TestSuite:
     """One testsuite for one rank: a testcase per test, or an error saying why there is none."""
-    classname = f"nccl.{host_label(host.host)}.rank{rank}"
-    name = classname
     result = host.ranks.get(rank)
     if result is None:
-        kind, message = classify_missing(host, rank, launch_skipped, reported_missing_by or [])
-        message = _with_hint(message, (hints or {}).get(MISSING))
-        case = TestCase("result", classname=classname)
-        case.add_error_info(
-            message=message, output=clean_text(_log_for(host, rank)), error_type=kind
-        )
-        props = {"host": host.host, "global_rank": str(rank), "status": kind}
-        if host.node_rank is not None:
-            props["node_rank"] = str(host.node_rank)
-        return TestSuite(name, [case], hostname=host.host, properties=props)
-
-    cases: list[TestCase] = []
-    names: set[str] = set()
-    for test in result.get("tests") or []:
-        test_name = str(test.get("name") or "unnamed")
-        names.add(test_name)
-        case = TestCase(
-            test_name, classname=classname, elapsed_sec=_seconds(test.get("duration_s"))
-        )
-        details = test.get("details") or {}
-        hint = details.get("hint") or (hints or {}).get(
-            test_name
-        )  # nccl_hints: the controller's fix
-        message = clean_text(_with_hint(str(test.get("message") or ""), hint))
-        output = clean_text(json.dumps(details, indent=2, sort_keys=True)) if details else None
-        status = test.get("status")
-        if status == "failed":
-            case.add_failure_info(message=message or "failed", output=output)
-        elif status == "error":
-            case.add_error_info(message=message or "error", output=output)
-        elif status == "skipped":
-            case.add_skipped_info(message=message or "skipped", output=output)
-        elif status != "passed":
-            case.add_error_info(
-                message=f"unknown test status {status!r}. {message}".strip(), output=output
-            )
-        cases.append(case)
+        return _missing_rank_suite(host, rank, launch_skipped, reported_missing_by, hints)
+    classname = f"nccl.{host_label(host.host)}.rank{rank}"
+    tests = result.get("tests") or []
+    cases = [_test_case(test, classname, hints) for test in tests]
+    names = {str(test.get("name") or "unnamed") for test in tests}
 
     status = result.get("status")
     unfinished = status == "running" or not result.get("finished_at")
     launch = host.launch or {}
     ended = launch.get("timed_out") or launch.get("stopped_by")
     if ended and not unfinished and cases and cases[-1].errors:
-        # The rank recorded its running test as an error when it was ended (SIGTERM): say why.
-        error = cases[-1].errors[-1]
-        why = (
-            f"nccl_run_timeout ran out{_launch_timeout(launch)}"
-            if launch.get("timed_out")
-            else f"the run was stopped ({launch['stopped_by']})"
-        )
-        error["type"] = "hung"
-        error["message"] = (
-            f"rank {rank} on {host.host} hung in {cases[-1].name}: {why} and its process tree "
-            f"was ended. The rank said: {error['message']}"
-        )
+        _say_why_ended(cases, host, rank)
     if unfinished:
-        current = result.get("current_test") or "run"
-        hung = bool(ended)
-        kind = "hung" if hung else "crashed"
-        message = (
-            f"rank {rank} on {host.host} {kind} in {current}: its last result was written while "
-            f"{current} was running"
-            + (f" and nothing came{_launch_timeout(host.launch)}" if hung else "")
-            + "."
-        )
-        # How it died, from torchrun's report (launch.json rank_exits, docs/design.md).
-        died = next((e for e in launch.get("rank_exits") or [] if e.get("rank") == rank), None)
-        if died and died.get("signal") and not hung:
-            message += f" It was {died.get('text')}."
-        message = _with_hint(message, (hints or {}).get(MISSING))
-        case = TestCase(
-            current if current not in names else f"{current} (not finished)", classname=classname
-        )
-        case.add_error_info(
-            message=message, output=clean_text(_log_for(host, rank)), error_type=kind
-        )
-        cases.append(case)
+        cases.append(_unfinished_case(host, rank, result, names, hints))
     elif status in ("failed", "error") and not any(c.is_failure() or c.is_error() for c in cases):
-        case = TestCase("run", classname=classname)
         why = result.get("message") or result.get("error") or f"the rank ended with status {status}"
-        case.add_error_info(
-            message=clean_text(f"rank {rank} on {host.host}: {why}"),
-            output=clean_text(_log_for(host, rank)),
-        )
-        cases.append(case)
+        cases.append(_run_error_case(host, rank, clean_text(f"rank {rank} on {host.host}: {why}")))
     if not cases:
-        case = TestCase("run", classname=classname)
-        case.add_error_info(
-            message=f"rank {rank} on {host.host} reported no test at all (status {status}).",
-            output=clean_text(_log_for(host, rank)),
-        )
-        cases.append(case)
+        message = f"rank {rank} on {host.host} reported no test at all (status {status})."
+        cases.append(_run_error_case(host, rank, message))
     return TestSuite(
-        name,
+        classname,
         cases,
         hostname=host.host,
         timestamp=result.get("started_at"),
@@ -565,186 +479,6 @@ def suites_to_xml(suites: list[TestSuite], name: str | None = None) -> str:
     root.set("time", _fmt_time(seconds))
     raw = ET.tostring(root, encoding="unicode")
     return xml.dom.minidom.parseString(raw).toprettyxml(indent="  ", encoding="UTF-8").decode()
-
-
-# --------------------------------------------------------------------------------------------
-# Summary and verdict
-# --------------------------------------------------------------------------------------------
-
-
-def _counts(suite: TestSuite) -> dict[str, int]:
-    return {
-        "tests": len(suite.test_cases),
-        "failures": sum(1 for c in suite.test_cases if c.is_failure()),
-        "errors": sum(1 for c in suite.test_cases if c.is_error()),
-        "skipped": sum(
-            1
-            for c in suite.test_cases
-            if c.is_skipped() and not c.is_error() and not c.is_failure()
-        ),
-    }
-
-
-def _suite_ok(suite: TestSuite) -> bool:
-    counts = _counts(suite)
-    return counts["failures"] == 0 and counts["errors"] == 0
-
-
-def _problems(suite: TestSuite) -> list[str]:
-    """One line per failed or erroneous testcase of the suite: every finding, not the first."""
-    found = []
-    for case in suite.test_cases:
-        for info in case.errors + case.failures:
-            if info.get("message"):
-                first = str(info["message"]).splitlines()[0]
-                found.append(f"{case.classname} {case.name}: {first}")
-    return found
-
-
-def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
-    """busbw per collective at its largest measured size, over the ranks that measured it."""
-    per_test: dict[str, dict[int, list[tuple[int, float]]]] = {}
-    for host in run.hosts:
-        for rank, result in host.ranks.items():
-            for test in result.get("tests") or []:
-                for row in test.get("bandwidth") or []:
-                    if row.get("busbw_gbps") is None or row.get("size_bytes") is None:
-                        continue
-                    per_test.setdefault(str(test.get("name")), {}).setdefault(
-                        int(row["size_bytes"]), []
-                    ).append((rank, float(row.get("rank_busbw_gbps", row["busbw_gbps"]))))
-    table = []
-    for name in sorted(per_test):
-        size = max(per_test[name])
-        values = per_test[name][size]
-        slowest = min(values, key=lambda item: item[1])
-        busbw = [value for _, value in values]
-        table.append(
-            {
-                "collective": name,
-                "size_bytes": size,
-                "ranks": len(values),
-                "busbw_min_gbps": min(busbw),
-                "busbw_median_gbps": statistics.median(busbw),
-                "busbw_max_gbps": max(busbw),
-                "slowest_rank": slowest[0],
-            }
-        )
-    return table
-
-
-def _human_bytes(size: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:g} {unit}" if unit == "B" else f"{size:.4g} {unit}"
-        size /= 1024  # type: ignore[assignment]
-    return str(size)
-
-
-def predicted_skip_lines(plan: dict[str, Any]) -> list[str]:
-    """plan.json's predicted_skips (the support table of nccl_check.py), known before launch."""
-    skips = plan.get("predicted_skips") or []
-    if not skips:
-        return []
-    lines = ["", f"Skipped on every rank, as the support table predicts ({plan.get('backend')}):"]
-    return lines + [""] + [f"- {s.get('test')}: skipped: {s.get('reason')}" for s in skips]
-
-
-def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) -> dict[str, Any]:
-    """Host table, bandwidth table, problems, verdict; and the same as Markdown.
-
-    ``check_mode``: the run was ``ansible-playbook --check`` (only reads on the nodes); the
-    summary says so and carries ``check_mode: true``."""
-    hosts = []
-    problems: list[str] = []
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for item in files:
-        for key, value in _counts(item.suite).items():
-            totals[key] += value
-        problems += _problems(item.suite)
-    for host in run.hosts:
-        pre = next((f.suite for f in files if f.kind == "preflight" and f.host == host.host), None)
-        ranks = [f for f in files if f.kind == "rank" and f.host == host.host]
-        if pre is None:
-            pre_text = "not run"
-        else:
-            c = _counts(pre)
-            passed = c["tests"] - c["failures"] - c["errors"] - c["skipped"]
-            pre_text = (
-                f"{passed} passed, {c['failures'] + c['errors']} failed, {c['skipped']} skipped"
-            )
-        hosts.append(
-            {
-                "host": host.host,
-                "node_rank": host.node_rank,
-                "reachable": host.reachable,
-                "preflight": pre_text,
-                "ranks_passed": sum(1 for f in ranks if _suite_ok(f.suite)),
-                "ranks_failed": sum(1 for f in ranks if not _suite_ok(f.suite)),
-                "ranks": [f.rank for f in ranks],
-            }
-        )
-    failed = totals["failures"] + totals["errors"] > 0 or not files
-    bandwidth = bandwidth_table(run)
-
-    lines = [
-        f"# nccl-preflight run {run.run_id}: {'FAILED' if failed else 'PASSED'}"
-        + (" (check mode)" if check_mode else ""),
-        "",
-        *(
-            [
-                "Check mode (--check): a dry run. Only the read-only checks ran; nothing was "
-                "started or written on the nodes and no rank was launched.",
-                "",
-            ]
-            if check_mode
-            else []
-        ),
-        f"world size {run.plan.get('world_size', '?')}, backend {run.plan.get('backend', '?')}, "
-        f"master {run.plan.get('master_addr', '?')}:{run.plan.get('master_port', '?')}; "
-        f"{totals['tests']} tests, {totals['failures']} failures, {totals['errors']} errors, "
-        f"{totals['skipped']} skipped",
-        "",
-        "| host | node rank | pre-flight | ranks passed | ranks failed |",
-        "|---|---|---|---|---|",
-    ]
-    for row in hosts:
-        node_rank = "" if row["node_rank"] is None else row["node_rank"]
-        pre = row["preflight"] if row["reachable"] else f"UNREACHABLE; {row['preflight']}"
-        lines.append(
-            f"| {md_escape(row['host'])} | {node_rank} | {md_escape(pre)} | "
-            f"{row['ranks_passed']} | {row['ranks_failed']} |"
-        )
-    if bandwidth:
-        lines += [
-            "",
-            "Bus bandwidth at the largest size (GB/s, each rank's own time):",
-            "",
-            "| collective | size | ranks | min | median | max | slowest rank |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for row in bandwidth:
-            lines.append(
-                f"| {md_escape(row['collective'])} | {_human_bytes(row['size_bytes'])} | "
-                f"{row['ranks']} | "
-                f"{row['busbw_min_gbps']:.3f} | {row['busbw_median_gbps']:.3f} | "
-                f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} |"
-            )
-    lines += transport_lines(run)
-    lines += expectation_markdown(run) + pairwise_markdown(run)
-    lines += predicted_skip_lines(run.plan)
-    if problems:
-        lines += ["", "Problems:", ""] + [f"- {md_escape(p)}" for p in problems]
-    return {
-        "verdict": "failed" if failed else "passed",
-        "check_mode": check_mode,
-        "totals": totals,
-        "hosts": hosts,
-        "bandwidth": bandwidth,
-        "problems": problems,
-        "transport": analyze_run(run)["hosts"],
-        "markdown": "\n".join(lines) + "\n",
-    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,33 +1,39 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The pre-flight's TCP listeners and torch probe, held by a detached process on the node.
+"""The pre-flight's listener process (library/nccl_preflight_listen.py): bind, serve, stop.
 
-Moved out of library/nccl_preflight_listen.py unchanged, so that the first and second calls of
-the pre-flight (module_utils/nccl_preflight_calls.py, used by nccl_facts and nccl_tcp_probe) start
-and collect them as that module does; the module is a thin wrapper over :func:`start` and
-:func:`stop` (module_utils/nccl_preflight_calls.py).
+The module binds the listeners, hands them to a detached process (``nccl_proc.detach``) that
+accepts connections until each listener got its expected ones, the stop file appears, the
+directory is removed or the deadline passes, runs the torch probe meanwhile, and leaves what it
+saw in ``listener.json``. Every file lives in the listener's directory. Standard library only:
+shipped to the nodes inside library/nccl_preflight_listen.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
 import socket
 import subprocess
 import time
-import traceback
-from typing import Any, NoReturn
 
-from ansible.module_utils.nccl_files import write_atomically
 from ansible.module_utils.nccl_parse import (
     PYTHON_PROBE,
     empty_python_facts,
     python_facts_from_run,
 )
-from ansible.module_utils.nccl_preflight_proc import process_alive, process_identity
+from ansible.module_utils.nccl_proc import (
+    detach,
+    is_alive,
+    read_json,
+    report,
+    signal_recorded,
+    start_time,
+    text_tail,
+    write_json,
+)
 
 PID_FILE = "listener.pid"
 STOP_FILE = "listener.stop"
@@ -55,18 +61,26 @@ def bind_listener(address: str, port: int) -> tuple[socket.socket | None, int, s
     return sock, sock.getsockname()[1], ""
 
 
-def write_json(path: str, payload: Any) -> None:
-    """Write ``payload`` to ``path`` (mode 0600) atomically: readers see all of it or nothing."""
-    write_atomically(path, json.dumps(payload), 0o600)
-
-
-def read_json(path: str) -> Any:
-    """The JSON in ``path``; None when there is no such file."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        return None
+def bind_all(specs: list[dict]) -> tuple[list[dict], dict[str, socket.socket]]:
+    """Bind every listener of ``specs``; -> (the entries the result lists, the bound sockets by
+    name). A listener that cannot bind has its error in its entry and no socket."""
+    entries, socks = [], {}
+    for spec in specs:
+        sock, port, error = bind_listener(spec["address"], spec["port"])
+        entries.append(
+            {
+                "name": spec["name"],
+                "address": spec["address"],
+                "port": port,
+                "expect": spec["expect"],
+                "error": error,
+                "accepted": [],
+                "complete": False,
+            }
+        )
+        if sock is not None:
+            socks[spec["name"]] = sock
+    return entries, socks
 
 
 def serve(
@@ -137,15 +151,6 @@ def start_python_probe(path: str, python: str) -> tuple[subprocess.Popen | None,
     return process, ""
 
 
-def _read_text(path: str, limit: int = 20000) -> str:
-    """The last ``limit`` characters of a text file; empty when there is no such file."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()[-limit:]
-    except FileNotFoundError:
-        return ""
-
-
 def finish_python_probe(
     path: str, python: str, process: subprocess.Popen | None, error: str, deadline: float
 ) -> dict:
@@ -165,8 +170,8 @@ def finish_python_probe(
     return {
         "executable": python,
         "rc": rc,
-        "stdout": _read_text(os.path.join(path, PROBE_OUT)),
-        "stderr": _read_text(os.path.join(path, PROBE_ERR), 2000),
+        "stdout": text_tail(os.path.join(path, PROBE_OUT)),
+        "stderr": text_tail(os.path.join(path, PROBE_ERR), 2000),
         "error": error,
     }
 
@@ -181,72 +186,36 @@ def python_facts(python_run: dict) -> dict:
     )
 
 
-def _close_fds_except(keep: set[int]) -> None:
-    """Close every file descriptor but ``keep``: an inherited end of the SSH session's pipes
-    would keep the session, and so the module's task, open until the listener exits."""
-    # The open ones, not range(SC_OPEN_MAX): that limit may be in the millions.
-    for name in os.listdir("/proc/self/fd"):
-        if int(name) not in keep:
-            os.closerange(int(name), int(name) + 1)  # no error for listdir's own, closed fd
-
-
-def _listener_process(
+def _listener_body(
     path: str,
     entries: list[dict],
     socks: dict[str, socket.socket],
     deadline: float,
     python: dict | None,
     notify: int,
-) -> NoReturn:
-    """The first child: detach (new session, second fork) and serve in the grandchild.
-
-    Never returns: a forked process must not go back into the module's code, whatever happens.
-    """
-    code = 1
-    try:
-        os.setsid()
-        if os.fork() > 0:
-            os._exit(0)  # the session leader goes; the grandchild can never get a terminal
-        os.chdir("/")
-        os.umask(0o077)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        null = os.open(os.devnull, os.O_RDONLY)
-        log = os.open(os.path.join(path, LOG_FILE), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        _close_fds_except({0, 1, 2, notify} | {s.fileno() for s in socks.values()})
-        pid = os.getpid()
-        identity = process_identity(pid)
-        write_json(
-            os.path.join(path, PID_FILE),
-            {"pid": pid, "start_time": identity[1] if identity else None},
+) -> int:
+    """The detached listener process: record itself, serve, run the probe, leave the result."""
+    os.umask(0o077)
+    pid = os.getpid()
+    write_json(os.path.join(path, PID_FILE), {"pid": pid, "start_time": start_time(pid)})
+    report(notify, {"pid": pid})
+    probe, probe_error = None, ""
+    if python:
+        probe, probe_error = start_python_probe(path, python["executable"])
+        probe_deadline = min(deadline, time.monotonic() + python["timeout"])
+    stop_file = os.path.join(path, STOP_FILE)
+    ended = serve(entries, socks, deadline, stop_file) if socks else "nothing bound"
+    python_run = None
+    if python:
+        if ended == "run directory removed":
+            probe_deadline = time.monotonic()  # nobody waits for it any more
+        python_run = finish_python_probe(
+            path, python["executable"], probe, probe_error, probe_deadline
         )
-        os.write(notify, str(pid).encode())
-        os.close(notify)
-        probe, probe_error = None, ""
-        if python:
-            probe, probe_error = start_python_probe(path, python["executable"])
-            probe_deadline = min(deadline, time.monotonic() + python["timeout"])
-        stop_file = os.path.join(path, STOP_FILE)
-        ended = serve(entries, socks, deadline, stop_file) if socks else "nothing bound"
-        python_run = None
-        if python:
-            if ended == "run directory removed":
-                probe_deadline = time.monotonic()  # nobody waits for it any more
-            python_run = finish_python_probe(
-                path, python["executable"], probe, probe_error, probe_deadline
-            )
-        # When the run directory is gone the run is over: nobody waits for the result.
-        with contextlib.suppress(FileNotFoundError):
-            write_json(os.path.join(path, RESULT_FILE), result_of(entries, ended, pid, python_run))
-        code = 0
-    # Catch everything: this forked process must end here, with its traceback in the log, and
-    # never unwind into the module's (or AnsiballZ's) code, which would answer a second time.
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        os._exit(code)
+    # When the run directory is gone the run is over: nobody waits for the result.
+    with contextlib.suppress(FileNotFoundError):
+        write_json(os.path.join(path, RESULT_FILE), result_of(entries, ended, pid, python_run))
+    return 0
 
 
 def spawn_listener(
@@ -259,23 +228,29 @@ def spawn_listener(
     """Serve the bound ``socks`` (and run the ``python`` probe, {executable, timeout}) in a
     detached process; -> its pid, once it wrote its pid file and let go of this process's standard
     streams (0 when it died before that)."""
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:
-        os.close(read_end)
-        _listener_process(path, entries, socks, deadline, python, write_end)
-    os.close(write_end)
-    os.waitpid(child, 0)
-    with os.fdopen(read_end, "rb") as pipe:
-        text = pipe.read().decode("ascii")
+
+    def body(notify: int) -> int:
+        return _listener_body(path, entries, socks, deadline, python, notify)
+
+    ready = detach(body, os.path.join(path, LOG_FILE), keep={s.fileno() for s in socks.values()})
     for sock in socks.values():  # the listener process holds its own copies
         sock.close()
-    return int(text) if text else 0
+    return int((ready or {}).get("pid") or 0)
 
 
 def log_tail(path: str, limit: int = 2000) -> str:
     """The end of the listener's log, for error messages."""
-    return _read_text(os.path.join(path, LOG_FILE), limit).strip()
+    return text_tail(os.path.join(path, LOG_FILE), limit).strip()
+
+
+def clear_previous(path: str, stop_timeout: float) -> None:
+    """Stop a listener of an earlier start in ``path`` (it would overwrite this one's result)
+    and remove its files."""
+    if os.path.exists(os.path.join(path, PID_FILE)):
+        stop_listener(path, stop_timeout)
+    for name in (STOP_FILE, RESULT_FILE, PID_FILE):
+        if os.path.exists(os.path.join(path, name)):
+            os.unlink(os.path.join(path, name))
 
 
 def stop_listener(path: str, wait: float) -> dict:
@@ -287,21 +262,19 @@ def stop_listener(path: str, wait: float) -> dict:
     fd = os.open(os.path.join(path, STOP_FILE), os.O_WRONLY | os.O_CREAT, 0o600)
     os.close(fd)
     pid_info = read_json(os.path.join(path, PID_FILE)) or {}
-    pid, start_time = pid_info.get("pid"), pid_info.get("start_time")
+    pid, started = pid_info.get("pid"), pid_info.get("start_time")
     deadline = time.monotonic() + wait
     killed = False
     while True:
         result = read_json(os.path.join(path, RESULT_FILE))
-        if pid is None or not process_alive(pid, start_time):
+        if pid is None or not is_alive(pid, started):
             # It may have written its result between the two looks.
             result = result or read_json(os.path.join(path, RESULT_FILE))
             break
         if time.monotonic() >= deadline:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed = True
-            except ProcessLookupError:  # it has just exited: look once more
+            if not signal_recorded(pid, started, signal.SIGKILL):  # it has just exited: look again
                 continue
+            killed = True
             break
         time.sleep(0.05)
     if result is not None:

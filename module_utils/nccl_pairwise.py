@@ -31,6 +31,7 @@ from typing import Any
 
 from ansible.module_utils.nccl_expect import fabric_expectation, settings
 from ansible.module_utils.nccl_files import write_atomically
+from ansible.module_utils.nccl_rdma_expect import used_by_host
 
 try:
     from junit_xml import TestCase, TestSuite
@@ -38,6 +39,11 @@ except ImportError:  # nccl_junit reports the missing library
     TestCase = TestSuite = None  # type: ignore[assignment,misc]
 
 SCHEMA = 1
+RELAUNCH_DIR = "pairwise"  # reports/<run-id>/<host>/pairwise/: the pairwise-only relaunch
+RELAUNCH_WHY = (
+    "a collective timed out or stalled, so the pairwise rounds ran alone in a second launch "
+    "(nccl_pairwise); a pair with the slow node shows where"
+)
 PairKey = tuple[int, int, int]  # (node a, node b, rail), a < b (intra: a == b, rail = lower local)
 
 
@@ -266,26 +272,55 @@ def _message(
 # --------------------------------------------------------------------------------------------
 
 
-def _pairwise_tests(hosts: Sequence[Any]) -> list[tuple[int, dict[str, Any]]]:
-    """(global rank, details) of every rank's pairwise test that measured something."""
+def _tests_of(ranks: dict[int, dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
     found = []
-    for host in hosts:
-        for rank, result in sorted(host.ranks.items()):
-            for test in result.get("tests") or []:
-                details = test.get("details") or {}
-                if test.get("name") == "pairwise" and isinstance(details.get("rows"), list):
-                    found.append((rank, details))
+    for rank, result in sorted(ranks.items()):
+        for test in result.get("tests") or []:
+            details = test.get("details") or {}
+            if test.get("name") == "pairwise" and isinstance(details.get("rows"), list):
+                found.append((rank, details))
     return found
+
+
+def relaunch_ranks(report_dir: Path | None, host: str) -> dict[int, dict[str, Any]]:
+    """rank-<R>.json of the pairwise-only relaunch (roles/launch/tasks/pairwise.yml), which
+    collects into reports/<run-id>/<host>/pairwise/ after a collective timed out or stalled."""
+    found: dict[int, dict[str, Any]] = {}
+    if report_dir is None:
+        return found
+    for path in sorted((Path(report_dir) / host / RELAUNCH_DIR).glob("rank-*.json")):
+        match = re.match(r"^rank-(\d+)\.json$", path.name)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if match and isinstance(doc, dict):
+            found[int(match.group(1))] = doc
+    return found
+
+
+def _pairwise_tests(run: Any) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    """(global rank, details) of every rank's pairwise test that measured something, and
+    whether they come from the relaunch (used only when the run itself has none)."""
+    found = [t for host in run.hosts for t in _tests_of(host.ranks)]
+    if found:
+        return found, False
+    report_dir = getattr(run, "report_dir", None)
+    found = [t for host in run.hosts for t in _tests_of(relaunch_ranks(report_dir, host.host))]
+    return found, bool(found)
 
 
 def pairwise_document(run: Any) -> dict[str, Any] | None:
     """pairwise.json of a run (docs/design.md), or None when no rank ran the pairwise phase.
 
     `run` is nccl_junit.RunData: .run_id, .hosts (.host, .node_rank, .ranks)."""
-    tests = _pairwise_tests(run.hosts)
+    tests, relaunched = _pairwise_tests(run)
     if not tests:
         return None
     settings = tests[0][1]
+    why = settings.get("why", "")
+    if relaunched:
+        why = RELAUNCH_WHY
     rows: list[dict[str, Any]] = []
     for rank, details in tests:
         rows += [{**row, "rank": row.get("rank", rank)} for row in details["rows"]]
@@ -311,7 +346,7 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
                 cells[i][j] = value if old is None else min(old, value)
         return cells
 
-    expected, source = _pair_expectation(run.plan)
+    expected, source = _pair_expectation(run, n_rails)
     reference = verdict["reference_busbw_gbps"]
     return {
         "schema": SCHEMA,
@@ -320,7 +355,8 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
         "expected_from": source,
         "reference_percent": round(100 * reference / expected, 1) if expected else None,
         "mode": settings.get("mode"),
-        "why": settings.get("why", ""),
+        "why": why,
+        "relaunched": relaunched,
         "min_ratio": min_ratio,
         "pair_bytes": settings.get("pair_bytes"),
         "iters": settings.get("iters"),
@@ -332,13 +368,14 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
     }
 
 
-def _pair_expectation(plan: dict[str, Any]) -> tuple[float | None, str]:
-    """What a pair should reach each way: nccl_expected_busbw's send_recv, else the fabric."""
-    conf = settings(plan)
+def _pair_expectation(run: Any, rails: int) -> tuple[float | None, str]:
+    """What a pair should reach each way: nccl_expected_busbw's send_recv, else the fabric (an
+    RDMA figure shared out over the rails that run at once)."""
+    conf = settings(run.plan)
     explicit = (conf["expected_busbw"] or {}).get("send_recv")
     if explicit is not None:
         return float(explicit), "nccl_expected_busbw send_recv"
-    return fabric_expectation(plan, float(conf["efficiency"]))
+    return fabric_expectation(run.plan, float(conf["efficiency"]), used_by_host(run), rails)
 
 
 def _host_label(host: str) -> str:

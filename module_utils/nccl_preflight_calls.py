@@ -29,17 +29,16 @@ from ansible.module_utils.nccl_fabric_choice import nccl_fabric_choice
 from ansible.module_utils.nccl_listener import (
     PID_FILE,
     RESULT_FILE,
-    STOP_FILE,
-    bind_listener,
+    bind_all,
+    clear_previous,
     log_tail,
     python_facts,
-    read_json,
     result_of,
     spawn_listener,
     stop_listener,
-    write_json,
 )
-from ansible.module_utils.nccl_preflight_proc import port_owner, process_alive
+from ansible.module_utils.nccl_preflight_proc import port_owner
+from ansible.module_utils.nccl_proc import is_alive, read_json, write_json
 from ansible.module_utils.nccl_run_dir import (
     make_private_dir,
     parse_mode,
@@ -54,6 +53,8 @@ LISTENER_SPEC = {
     "address": {"type": "str", "required": True},
     "port": {"type": "int", "default": 0},
     "expect": {"type": "int", "default": 1},
+    # nccl_facts' preflight only: held only where this node uses that backend (node_backend).
+    "backend": {"type": "str", "default": ""},
 }
 LOCK_SPEC = {
     "path": {"type": "path", "required": True},
@@ -87,6 +88,8 @@ FACTS_START_SPEC: dict[str, dict] = {
             "cidr": {"type": "str", "default": ""},
         },
     },
+    # nccl_backend: a listener with a backend is held only where node_backend gives that one.
+    "backend": {"type": "str", "default": "auto"},
 }
 # A listener address meaning "this host's fabric address", and the field of the lock path it
 # fills: what roles/nccl_env will choose (the same nccl_fabric_choice, the same inputs), known on
@@ -121,40 +124,32 @@ def _make_dirs(path: str, run_dir: str | None, mode: int) -> str:
     return ""
 
 
-def _bind_all(specs: list[dict]) -> tuple[list[dict], dict]:
-    """Bind every listener of ``specs``; -> (entries as listener.json keeps them, sockets)."""
-    entries, socks = [], {}
-    for spec in specs:
-        sock, port, error = bind_listener(spec["address"], spec["port"])
-        entries.append(
-            {
-                "name": spec["name"],
-                "address": spec["address"],
-                "port": port,
-                "expect": spec["expect"],
-                "error": error,
-                "accepted": [],
-                "complete": False,
-            }
-        )
-        if sock is not None:
-            socks[spec["name"]] = sock
-    return entries, socks
+def node_backend(facts: dict, requested: str) -> str:
+    """The backend this node would use: ``requested`` unless it is auto, else what its own
+    facts call for - nccl with NVIDIA GPUs, hccl with Ascend NPUs, else "" (xccl or gloo: no
+    listener of its own). The order of nccl_backend_choice (plugins/filter/nccl_backends.py),
+    which the environment play applies to the master's facts once every host's are in."""
+    if requested != "auto":
+        return requested
+    if facts.get("gpus"):
+        return "nccl"
+    return "hccl" if (facts.get("accelerators") or {}).get("npus") else ""
 
 
-def _clear(path: str, stop_timeout: float) -> None:
-    """End a listener of an earlier start in ``path`` (it would overwrite this one's result)."""
-    if os.path.exists(os.path.join(path, PID_FILE)):
-        stop_listener(path, stop_timeout)
-    for name in (STOP_FILE, RESULT_FILE, PID_FILE):
-        if os.path.exists(os.path.join(path, name)):
-            os.unlink(os.path.join(path, name))
+def _for_backend(specs: list[dict], backend: str) -> list[dict]:
+    """``specs`` without the listeners of another backend, and without the backend key."""
+    return [
+        {k: v for k, v in spec.items() if k != "backend"}
+        for spec in specs
+        if not spec.get("backend") or spec["backend"] == backend
+    ]
 
 
 def for_fabric(p: dict, facts: dict) -> dict:
     """``p`` (:data:`FACTS_START_SPEC`) with every :data:`FABRIC` listener address and the lock
     path's :data:`FABRIC_FIELD` filled in from this host's fabric choice; without a fabric
-    address those listeners and the lock are left out (the environment play stops the run)."""
+    address those listeners and the lock are left out (the environment play stops the run).
+    A listener with a ``backend`` is kept only where :func:`node_backend` gives that backend."""
     fabric = p.get("fabric") or {}
     try:
         choice = nccl_fabric_choice(facts, fabric.get("socket_ifname", ""), fabric.get("cidr", ""))
@@ -163,7 +158,7 @@ def for_fabric(p: dict, facts: dict) -> dict:
     address = choice["address"]
     listeners = [
         {**spec, "address": address} if spec["address"] == FABRIC else spec
-        for spec in p["listeners"]
+        for spec in _for_backend(p["listeners"], node_backend(facts, p.get("backend") or "auto"))
         if spec["address"] != FABRIC or address
     ]
     lock = p["lock"]
@@ -213,8 +208,8 @@ def start(p: dict, check_mode: bool) -> dict:
         extra["lock"] = take_lock(lock_spec["path"], run_dir, lock_spec["lifetime"], owner_record)
         if extra["lock"]["refused"]:  # MASTER_PORT is the other run's: nobody probes it
             specs = [s for s in specs if s["port"] != p["check_port"]]
-    _clear(path, p["stop_timeout"])
-    entries, socks = _bind_all(specs)
+    clear_previous(path, p["stop_timeout"])
+    entries, socks = bind_all(specs)
     ports = {e["name"]: {"port": e["port"], "error": e["error"]} for e in entries}
     result = {"listeners": entries, "ports": ports, "port_owner": owner, **extra}
     pid = None
@@ -236,7 +231,7 @@ def wait_for_end(path: str, wait: float) -> bool:
     pid_info = read_json(os.path.join(path, PID_FILE)) or {}
     pid, start_time = pid_info.get("pid"), pid_info.get("start_time")
     deadline = time.monotonic() + wait
-    while pid is not None and process_alive(pid, start_time):
+    while pid is not None and is_alive(pid, start_time):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)

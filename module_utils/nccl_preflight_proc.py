@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Read /proc: who listens on a TCP port, and whether a process is still the one we started.
+"""Read /proc: who listens on a TCP port (a process's identity: module_utils/nccl_proc.py).
 
 The parsers are pure functions; the readers take the /proc root as an argument so tests can hand
 them a fake tree. Used by library/nccl_preflight_listen.py.
@@ -123,29 +123,3 @@ def port_owner(port: int, proc: str = "/proc") -> dict:
             }
         )
     return {"free": not listeners, "listeners": listeners}
-
-
-def parse_proc_stat(text: str) -> tuple[str, int]:
-    """-> (state letter, start time in clock ticks after boot) from a /proc/<pid>/stat line.
-
-    The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-    """
-    fields = text[text.rindex(")") + 2 :].split()
-    return fields[0], int(fields[19])
-
-
-def process_identity(pid: int, proc: str = "/proc") -> tuple[str, int] | None:
-    """(state, start time) of ``pid``, None when there is no such process. The start time tells
-    a process apart from a later one that got the same pid."""
-    try:
-        with open(os.path.join(proc, str(pid), "stat"), encoding="utf-8") as fh:
-            return parse_proc_stat(fh.read())
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-
-
-def process_alive(pid: int, start_time: int, proc: str = "/proc") -> bool:
-    """True while ``pid`` is the process that started at ``start_time`` and has not exited
-    (a zombie, waiting for its parent to reap it, has exited)."""
-    identity = process_identity(pid, proc)
-    return identity is not None and identity[1] == start_time and identity[0] not in ("Z", "X")

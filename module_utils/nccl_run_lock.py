@@ -23,12 +23,11 @@ import fcntl
 import json
 import os
 import re
-import signal
 import stat
 import time
 from typing import Any
 
-from ansible.module_utils.nccl_preflight_proc import process_identity
+from ansible.module_utils.nccl_proc import detach, report, start_time
 
 LOCK_PREFIX = "nccl-preflight-lock-"
 # How often the keeper looks at its run directory and at the lock file.
@@ -169,49 +168,26 @@ def keeper_should_end(fd: int, path: str, run_dir: str, deadline: float) -> str:
     return ""
 
 
-def _keeper(fd: int, path: str, run_dir: str, deadline: float, notify: int) -> None:
-    """The keeper's life, in the grandchild: hold the flock until the run is over."""
-    os.setsid()
-    if os.fork() > 0:
-        os._exit(0)
-    os.chdir("/")
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    null = os.open(os.devnull, os.O_RDWR)
-    for target in (0, 1, 2):
-        os.dup2(null, target)
-    keep = {0, 1, 2, fd, notify}
-    for name in os.listdir("/proc/self/fd"):
-        if int(name) not in keep:
-            os.closerange(int(name), int(name) + 1)
-    os.write(notify, str(os.getpid()).encode())
-    os.close(notify)
+def _keeper(fd: int, path: str, run_dir: str, deadline: float, notify: int) -> int:
+    """The keeper's life, in the detached process: hold the flock until the run is over."""
+    report(notify, {"pid": os.getpid()})
     while not keeper_should_end(fd, path, run_dir, deadline):
         time.sleep(KEEPER_POLL_S)
     if _same_file(fd, path):
         with contextlib.suppress(OSError):
             os.unlink(path)  # still under our flock: nobody else holds this file
+    return 0
 
 
 def spawn_keeper(fd: int, path: str, run_dir: str, lifetime: float) -> int:
     """Start the detached keeper holding the flock on ``fd``; -> its pid (0 when it died)."""
     deadline = time.monotonic() + lifetime
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:
-        code = 1
-        try:
-            os.close(read_end)
-            _keeper(fd, path, run_dir, deadline, write_end)
-            code = 0
-        except BaseException:  # a forked process must never unwind into the module's code
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    os.waitpid(child, 0)
-    with os.fdopen(read_end, "rb") as pipe:
-        text = pipe.read().decode("ascii")
-    return int(text) if text else 0
+
+    def body(notify: int) -> int:
+        return _keeper(fd, path, run_dir, deadline, notify)
+
+    ready = detach(body, keep={fd})
+    return int((ready or {}).get("pid") or 0)
 
 
 def _iso_now() -> str:
@@ -260,11 +236,10 @@ def take(path: str, run_dir: str, lifetime: float, owner: dict[str, Any]) -> dic
             with contextlib.suppress(OSError):
                 os.unlink(path)
             return lock_result(path, {**outcome, "error": "its keeper died while starting"}, None)
-        identity = process_identity(pid)
         record = {
             **owner,
             "keeper_pid": pid,
-            "keeper_start_time": identity[1] if identity else None,
+            "keeper_start_time": start_time(pid),
             "locked_at": _iso_now(),
             "run_dir": run_dir,
         }

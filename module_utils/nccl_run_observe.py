@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.nccl_proc import write_json
+
 RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 
 # ------------------------------------------------------------------------------------------------
@@ -294,9 +296,7 @@ def touch_watch(path: Path, stale_s: float) -> None:
     is older than stale_s (Ctrl-C or a lost connection between two looks)."""
     if not path.parent.is_dir():
         return
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps({"stale_after_s": stale_s, "at": time.time()}), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, {"stale_after_s": stale_s, "at": time.time()})
 
 
 def watcher_gone(path: Path, now: float | None = None) -> str | None:

@@ -10,6 +10,7 @@ report.html. The class table lives in module_utils/nccl_exit_classes.py.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +117,37 @@ def _rank_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _pairwise_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
+    """A slow node of the pairwise rounds (junit/pairwise.xml failure) names its host."""
+    labels = {"pairwise." + _label(h.host): h.host for h in run.hosts}
+    found = []
+    for item in files:
+        if item.kind != "pairwise":
+            continue
+        for case in item.suite.test_cases:
+            for info in case.failures:
+                what, fix = split_hint(str(info.get("message") or ""))
+                found.append(
+                    {
+                        "class": "bandwidth",
+                        "host": labels.get(str(case.classname), str(case.classname)),
+                        "rank": None,
+                        "test": case.name,
+                        "what": what or "slow node",
+                        "fix": fix or "see junit/pairwise.xml: the node's pairs and rails",
+                        "consequence": False,
+                    }
+                )
+    return found
+
+
+def _label(host: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", host)  # as nccl_pairwise's classnames
+
+
 def findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
     """Every finding, most severe class first, causes before consequences, in host order."""
-    found = _preflight_findings(run) + _rank_findings(run, files)
+    found = _preflight_findings(run) + _rank_findings(run, files) + _pairwise_findings(run, files)
     order = list(code_table())
     return sorted(found, key=lambda f: (f["consequence"], order.index(f["class"])))
 

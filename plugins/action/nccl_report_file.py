@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import sys
 from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.plugins.action import ActionBase
+
+# Action plugins run on the control machine, where ansible.module_utils holds only Ansible's own:
+# the project's standard-library module_utils are imported from their folder (nccl_files.py).
+if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in sys.path:
+    sys.path.append(_MODULE_UTILS)
+
+from nccl_files import write_atomically
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "dest": {"type": "path", "required": True},
@@ -57,13 +64,7 @@ def write_file(dest: Path, payload: bytes, mode: int, directory_mode: int) -> bo
     dest.parent.mkdir(mode=directory_mode, parents=True, exist_ok=True)
     if is_current(dest, payload, mode):
         return False
-    fd, temporary = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
-    try:
-        os.fchmod(fd, mode)
-        os.write(fd, payload)
-    finally:
-        os.close(fd)
-    os.replace(temporary, dest)
+    write_atomically(dest, payload, mode)
     return True
 
 

@@ -5,12 +5,27 @@
 nccl on NVIDIA GPUs (nvidia-smi), hccl on Ascend NPUs (npu-smi info), xccl on Intel XPUs
 (torch.xpu, asked only when neither was found), gloo otherwise; the same order as
 files/nccl_check.py's choose_backend (torch's accelerator: cuda, npu, xpu, else cpu).
+
+The pre-flight check backend_choice (`nccl_backend_checks_add`, appended to every host's
+results): every rank runs the master's choice (nccl_env_backend), so with auto a host that would
+choose otherwise (a GPU node whose nvidia-smi finds no GPU, among GPU nodes) fails by name, with
+what it found and what the others chose, before anything is launched. Skipped, with the reason,
+when nccl_backend is not auto.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import append_results, check_result, rank_order
 
 
 def _names(items: list[dict[str, Any]], key: str = "name") -> str:
@@ -48,8 +63,83 @@ def nccl_backend_choice(facts: dict[str, Any] | None, requested: str = "auto") -
     return {"backend": "gloo", "reason": "; ".join(why) + ": gloo on the CPU", "devices": 0}
 
 
+# Where each backend's devices are listed, for the hint.
+LOOK = {
+    "nccl": "nvidia-smi -L",
+    "hccl": "npu-smi info",
+    "xccl": "python -c 'import torch; print(torch.xpu.device_count())'",
+    "gloo": "nvidia-smi -L; npu-smi info",
+}
+
+
+def _result(host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
+    return check_result("backend_choice", host, status, message, hint)
+
+
+def _found(choice: dict[str, Any]) -> str:
+    """What a host found: the choice's reason without its ': <backend>' tail."""
+    reason = str(choice.get("reason") or "")
+    for tail in (": gloo on the CPU", f": {choice.get('backend')}"):
+        if reason.endswith(tail):
+            return reason[: -len(tail)]
+    return reason
+
+
+def check_backend_choice(
+    host: str, choices: dict[str, dict[str, Any]], master: str, requested: str
+) -> dict[str, str]:
+    if requested != "auto":
+        return _result(
+            host, "skipped", f"{host}: nccl_backend is {requested}, not auto: no host chooses"
+        )
+    mine = choices.get(host)
+    ref = choices.get(master)
+    if mine is None or ref is None:
+        who = host if mine is None else master
+        return _result(host, "skipped", f"{host}: no facts from {who} to choose a backend from")
+    if mine["backend"] == ref["backend"]:
+        return _result(
+            host, "passed", f"{host}: chose {mine['backend']} like the master ({_found(mine)})"
+        )
+    same = [h for h, c in choices.items() if c["backend"] == ref["backend"]]
+    others = "the others" if len(same) == len(choices) - 1 else ", ".join(same)
+    return _result(
+        host,
+        "failed",
+        f"{host} found {_found(mine)} and would use {mine['backend']}; {others} chose "
+        f"{ref['backend']} (the master {master}: {_found(ref)}), and every rank runs the "
+        "master's choice",
+        f"{LOOK.get(mine['backend'], LOOK['gloo'])}  (on {host}); fix its "
+        f"{ref['backend']} devices, or leave {host} out, or set nccl_backend explicitly "
+        "(gloo runs on every host's CPU)",
+    )
+
+
+def nccl_backend_checks_add(
+    results_by_host: dict[str, list[dict] | None],
+    observations: dict[str, dict],
+    settings: dict | None = None,
+) -> dict[str, list[dict] | None]:
+    """results_by_host with backend_choice appended; None stays None."""
+    settings = settings or {}
+    requested = str(settings.get("requested_backend") or "auto")
+    order = rank_order(observations, settings)
+    master = str(settings.get("master") or (order[0] if order else ""))
+    choices = {
+        h: nccl_backend_choice(observations[h].get("facts"), "auto")
+        for h in order
+        if (observations.get(h) or {}).get("facts")
+    }
+    return append_results(
+        results_by_host, lambda host: [check_backend_choice(host, choices, master, requested)]
+    )
+
+
 class FilterModule:
-    """The backend nccl_backend: auto chooses."""
+    """The backend nccl_backend: auto chooses, and the backend_choice pre-flight check."""
 
     def filters(self) -> dict[str, Any]:
-        return {"nccl_backend_choice": nccl_backend_choice}
+        return {
+            "nccl_backend_choice": nccl_backend_choice,
+            "nccl_backend_checks_add": nccl_backend_checks_add,
+        }

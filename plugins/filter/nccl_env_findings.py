@@ -13,13 +13,22 @@ shape of a pre-flight check result, ``{check: "environment", host, status, messa
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import check_result
 
 CHECK = "environment"
 
 
 def _result(host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {"check": CHECK, "host": host, "status": status, "message": message, "hint": hint}
+    return check_result(CHECK, host, status, message, hint)
 
 
 def interface_table(interfaces: dict[str, Any]) -> str:

@@ -16,8 +16,19 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections import Counter
+import sys
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import append_results, no_observation, rank_order
+from nccl_check_result import check_result as _result
+from nccl_check_result import host_table as _table
+from nccl_check_result import reference_value as _reference
 
 FABRIC_CHECKS = ("rdma", "nccl_ib_hca", "gpudirect", "limits", "nccl_config", "fabric")
 GIB = 1024**3
@@ -33,27 +44,6 @@ MEMLOCK_DOC = (
     "(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)"
 )
 _HCA_ENTRY = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)(?::(?P<port>\d+))?$")
-
-
-def _result(check: str, host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {"check": check, "host": host, "status": status, "message": message, "hint": hint}
-
-
-def _reference(values: dict[str, Any], order: list[str], prefer: Any = None) -> Any:
-    """The value most hosts have; ties go to ``prefer``, then to the earliest host."""
-    counts = Counter(values.values())
-    best = max(counts.values())
-    if prefer is not None and counts.get(prefer) == best:
-        return prefer
-    for host in order:
-        if host in values and counts[values[host]] == best:
-            return values[host]
-    return next(iter(values.values()))
-
-
-def _table(values: dict[str, Any], order: list[str]) -> str:
-    width = max(len(h) for h in values)
-    return "\n".join(f"  {h.ljust(width)}  {values[h]}" for h in order if h in values)
 
 
 def _fabric(obs: dict) -> dict:
@@ -537,12 +527,8 @@ def nccl_fabric_results(
     settings = settings or {}
     observations = {h: {**o, "host": h} for h, o in observations.items() if o}
     if host not in observations:
-        return [
-            _result(c, host, "failed", f"{host}: no observation (the host failed earlier)")
-            for c in FABRIC_CHECKS
-        ]
-    order = [h for h in settings.get("order") or [] if h in observations]
-    order += [h for h in observations if h not in order]
+        return no_observation(FABRIC_CHECKS, host)
+    order = rank_order(observations, settings)
     extra = settings.get("extra_env_by_host") or {}
     obs = observations[host]
     return [
@@ -561,12 +547,9 @@ def nccl_fabric_judge(
     settings: dict | None = None,
 ) -> dict[str, list | None]:
     """nccl_preflight_judge's results with the fabric checks appended to every host's list."""
-    return {
-        host: None
-        if results is None
-        else list(results) + nccl_fabric_results(observations, host, settings)
-        for host, results in results_by_host.items()
-    }
+    return append_results(
+        results_by_host, lambda host: nccl_fabric_results(observations, host, settings)
+    )
 
 
 def nccl_expect_net(facts: dict, ifname: str, setting: str = "auto") -> dict[str, str]:
@@ -587,6 +570,40 @@ def nccl_expect_net(facts: dict, ifname: str, setting: str = "auto") -> dict[str
     return {"expect": "socket", "reason": why}
 
 
+def nccl_rdma_plan(facts: dict, extra_env: dict | None = None) -> dict | None:
+    """plan.json's ``rdma`` of a host: its active RDMA ports with their rate, each ``selected``
+    when NCCL_IB_HCA leaves it to NCCL (module_utils/nccl_rdma_expect.py); None without one."""
+    obs = {"facts": facts or {}}
+    active = [p for p in rdma_ports(obs) if _active(p)]
+    if not active:
+        return None
+    value, source = ib_hca_of(obs, extra_env or {})
+    spec = None
+    if value is not None:
+        try:
+            spec = parse_ib_hca(value)
+        except ValueError:
+            spec = None  # the nccl_ib_hca check fails the pre-flight with the reason
+    rows = []
+    for p in active:
+        hit = spec is None or any(_matches(e, p, spec["exact"]) for e in spec["entries"])
+        rows.append(
+            {
+                "device": p["device"],
+                "port": p["port"],
+                "rate_gbps": p.get("rate_gbps"),
+                "link_layer": p.get("link_layer"),
+                "selected": hit != bool(spec and spec["exclude"]),
+            }
+        )
+    selected_by = (
+        f"the active RDMA ports NCCL_IB_HCA={value} ({source}) selects"
+        if spec is not None
+        else "every active RDMA port"
+    )
+    return {"ports": rows, "selected_by": selected_by}
+
+
 class FilterModule:
     """Fabric checks of the pre-flight."""
 
@@ -595,4 +612,5 @@ class FilterModule:
             "nccl_fabric_results": nccl_fabric_results,
             "nccl_fabric_judge": nccl_fabric_judge,
             "nccl_expect_net": nccl_expect_net,
+            "nccl_rdma_plan": nccl_rdma_plan,
         }

@@ -21,8 +21,20 @@ because idle GPUs drop to Gen1 to save power.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import append_results, no_observation, rank_order
+from nccl_check_result import check_result as _result
+from nccl_check_result import host_table as _table
+from nccl_check_result import reference_value as _reference
 
 GPU_CHECKS = (
     "gpu_memory",
@@ -70,22 +82,6 @@ XID_MEANINGS = {
 }
 
 
-def _result(check: str, host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {"check": check, "host": host, "status": status, "message": message, "hint": hint}
-
-
-def _reference(values: dict[str, Any], order: list[str]) -> Any:
-    """The value most hosts have; on a tie the earliest host's (rank order)."""
-    counts = Counter(values.values())
-    best = max(counts.values())
-    return next(values[h] for h in order if h in values and counts[values[h]] == best)
-
-
-def _table(values: dict[str, Any], order: list[str]) -> str:
-    width = max(len(h) for h in values)
-    return "\n".join(f"  {h.ljust(width)}  {values[h]}" for h in order if h in values)
-
-
 def _health(obs: dict) -> dict:
     return (obs.get("facts") or {}).get("gpu_health") or {}
 
@@ -122,6 +118,23 @@ def _skip_reason(obs: dict, settings: dict, part: str = "query") -> str:
     return ""
 
 
+def _skipped(
+    check: str, obs: dict, settings: dict, part: str = "query", what: str = ""
+) -> dict | None:
+    """The check's skipped result where this host's GPU health is not judged (None where it is)."""
+    skip = _skip_reason(obs, settings, part)
+    return _result(check, obs["host"], "skipped", f"{obs['host']}: {what}{skip}") if skip else None
+
+
+def _verdict(
+    check: str, host: str, problems: list[str], notes: list[str], fix: str, passed: str
+) -> dict:
+    """Failed with the problems (one a line, then the notes) and the fix; passed when none."""
+    if problems:
+        return _result(check, host, "failed", "\n".join(problems + notes), fix)
+    return _result(check, host, "passed", passed)
+
+
 # --------------------------------------------------------------------------- memory
 def _memory_problems(gpu: dict) -> list[str]:
     ecc, pages, rows = (
@@ -148,9 +161,8 @@ def _memory_problems(gpu: dict) -> list[str]:
 
 def check_memory(obs: dict, settings: dict) -> dict:
     host = obs["host"]
-    skip = _skip_reason(obs, settings)
-    if skip:
-        return _result("gpu_memory", host, "skipped", f"{host}: {skip}")
+    if skipped := _skipped("gpu_memory", obs, settings):
+        return skipped
     lines, notes = [], []
     for gpu in gpus_of(obs):
         problems = _memory_problems(gpu)
@@ -162,36 +174,28 @@ def check_memory(obs: dict, settings: dict) -> dict:
             notes.append(f"{gpu_label(gpu)} {corrected} correctable (aggregate)")
         if gpu.get("ecc_mode") == "Disabled":
             notes.append(f"warning: {gpu_label(gpu)} has ECC disabled")
-    if lines:
-        return _result(
-            "gpu_memory",
-            host,
-            "failed",
-            "\n".join(lines + notes),
-            f"nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER  (on {host}); drain the node and "
-            "reset the GPU (nvidia-smi -r -i <index>) or reboot; replace the GPU when rows "
-            "cannot be remapped or errors come back",
-        )
     counted = sum(
         1 for g in gpus_of(obs) if (g.get("ecc") or {}).get("volatile_uncorrectable") is not None
     )
     what = f"{counted} GPUs report ECC counters" if counted else "ECC counters not reported"
-    return _result(
-        "gpu_memory",
-        host,
-        "passed",
+    passed = (
         f"{host}: no uncorrectable memory error, nothing pending ({what}"
         + ("; " + "; ".join(notes) if notes else "; no correctable error")
-        + ")",
+        + ")"
     )
+    fix = (
+        f"nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER  (on {host}); drain the node and "
+        "reset the GPU (nvidia-smi -r -i <index>) or reboot; replace the GPU when rows "
+        "cannot be remapped or errors come back"
+    )
+    return _verdict("gpu_memory", host, lines, notes, fix, passed)
 
 
 # --------------------------------------------------------------------------- xid
 def check_xid(obs: dict, settings: dict) -> dict:
     host = obs["host"]
-    skip = _skip_reason(obs, settings, "kernel_log")
-    if skip:
-        return _result("gpu_xid", host, "skipped", f"{host}: kernel log not read: {skip}")
+    if skipped := _skipped("gpu_xid", obs, settings, "kernel_log", "kernel log not read: "):
+        return skipped
     log = _health(obs)["kernel_log"]
     by_bus = {g.get("bus_key"): g for g in gpus_of(obs)}
     groups: dict[tuple[str, int], list[dict]] = {}
@@ -207,21 +211,17 @@ def check_xid(obs: dict, settings: dict) -> dict:
         )
         (fatal if xid in XID_FATAL else other).append(line)
     source = log.get("source") or "the kernel log"
-    if fatal:
-        return _result(
-            "gpu_xid",
-            host,
-            "failed",
-            "\n".join(fatal + [f"warning: {o}" for o in other]),
-            f"{source} | grep -i xid  (on {host}); https://docs.nvidia.com/deploy/xid-errors/ ; "
-            "drain the node, reset the GPU or reboot; call the vendor when it comes back",
-        )
+    warnings = [f"warning: {o}" for o in other]
     text = f"{host}: no GPU Xid since boot in {source}"
     if other:
         text = f"{host}: only application-level Xids since boot in {source}:\n" + "\n".join(
-            f"warning: {o}" for o in other
+            warnings
         )
-    return _result("gpu_xid", host, "passed", text)
+    fix = (
+        f"{source} | grep -i xid  (on {host}); https://docs.nvidia.com/deploy/xid-errors/ ; "
+        "drain the node, reset the GPU or reboot; call the vendor when it comes back"
+    )
+    return _verdict("gpu_xid", host, fatal, warnings, fix, text)
 
 
 # --------------------------------------------------------------------------- pcie
@@ -259,9 +259,8 @@ def _pcie_summary(obs: dict) -> str | None:
 
 def check_pcie(observations: dict, host: str, settings: dict, order: list[str]) -> dict:
     obs = observations[host]
-    skip = _skip_reason(obs, settings)
-    if skip:
-        return _result("gpu_pcie", host, "skipped", f"{host}: {skip}")
+    if skipped := _skipped("gpu_pcie", obs, settings):
+        return skipped
     lines, notes = [], []
     for gpu in gpus_of(obs):
         pcie = gpu.get("pcie") or {}
@@ -296,17 +295,13 @@ def check_pcie(observations: dict, host: str, settings: dict, order: list[str]) 
             f"{host}: PCIe link widths {mine} differ from the other hosts "
             f"({_reference(values, order)}); host -> widths:\n" + _table(values, order)
         )
-    if lines:
-        return _result(
-            "gpu_pcie",
-            host,
-            "failed",
-            "\n".join(lines + [f"note: {n}" for n in notes]),
-            f"nvidia-smi -q -d PCIE; lspci -vv -s <bus id> | grep -i lnksta  (on {host}); reseat "
-            "the GPU or its riser, check the slot's bifurcation in the BIOS, power-cycle",
-        )
     text = f"{host}: every GPU's PCIe link at its full width ({mine or 'widths not reported'})"
-    return _result("gpu_pcie", host, "passed", text + ("; " + "; ".join(notes) if notes else ""))
+    fix = (
+        f"nvidia-smi -q -d PCIE; lspci -vv -s <bus id> | grep -i lnksta  (on {host}); reseat "
+        "the GPU or its riser, check the slot's bifurcation in the BIOS, power-cycle"
+    )
+    passed = text + ("; " + "; ".join(notes) if notes else "")
+    return _verdict("gpu_pcie", host, lines, [f"note: {n}" for n in notes], fix, passed)
 
 
 # --------------------------------------------------------------------------- nvlink
@@ -321,9 +316,8 @@ def _active_links(obs: dict) -> dict[int, tuple[int, int]]:
 
 def check_nvlink(observations: dict, host: str, settings: dict, order: list[str]) -> dict:
     obs = observations[host]
-    skip = _skip_reason(obs, settings)
-    if skip:
-        return _result("gpu_nvlink", host, "skipped", f"{host}: {skip}")
+    if skipped := _skipped("gpu_nvlink", obs, settings):
+        return skipped
     entries = _health(obs).get("nvlink")
     if entries is None:
         why = _health(obs).get("nvlink_reason") or "no nvlink data"
@@ -355,27 +349,20 @@ def check_nvlink(observations: dict, host: str, settings: dict, order: list[str]
             f"{host}: NVLinks per GPU ({mine}) differ from the other hosts "
             f"({_reference(counts, order)}); host -> links up per GPU:\n" + _table(counts, order)
         )
-    if lines:
-        return _result(
-            "gpu_nvlink",
-            host,
-            "failed",
-            "\n".join(lines),
-            f"nvidia-smi nvlink -s; nvidia-smi nvlink -e  (on {host}); reset the GPUs or reboot; "
-            "on an NVSwitch system restart nvidia-fabricmanager; reseat or replace the baseboard",
-        )
-    links = sum(len(e.get("links") or []) for e in entries)
-    return _result(
-        "gpu_nvlink", host, "passed", f"{host}: all {links} NVLinks of {len(entries)} GPUs up"
+    fix = (
+        f"nvidia-smi nvlink -s; nvidia-smi nvlink -e  (on {host}); reset the GPUs or reboot; "
+        "on an NVSwitch system restart nvidia-fabricmanager; reseat or replace the baseboard"
     )
+    links = sum(len(e.get("links") or []) for e in entries)
+    passed = f"{host}: all {links} NVLinks of {len(entries)} GPUs up"
+    return _verdict("gpu_nvlink", host, lines, [], fix, passed)
 
 
 # --------------------------------------------------------------------------- fabric manager
 def check_fabric(obs: dict, settings: dict) -> dict:
     host = obs["host"]
-    skip = _skip_reason(obs, settings)
-    if skip:
-        return _result("gpu_fabric", host, "skipped", f"{host}: {skip}")
+    if skipped := _skipped("gpu_fabric", obs, settings):
+        return skipped
     health = _health(obs)
     gpus = gpus_of(obs)
     states = {gpu_label(g): (g.get("fabric_state"), g.get("fabric_status")) for g in gpus}
@@ -396,27 +383,18 @@ def check_fabric(obs: dict, settings: dict) -> dict:
     ]
     if fm.get("state") and fm["state"] != "active":
         lines.insert(0, f"{host}: the nvidia-fabricmanager service is {fm['state']}")
-    if lines:
-        return _result(
-            "gpu_fabric",
-            host,
-            "failed",
-            "\n".join(lines),
-            f"systemctl status nvidia-fabricmanager; journalctl -u nvidia-fabricmanager  (on "
-            f"{host}); systemctl restart nvidia-fabricmanager (its version must match the "
-            "driver's); nvidia-smi -q | grep -A2 Fabric",
-        )
+    fix = (
+        f"systemctl status nvidia-fabricmanager; journalctl -u nvidia-fabricmanager  (on "
+        f"{host}); systemctl restart nvidia-fabricmanager (its version must match the "
+        "driver's); nvidia-smi -q | grep -A2 Fabric"
+    )
     service = (
         f"nvidia-fabricmanager {fm['state']}"
         if fm.get("state")
         else f"the service state unknown ({fm.get('reason') or 'not read'})"
     )
-    return _result(
-        "gpu_fabric",
-        host,
-        "passed",
-        f"{host}: NVSwitch fabric: {len(reported)} GPUs Completed/Success, {service}",
-    )
+    passed = f"{host}: NVSwitch fabric: {len(reported)} GPUs Completed/Success, {service}"
+    return _verdict("gpu_fabric", host, lines, [], fix, passed)
 
 
 # --------------------------------------------------------------------------- topology
@@ -445,9 +423,8 @@ def run_nics(settings: dict, topology_nics: list[str]) -> tuple[list[str], str]:
 
 def check_topology(obs: dict, settings: dict) -> dict:
     host = obs["host"]
-    skip = _skip_reason(obs, settings, "topology")
-    if skip:
-        return _result("gpu_topology", host, "skipped", f"{host}: topology not read: {skip}")
+    if skipped := _skipped("gpu_topology", obs, settings, "topology", "topology not read: "):
+        return skipped
     topology = _health(obs)["topology"]
     nics, source = run_nics(settings, topology.get("nics") or [])
     if not nics:
@@ -509,9 +486,8 @@ def _mode_problems(gpu: dict, ranks_per_gpu: float) -> tuple[list[str], list[str
 
 def check_modes(obs: dict, settings: dict) -> dict:
     host = obs["host"]
-    skip = _skip_reason(obs, settings)
-    if skip:
-        return _result("gpu_modes", host, "skipped", f"{host}: {skip}")
+    if skipped := _skipped("gpu_modes", obs, settings):
+        return skipped
     gpus = gpus_of(obs)
     ranks_per_gpu = int(obs.get("nproc_per_node") or 1) / max(len(gpus), 1)
     lines, warnings = [], []
@@ -519,17 +495,12 @@ def check_modes(obs: dict, settings: dict) -> dict:
         fails, warns = _mode_problems(gpu, ranks_per_gpu)
         lines += [f"{host}: {gpu_label(gpu)}: {f}" for f in fails]
         warnings += [f"warning: {host}: {gpu_label(gpu)}: {w}" for w in warns]
-    if lines:
-        return _result(
-            "gpu_modes",
-            host,
-            "failed",
-            "\n".join(lines + warnings),
-            f"nvidia-smi -q -d PERFORMANCE,COMPUTE  (on {host}); nvidia-smi -i <index> -mig 0; "
-            "nvidia-smi -i <index> -c DEFAULT; check cooling and power for HW slowdown",
-        )
+    fix = (
+        f"nvidia-smi -q -d PERFORMANCE,COMPUTE  (on {host}); nvidia-smi -i <index> -mig 0; "
+        "nvidia-smi -i <index> -c DEFAULT; check cooling and power for HW slowdown"
+    )
     text = f"{host}: {len(gpus)} GPUs: no MIG, compute mode usable, no hardware slowdown"
-    return _result("gpu_modes", host, "passed", "\n".join([text, *warnings]))
+    return _verdict("gpu_modes", host, lines, warnings, fix, "\n".join([text, *warnings]))
 
 
 # --------------------------------------------------------------------------- torch's view
@@ -559,9 +530,8 @@ def _visible_problems(entries: list[str], gpus: list[dict], want: int) -> list[s
 
 def check_visible(obs: dict, settings: dict) -> dict:
     host = obs["host"]
-    skip = _skip_reason(obs, settings, "query")
-    if skip:
-        return _result("gpu_visible", host, "skipped", f"{host}: {skip}")
+    if skipped := _skipped("gpu_visible", obs, settings):
+        return skipped
     want = int(obs.get("nproc_per_node") or 1)
     extra = settings.get("extra_env") or {}
     value = extra.get("CUDA_VISIBLE_DEVICES", _health(obs).get("cuda_visible_devices"))
@@ -578,32 +548,25 @@ def check_visible(obs: dict, settings: dict) -> dict:
             f"torch.cuda.device_count() is {count} in {obs.get('python') or py.get('executable')}, "
             f"{want} ranks planned" + (f" ({py['reason']})" if py.get("reason") else "")
         )
-    if problems:
-        return _result(
-            "gpu_visible",
-            host,
-            "failed",
-            f"{host}: " + f"\n{host}: ".join(problems),
-            f'echo $CUDA_VISIBLE_DEVICES; nvidia-smi -L; python -c "import torch; '
-            f'print(torch.cuda.device_count())"  (on {host}); fix CUDA_VISIBLE_DEVICES ({where}) '
-            "or the ranks per node",
-        )
+    fix = (
+        f'echo $CUDA_VISIBLE_DEVICES; nvidia-smi -L; python -c "import torch; '
+        f'print(torch.cuda.device_count())"  (on {host}); fix CUDA_VISIBLE_DEVICES ({where}) '
+        "or the ranks per node"
+    )
     seen = "unknown (the torch probe gave no answer)" if count is None else str(count)
     shown = "unset" if value is None else f"{value!r} ({where})"
-    return _result(
-        "gpu_visible",
-        host,
-        "passed",
-        f"{host}: torch sees {seen} CUDA devices for {want} ranks; CUDA_VISIBLE_DEVICES {shown}",
+    passed = (
+        f"{host}: torch sees {seen} CUDA devices for {want} ranks; CUDA_VISIBLE_DEVICES {shown}"
     )
+    lines = [f"{host}: {p}" for p in problems]
+    return _verdict("gpu_visible", host, lines, [], fix, passed)
 
 
 # --------------------------------------------------------------------------- dcgm
 def check_dcgm(obs: dict, settings: dict) -> dict:
     host = obs["host"]
-    skip = _skip_reason(obs, settings)
-    if skip:
-        return _result("gpu_dcgm", host, "skipped", f"{host}: {skip}")
+    if skipped := _skipped("gpu_dcgm", obs, settings):
+        return skipped
     dcgm = _health(obs).get("dcgm") or {}
     if not dcgm.get("results"):
         why = dcgm.get("reason") or "nccl_dcgm_diag_level is 0 (off)"
@@ -624,25 +587,14 @@ def check_dcgm(obs: dict, settings: dict) -> dict:
     results = dcgm["results"]
     failed = [line(r) for r in results if r.get("status", "").lower().startswith("fail")]
     warned = [line(r) for r in results if r.get("status", "").lower().startswith("warn")]
-    if failed:
-        return _result(
-            "gpu_dcgm",
-            host,
-            "failed",
-            "\n".join(failed + [f"warning: {w}" for w in warned]),
-            f"dcgmi diag -r {level}  (on {host}); act on the failed diagnostic (drain the node, "
-            "reset or replace the GPU)",
-        )
-    passed = sum(1 for r in results if r.get("status", "").lower().startswith("pass"))
-    return _result(
-        "gpu_dcgm",
-        host,
-        "passed",
-        "\n".join(
-            [f"{host}: dcgmi diag -r {level}: {passed} of {len(results)} results Pass, none Fail"]
-            + [f"warning: {w}" for w in warned]
-        ),
+    warnings = [f"warning: {w}" for w in warned]
+    fix = (
+        f"dcgmi diag -r {level}  (on {host}); act on the failed diagnostic (drain the node, "
+        "reset or replace the GPU)"
     )
+    count = sum(1 for r in results if r.get("status", "").lower().startswith("pass"))
+    text = f"{host}: dcgmi diag -r {level}: {count} of {len(results)} results Pass, none Fail"
+    return _verdict("gpu_dcgm", host, failed, warnings, fix, "\n".join([text, *warnings]))
 
 
 # --------------------------------------------------------------------------- entry points
@@ -653,12 +605,8 @@ def nccl_gpu_health_results(
     settings = settings or {}
     observations = {h: {**o, "host": h} for h, o in observations.items() if o}
     if host not in observations:
-        return [
-            _result(c, host, "failed", f"{host}: no observation (the host failed earlier)")
-            for c in GPU_CHECKS
-        ]
-    order = [h for h in settings.get("order") or [] if h in observations]
-    order += [h for h in observations if h not in order]
+        return no_observation(GPU_CHECKS, host)
+    order = rank_order(observations, settings)
     obs = observations[host]
     return [
         check_memory(obs, settings),
@@ -680,12 +628,9 @@ def nccl_gpu_health_add(
 ) -> dict[str, list[dict] | None]:
     """results_by_host (nccl_preflight_judge's) with every host's GPU health checks appended;
     hosts without results (None: dropped out before the pre-flight) stay None."""
-    return {
-        host: None
-        if results is None
-        else [*results, *nccl_gpu_health_results(observations, host, settings)]
-        for host, results in results_by_host.items()
-    }
+    return append_results(
+        results_by_host, lambda host: nccl_gpu_health_results(observations, host, settings)
+    )
 
 
 class FilterModule:

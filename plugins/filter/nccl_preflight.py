@@ -8,22 +8,9 @@ firewall findings) and hands all of them to ``nccl_preflight_results``, which re
 address family, clock) compare that host against the others; the odd host fails and the message
 carries the table host -> value.
 
-Observation of a host (``preflight_observation`` fact, built in roles/preflight/tasks/main.yml):
-
-    host, is_master, facts (ansible_facts.nccl), ifname, ifname_reason, address, master_addr,
-    master_port, nproc_per_node, backend, python (the interpreter path),
-    python_facts (what torch reported: nccl_preflight_listen state=stopped's python, as
-    ansible_facts.nccl.python; missing or {} -> facts.python),
-    port_owner (the master's MASTER_PORT owners, {free, listeners}, from nccl_preflight_listen
-    state=started with check_port; {} elsewhere or when it did not run),
-    run_lock (the master's run lock, nccl_preflight_listen state=started's lock: {path, refused,
-    took_over, holder, stale, message}; {} elsewhere),
-    listeners (nccl_preflight_listen state=stopped result, as nccl_tcp_probe's collect returns it:
-    {listeners: [{name, address, port, error, accepted, complete}], timed_out, waited, ...}; the
-    state=started result (nccl_facts' preflight) when the listeners
-    could not be collected; {} when neither ran), probes ([nccl_tcp_probe results]),
-    firewall ({findings, tools}, read by nccl_tcp_probe's firewall option, or {}),
-    clock (float epoch seconds or None)
+Observation of a host: the ``preflight_observation`` fact, built by
+``nccl_preflight_observation`` (plugins/filter/nccl_observation.py, whose docstring describes
+every key); the judge adds ``host``.
 
 Settings: master (inventory name), order (inventory names in rank order), require_gpu,
 expected_versions ({python, torch, cuda, nccl, driver}), clock_check, clock_max_skew_s,
@@ -33,8 +20,18 @@ full_mesh.
 from __future__ import annotations
 
 import ipaddress
-from collections import Counter
+import sys
+from pathlib import Path
 from typing import Any
+
+# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
+# (nccl_check_result.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from nccl_check_result import check_result as _result
+from nccl_check_result import host_table as table
+from nccl_check_result import no_observation, rank_order, reference_value, too_few_devices
 
 CHECKS = (
     "interface",
@@ -54,39 +51,11 @@ VIRTUAL_PREFIXES = ("docker", "veth", "br-", "virbr")
 VERSION_KEYS = ("python", "torch", "cuda", "nccl", "driver")
 
 
-def _result(check: str, host: str, status: str, message: str, hint: str = "") -> dict[str, str]:
-    return {"check": check, "host": host, "status": status, "message": message, "hint": hint}
-
-
 def _family(address: str) -> str:
     try:
         return f"ipv{ipaddress.ip_address(address).version}"
     except ValueError:
         return ""
-
-
-def reference_value(values: dict[str, Any], order: list[str]) -> Any:
-    """The value most hosts have; on a tie the one the earliest host in rank order has."""
-    counts = Counter(values.values())
-    best = max(counts.values())
-    for host in order:
-        if host in values and counts[values[host]] == best:
-            return values[host]
-    return next(iter(values.values()))
-
-
-def table(values: dict[str, Any], order: list[str]) -> str:
-    width = max(len(h) for h in values)
-    return "\n".join(
-        f"  {h.ljust(width)}  {values[h] if values[h] is not None else 'unknown'}"
-        for h in order
-        if h in values
-    )
-
-
-def _order(observations: dict[str, dict], settings: dict) -> list[str]:
-    order = [h for h in settings.get("order") or [] if h in observations]
-    return order + [h for h in observations if h not in order]
 
 
 # --------------------------------------------------------------------------- interface
@@ -459,15 +428,9 @@ def check_gpu(obs: dict, settings: dict) -> dict:
             f"nvidia-smi  (on {host}); install/load the NVIDIA driver",
         )
     want = int(obs.get("nproc_per_node") or 1)
-    if len(gpus) < want:
-        return _result(
-            "gpu",
-            host,
-            "failed",
-            f"{host} has {len(gpus)} GPUs, {want} ranks planned",
-            f"nvidia-smi -L  (on {host}); set nccl_slots / nccl_nproc_per_node for {host} to "
-            f"{len(gpus)} or fix the missing GPU",
-        )
+    few = too_few_devices("gpu", host, len(gpus), want, ("GPUs", "GPU", "nvidia-smi -L"))
+    if few:
+        return few
     py = python_facts_of(obs)
     python = obs.get("python") or py.get("executable") or "python"
     if not py.get("cuda_available"):
@@ -624,11 +587,8 @@ def nccl_preflight_results(
     settings = settings or {}
     observations = {h: {**o, "host": h} for h, o in observations.items() if o}
     if host not in observations:
-        return [
-            _result(c, host, "failed", f"{host}: no observation (the host failed earlier)")
-            for c in CHECKS
-        ]
-    order = _order(observations, settings)
+        return no_observation(CHECKS, host)
+    order = rank_order(observations, settings)
     master = settings.get("master") or order[0]
     obs = observations[host]
     return [
@@ -684,12 +644,16 @@ def nccl_preflight_probe_plan(
     order: list[str],
     addresses: dict[str, str],
     full_mesh: bool = False,
+    hccl_port: int = 0,
 ) -> dict[str, Any]:
     """The nccl_tcp_probe targets of ``host`` and, per probe, why it cannot run.
 
     ``ports_by_host``: each host's listener ports, as nccl_preflight_listen state=started
-    returns them ({"master"|"ring": {"port", "error"}});
-    ``addresses``: each host's fabric address. -> {"targets": [...], "skip": {name: reason}}.
+    returns them ({"master"|"ring"|"hccl": {"port", "error"}});
+    ``addresses``: each host's fabric address; ``hccl_port``: HCCL_IF_BASE_PORT when the run's
+    backend is hccl, else 0: a ring peer that started its listeners but no hccl one (it would not
+    use hccl itself) is still probed there, and tcp_hccl_port says it holds no HCCL listener.
+    -> {"targets": [...], "skip": {name: reason}}.
     """
     targets: list[dict[str, Any]] = []
     skip: dict[str, str] = {}
@@ -725,6 +689,19 @@ def nccl_preflight_probe_plan(
                     "host": peer,
                     "address": addresses[peer],
                     "port": int(entry["port"]),
+                }
+            )
+        # hccl: HCCL's host port (HCCL_IF_BASE_PORT), listened on only with the hccl backend.
+        hccl = (ports_by_host.get(peer) or {}).get("hccl") or {}
+        if hccl.get("error"):
+            skip["hccl"] = f"{peer} could not listen on HCCL's port: {hccl['error']}"
+        elif addresses.get(peer) and (hccl or (hccl_port and entry and not entry.get("error"))):
+            targets.append(
+                {
+                    "name": "hccl",
+                    "host": peer,
+                    "address": addresses[peer],
+                    "port": int(hccl["port"]) if hccl else int(hccl_port),
                 }
             )
     return {"targets": targets, "skip": skip}

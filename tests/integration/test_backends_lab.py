@@ -94,9 +94,19 @@ def test_the_npu_preflight_reads_the_stand_ins_and_says_what_is_missing(
     lab = lab_factory(2, host_env=host_env)
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     variables = {"nccl_run_id": run_id, "nccl_report_root": str(tmp_path), "nccl_backend": "auto"}
-    proc = lab.ansible_playbook(
-        "playbooks/validate.yml", "--tags", "preflight", "-e", json.dumps(variables), timeout=600
-    )
+    # A firewall on the CPU host drops HCCL's host port (HCCL_IF_BASE_PORT, default 60000).
+    undo = lab.firewall_drop(lab.hosts[1], 60000)
+    try:
+        proc = lab.ansible_playbook(
+            "playbooks/validate.yml",
+            "--tags",
+            "preflight",
+            "-e",
+            json.dumps(variables),
+            timeout=600,
+        )
+    finally:
+        undo()
     assert proc.returncode != 0  # the NPU checks fail: nothing here can run HCCL
 
     def result(rank: int, check: str) -> dict:
@@ -110,10 +120,13 @@ def test_the_npu_preflight_reads_the_stand_ins_and_says_what_is_missing(
     assert npu["status"] == "failed", npu
     assert npu["message"].startswith(f"{master}: torch_npu 2.13.0.standin sees no NPU: ")
     assert "torch.npu failed: AttributeError" in npu["message"]
-    assert (
-        result(0, "npu_model")["message"]
-        == f"{master}: 910B2, npu-smi 25.2.0, like the other hosts"
-    )
+    # the double has no board recording of this 910B2: the firmware is unknown, with the reason
+    model = result(0, "npu_model")["message"]
+    assert model.startswith(
+        f"{master}: 910B2, npu-smi 25.2.0, like the other hosts; firmware unknown: {bin_dir}/"
+        "npu-smi info -t board -i 0 failed (rc=2): "
+    ), model
+    assert "'info -t board -i 0' not recorded" in model
     assert result(1, "npu") == {
         "check": "npu",
         "host": other,
@@ -124,3 +137,22 @@ def test_the_npu_preflight_reads_the_stand_ins_and_says_what_is_missing(
     assert result(0, "hccl_ports")["status"] in ("passed", "failed")
     assert "HCCL's host ports 60000-60015" in result(0, "hccl_ports")["message"]
     assert result(0, "gpu")["status"] == "skipped"  # GPU checks: the backend is hccl
+    # HCCL's port: the master's probe of the CPU host is dropped, named with the port
+    dropped = result(0, "tcp_hccl_port")
+    assert dropped["status"] == "failed", dropped
+    assert dropped["message"].startswith(
+        f"{master}: cannot open TCP to {other} at {lab.hosts[1].fabric_addr}:60000 (HCCL's host "
+        "port, HCCL_IF_BASE_PORT 60000)"
+    ), dropped
+    assert "packets are dropped" in dropped["message"]
+    assert result(1, "tcp_hccl_port")["status"] == "passed"
+    assert "60000" in result(1, "firewall")["message"], result(1, "firewall")
+    # auto: the CPU host would choose gloo, the Ascend master hccl, and every rank runs hccl
+    assert result(0, "backend_choice")["status"] == "passed"
+    odd = result(1, "backend_choice")
+    assert odd["status"] == "failed", odd
+    assert odd["message"].startswith(f"{other} found no NVIDIA GPU (")
+    assert (
+        "and would use gloo; the others chose hccl (the master "
+        f"{master}: 2 Ascend NPU chip(s) on 2 card(s) (npu-smi 25.2.0: 2 x 910B2))"
+    ) in odd["message"]

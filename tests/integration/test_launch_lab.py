@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
-import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -25,87 +23,27 @@ from typing import Any
 import pytest
 from nccl_torchrun import parse_env_file
 
-from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
+from tests.lab.runs import (
+    QUICK,
+    assert_nothing_left,
+    during,
+    kill_at,
+    label,
+    launch,
+    launch_records,
+    leftovers,
+    new_run_id,
+    paused_before_barrier,
+    playbook,
+    rank_record,
+    rank_suites,
+    run_dir,
+    validate,
+    wait_for_record,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-# Small and quick: a 2-core CI machine runs all of this.
-QUICK = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"]
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
-def run_dir(run_id: str, host: Any) -> Path:
-    return Path(f"/tmp/nccl-preflight-{run_id}-{host.inventory_name}")
-
-
-def leftovers(run_id: str) -> list[str]:
-    """Processes anywhere on this machine (every lab host shares it) with the run id in argv."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, UnicodeDecodeError):
-            continue
-        if run_id in argv and state not in "ZX":
-            found.append(f"{entry}: {argv[:200]}")
-    return found
-
-
-def playbook(
-    lab: Lab,
-    run_id: str,
-    reports: Path,
-    extra: dict[str, Any],
-    *args: str,
-    env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    variables = {"nccl_run_id": run_id, "nccl_report_root": str(reports), **extra}
-    return lab.ansible_playbook(
-        "playbooks/validate.yml", "-e", json.dumps(variables), *args, env=env, timeout=600
-    )
-
-
-def rank_suites(junit: Path) -> dict[str, ET.Element]:
-    root = ET.parse(junit).getroot()
-    return {
-        s.get("name"): s for s in root.iter("testsuite") if s.get("name", "").startswith("nccl.")
-    }
-
-
-def validate(report_dir: Path) -> None:
-    """Every JUnit file of the report against the Jenkins schema; without the schema the test
-    is skipped naming where it looked (tests/jenkins_schema.py), never passed unvalidated."""
-    assert validate_report_junit(report_dir), report_dir
-
-
-def label(host: Any) -> str:
-    return host.inventory_name.replace(".", "_")
-
-
-def in_background(action: Callable[[], None]) -> threading.Thread:
-    thread = threading.Thread(target=action, daemon=True)
-    thread.start()
-    return thread
-
-
-def wait_for_record(path: Path, test: str, timeout: float) -> dict[str, Any]:
-    """Wait until a rank's result file says it is at `test`; return the record."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError):
-            doc = {}
-        if doc.get("current_test") == test:
-            return doc
-        time.sleep(0.2)
-    raise AssertionError(f"{path} never reached {test}")
 
 
 @pytest.mark.lab
@@ -161,7 +99,7 @@ def test_two_hosts_three_ranks_each_pass_end_to_end(lab2: Lab, tmp_path: Path) -
 @pytest.mark.lab
 def test_four_hosts_with_one_fork_start_together(lab4: Lab, tmp_path: Path) -> None:
     run_id = new_run_id()
-    result = playbook(
+    result = launch(
         lab4,
         run_id,
         tmp_path,
@@ -170,8 +108,6 @@ def test_four_hosts_with_one_fork_start_together(lab4: Lab, tmp_path: Path) -> N
             "nccl_run_timeout": 90,
             "nccl_master_port": 29517,
         },
-        "--tags",
-        "launch",
         "--forks",
         "1",
         env={"ANSIBLE_FORKS": "1"},
@@ -195,34 +131,20 @@ def test_a_rank_killed_mid_run_is_an_error_and_the_others_are_reported(
 ) -> None:
     run_id = new_run_id()
     victim_host, victim_rank = lab2.hosts[1], 3  # local rank 1 of node 2 (2 ranks per node)
-    record = run_dir(run_id, victim_host) / "results" / f"rank-{victim_rank}.json"
-
-    def kill_victim() -> None:
-        doc = wait_for_record(record, "barrier", timeout=120)
-        lab2.kill(victim_host, int(doc["pid"]))
-
-    killer = in_background(kill_victim)
-    result = playbook(
-        lab2,
-        run_id,
-        tmp_path,
-        {
-            "nccl_slots": 2,
-            "nccl_run_timeout": 60,
-            "nccl_master_port": 29527,
-            "launch_check_timeout": 40,
-            "nccl_check_args": [
-                *QUICK,
-                "--tests",
-                "correctness",
-                "--pause-before",
-                f"barrier@{victim_rank}",
-            ],
-        },
-        "--tags",
-        "launch",
-    )
-    killer.join(timeout=5)
+    killed: dict[str, Any] = {}
+    with during(kill_at(lab2, run_id, victim_host, victim_rank, "barrier", 120, killed)):
+        result = launch(
+            lab2,
+            run_id,
+            tmp_path,
+            {
+                "nccl_slots": 2,
+                "nccl_run_timeout": 60,
+                "nccl_master_port": 29527,
+                "launch_check_timeout": 40,
+                "nccl_check_args": paused_before_barrier(victim_rank),
+            },
+        )
     assert result.returncode != 0, "a killed rank must fail the play"
     assert "FAILED" in result.stdout
     suites = rank_suites(tmp_path / run_id / "junit.xml")
@@ -245,17 +167,16 @@ def test_fabric_link_down_mid_run_ends_within_the_timeout(lab2: Lab, tmp_path: P
     finishes by itself, so nccl_run_timeout must end every process tree on every host."""
     run_id = new_run_id()
     timeout = 30
-    record = run_dir(run_id, lab2.hosts[0]) / "results" / "rank-0.json"
+    record = rank_record(run_id, lab2.hosts[0], 0)
     undo: list[Callable[[], None]] = []
 
     def cut_link() -> None:
         wait_for_record(record, "barrier", timeout=120)
         undo.append(lab2.link_down(lab2.hosts[1]))
 
-    cutter = in_background(cut_link)
     started = time.monotonic()
-    try:
-        result = playbook(
+    with during(cut_link, undo):
+        result = launch(
             lab2,
             run_id,
             tmp_path,
@@ -266,28 +187,15 @@ def test_fabric_link_down_mid_run_ends_within_the_timeout(lab2: Lab, tmp_path: P
                 "nccl_stall_timeout": 0,
                 "nccl_master_port": 29537,
                 "launch_check_timeout": 300,
-                "nccl_check_args": [
-                    *QUICK,
-                    "--tests",
-                    "correctness",
-                    "--pause-before",
-                    "barrier@0",
-                ],
+                "nccl_check_args": paused_before_barrier(),
             },
-            "--tags",
-            "launch",
         )
         elapsed = time.monotonic() - started
-    finally:
-        cutter.join(timeout=5)
-        for action in undo:
-            action()
     assert undo, "the link was never taken down"
     assert result.returncode != 0
     report = tmp_path / run_id
-    for host in lab2.hosts:
-        launch = json.loads((report / host.inventory_name / "launch.json").read_text())
-        assert launch["timed_out"] is True, launch
+    for record in launch_records(report, lab2.hosts).values():
+        assert record["timed_out"] is True, record
     # Facts, environment and report take their share; the launch itself is bounded.
     assert elapsed < timeout + 120, f"the play took {elapsed:.0f}s"
     suites = rank_suites(report / "junit.xml")
@@ -339,7 +247,7 @@ def test_a_busy_master_port_ends_every_node_at_once_and_every_rank_says_why(
     held = lab2.hold_port(master, port)
     started = time.monotonic()
     try:
-        result = playbook(
+        result = launch(
             lab2,
             run_id,
             tmp_path,
@@ -350,8 +258,6 @@ def test_a_busy_master_port_ends_every_node_at_once_and_every_rank_says_why(
                 "launch_port_wait_timeout": 2,
                 "nccl_check_args": [*QUICK, "--tests", "correctness"],
             },
-            "--tags",
-            "launch",
         )
         elapsed = time.monotonic() - started
     finally:
@@ -372,9 +278,8 @@ def test_a_busy_master_port_ends_every_node_at_once_and_every_rank_says_why(
     assert f"did not start on {master.inventory_name}" in other_error.get("message")
     for host in lab2.hosts:
         assert (report / host.inventory_name / "launch.json").is_file()
-        assert not run_dir(run_id, host).exists(), "the run directory must be removed"
     validate(report)
-    assert leftovers(run_id) == []
+    assert_nothing_left(run_id, lab2.hosts)
 
 
 @pytest.mark.lab
@@ -383,7 +288,7 @@ def test_ctrl_c_during_the_wait_ends_every_process_tree_at_once(lab2: Lab, tmp_p
     wait sees its session close and ends the run then, not at nccl_run_timeout; no run directory
     stays."""
     run_id = new_run_id()
-    record = run_dir(run_id, lab2.hosts[0]) / "results" / "rank-0.json"
+    record = rank_record(run_id, lab2.hosts[0], 0)
     variables = {
         "nccl_run_id": run_id,
         "nccl_report_root": str(tmp_path),
@@ -391,7 +296,7 @@ def test_ctrl_c_during_the_wait_ends_every_process_tree_at_once(lab2: Lab, tmp_p
         "nccl_run_timeout": 300,
         "nccl_master_port": 29567,
         "launch_check_timeout": 280,
-        "nccl_check_args": [*QUICK, "--tests", "correctness", "--pause-before", "barrier@0"],
+        "nccl_check_args": paused_before_barrier(),
     }
     exe = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(exe), "-i", str(lab2.inventory_dir), "playbooks/validate.yml", "--tags", "launch"]

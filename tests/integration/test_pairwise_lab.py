@@ -281,3 +281,54 @@ def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
     assert "all_reduce at 4194304 B" in failure.get("message", "")
     assert str(reports / first_dir.name) in failure.get("message", "")
     validate_report_junit(second_dir)
+
+
+def test_three_hosts_a_collective_that_hangs_then_the_pairwise_relaunch_names_the_host(
+    lab_factory: Any, tmp_path: Path
+) -> None:
+    """One host's link at a few hundred kbit/s: the all_reduce sweep cannot finish, the run is
+    ended as a stall, and the pairwise-only relaunch (a small payload) names that host."""
+    lab3 = lab_factory(3)
+    bad = lab3.hosts[2]
+    undo = [lab3.rate_limit(h, "300kbit" if h is bad else FAST) for h in lab3.hosts]
+    try:
+        result, report_dir = validate(
+            inventory(lab3, tmp_path, 3),
+            tmp_path / "reports",
+            nccl_pairwise="auto",
+            nccl_run_timeout=150,
+            nccl_stall_timeout=20,
+            nccl_check_args=[
+                "--tests",
+                "bandwidth_all_reduce",
+                "--min-bytes",
+                "4M",
+                "--max-bytes",
+                "4M",
+                "--iters",
+                "1",
+                "--warmup",
+                "0",
+            ],
+        )
+    finally:
+        for step in undo:
+            step()
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-4000:]
+    said = " ".join(output.split())  # the callback wraps long messages
+    # Ended by the stall watch (20 s), else by a watchdog or nccl_run_timeout: each says so.
+    reasons = ("because it stalled", "was ended by its watchdog", "reached nccl_run_timeout")
+    assert any(r in said for r in reasons), output[-4000:]
+    assert "running only the pairwise rounds to name the node" in said, output[-4000:]
+    # The first run's ranks are still what they were: stuck in the all_reduce sweep.
+    first = json.loads(next(report_dir.glob("*/rank-0.json")).read_text())
+    assert not [t for t in first["tests"] if t["name"] == "pairwise"]
+    assert sorted(p.parent.parent.name for p in report_dir.glob("*/pairwise/rank-*.json")) == (
+        sorted(h.inventory_name for h in lab3.hosts)
+    )
+    doc = assert_only_named(result, report_dir, bad, lab3, 3)
+    assert doc["relaunched"] is True and "second launch" in doc["why"]
+    verdict = json.loads((report_dir / "verdict.json").read_text())
+    named = [f for f in verdict["findings"] if f["test"] == "pairwise"]
+    assert [f["host"] for f in named] == [bad.inventory_name], verdict["findings"]

@@ -194,11 +194,9 @@ def test_healthy_lab_passes_every_check_and_changes_nothing(
     assert processes_holding(run.run_id) == []
 
 
-def test_faults_on_four_hosts_each_fail_naming_the_host_and_the_thing(
-    lab4: Lab, inventory_copy, tmp_path: Path
-) -> None:
-    """node1 (master): DROP of MASTER_PORT; node2: DROP of its ephemeral range; node3: MTU 1400;
-    node4: a Python whose torch reports 2.12.0, and a hostname resolving to 127.0.1.1."""
+def run_with_four_faults(lab4: Lab, inventory_copy, tmp_path: Path) -> tuple[Run, tuple[int, int]]:
+    """The pre-flight with one fault per host (see the test below), every fault undone after;
+    the run and node2's ephemeral port range."""
     hosts = lab4.hosts
     fake = lab4.fake_python(hosts[3], torch_version="2.12.0")
     inventory = inventory_copy(lab4, {3: {"nccl_python": fake}})
@@ -213,19 +211,14 @@ def test_faults_on_four_hosts_each_fail_naming_the_host_and_the_thing(
         lab4.write_hosts_file(hosts[3], hosts_text),
     ]
     try:
-        run = Run(lab4, inventory, tmp_path)
+        return Run(lab4, inventory, tmp_path), node2_range
     finally:
         for u in reversed(undo):
             u()
 
-    assert run.proc.returncode != 0
-    names = [h.inventory_name for h in hosts]
-    # Failures are printed grouped by host, each with its fix.
-    assert "Pre-flight failed" in run.output
-    for name in names:
-        assert f"{name}: " in run.output and "check(s) failed" in run.output
 
-    # node1: the firewall names the tool, the chain and the port; everybody's probe to it fails.
+def assert_master_port_dropped(run: Run, hosts: list[LabHost], names: list[str]) -> None:
+    """node1: the firewall names the tool, the chain and the port; everybody's probe to it fails."""
     fw = run.result(0, "firewall")
     assert fw["status"] == "failed"
     assert "iptables filter chain INPUT rule 1" in fw["message"] and "tcp/29500" in fw["message"]
@@ -237,7 +230,11 @@ def test_faults_on_four_hosts_each_fail_naming_the_host_and_the_thing(
         assert f"{names[0]} at {hosts[0].fabric_addr}:{MASTER_PORT}" in probe["message"]
         assert "timed out" in probe["message"] and "nc -zv" in probe["hint"]
 
-    # node2: its ephemeral range is dropped; node1, its ring predecessor, cannot reach it.
+
+def assert_ephemeral_range_dropped(
+    run: Run, hosts: list[LabHost], names: list[str], node2_range: tuple[int, int]
+) -> None:
+    """node2: its ephemeral range is dropped; node1, its ring predecessor, cannot reach it."""
     fw2 = run.result(1, "firewall")
     assert fw2["status"] == "failed"
     assert f"tcp/{node2_range[0]}-{node2_range[1]} (ephemeral range)" in fw2["message"]
@@ -252,7 +249,9 @@ def test_faults_on_four_hosts_each_fail_naming_the_host_and_the_thing(
     )
     assert run.result(2, "tcp_ring")["status"] == "passed"  # node3 -> node4 is fine
 
-    # node3: MTU 1400 while the others have 1500; only node3 fails.
+
+def assert_odd_mtu_torch_and_hostname(run: Run, hosts: list[LabHost], names: list[str]) -> None:
+    """node3: MTU 1400 while the others have 1500; node4: torch 2.12.0 and 127.0.1.1."""
     mtu = run.result(2, "mtu")
     assert mtu["status"] == "failed"
     assert f"MTU 1400 on {hosts[2].fabric_ifname}" in mtu["message"] and "(1500)" in mtu["message"]
@@ -269,6 +268,26 @@ def test_faults_on_four_hosts_each_fail_naming_the_host_and_the_thing(
     hostname = run.result(3, "hostname")
     assert hostname["status"] == "failed" and "127.0.1.1" in hostname["message"]
     assert hosts[3].hostname in hostname["message"]
+
+
+def test_faults_on_four_hosts_each_fail_naming_the_host_and_the_thing(
+    lab4: Lab, inventory_copy, tmp_path: Path
+) -> None:
+    """node1 (master): DROP of MASTER_PORT; node2: DROP of its ephemeral range; node3: MTU 1400;
+    node4: a Python whose torch reports 2.12.0, and a hostname resolving to 127.0.1.1."""
+    hosts = lab4.hosts
+    run, node2_range = run_with_four_faults(lab4, inventory_copy, tmp_path)
+
+    assert run.proc.returncode != 0
+    names = [h.inventory_name for h in hosts]
+    # Failures are printed grouped by host, each with its fix.
+    assert "Pre-flight failed" in run.output
+    for name in names:
+        assert f"{name}: " in run.output and "check(s) failed" in run.output
+
+    assert_master_port_dropped(run, hosts, names)
+    assert_ephemeral_range_dropped(run, hosts, names, node2_range)
+    assert_odd_mtu_torch_and_hostname(run, hosts, names)
 
     # Nothing else failed: each fault names its own host and thing.
     expected = {

@@ -16,29 +16,26 @@ import json
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.test_launch_lab import (
-    QUICK,
-    in_background,
-    label,
-    leftovers,
-    new_run_id,
-    playbook,
-    rank_suites,
-    run_dir,
-    validate,
-    wait_for_record,
-)
 from tests.lab.harness import Lab
-
-
-def finished_epoch(launch: dict[str, Any]) -> float:
-    return datetime.fromisoformat(launch["finished_at"]).timestamp()
+from tests.lab.runs import (
+    assert_nothing_left,
+    during,
+    finished_epoch,
+    kill_at,
+    label,
+    launch,
+    launch_records,
+    new_run_id,
+    paused_before_barrier,
+    rank_record,
+    rank_suites,
+    validate,
+)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float) -> None:
@@ -66,53 +63,33 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
 ) -> None:
     run_id = new_run_id()
     victim_host, victim_rank = lab2.hosts[1], 3  # local rank 1 of node 2 (2 ranks per node)
-    record = run_dir(run_id, victim_host) / "results" / f"rank-{victim_rank}.json"
     killed: dict[str, Any] = {}
     # rank 3 waits in barrier (for rank 0, paused) when it is killed.
-
-    def kill_victim() -> None:
-        doc = wait_for_record(record, "barrier", timeout=180)
-        killed["at"] = time.time()
-        killed["pid"] = int(doc["pid"])
-        lab2.kill(victim_host, killed["pid"])
-
-    killer = in_background(kill_victim)
-    result = playbook(
-        lab2,
-        run_id,
-        tmp_path,
-        {
-            "nccl_slots": 2,
-            # Long on purpose: the end must come from the death, not from a timeout.
-            "nccl_run_timeout": 240,
-            "nccl_master_port": 29571,
-            "nccl_check_args": [
-                *QUICK,
-                "--tests",
-                "correctness",
+    with during(kill_at(lab2, run_id, victim_host, victim_rank, "barrier", 180, killed)):
+        result = launch(
+            lab2,
+            run_id,
+            tmp_path,
+            {
+                "nccl_slots": 2,
+                # Long on purpose: the end must come from the death, not from a timeout.
+                "nccl_run_timeout": 240,
+                "nccl_master_port": 29571,
                 # Rank 0 stays before barrier: the ranks in barrier wait for it, and node 1
                 # can only end when the watch ends it.
-                "--pause-before",
-                "barrier@0",
-            ],
-        },
-        "--tags",
-        "launch",
-    )
-    killer.join(timeout=5)
+                "nccl_check_args": paused_before_barrier(),
+            },
+        )
     assert "at" in killed, result.stdout[-3000:]
     assert result.returncode != 0, "a killed rank must fail the play"
     report = tmp_path / run_id
-    launches = {
-        h.inventory_name: json.loads((report / h.inventory_name / "launch.json").read_text())
-        for h in lab2.hosts
-    }
-    for host, launch in launches.items():
-        assert launch["timed_out"] is False, (host, launch)
+    launches = launch_records(report, lab2.hosts)
+    for host, record in launches.items():
+        assert record["timed_out"] is False, (host, record)
         # The goal is 10 s (bench/detect.py measures it: BENCHMARKS.md); a shared 2-core CI
         # machine under other jobs' load gets twice that (finished_at has whole seconds).
-        took = finished_epoch(launch) - killed["at"]
-        assert took <= 20 + 1, f"{host} ended {took:.1f} s after the kill: {launch}"
+        took = finished_epoch(record) - killed["at"]
+        assert took <= 20 + 1, f"{host} ended {took:.1f} s after the kill: {record}"
     exits = launches[victim_host.inventory_name]["rank_exits"]
     root = next(e for e in exits if e["root_cause"])
     assert root["rank"] == victim_rank and root["pid"] == killed["pid"], exits
@@ -132,9 +109,7 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
     errors = [e.get("message", "") for e in suite.iter("error")]
     assert any("It was killed by SIGKILL" in m for m in errors), errors
     validate(report)
-    assert leftovers(run_id) == []
-    for host in lab2.hosts:
-        assert not run_dir(run_id, host).exists()
+    assert_nothing_left(run_id, lab2.hosts)
 
 
 @pytest.mark.lab
@@ -146,7 +121,7 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
     The progress lines of the ranks were printed while they ran."""
     run_id = new_run_id()
     victim = lab2.hosts[1]
-    record = run_dir(run_id, lab2.hosts[0]) / "results" / "rank-0.json"
+    record = rank_record(run_id, lab2.hosts[0], 0)
     cut: dict[str, float] = {}
     undo: list[Callable[[], None]] = []
 
@@ -156,9 +131,8 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
         undo.append(lab2.link_down(victim))
         cut["at"] = time.time()
 
-    cutter = in_background(cut_link)
-    try:
-        result = playbook(
+    with during(cut_link, undo):
+        result = launch(
             lab2,
             run_id,
             tmp_path,
@@ -170,13 +144,7 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
                 # Enough work that the ranks are still inside the collectives at the cut.
                 "nccl_check_args": ["--max-bytes", "4M", "--iters", "40", "--warmup", "1"],
             },
-            "--tags",
-            "launch",
         )
-    finally:
-        cutter.join(timeout=5)
-        for action in undo:
-            action()
     assert "at" in cut, result.stdout[-3000:]
     assert result.returncode != 0
     report = tmp_path / run_id
@@ -184,14 +152,13 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
     line = next((x for x in result.stdout.splitlines() if "stalled:" in x), "")
     assert f"{name}: {ifname} is DOWN (was UP at the pre-flight)" in line, result.stdout[-4000:]
     assert re.search(r"waited on rank \d+ in bandwidth_\w+ at [\d.]+ [KMG]?i?B", line), line
-    for host in lab2.hosts:
-        launch = json.loads((report / host.inventory_name / "launch.json").read_text())
-        assert (launch["stopped_by"] or "").startswith("stalled:"), launch
-        assert launch["timed_out"] is False
-        took = finished_epoch(launch) - cut["at"]
+    for host, record in launch_records(report, lab2.hosts).items():
+        assert (record["stopped_by"] or "").startswith("stalled:"), record
+        assert record["timed_out"] is False
+        took = finished_epoch(record) - cut["at"]
         # Goal (bench/detect.py): named <= 30 s after the cut; generous here for a loaded CI.
-        assert took <= 60, f"{host.inventory_name} ended {took:.0f} s after the cut"
-        stop = launch["stop"]
+        assert took <= 60, f"{host} ended {took:.0f} s after the cut"
+        stop = record["stop"]
         assert stop["kind"] == "stall" and name in stop["culprits"], stop
         assert stop["test"].startswith("bandwidth_") and isinstance(stop["size_bytes"], int)
     # Progress while the ranks ran: one line per host per test, never a wall of retries.
@@ -206,9 +173,7 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
         assert all(a != b for a, b in itertools.pairwise(groups)), mine
     assert "RETRYING" not in result.stdout
     validate(report)
-    assert leftovers(run_id) == []
-    for host in lab2.hosts:
-        assert not run_dir(run_id, host).exists()
+    assert_nothing_left(run_id, lab2.hosts)
 
 
 @pytest.mark.lab
@@ -219,7 +184,7 @@ def test_a_rank_that_stops_advancing_is_a_stall_after_nccl_stall_timeout(
     saying the network answers and where the ranks were stuck, not at nccl_run_timeout."""
     run_id = new_run_id()
     started = time.time()
-    result = playbook(
+    result = launch(
         lab2,
         run_id,
         tmp_path,
@@ -228,25 +193,20 @@ def test_a_rank_that_stops_advancing_is_a_stall_after_nccl_stall_timeout(
             "nccl_run_timeout": 300,
             "nccl_stall_timeout": 10,
             "nccl_master_port": 29575,
-            "nccl_check_args": [*QUICK, "--tests", "correctness", "--pause-before", "barrier@0"],
+            "nccl_check_args": paused_before_barrier(),
         },
-        "--tags",
-        "launch",
     )
     assert result.returncode != 0
     report = tmp_path / run_id
-    for host in lab2.hosts:
-        launch = json.loads((report / host.inventory_name / "launch.json").read_text())
-        stopped = launch["stopped_by"] or ""
+    for record in launch_records(report, lab2.hosts).values():
+        stopped = record["stopped_by"] or ""
         assert stopped.startswith("stalled: every fabric interface is up and the ring answers"), (
-            launch
+            record
         )
         assert "stuck in barrier" in stopped and "(nccl_stall_timeout 10 s)" in stopped, stopped
-        assert launch["stop"]["kind"] == "stall" and launch["stop"]["culprits"] == {}
-        assert launch["timed_out"] is False
+        assert record["stop"]["kind"] == "stall" and record["stop"]["culprits"] == {}
+        assert record["timed_out"] is False
         # Far from nccl_run_timeout (300 s): the stall ended it.
-        assert finished_epoch(launch) - started < 200
+        assert finished_epoch(record) - started < 200
     validate(report)
-    assert leftovers(run_id) == []
-    for host in lab2.hosts:
-        assert not run_dir(run_id, host).exists()
+    assert_nothing_left(run_id, lab2.hosts)

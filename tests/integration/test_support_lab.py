@@ -10,9 +10,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
-from tests.integration.test_launch_lab import QUICK, new_run_id, playbook, validate
 from tests.lab.harness import Lab
+from tests.lab.runs import QUICK, new_run_id, playbook, validate
 
 pytestmark = pytest.mark.lab
 REASON_START = "gloo has no AVG on integer tensors"
@@ -31,6 +32,10 @@ def test_a_predicted_skip_is_in_plan_json_summary_and_every_rank(lab2: Lab, tmp_
     assert skips[0]["reason"].startswith(REASON_START)
     summary = (report / "summary.md").read_text()
     assert f"- all_reduce_avg: skipped: {skips[0]['reason']}" in summary
+    html = (report / "report.html").read_text()
+    assert "Skipped on every rank, as the support table predicts (gloo)" in html
+    assert f"<code>all_reduce_avg</code>: skipped: {escape(skips[0]['reason'])}" in html
+    assert html.index("support table predicts") < html.index('<section id="hosts">')
 
     cases = [
         c

@@ -13,7 +13,12 @@ from pathlib import Path
 import nccl_facts
 import pytest
 from ansible.module_utils import basic
-from ansible.module_utils.nccl_accel_facts import parse_npu_smi_info, read_xpus
+from ansible.module_utils.nccl_accel_facts import (
+    parse_npu_smi_board,
+    parse_npu_smi_info,
+    read_npus,
+    read_xpus,
+)
 from nccl_backends import nccl_backend_choice
 
 from tests.module_exit import ModuleExit as Exit
@@ -24,18 +29,24 @@ NPU_SMI = "/usr/local/sbin/npu-smi"
 
 
 class NpuNode(FakeNode):
-    """A node with Ascend's npu-smi (answers `timeout -k 5 60 npu-smi info` from a recording)."""
+    """A node with Ascend's npu-smi (answers `timeout -k 5 60 npu-smi info` from a recording,
+    `timeout -k 5 20 npu-smi info -t board -i <NPU>` from boards, else rc 2)."""
 
     def __init__(self, recording: str) -> None:
         super().__init__()
         self.tools["npu-smi"] = NPU_SMI
         self.npu = (0, fixture(recording), "")
+        self.boards: dict[str, tuple[int, str, str]] = {}
 
     def run_command(self, argv: list[str], **kwargs: object) -> tuple[int, str, str]:
         if argv[:4] == ["timeout", "-k", "5", "60"] and argv[4] == NPU_SMI:
             self.calls.append(list(argv))
             assert argv[5:] == ["info"]
             return self.npu
+        if argv[:4] == ["timeout", "-k", "5", "20"] and argv[4] == NPU_SMI:
+            self.calls.append(list(argv))
+            assert argv[5:9] == ["info", "-t", "board", "-i"]
+            return self.boards.get(argv[9], (2, "", f"board {argv[9]} not recorded\n"))
         return super().run_command(argv, **kwargs)
 
 
@@ -118,6 +129,60 @@ def test_facts_list_the_npus_of_npu_smi(
     assert choice["reason"] == (
         "2 Ascend NPU chip(s) on 2 card(s) (npu-smi 25.2.0: 2 x 910B2): hccl"
     )
+
+
+def test_board_recordings_give_the_firmware_and_na_is_unknown() -> None:
+    board = parse_npu_smi_board(fixture("npu-smi/910-board-info.txt"))
+    assert board["Software Version"] == "23.0.5" and board["Firmware Version"] == "7.1.0.7.220"
+    assert board["Compatibility"] == "OK" and board["PCIe Bus Info"] == "0000:61:00.0"
+    chip = parse_npu_smi_board(fixture("npu-smi/910-board-chip-info.txt"))
+    assert chip["Chip ID"] == "0" and chip["Firmware Version"] == "7.1.0.7.220"
+    assert chip["VDie ID"] == "42C711D4 20B03704 4A10C8D4 14CC040A D2102003"
+    small = parse_npu_smi_board(fixture("npu-smi/atlas200ia2-board-info.txt"))
+    assert small["Firmware Version"] == "7.1.0.4.218" and "Compatibility" not in small
+    with pytest.raises(ValueError, match="no 'NPU ID"):
+        parse_npu_smi_board(fixture("npu-smi/910b2-info.txt"))
+
+
+def test_facts_read_each_cards_firmware_once_and_say_why_one_is_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+    sysfs: Path,  # noqa: F811
+    run: Callable[..., Exit],  # noqa: F811
+) -> None:
+    node = use(monkeypatch, NpuNode("npu-smi/ascend910-a3-info.txt"), sysfs)
+    node.boards["0"] = (0, fixture("npu-smi/910-board-info.txt"), "")
+    na = fixture("npu-smi/910-board-info.txt").replace("7.1.0.7.220", "NA")
+    node.boards["1"] = (0, na, "")
+    acc = facts_of(run(query_python=False))["accelerators"]
+    # NPU 0 has two chips, NPU 1 one: one board call per card
+    board_calls = [c[5:] for c in node.calls if "board" in c]
+    assert board_calls == [["info", "-t", "board", "-i", "0"], ["info", "-t", "board", "-i", "1"]]
+    assert [(c["npu"], c["chip"], c["firmware_version"]) for c in acc["npus"]] == [
+        (0, 0, "7.1.0.7.220"),
+        (0, 1, "7.1.0.7.220"),
+        (1, 0, None),
+    ]
+    assert acc["npu_firmware_reason"] == (
+        f"{NPU_SMI} info -t board -i 1 prints no Firmware Version (NA: not root?)"
+    )
+
+
+def test_a_board_query_that_fails_is_the_firmware_reason() -> None:
+    calls: list[list[str]] = []
+
+    def run_double(argv: list[str]) -> tuple[int, str, str]:
+        calls.append(argv[5:])
+        if argv[5:] == ["info"]:
+            return 0, fixture("npu-smi/910b2-info.txt"), ""
+        return 2, "", "npu-smi test double: not recorded\n"
+
+    got = read_npus(run_double, NPU_SMI, "npu-smi")
+    assert [c["firmware_version"] for c in got["npus"]] == [None, None]
+    assert got["npu_firmware_reason"] == (
+        f"{NPU_SMI} info -t board -i 0 failed (rc=2): npu-smi test double: not recorded; "
+        "the other 1 card(s) were not asked"
+    )
+    assert calls == [["info"], ["info", "-t", "board", "-i", "0"]]  # none after a failure
 
 
 def test_npu_smi_that_fails_is_a_reason(
@@ -236,3 +301,72 @@ def test_fixture_readme_names_the_npu_recordings() -> None:
     for name in os.listdir(ROOT / "tests" / "fixtures" / "npu-smi"):
         assert f"npu-smi/{name}" in readme, name
     assert "npu-smi/ — `npu-smi info`, transcribed" in readme
+
+
+def test_at_most_16_cards_are_asked_for_their_firmware() -> None:
+    from ansible.module_utils.nccl_accel_facts import read_npu_firmware
+
+    asked: list[str] = []
+
+    def run_board(argv: list[str]) -> tuple[int, str, str]:
+        asked.append(argv[-1])
+        return 0, fixture("npu-smi/910-board-info.txt"), ""
+
+    firmware, reason = read_npu_firmware(run_board, NPU_SMI, list(range(20)))
+    assert asked == [str(i) for i in range(16)]
+    assert [firmware[i] for i in (0, 15, 16)] == ["7.1.0.7.220", "7.1.0.7.220", None]
+    assert reason == "only the first 16 of 20 NPU cards were asked"
+
+
+STANDIN_TORCH_XPU = '''"""TEST DOUBLE (tests/unit/test_accelerators.py): a torch with two XPUs."""
+__version__ = "2.13.0+xpu.standin"
+
+
+class xpu:  # noqa: N801 - torch.xpu's name
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def device_count():
+        return 2
+
+    @staticmethod
+    def get_device_name(index):
+        return "Intel(R) Data Center GPU Max 1550"
+'''
+
+
+def test_the_xpu_probe_finds_the_xpus_of_a_stand_in_torch_and_auto_explains_xccl(
+    tmp_path: Path,
+) -> None:
+    """The real probe in a real Python, whose torch is a stand-in (written here, a test double)
+    with torch.xpu seeing two XPUs: the facts list them and auto chooses xccl saying why."""
+    import subprocess
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(STANDIN_TORCH_XPU)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    def run_standin(argv: list[str]) -> tuple[int, str, str]:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=150, check=False, env=env
+        )
+        return done.returncode, done.stdout, done.stderr
+
+    found = read_xpus(run_standin, sys.executable)
+    name = "Intel(R) Data Center GPU Max 1550"
+    assert found == {
+        "xpus": [{"index": 0, "name": name}, {"index": 1, "name": name}],
+        "xpus_reason": "",
+        "torch_npu_version": None,
+    }
+    facts = {
+        "gpus_reason": "nvidia-smi not found on PATH",
+        "accelerators": {"npus_reason": "npu-smi not found on PATH", **found},
+    }
+    assert nccl_backend_choice(facts) == {
+        "backend": "xccl",
+        "reason": f"2 Intel XPU(s) (torch.xpu: 2 x {name}): xccl",
+        "devices": 2,
+    }

@@ -206,3 +206,46 @@ def test_expectation_variables_are_validated(values: dict, expected: str) -> Non
 
     problems = pairwise_problems(values)
     assert len(problems) == 1 and problems[0].startswith(expected), problems
+
+
+def test_every_busbw_table_shows_measured_against_expected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """summary.md's busbw table (also the console's summary) and report.html carry measured /
+    expected in %; a latency-bound size shows it too, marked as not judged."""
+    from tests.unit.test_report_junit import ROOT, module_result
+
+    # 10000 Mb/s x 0.9 = 1.125 GB/s: 1.0 is 88.9%; all_gather's 1 MiB is below min_bytes.
+    write_run(tmp_path, "r1", {"all_reduce": {64 * MIB: 1.0}, "all_gather": {MIB: 0.5}})
+    template = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+    args = {"report_root": str(tmp_path), "run_id": "r1", "html_template": str(template)}
+    result = module_result(args, capsys)
+    rows = {r["collective"]: r for r in result["bandwidth"]}
+    assert rows["bandwidth_all_reduce"]["percent_of_expected"] == 88.9
+    assert rows["bandwidth_all_gather"]["percent_of_expected"] == 44.4
+    markdown = (tmp_path / "r1" / "summary.md").read_text()
+    assert "| min | median | max | slowest rank | median / expected |" in markdown
+    assert "| bandwidth_all_reduce | 64 MiB | 2 | 1.000 | 1.000 | 1.000 | 0 | 88.9% |" in markdown
+    assert "| 0.500 | 0 | 44.4% (latency-bound, not judged) |" in markdown
+    assert "\n".join(result["summary_lines"]) + "\n" == markdown  # the console shows the same
+    html = (tmp_path / "r1" / "report.html").read_text()
+    table = html.split('id="expected"')[1].split("</section>")[0]
+    assert "<td>all_reduce</td>" in table and "<td>88.9%</td>" in table and "<td>ok</td>" in table
+    assert "10.0.0.1&#39;s fabric link 10000 Mb/s x 0.9" in table
+    assert "not judged (all_gather): the sweep never reached 33554432 B" in table
+
+
+def test_the_summary_spread_is_each_ranks_own_figure_not_the_shared_one(tmp_path: Path) -> None:
+    """nccl-tests' busbw is the same on every rank (the slowest time); the summary's min, median,
+    max and slowest rank come from each rank's own time (rank_busbw_gbps), so they differ."""
+    run_dir = write_run(tmp_path, "r1", {"all_reduce": {MIB: 0.5}})
+    for node, own in ((0, 0.9), (1, 0.5)):
+        path = run_dir / f"10.0.0.{node + 1}" / f"rank-{node}.json"
+        doc = json.loads(path.read_text())
+        doc["tests"][0]["bandwidth"][0]["rank_busbw_gbps"] = own
+        path.write_text(json.dumps(doc))
+    summary = report(run_dir)
+    row = summary["bandwidth"][0]
+    assert (row["busbw_min_gbps"], row["busbw_max_gbps"]) == (0.5, 0.9)
+    assert row["busbw_median_gbps"] == pytest.approx(0.7) and row["slowest_rank"] == 1
+    assert "| bandwidth_all_reduce | 1 MiB | 2 | 0.500 | 0.700 | 0.900 | 1 |" in summary["markdown"]

@@ -13,7 +13,7 @@ import json
 import tarfile
 from pathlib import Path
 
-import nccl_torchrun
+from ansible.module_utils import nccl_run_collect
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "fixtures" / "nccl_logs" / "roce-dgxh100.log"
@@ -44,13 +44,13 @@ def run_dir_with_logs(tmp_path: Path) -> Path:
 
 def test_names_by_the_pid_in_the_rank_result(tmp_path: Path) -> None:
     run_dir = run_dir_with_logs(tmp_path)
-    names = nccl_torchrun.nccl_log_names(run_dir / "results")
+    names = nccl_run_collect.nccl_log_names(run_dir / "results")
     assert sorted(names.values()) == ["nccl-pid-999.log", "nccl-rank-4.log", "nccl-rank-5.log"]
 
 
 def test_packed_and_unpacked_beside_the_rank_results(tmp_path: Path) -> None:
     run_dir = run_dir_with_logs(tmp_path)
-    archive, names, truncated = nccl_torchrun.pack_results(run_dir, 100)
+    archive, names, truncated = nccl_run_collect.pack_results(run_dir, 100)
     assert {"nccl-rank-4.log", "nccl-rank-5.log", "nccl-pid-999.log"} <= set(names)
     assert "nccl-rank-4.log" in truncated  # the collect bound applies to NCCL logs too
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:

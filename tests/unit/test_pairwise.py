@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils import nccl_junit, nccl_pairwise
+from ansible.module_utils import nccl_junit, nccl_pairwise, nccl_verdict
 
 from tests.check.support import load_script
 from tests.jenkins_schema import validate_report_junit
@@ -387,3 +387,41 @@ def test_report_html_draws_the_matrix_and_names_the_slow_node(
     heatmap = html.split('id="pairwise"')[1].split("</section>")[0]
     assert "<svg" in heatmap and "10.0.0.3" in heatmap
     assert "10.0.0.3" in heatmap.split("</svg>")[-1]  # the slow node's verdict under the map
+
+
+# --- the pairwise-only relaunch after a collective timed out ------------------------------------
+
+
+def test_relaunch_results_are_judged_when_the_run_itself_hung(tmp_path: Path) -> None:
+    """The run's ranks hung in a collective (no pairwise test); the relaunch's rank files under
+    <host>/pairwise/ give the matrix, the JUnit and a verdict finding that names the host."""
+    run_dir = write_run(tmp_path, 3, 1, slow_node(1, factor=0.01), second=[(0, 1)])
+    for path in sorted(run_dir.glob("*/rank-*.json")):
+        (path.parent / "pairwise").mkdir()
+        path.rename(path.parent / "pairwise" / path.name)
+        hung = json.loads((path.parent / "pairwise" / path.name).read_text())
+        hung.update(status="running", current_test="bandwidth_all_reduce", tests=[])
+        path.write_text(json.dumps(hung))
+    run = nccl_junit.read_run(run_dir)
+    files = nccl_junit.build_suites(run)
+    summary = nccl_junit.summarize(run, files)
+    nccl_junit.write_report(run_dir, run, files, summary)
+    doc = json.loads((run_dir / "pairwise.json").read_text())
+    assert doc["relaunched"] is True and "second launch" in doc["why"]
+    assert [v["status"] for v in doc["verdicts"]] == ["ok", "slow", "ok"]
+    assert "second launch" in summary["markdown"]
+    verdict = nccl_verdict.build_verdict(run, files, summary)
+    named = [f for f in verdict["findings"] if f["test"] == "pairwise"]
+    assert [(f["class"], f["host"]) for f in named] == [("bandwidth", "10.0.0.2")]
+    assert named[0]["what"].startswith("10.0.0.2 is SLOW")
+    # The hang itself is still there, more severe than the slow node.
+    assert verdict["class"] == "rank_lost" and "bandwidth" in verdict["classes"]
+
+
+def test_the_run_s_own_pairwise_rounds_win_over_a_relaunch(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, 3, 1, healthy(), second=[])
+    stale = run_dir / "10.0.0.1" / "pairwise"
+    stale.mkdir()
+    (stale / "rank-0.json").write_text((run_dir / "10.0.0.1" / "rank-0.json").read_text())
+    report(run_dir)
+    assert json.loads((run_dir / "pairwise.json").read_text())["relaunched"] is False

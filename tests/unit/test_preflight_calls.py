@@ -20,6 +20,7 @@ from ansible.module_utils.nccl_preflight_calls import (
     FABRIC,
     FABRIC_FIELD,
     for_fabric,
+    node_backend,
     start,
     stop,
 )
@@ -89,6 +90,41 @@ def test_without_a_fabric_address_no_fabric_listener_and_no_lock() -> None:
     done = for_fabric(p, FACTS)
     assert [s["name"] for s in done["listeners"]] == ["other"]
     assert done["lock"] is None and done["fabric_address"] == ""
+
+
+def test_the_hccl_listener_is_held_where_the_node_would_use_hccl() -> None:
+    """nccl_backend hccl: on every node; auto: where the node's own facts find Ascend NPUs and
+    no NVIDIA GPU (nccl_backend_choice's order); other backends: nowhere."""
+    hccl = {"name": "hccl", "address": FABRIC, "port": 60000, "expect": 1, "backend": "hccl"}
+    ring = {"name": "ring", "address": FABRIC, "port": 0, "expect": 1, "backend": ""}
+    p = {"listeners": [ring, hccl], "lock": None, "fabric": {"cidr": "10.9.0.0/24"}}
+    npu = {**FACTS, "accelerators": {"npus": [{"npu": 0, "chip": 0}]}}
+    gpu_npu = {**npu, "gpus": [{"name": "H100"}]}
+
+    def names(requested: str, facts: dict) -> list[str]:
+        done = for_fabric({**p, "backend": requested}, facts)
+        assert all("backend" not in s for s in done["listeners"])
+        return [s["name"] for s in done["listeners"]]
+
+    assert names("hccl", FACTS) == ["ring", "hccl"]
+    assert names("auto", npu) == ["ring", "hccl"]
+    assert names("auto", FACTS) == ["ring"]
+    assert names("auto", gpu_npu) == ["ring"]
+    assert names("nccl", npu) == ["ring"]
+    assert [node_backend(f, "auto") for f in (FACTS, npu, gpu_npu)] == ["", "hccl", "nccl"]
+
+
+def test_node_backend_agrees_with_the_controllers_auto_choice_on_nccl_and_hccl() -> None:
+    from nccl_backends import nccl_backend_choice  # plugins/filter, on the tests' path
+
+    for facts in (
+        FACTS,
+        {**FACTS, "accelerators": {"npus": [{"npu": 0, "chip": 0, "name": "910B2"}]}},
+        {**FACTS, "gpus": [{"name": "H100"}], "accelerators": {"npus": [{"npu": 0}]}},
+        {**FACTS, "accelerators": {"xpus": [{"name": "Max 1550"}]}},
+    ):
+        chosen = nccl_backend_choice(facts, "auto")["backend"]
+        assert node_backend(facts, "auto") == (chosen if chosen in ("nccl", "hccl") else "")
 
 
 def test_collect_waits_for_the_last_probe_then_removes_the_run_directory(tmp_path: Path) -> None:

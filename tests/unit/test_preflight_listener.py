@@ -19,11 +19,8 @@ from pathlib import Path
 import nccl_preflight_listen
 import nccl_tcp_probe
 import pytest
-from ansible.module_utils.nccl_preflight_proc import (
-    parse_proc_stat,
-    process_alive,
-    process_identity,
-)
+from ansible.module_utils import nccl_listener
+from ansible.module_utils.nccl_proc import is_alive, parse_stat, proc_stat, start_time
 
 from tests.module_exit import ModuleExit, run_module_main
 
@@ -51,7 +48,7 @@ def pid_record(path: Path) -> tuple[int, int]:
 
 
 def alive(path: Path) -> bool:
-    return process_alive(*pid_record(path))
+    return is_alive(*pid_record(path))
 
 
 @pytest.fixture
@@ -60,7 +57,7 @@ def listen_dir(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "run" / "preflight"
     yield path
     if (path / "listener.pid").exists() and alive(path):
-        nccl_preflight_listen.stop_listener(str(path), 5)
+        nccl_listener.stop_listener(str(path), 5)
 
 
 def ring(expect: int) -> list[dict]:
@@ -141,7 +138,7 @@ def test_listener_exits_when_the_run_directory_is_removed(
     started = run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
     pid, start_time = pid_record(listen_dir)
     shutil.rmtree(listen_dir.parent)
-    assert wait_until(lambda: not process_alive(pid, start_time), 5)
+    assert wait_until(lambda: not is_alive(pid, start_time), 5)
     assert not listen_dir.parent.exists()  # and it wrote nothing back
     port = started.result["ports"]["ring"]["port"]
     assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["error_kind"] == "refused"
@@ -150,7 +147,7 @@ def test_listener_exits_when_the_run_directory_is_removed(
 def test_a_held_port_is_named_and_not_listened_on(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
-    holder, port, _ = nccl_preflight_listen.bind_listener("127.0.0.1", 0)
+    holder, port, _ = nccl_listener.bind_listener("127.0.0.1", 0)
     try:
         started = run_module(
             monkeypatch,
@@ -216,7 +213,7 @@ def test_a_second_start_stops_the_first_listener(
     run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
     first = pid_record(listen_dir)
     second = run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
-    assert not process_alive(*first)
+    assert not is_alive(*first)
     assert second.result["pid"] != first[0] and alive(listen_dir)
     assert not (listen_dir / "listener.json").exists()  # the first one's result is gone
 
@@ -227,10 +224,10 @@ def test_stop_kills_a_listener_that_does_not_exit(
     """A process that never looks at the stop file stands in for a wedged listener."""
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
-        identity = process_identity(sleeper.pid)
-        assert identity is not None
+        started = start_time(sleeper.pid)
+        assert started is not None
         (tmp_path / "listener.pid").write_text(
-            json.dumps({"pid": sleeper.pid, "start_time": identity[1]})
+            json.dumps({"pid": sleeper.pid, "start_time": started})
         )
         stopped = run_module(
             monkeypatch, {"path": str(tmp_path), "state": "stopped", "stop_timeout": 0.3}
@@ -376,7 +373,7 @@ def test_the_stop_removes_the_run_directory_when_no_launch_follows(
     )
     assert not stopped.failed, stopped.result
     assert stopped.result["run_dir_removed"] is True and not run_dir.exists()
-    assert stopped.result["ended"] == "stop file" and not process_alive(pid, None)
+    assert stopped.result["ended"] == "stop file" and not is_alive(pid, None)
     # A failed stop (nothing was started) still removes it: the run is over on this host.
     run_dir.mkdir()
     failed = run_module(
@@ -413,9 +410,10 @@ def test_the_stop_removes_only_the_directory_that_holds_the_listeners_and_no_lin
 
 def test_proc_stat_with_a_tricky_command_name() -> None:
     line = "4242 (a) (b) c) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 0 0"
-    assert parse_proc_stat(line) == ("S", 987654)
-    assert process_identity(os.getpid())[0] in ("R", "S")
-    assert process_identity(2**22 + 1) is None
+    stat = parse_stat(line)
+    assert (stat["state"], stat["starttime"]) == ("S", 987654)
+    assert proc_stat(os.getpid())["state"] in ("R", "S")
+    assert proc_stat(2**22 + 1) is None
 
 
 def test_through_ansible_the_module_returns_while_its_listener_lives_on(tmp_path: Path) -> None:

@@ -14,10 +14,9 @@ import threading
 import time
 from pathlib import Path
 
-import nccl_preflight_listen
 import nccl_tcp_probe
 import pytest
-from ansible.module_utils import basic
+from ansible.module_utils import basic, nccl_listener
 from ansible.module_utils.nccl_preflight_proc import (
     describe_pid,
     listeners_on_port,
@@ -239,7 +238,7 @@ def test_socket_owners_reads_fd_links(tmp_path: Path) -> None:
 
 
 def test_port_owner_names_this_process_for_a_socket_it_holds() -> None:
-    sock, port, _ = nccl_preflight_listen.bind_listener("127.0.0.1", 0)
+    sock, port, _ = nccl_listener.bind_listener("127.0.0.1", 0)
     try:
         owner = port_owner(port)
     finally:
@@ -252,7 +251,7 @@ def test_port_owner_names_this_process_for_a_socket_it_holds() -> None:
 
 
 def test_listener_and_probe_on_loopback() -> None:
-    sock, port, error = nccl_preflight_listen.bind_listener("127.0.0.1", 0)
+    sock, port, error = nccl_listener.bind_listener("127.0.0.1", 0)
     assert sock is not None and error == "" and port > 0
     entries = [
         {
@@ -268,7 +267,7 @@ def test_listener_and_probe_on_loopback() -> None:
     done: list[str] = []
     server = threading.Thread(
         target=lambda: done.append(
-            nccl_preflight_listen.serve(entries, {"ring": sock}, time.monotonic() + 10, None)
+            nccl_listener.serve(entries, {"ring": sock}, time.monotonic() + 10, None)
         )
     )
     server.start()
@@ -283,15 +282,15 @@ def test_listener_and_probe_on_loopback() -> None:
 
 
 def test_listener_stops_on_the_stop_file_and_reports_bind_errors(tmp_path: Path) -> None:
-    holder, port, _ = nccl_preflight_listen.bind_listener("127.0.0.1", 0)
+    holder, port, _ = nccl_listener.bind_listener("127.0.0.1", 0)
     try:
-        again, _, error = nccl_preflight_listen.bind_listener("127.0.0.1", port)
+        again, _, error = nccl_listener.bind_listener("127.0.0.1", port)
         assert again is None and "Address already in use" in error and f":{port}" in error
         stop = tmp_path / "stop"
         stop.write_text("")
         entries = [{"name": "m", "expect": 2, "accepted": [], "complete": False}]
         start = time.monotonic()
-        ended = nccl_preflight_listen.serve(entries, {"m": holder}, start + 30, str(stop))
+        ended = nccl_listener.serve(entries, {"m": holder}, start + 30, str(stop))
         assert ended == "stop file" and time.monotonic() - start < 5
         assert holder.fileno() == -1  # serve closes the sockets it was given
     finally:
@@ -304,7 +303,7 @@ def test_probe_from_an_address_not_on_this_host_says_so() -> None:
 
 
 def test_socket_family_follows_the_address() -> None:
-    sock, _, error = nccl_preflight_listen.bind_listener("::1", 0)
+    sock, _, error = nccl_listener.bind_listener("::1", 0)
     if sock is None:
         pytest.skip(f"no IPv6 loopback here: {error}")
     assert sock.family == socket.AF_INET6

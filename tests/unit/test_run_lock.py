@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_preflight_proc import process_alive
+from ansible.module_utils.nccl_proc import is_alive
 from ansible.module_utils.nccl_run_lock import (
     describe_holder,
     lock_file_name,
@@ -59,7 +59,7 @@ def test_a_second_run_is_refused_naming_the_first_and_the_end_of_the_run_frees_i
     first = take(str(lock), str(path), 60, OWNER)
     assert first["acquired"] and not first["refused"] and not first["took_over"]
     keeper = first["holder"]["keeper_pid"]
-    assert process_alive(keeper, first["holder"]["keeper_start_time"])
+    assert is_alive(keeper, first["holder"]["keeper_start_time"])
     assert json.loads(lock.read_text())["run_id"] == OWNER["run_id"]
     assert lock.stat().st_mode & 0o777 == 0o600
 
@@ -71,7 +71,7 @@ def test_a_second_run_is_refused_naming_the_first_and_the_end_of_the_run_frees_i
 
     path.rmdir()  # the run's directory on the master goes: the run is over
     assert wait_for(lambda: not lock.exists())
-    assert wait_for(lambda: not process_alive(keeper, first["holder"]["keeper_start_time"]))
+    assert wait_for(lambda: not is_alive(keeper, first["holder"]["keeper_start_time"]))
     path.mkdir()
     third = take(str(lock), str(path), 60, {**OWNER, "run_id": "third"})
     assert third["acquired"] and not third["took_over"]
@@ -84,7 +84,7 @@ def test_a_lock_whose_keeper_is_gone_is_taken_over_and_named(run_dir) -> None:
     first = take(str(lock), str(path), 60, OWNER)
     keeper = first["holder"]
     os.kill(keeper["keeper_pid"], signal.SIGKILL)  # the file stays, its flock goes
-    assert wait_for(lambda: not process_alive(keeper["keeper_pid"], keeper["keeper_start_time"]))
+    assert wait_for(lambda: not is_alive(keeper["keeper_pid"], keeper["keeper_start_time"]))
     assert lock.exists()
     second = take(str(lock), str(path), 60, {**OWNER, "run_id": "second"})
     assert second["acquired"] and second["took_over"]
@@ -104,7 +104,7 @@ def test_the_keeper_gives_the_lock_up_at_its_lifetime_and_when_the_file_is_remov
     first = take(str(lock), str(path), 60, OWNER)
     lock.unlink()
     keeper = first["holder"]
-    assert wait_for(lambda: not process_alive(keeper["keeper_pid"], keeper["keeper_start_time"]))
+    assert wait_for(lambda: not is_alive(keeper["keeper_pid"], keeper["keeper_start_time"]))
 
 
 def test_a_link_at_the_lock_path_is_refused_and_left_alone(run_dir, tmp_path: Path) -> None:

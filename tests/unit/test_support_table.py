@@ -178,3 +178,63 @@ def test_a_refusal_is_a_rank_that_could_not_run_the_test_not_wrong_data() -> Non
     assert nccl_verdict._rank_class(None, None, refused, "failure") == ("rank_lost", False)
     wrong = {"status": "failed", "details": {"wrong": 3}}
     assert nccl_verdict._rank_class(None, None, wrong, "failure") == ("wrong_data", False)
+
+
+def test_report_html_shows_the_predicted_skips_escaped_before_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.unit.test_report_verdict import RunDir, page, report
+
+    run = RunDir(tmp_path, ["node1", "node2"], nproc=1).all_passed()
+    plan = json.loads((run.dir / "plan.json").read_text())
+    skips = ns.nccl_predicted_skips(TEXT, "gloo", ["--device", "cuda"])
+    # a reason with markup in it (a launch_script of one's own could say anything): escaped
+    skips.append({"test": "odd<b>", "reason": "<script>alert(1)</script> & more"})
+    (run.dir / "plan.json").write_text(json.dumps({**plan, "predicted_skips": skips}))
+    report(run, capsys)
+    html = (run.dir / "report.html").read_text()
+    assert "<script>alert" not in html and "odd<b>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in html
+    body = " ".join(" ".join(page(run).text).split())
+    heading = "Skipped on every rank, as the support table predicts (gloo)"
+    line = (
+        "send_recv : skipped: gloo has no send_recv on CUDA (GPU column) tensors "
+        "(torch.distributed docs, Backends table)"
+    )
+    assert heading in body and line in body, body[:3000]
+    assert "odd<b> : skipped: <script>alert(1)</script> & more" in body
+    # before the results: above the hosts, the pre-flight and the bandwidth sections
+    assert body.index(heading) < body.index("Hosts") < body.index("Bus bandwidth against")
+    # no predicted skip: no section
+    (run.dir / "plan.json").write_text(json.dumps(plan))
+    report(run, capsys)
+    assert "support table predicts" not in (run.dir / "report.html").read_text()
+
+
+def docs_table() -> dict[tuple[str, str, str], str]:
+    """(backend, cpu|gpu, function) -> yes|no|maybe from the transcribed torch docs table."""
+    lines = (Path(__file__).parents[1] / "fixtures" / "torch" / "backends-table.txt").read_text()
+    rows = [line.split() for line in lines.splitlines() if line and not line.startswith("#")]
+    header = next(x for x in lines.splitlines() if x.startswith("# function")).split()[2:]
+    table = {}
+    for function, *cells in rows:
+        assert len(cells) == len(header), function
+        for column, cell in zip(header, cells, strict=True):
+            backend, kind = column.split("-")
+            table[(backend, kind, function)] = cell
+    return table
+
+
+def test_every_cell_of_the_support_table_is_the_one_torchs_docs_give() -> None:
+    """Every (backend, device, collective) of SUPPORT against the torch docs' Backends table
+    (tests/fixtures/torch/backends-table.txt, transcribed with its source): the cited source of
+    the rows this machine cannot call (GPU columns, nccl, xccl; mpi without an MPI build)."""
+    docs = docs_table()
+    functions = {"send_recv": ("send", "recv")}
+    assert set(nc.SUPPORT) == {b for b, _, _ in docs}
+    for backend, devices in nc.SUPPORT.items():
+        for kind, row in devices.items():
+            for coll in nc.COLLECTIVES:
+                mine = row.get(coll, row.get("*"))
+                for function in functions.get(coll, (coll,)):
+                    assert mine == docs[(backend, kind, function)], (backend, kind, coll)

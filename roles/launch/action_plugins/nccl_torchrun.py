@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -30,12 +28,20 @@ import sys
 import tarfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+
+# Action plugins run on the control machine, where ansible.module_utils holds only Ansible's own:
+# the project's standard-library module_utils are imported from their folder (nccl_files.py,
+# nccl_run_watch.py).
+if (_MODULE_UTILS := str(Path(__file__).resolve().parents[3] / "module_utils")) not in sys.path:
+    sys.path.append(_MODULE_UTILS)
+
+import nccl_run_watch as watch_rules
+from nccl_files import write_atomically
 
 display = Display()
 
@@ -66,31 +72,10 @@ def unpack_results(archive: bytes, dest: Path) -> list[str]:
             if stream is None:
                 raise ValueError(f"cannot read {member.name!r} from the archive")
             target = dest / member.name
-            tmp = dest / f".{member.name}.tmp"
-            # Never through a link someone left at the temporary name: a new file or nothing.
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-            with os.fdopen(os.open(tmp, flags, 0o644), "wb") as out:
-                out.write(stream.read())
-            os.replace(tmp, target)  # replaces a link at target itself, never its target
+            write_atomically(target, stream.read(), 0o644)  # a link at target is replaced
             written.append(str(target))
     return written
 
-
-def _load_watch() -> ModuleType:
-    """module_utils/nccl_run_watch.py of this project (the controller has no custom module_utils
-    on ansible.module_utils' path, only the modules shipped to the nodes do)."""
-    path = Path(__file__).resolve().parents[3] / "module_utils" / "nccl_run_watch.py"
-    spec = importlib.util.spec_from_file_location("nccl_preflight_run_watch", path)
-    if spec is None or spec.loader is None:  # pragma: no cover
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-watch_rules = _load_watch()
 
 # A look that sees a host's fabric interface down needs this little patience before the run is
 # stalled (seconds without a rank advancing), whatever the stall timeout.
@@ -115,9 +100,7 @@ def read_states(report_dir: Path, hosts: list[str]) -> dict[str, dict[str, Any]]
 def write_state(report_dir: Path, state: dict[str, Any]) -> None:
     target = report_dir / state["host"] / "progress.json"
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(".progress.json.tmp")
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    write_atomically(target, json.dumps(state, indent=1, sort_keys=True) + "\n")
 
 
 def stdout_is_terminal() -> bool:

@@ -1,0 +1,72 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""Whether the pairwise rounds run again alone, after a collective timed out or stalled.
+
+A collective over all ranks that hangs ends the ranks (their watchdog, the stall watch or
+nccl_run_timeout) before the pairwise rounds, so the run names no node. roles/launch/tasks/
+pairwise.yml then launches once more with only the pairwise rounds and a small payload, so a
+pair with the slow node is slow instead of hanging the rest (docs/design.md, "Pairwise rounds").
+
+Pure functions of the launch's registered results (library/nccl_torchrun.py's return values).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STALL_WORDS = "no rank advanced"  # every stall message of module_utils/nccl_run_watch.py
+WATCHDOG_EXIT = 124  # files/nccl_check.py's watchdog: a phase overran --timeout
+# Options of nccl_check_args the relaunch sets itself (what to run, and the pairwise settings).
+RELAUNCH_OWNS = ("--tests", "--pairwise", "--pair-bytes", "--pair-iters")
+
+
+def nccl_pairwise_relaunch(results: list[dict[str, Any]], mode: str, nnodes: int) -> str:
+    """Why the pairwise rounds run again alone ("" when they do not).
+
+    ``results``: [{host, timed_out, stopped_by, rank_exits}] of every host's launch. Only with
+    ``mode`` auto or always, 3 or more nodes (two cannot tell which is bad), and a run that ended
+    because something hung: nccl_run_timeout reached, a stall, or a rank's watchdog."""
+    if mode not in ("auto", "always") or int(nnodes) < 3:
+        return ""
+    for row in results or []:
+        host = row.get("host")
+        if row.get("timed_out"):
+            return f"the run on {host} reached nccl_run_timeout"
+        stopped = str(row.get("stopped_by") or "")
+        if STALL_WORDS in stopped:
+            return f"the run was ended because it stalled ({stopped})"
+        for ended in row.get("rank_exits") or []:
+            if ended.get("exitcode") == WATCHDOG_EXIT:
+                return (
+                    f"rank {ended.get('rank')} on {host} was ended by its watchdog (a test "
+                    "overran its timeout)"
+                )
+    return ""
+
+
+def nccl_relaunch_check_args(check_args: list[str]) -> list[str]:
+    """nccl_check_args without the options the relaunch sets itself (--tests, --pairwise,
+    --pair-bytes, --pair-iters; as ``--opt value`` or ``--opt=value``)."""
+    kept: list[str] = []
+    skip = False
+    for arg in [str(a) for a in check_args or []]:
+        if skip:
+            skip = False
+            continue
+        if arg in RELAUNCH_OWNS:
+            skip = True
+            continue
+        if arg.split("=", 1)[0] in RELAUNCH_OWNS:
+            continue
+        kept.append(arg)
+    return kept
+
+
+class FilterModule:
+    """The pairwise-only relaunch of roles/launch."""
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "nccl_pairwise_relaunch": nccl_pairwise_relaunch,
+            "nccl_relaunch_check_args": nccl_relaunch_check_args,
+        }

@@ -1,0 +1,169 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""A run of playbooks/validate.yml on a lab, and reading what it left: the run id, the run
+directory on each host, the processes still running, the launch records and the JUnit suites.
+
+Used by the lab tests that launch ranks (tests/integration/test_launch_lab.py,
+test_run_faults_lab.py, test_support_lab.py), so that each asserts what the run did, not how to
+start it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import subprocess
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tests.jenkins_schema import validate_report_junit
+from tests.lab.harness import Lab
+
+# Small and quick: a 2-core CI machine runs all of this.
+QUICK = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"]
+
+
+def paused_before_barrier(rank: int = 0) -> list[str]:
+    """nccl_check_args of a quick correctness run whose rank `rank` stops before barrier (as if
+    stuck): the ranks in barrier wait for it, so nothing finishes by itself."""
+    return [*QUICK, "--tests", "correctness", "--pause-before", f"barrier@{rank}"]
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def run_dir(run_id: str, host: Any) -> Path:
+    """The run's private directory on a host (the lab hosts share this machine's /tmp)."""
+    return Path(f"/tmp/nccl-preflight-{run_id}-{host.inventory_name}")
+
+
+def rank_record(run_id: str, host: Any, rank: int) -> Path:
+    """The result file a rank keeps rewriting in its host's run directory while it runs."""
+    return run_dir(run_id, host) / "results" / f"rank-{rank}.json"
+
+
+def leftovers(run_id: str) -> list[str]:
+    """Processes anywhere on this machine (every lab host shares it) with the run id in argv."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, UnicodeDecodeError):
+            continue
+        if run_id in argv and state not in "ZX":
+            found.append(f"{entry}: {argv[:200]}")
+    return found
+
+
+def assert_nothing_left(run_id: str, hosts: Iterable[Any]) -> None:
+    """No process of the run runs anywhere and no host keeps its run directory."""
+    assert leftovers(run_id) == []
+    for host in hosts:
+        assert not run_dir(run_id, host).exists(), "the run directory must be removed"
+
+
+def playbook(
+    lab: Lab,
+    run_id: str,
+    reports: Path,
+    extra: dict[str, Any],
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """playbooks/validate.yml on the lab with the run id, the report root and `extra` as -e."""
+    variables = {"nccl_run_id": run_id, "nccl_report_root": str(reports), **extra}
+    return lab.ansible_playbook(
+        "playbooks/validate.yml", "-e", json.dumps(variables), *args, env=env, timeout=600
+    )
+
+
+def launch(lab: Lab, *args: Any, **options: Any) -> subprocess.CompletedProcess[str]:
+    """The playbook's launch alone (--tags launch, no pre-flight); arguments as for playbook."""
+    return playbook(lab, *args, "--tags", "launch", **options)
+
+
+@contextlib.contextmanager
+def during(action: Callable[[], None], undo: list[Callable[[], None]] | None = None) -> Iterator:
+    """Run `action` in a thread while the body runs (a fault injected mid-run); afterwards wait
+    for it and call every undo it left in `undo`, even when the body failed."""
+    thread = threading.Thread(target=action, daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        thread.join(timeout=5)
+        for step in undo or []:
+            step()
+
+
+def kill_at(
+    lab: Lab, run_id: str, host: Any, rank: int, test: str, timeout: float, killed: dict[str, Any]
+) -> Callable[[], None]:
+    """An action for `during`: once the rank is at `test`, SIGKILL it (lab.kill), writing its pid
+    and the time of the kill into `killed`."""
+    record = rank_record(run_id, host, rank)
+
+    def kill() -> None:
+        doc = wait_for_record(record, test, timeout=timeout)
+        killed["at"] = time.time()
+        killed["pid"] = int(doc["pid"])
+        lab.kill(host, killed["pid"])
+
+    return kill
+
+
+def wait_for_record(path: Path, test: str, timeout: float) -> dict[str, Any]:
+    """Wait until a rank's result file says it is at `test`; return the record."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            doc = {}
+        if doc.get("current_test") == test:
+            return doc
+        time.sleep(0.2)
+    raise AssertionError(f"{path} never reached {test}")
+
+
+def launch_records(report: Path, hosts: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """launch.json of every host, collected into the report, by inventory name."""
+    return {
+        h.inventory_name: json.loads((report / h.inventory_name / "launch.json").read_text())
+        for h in hosts
+    }
+
+
+def finished_epoch(launch: dict[str, Any]) -> float:
+    """When a host's run ended (launch.json's finished_at), as epoch seconds."""
+    return datetime.fromisoformat(launch["finished_at"]).timestamp()
+
+
+def rank_suites(junit: Path) -> dict[str, ET.Element]:
+    """The rank suites (nccl.*) of a JUnit file, by name."""
+    root = ET.parse(junit).getroot()
+    return {
+        s.get("name"): s for s in root.iter("testsuite") if s.get("name", "").startswith("nccl.")
+    }
+
+
+def validate(report_dir: Path) -> None:
+    """Every JUnit file of the report against the Jenkins schema; without the schema the test
+    is skipped naming where it looked (tests/jenkins_schema.py), never passed unvalidated."""
+    assert validate_report_junit(report_dir), report_dir
+
+
+def label(host: Any) -> str:
+    """A host's part of a JUnit classname (nccl.<label>.rank<R>)."""
+    return host.inventory_name.replace(".", "_")
