@@ -94,6 +94,10 @@ options:
         with C(fabric.socket_ifname) and C(fabric.cidr) as roles/nccl_env will choose it
         (C(module_utils/nccl_fabric_choice)); C({fabric_address}) in C(lock.path) is filled in
         with it. Without a fabric address those listeners and the lock are left out.
+      - C(backend) (default C(auto); the playbook passes C(nccl_backend)) - a listener with a
+        C(backend) (the C(hccl) one) is held only where this node would use that backend - the
+        backend set, or with C(auto) the one this node's own facts call for (C(hccl) where Ascend
+        NPUs and no NVIDIA GPU were found; C(module_utils/nccl_preflight_calls) C(node_backend)).
       - Not given - nothing is started or made on the host.
     type: dict
 attributes:

@@ -5,7 +5,10 @@
 
 The pre-flight's start and collect as a module of its own (module_utils/nccl_preflight_calls.py);
 playbooks/validate.yml runs the same two functions inside its facts call (nccl_facts option
-preflight) and its probe call (nccl_tcp_probe option collect), one SSH session less each."""
+preflight) and its probe call (nccl_tcp_probe option collect), one SSH session less each. No
+playbook calls this module: it is those two functions' documented options (which nccl_facts and
+nccl_tcp_probe refer to) and the entry through which their tests run them with the same argument
+spec (tests/unit/test_preflight_listener.py)."""
 
 from __future__ import annotations
 
@@ -93,6 +96,12 @@ options:
         description: Stop this listener after this many accepted connections.
         type: int
         default: 1
+      backend:
+        description:
+          - Used by M(nccl_facts) O(nccl_facts#module:preflight) only (its C(backend) option) -
+            the listener is held only where the node uses this backend; ignored here.
+        type: str
+        default: ""
   check_port:
     description:
       - Before binding, look in C(/proc) for processes already listening on this TCP port

@@ -648,8 +648,8 @@ def nccl_preflight_probe_plan(
 ) -> dict[str, Any]:
     """The nccl_tcp_probe targets of ``host`` and, per probe, why it cannot run.
 
-    ``ports_by_host``: each host's listener ports, as nccl_preflight_listen state=started
-    returns them ({"master"|"ring"|"hccl": {"port", "error"}});
+    ``ports_by_host``: each host's listener ports, as the pre-flight's start (nccl_facts' RV
+    preflight) returns them ({"master"|"ring"|"hccl": {"port", "error"}});
     ``addresses``: each host's fabric address; ``hccl_port``: HCCL_IF_BASE_PORT when the run's
     backend is hccl, else 0: a ring peer that started its listeners but no hccl one (it would not
     use hccl itself) is still probed there, and tcp_hccl_port says it holds no HCCL listener.
