@@ -147,31 +147,41 @@ def _scaling_line(r: dict[str, Any]) -> str:
 def _scaling_table(results: dict[str, Any]) -> list[str]:
     shown = [p for p in PHASES if any((s["phases"].get(p) or 0) > 0.05 for s in results.values())]
     out = [
-        "| hosts | wall s | rc | load after | control CPU s | in-host CPU s | "
-        + " | ".join(shown)
-        + " |",
-        "|---" * (6 + len(shown)) + "|",
+        "| hosts | wall s | rc | load after | control CPU s | control CPU s per host | "
+        "in-host CPU s | " + " | ".join(shown) + " |",
+        "|---" * (7 + len(shown)) + "|",
     ]
     for n in sorted(results, key=int):
         s = results[n]
+        per_host = s["control_cpu_s"] / int(n) if s.get("control_cpu_s") is not None else None
         out.append(
             f"| {n} | {fmt(s['wall_s'])} | {s['rcs']} | {fmt(s.get('load_after'), 1)} | "
-            f"{fmt(s['control_cpu_s'])} | "
+            f"{fmt(s['control_cpu_s'])} | {fmt(per_host, 2)} | "
             f"{fmt(s['node_cpu_s'])} | " + " | ".join(fmt(s["phases"].get(p)) for p in shown) + " |"
         )
     return out
+
+
+def _ends(results: dict[str, Any]) -> list[int]:
+    sizes = sorted(int(n) for n in results)
+    return [sizes[0], sizes[-1]] if sizes else []
 
 
 def _scaling(r: dict[str, Any]) -> list[str]:
     growth = r.get("phase_growth_s") or {}
     top = sorted(growth.items(), key=lambda kv: -(kv[1] or 0))[:3]
     return [
-        "## 2. Scaling: pre-flight only (`--tags preflight`), 2 to 32 hosts",
+        "## 2. Scaling: pre-flight only (`--tags preflight`), "
+        + " to ".join(str(n) for n in _ends(r["results"].get("project", {})))
+        + " hosts",
         "",
         *_header(r),
         "Inputs, facts, environment, pre-flight checks, cleanup and report; no torch launch. "
-        "Phases in wall seconds (medians). CPU: control = ansible-playbook and its ssh clients; "
-        "in-host = everything the lab hosts' sshd ran (the modules), counted with cgroup cpuacct.",
+        "Phases in wall seconds (medians). CPU: control = ansible-playbook and its ssh clients "
+        "(the whole process tree, user + sys, counted with a cgroup around it); per host = that "
+        "divided by the hosts: what a control machine pays per node, which the lab's shared cores "
+        "cannot hide, unlike wall time; in-host = everything the lab hosts' sshd ran (the "
+        "modules), counted with cgroup cpuacct.",
         "",
         *_scaling_table(r["results"].get("project", {})),
         "",
@@ -311,7 +321,7 @@ FINDINGS = [
     "Written from the runs above (and the investigations noted); the numbers in this section",
     "are from those runs, not re-measured by every `make bench`.",
     "",
-    "**Overhead.** Three rounds, each cutting the calls on the nodes (every task on a node is an",
+    "**Overhead.** Four rounds, each cutting the calls on the nodes (every task on a node is an",
     "SSH session plus a Python start, 0.4-0.7 s on this lab; `ansible.builtin.ping` alone costs",
     "0.4 s per task here):",
     "",
@@ -319,41 +329,41 @@ FINDINGS = [
     "|---|---|---|---|---|",
     "| first | 36.8 s | 11.3 s | 3.27x | about 45 |",
     "| second | 19.3 s | 11.4 s | 1.72x | 8 |",
-    "| third (now) | 16.1 s | 10.9 s | 1.46x | 6 |",
+    "| third | 16.1 s | 10.9 s | 1.46x | 6 |",
+    "| third, again under the fourth's load | 44.0 s | 18.5 s | 2.37x | 6 |",
+    "| fourth (now), loaded machine | 30.1 s | 19.2 s | 1.62x | 4 |",
     "",
-    "What the third round changed, per node:",
+    "The fourth round was measured while six other sessions ran tests on the same 2 cores",
+    "(`uptime` before and after: load average 3.73, 10.02, 12.81 at 05:12:27 UTC and 4.21,",
+    "7.79, 11.54 at 05:15:05; torchrun by hand took 19.2 s instead of 10.9 s). To tell the",
+    "round's effect from the load, the third round's tree (commit 8d84353) was measured right",
+    "after it, under the same load (05:15:54-05:19:22 UTC, load average 2.06 -> 6.77): 2.37x,",
+    "pre-flight 8.2 s and report 3.7 s against this round's 3.1 s and 2.0 s, control-side CPU",
+    "14.4 s against 10.4 s, in-host CPU 44.4 s against 34.9 s. The goal (1.2x) is **not met**",
+    "on this loaded machine; it needs a re-run on a quiet one (`python -m bench.run --only",
+    "overhead`) to say whether it is met there. What the fourth round changed, per node:",
     "",
     "| phase | before | after | how |",
     "|---|---|---|---|",
-    "| facts | 1 call, 2.2 s (1.2 s of it importing torch) | 1 call, 0.8 s | nccl_facts "
-    "reads no Python (`query_python: false`); the torch probe runs in the pre-flight's "
-    "listener process, beside the probes |",
-    "| environment | 1 call (directory + nccl.env) | 0 | nccl.env is rendered on the "
-    "control machine (a copy in reports/<run-id>/<host>/); the launch's start writes it; "
-    "the pre-flight's first call or the launch's start makes the directory "
-    "(module_utils/nccl_run_dir.py) |",
-    "| pre-flight | 4 calls | 3 | the probe call also reads the firewall "
-    "(module_utils/nccl_firewall_read.py); the listeners' stop returns torch's versions |",
-    "| pre-flight only | + 1 clean-up call | 0 | with no launch after it, the listeners' "
-    "stop removes the run directory |",
+    "| facts | 1 call | 1 call | nccl_facts' `preflight` option also makes the run directory, "
+    "takes the run lock and starts the listeners (on the fabric address, chosen on the node "
+    "with the environment play's own function, module_utils/nccl_fabric_choice.py) and the "
+    "torch probe: importing torch overlaps the environment play and the probes |",
+    "| pre-flight | 3 calls | 1 | nccl_tcp_probe's `collect` option: after the probes and the "
+    "firewall read, waits until every expected probe came (all hosts probe at once), stops "
+    "the listeners, returns torch's versions and the clock, and with no launch after it "
+    "removes the run directory |",
+    "| report | a module run on the control machine | no process | nccl_report is an action "
+    "(plugins/action/nccl_report.py): the JUnit is built in the controller process |",
     "",
-    "The 5.2 s left: ansible-playbook start and inventory 0.4 s, input checks 0.25 s, facts 0.8 s,",
-    "environment 0.3 s (control machine only), pre-flight 3.0 s (three calls: 0.6, 1.1 and",
-    "1.0 s), report 0.5 s, exit 0.1 s; the launch itself (10.6 s) is no slower than torchrun by",
-    "hand (10.9 s). On this lab the rest is CPU-bound: the flow spends 4.6 CPU s on the control",
-    "machine and 4.0 CPU s more on the lab hosts than torchrun by hand (1.2 s of it is each",
-    "host's torch import for the version checks), 8.6 CPU s on 2 shared cores, about the 5.2 s",
-    "measured: the probe and stop calls are slow here because both hosts import torch on the same",
-    "two cores at that moment; on real nodes that import overlaps the probes. 1.3x would leave",
-    "3.3 s for everything but the launch. Left to try, estimated, not measured: gather the facts,",
-    "make the run directory, start the listeners (bound to the wildcard address, as torch's",
-    "TCPStore binds) and the torch probe in one first call (about 0.6 s for the call and up to",
-    "0.5 s of the stop's wait for torch), and build the JUnit in the controller process instead of",
-    "a local module run (about 0.3 s): about 15 s, 1.36x. The goal is met for checks of about 17 s",
-    "or longer (5.2 s / 0.3).",
+    "Calls per node now: facts, probe, torchrun's start and its wait (whose short looks are",
+    "one task). Earlier rounds' notes: the third round made nccl_facts read no Python, rendered",
+    "nccl.env on the control machine and read the firewall in the probe call; the second cut",
+    "the async jobs.",
     "",
-    "**Scaling.** 2 hosts now take 6.3 s (20.3 s in the first round, 8.2 s in the second), "
-    "32 hosts",
+    "**Scaling** (the third round, 2026-11-22, a quiet machine; table 2 now holds the fourth",
+    "round's 2 to 16 hosts under load). 2 hosts now take 6.3 s (20.3 s in the first round,",
+    "8.2 s in the second), 32 hosts",
     "84 s (251 s, then 102 s), but the ratio stays about 13x: every lab host's modules run on this",
     "machine's 2 cores, so the wall time follows the in-host CPU, about 3.8 CPU s per host (9.6,",
     "then 4.8), divided by 2 (32 hosts: 118 CPU s, 59 s of the 84). Of those 3.8 s, 1.2 s is",
@@ -367,6 +377,23 @@ FINDINGS = [
     "in this round: the clean-up play's call (7.1 s at 32 hosts, now 0.7 s: the listeners' stop",
     "removes the run directory when no launch follows), the environment play's call and the",
     "firewall's own call.",
+    "",
+    "**Control CPU per host** (issue 16; table 2, pre-flight only, 1 run per size, measured",
+    "2026-11-23 05:19-05:22 UTC under the other sessions' load: `uptime` load average 6.73,",
+    "6.34, 9.87 before and 13.78, 9.25, 10.44 after). ansible-playbook's whole process tree",
+    "(user + sys): 2 hosts 8.6 CPU s (4.31 per host), 8 hosts 24.4 (3.05), 16 hosts 44.5",
+    "(2.78). The third round's tree (8d84353), measured right after under the same load",
+    "(05:22-05:24 UTC, load average 12.84 -> 18.74): 8.7 (4.35), 23.3 (2.91), 44.4 (2.78), with",
+    "wall times 18.9, 39.9 and 91.3 s against 17.2, 39.1 and 75.1 s and in-host CPU 73.4",
+    "against 65.6 s at 16 hosts. So cutting the pre-flight's calls per node from four to two",
+    "(with `--tags preflight`: facts, listeners' start, probe, listeners' stop -> facts, probe)",
+    "saved wall time and the nodes' CPU but not the control machine's: what it spends per",
+    "host is the controller's own work (templating each task's arguments and the per-host",
+    "set_facts, Ansible's result loop), not the SSH sessions. Per host it falls with the size",
+    "(fixed costs: start, inventory, report), to about 2.8 CPU s at 16 hosts on this loaded",
+    "machine (1.25 at 16 hosts on the quiet run of 2026-11-22, table 2 of that round: CPU time",
+    "here grows with load too, since Ansible's result loop polls). No goal was set for it;",
+    "reported as asked, and worth re-running on a quiet machine.",
     "",
     "**What was tuned** (ansible.cfg, measured through ANSIBLE_* variables, table 2b).",
     "The committed ansible.cfg holds the settings that pay: on 8 hosts it took 22.9 s",

@@ -81,10 +81,32 @@ options:
         C(nccl_backend=auto) on hosts without NVIDIA GPUs or Ascend NPUs.
     type: bool
     default: false
+  preflight:
+    description:
+      - Also start the pre-flight in this call (one SSH session and Python start less per host) -
+        make the run directory, look at MASTER_PORT, take the run lock, bind the listeners and
+        start the torch probe in a detached process; the options of M(nccl_preflight_listen) with
+        O(nccl_preflight_listen#module:state=started) (see C(module_utils/nccl_preflight_calls)),
+        its result in RV(preflight). M(nccl_tcp_probe) O(nccl_tcp_probe#module:collect) collects
+        them.
+      - C(python) empty - the torch probe runs with the interpreter that runs this module.
+      - A listener address C(fabric) - this host's fabric address, chosen from the facts just read
+        with C(fabric.socket_ifname) and C(fabric.cidr) as roles/nccl_env will choose it
+        (C(module_utils/nccl_fabric_choice)); C({fabric_address}) in C(lock.path) is filled in
+        with it. Without a fabric address those listeners and the lock are left out.
+      - C(backend) (default C(auto); the playbook passes C(nccl_backend)) - a listener with a
+        C(backend) (the C(hccl) one) is held only where this node would use that backend - the
+        backend set, or with C(auto) the one this node's own facts call for (C(hccl) where Ascend
+        NPUs and no NVIDIA GPU were found; C(module_utils/nccl_preflight_calls) C(node_backend)).
+      - Not given - nothing is started or made on the host.
+    type: dict
 attributes:
   check_mode:
     support: full
-    details: The module only reads, so check mode runs it in full.
+    details:
+      - The module only reads, so check mode runs it in full.
+      - O(preflight) in check mode only reads (MASTER_PORT's owner, the run lock, the torch probe
+        in the foreground) and says in its C(msg) what it would start.
   diff_mode:
     support: none
   facts:
@@ -112,6 +134,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+preflight:
+  description:
+    - With O(preflight), what M(nccl_preflight_listen) O(nccl_preflight_listen#module:state=started)
+      returns (C(listeners), C(ports), C(port_owner), C(pid), C(lock), and C(failed) with C(msg)
+      when the pre-flight could not start - the facts are still returned and this module does not
+      fail for it).
+  returned: with O(preflight)
+  type: dict
 ansible_facts:
   description: Facts under the key C(nccl).
   returned: always
@@ -288,6 +318,8 @@ from ansible.module_utils.nccl_parse import (
     read_speed_mbps,
     unique_addresses,
 )
+from ansible.module_utils.nccl_preflight_calls import FACTS_START_SPEC, for_fabric
+from ansible.module_utils.nccl_preflight_calls import start as start_preflight
 
 SYS_ROOT = "/sys"
 PROC_ROOT = "/proc"
@@ -477,6 +509,7 @@ def main() -> None:
             "dcgm_diag_timeout": {"type": "int", "default": 300},
             "npu_smi": {"type": "str", "default": "npu-smi"},
             "query_xpu": {"type": "bool", "default": False},
+            "preflight": {"type": "dict", "options": FACTS_START_SPEC},
         },
         supports_check_mode=True,
     )
@@ -486,7 +519,15 @@ def main() -> None:
             "set it to the master's address, e.g. route_to: 192.168.100.10",
             route_to=module.params["route_to"],
         )
-    module.exit_json(changed=False, ansible_facts={"nccl": gather(module)})
+    facts = gather(module)
+    pre = module.params["preflight"]
+    if pre is None:
+        module.exit_json(changed=False, ansible_facts={"nccl": facts})
+    pre = for_fabric({**pre, "python": pre["python"] or sys.executable}, facts)
+    preflight = {**start_preflight(pre, module.check_mode), "fabric_address": pre["fabric_address"]}
+    module.exit_json(
+        changed=bool(preflight.get("changed")), ansible_facts={"nccl": facts}, preflight=preflight
+    )
 
 
 if __name__ == "__main__":

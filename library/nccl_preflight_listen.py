@@ -3,8 +3,12 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Hold short-lived TCP listeners for the pre-flight reachability probes, in a detached process.
 
-The pre-flight's first and last call on a node: it also makes the run's private directory and runs
-the torch probe beside the listeners, so importing torch (seconds) overlaps the probes."""
+The pre-flight's start and collect as a module of its own (module_utils/nccl_preflight_calls.py);
+playbooks/validate.yml runs the same two functions inside its facts call (nccl_facts option
+preflight) and its probe call (nccl_tcp_probe option collect), one SSH session less each. No
+playbook calls this module: it is those two functions' documented options (which nccl_facts and
+nccl_tcp_probe refer to) and the entry through which their tests run them with the same argument
+spec (tests/unit/test_preflight_listener.py)."""
 
 from __future__ import annotations
 
@@ -92,6 +96,12 @@ options:
         description: Stop this listener after this many accepted connections.
         type: int
         default: 1
+      backend:
+        description:
+          - Used by M(nccl_facts) O(nccl_facts#module:preflight) only (its C(backend) option) -
+            the listener is held only where the node uses this backend; ignored here.
+        type: str
+        default: ""
   check_port:
     description:
       - Before binding, look in C(/proc) for processes already listening on this TCP port
@@ -128,6 +138,13 @@ options:
         fails. Only this user's own directory is removed, never through a symbolic link.
       - For a pre-flight that no launch follows - the stop is then the last call on the host.
     type: path
+  wait:
+    description:
+      - With O(state=stopped), first wait up to this many seconds for the listener process to end
+        by itself (every expected connection came) before writing the stop file; RV(waited) says
+        whether it did. C(0) - stop at once.
+    type: float
+    default: 0
   stop_timeout:
     description:
       - Seconds O(state=stopped) waits for the listener process to exit after writing the stop
@@ -256,6 +273,11 @@ run_dir_removed:
   description: Whether O(remove_run_dir) is gone (C(remove_error) says why not).
   returned: O(state=stopped) with O(remove_run_dir), outside check mode
   type: bool
+waited:
+  description:
+    - With O(wait), C(seconds) and C(ended_alone) (the listener got every connection in time).
+  returned: O(state=stopped) with O(wait), when the listener's result was read
+  type: dict
 clock:
   description:
     - This host's clock (seconds since the epoch, C(time.time())) when the module started.
@@ -265,209 +287,25 @@ clock:
   sample: 1763776800.123456
 """
 
-import os
-import time
-from typing import Any, NoReturn
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_check_mode import probe_python_read_only, would_start
-from ansible.module_utils.nccl_listener import (
-    RESULT_FILE,
-    bind_all,
-    clear_previous,
-    log_tail,
-    python_facts,
-    result_of,
-    spawn_listener,
-    stop_listener,
-)
-from ansible.module_utils.nccl_preflight_proc import port_owner
-from ansible.module_utils.nccl_proc import write_json
-from ansible.module_utils.nccl_run_dir import (
-    make_private_dir,
-    parse_mode,
-    private_dir_problem,
-    remove_private_dir,
-)
-from ansible.module_utils.nccl_run_lock import look as look_at_lock
-from ansible.module_utils.nccl_run_lock import take as take_lock
-
-
-def make_dirs(module: AnsibleModule, run_dir: str | None, mode: int, owner: dict) -> None:
-    """Make the run directory (when given) and the listener directory in it, or fail."""
-    path = module.params["path"]
-    try:
-        if run_dir:
-            make_private_dir(run_dir, mode)
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    except OSError as exc:
-        module.fail_json(
-            msg=f"cannot make the listener directory {path}"
-            + (f" in the run directory {run_dir}" if run_dir else "")
-            + f": {exc}; rerun with another run id",
-            port_owner=owner,
-        )
-
-
-def start(module: AnsibleModule) -> None:
-    p = module.params
-    path = p["path"]
-    owner = port_owner(p["check_port"]) if p["check_port"] is not None else {}
-    specs = p["listeners"]
-    if owner and not owner["free"]:
-        specs = [s for s in specs if s["port"] != p["check_port"]]
-    run_dir, run_dir_mode = p["run_dir"], parse_mode(p["run_dir_mode"])
-    if run_dir_mode is None:
-        module.fail_json(
-            msg=f"run_dir_mode {p['run_dir_mode']!r} is not an octal mode such as 0700",
-            port_owner=owner,
-        )
-    problem = private_dir_problem(run_dir) if run_dir else ""
-    if problem:
-        module.fail_json(msg=problem, port_owner=owner, listeners=[], ports={})
-    lock_spec, extra = p["lock"], {}
-    if module.check_mode:
-        if lock_spec:
-            extra["lock"] = look_at_lock(lock_spec["path"])
-        if p["python"]:
-            extra["python"] = probe_python_read_only(p["python"], p["python_timeout"])
-        msg = would_start(p)
-        module.exit_json(
-            changed=False, listeners=[], ports={}, port_owner=owner, pid=None, msg=msg, **extra
-        )
-    deadline = time.monotonic() + p["timeout"]
-    make_dirs(module, run_dir, run_dir_mode, owner)
-    if lock_spec and run_dir:
-        owner_record = {k: lock_spec[k] for k in lock_spec if k not in ("path", "lifetime")}
-        extra["lock"] = take_lock(lock_spec["path"], run_dir, lock_spec["lifetime"], owner_record)
-        if extra["lock"]["refused"]:  # MASTER_PORT is the other run's: nobody probes it
-            specs = [s for s in specs if s["port"] != p["check_port"]]
-    clear_previous(path, p["stop_timeout"])
-    entries, socks = bind_all(specs)
-    ports = {e["name"]: {"port": e["port"], "error": e["error"]} for e in entries}
-    pid = None
-    python = {"executable": p["python"], "timeout": p["python_timeout"]} if p["python"] else None
-    if socks or python:
-        pid = spawn_listener(path, entries, socks, deadline, python)
-        if not pid:
-            module.fail_json(
-                msg=f"the listener process died while starting; its log: {log_tail(path)}",
-                listeners=entries,
-                ports=ports,
-                port_owner=owner,
-            )
-    else:
-        write_json(os.path.join(path, RESULT_FILE), result_of(entries, "nothing bound", None))
-    module.exit_json(
-        changed=True, listeners=entries, ports=ports, port_owner=owner, pid=pid, **extra
-    )
-
-
-def end_run(module: AnsibleModule, failed: bool, **result: Any) -> NoReturn:
-    """Exit (or fail) after removing O(remove_run_dir) when asked: the listeners' stop is then
-    the pre-flight's last call on the host, and no clean-up call has to follow."""
-    run_dir = module.params["remove_run_dir"]
-    if run_dir and not module.check_mode:
-        problem = remove_private_dir(run_dir)
-        result["run_dir_removed"] = not problem
-        if problem:
-            result["remove_error"] = problem
-    if failed:
-        module.fail_json(**result)
-    module.exit_json(**result)
-
-
-def stop(module: AnsibleModule) -> None:
-    clock = time.time()
-    path = module.params["path"]
-    run_dir = module.params["remove_run_dir"]
-    if run_dir and os.path.commonpath([run_dir, path]) != run_dir:
-        module.fail_json(
-            msg=f"remove_run_dir {run_dir} does not hold the listener directory {path}",
-            clock=clock,
-        )
-    if module.check_mode:
-        module.exit_json(changed=False, clock=clock, listeners=[], pid=None, msg="check mode")
-    if not os.path.isdir(path):
-        end_run(
-            module,
-            True,
-            msg=f"no listener directory {path}: the listeners were not started",
-            clock=clock,
-            listeners=[],
-            pid=None,
-        )
-    outcome = stop_listener(path, module.params["stop_timeout"])
-    result = outcome["result"]
-    if result is None:
-        end_run(
-            module,
-            True,
-            msg=outcome["error"],
-            clock=clock,
-            listeners=[],
-            pid=outcome["pid"],
-            killed=outcome["killed"],
-        )
-    extra = {}
-    if result.get("python_run"):
-        extra["python"] = python_facts(result["python_run"])
-    end_run(
-        module,
-        False,
-        changed=True,
-        clock=clock,
-        listeners=result["listeners"],
-        pid=result["pid"],
-        ended=result["ended"],
-        timed_out=result["timed_out"],
-        killed=outcome["killed"],
-        **extra,
-    )
+from ansible.module_utils.nccl_preflight_calls import START_SPEC, STOP_SPEC, start, stop
 
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "state": {"type": "str", "choices": ["started", "stopped"], "default": "started"},
-            "path": {"type": "path", "required": True},
-            "listeners": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {
-                    "name": {"type": "str", "required": True},
-                    "address": {"type": "str", "required": True},
-                    "port": {"type": "int", "default": 0},
-                    "expect": {"type": "int", "default": 1},
-                },
-            },
-            "check_port": {"type": "int"},
-            "run_dir": {"type": "path"},
-            "run_dir_mode": {"type": "str", "default": "0700"},
-            "python": {"type": "str"},
-            "python_timeout": {"type": "float", "default": 60.0},
-            "remove_run_dir": {"type": "path"},
-            "lock": {
-                "type": "dict",
-                "options": {
-                    "path": {"type": "path", "required": True},
-                    "lifetime": {"type": "float", "default": 3600.0},
-                    "run_id": {"type": "str", "required": True},
-                    "started_at": {"type": "str", "default": ""},
-                    "control_host": {"type": "str", "default": ""},
-                    "control_user": {"type": "str", "default": ""},
-                },
-            },
-            "timeout": {"type": "float", "default": 60.0},
-            "stop_timeout": {"type": "float", "default": 10.0},
+            **START_SPEC,
+            **STOP_SPEC,
         },
         supports_check_mode=True,
     )
-    if module.params["state"] == "started":
-        start(module)
-    else:
-        stop(module)
+    p = module.params
+    call = start if p["state"] == "started" else stop
+    result = call(p, module.check_mode)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

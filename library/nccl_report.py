@@ -181,108 +181,24 @@ html:
   type: str
 """
 
-import os
-from pathlib import Path
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.nccl_junit import (
-    JUNIT_XML_IMPORT_ERROR,
-    build_suites,
-    point_latest,
-    read_run,
-    summarize,
-    write_report,
+from ansible.module_utils.nccl_report_run import (  # noqa: F401 - resolve_run_dir: the tests' too
+    ARGUMENT_SPEC,
+    resolve_run_dir,
+    run_report,
 )
-from ansible.module_utils.nccl_verdict import build_verdict, write_verdict
-
-
-def resolve_run_dir(report_root: Path, run_id: str, fallback_to_latest: bool) -> Path | None:
-    """The directory to report on, or None when there is none."""
-    latest = report_root / "latest"
-    if run_id and run_id != "latest":
-        wanted = report_root / run_id
-        if wanted.is_dir():
-            return wanted
-        if not fallback_to_latest:
-            return None
-    if latest.is_dir():
-        return report_root / os.readlink(latest) if latest.is_symlink() else latest
-    return None
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "report_root": {"type": "path", "required": True},
-            "run_id": {"type": "str", "default": "latest"},
-            "fallback_to_latest": {"type": "bool", "default": False},
-            "expect_ranks": {"type": "bool", "default": True},
-            "update_latest": {"type": "bool", "default": True},
-            "html_template": {"type": "path", "default": ""},
-            "run_check_mode": {"type": "bool", "default": False},
-            "verdict_copy": {"type": "path", "default": ""},
-        },
-        supports_check_mode=True,
-    )
-    if JUNIT_XML_IMPORT_ERROR is not None:
-        module.fail_json(
-            msg=missing_required_lib("junit-xml"), exception=str(JUNIT_XML_IMPORT_ERROR)
-        )
-
-    report_root = Path(module.params["report_root"])
-    run_id = module.params["run_id"] or "latest"
-    run_dir = resolve_run_dir(report_root, run_id, module.params["fallback_to_latest"])
-    if run_dir is None:
-        module.fail_json(
-            msg=(
-                f"no collected files for run {run_id} under {report_root} on the control machine; "
-                f"run the whole playbook (ansible-playbook playbooks/validate.yml) or pass an "
-                f"existing run: -e nccl_run_id=<one of the directories in {report_root}>"
-            ),
-            report_root=str(report_root),
-            run_id=run_id,
-        )
-
-    run = read_run(run_dir)
-    files = build_suites(run, expect_ranks=module.params["expect_ranks"])
-    summary = summarize(run, files, check_mode=module.params["run_check_mode"])
-    verdict = build_verdict(run, files, summary, check_mode=module.params["run_check_mode"])
-    html = ""
-    written: list[str] = []
-    if not module.check_mode:
-        written = write_report(run_dir, run, files, summary)
-        written.append(str(write_verdict(run_dir, verdict)))
-        if module.params["html_template"]:
-            from ansible.module_utils.nccl_html import write_html  # imports matplotlib: only here
-
-            html = str(
-                write_html(run_dir, Path(module.params["html_template"]), run, summary, verdict)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    result = run_report(module.params, module.check_mode)
+    if result.pop("failed", False):
+        if result.get("missing_lib"):
+            module.fail_json(
+                msg=missing_required_lib(result["missing_lib"]), exception=result["msg"]
             )
-            written.append(html)
-        if module.params["update_latest"]:
-            point_latest(report_root, run_dir.name)
-    if module.params["verdict_copy"]:
-        write_verdict(Path(module.params["verdict_copy"]), verdict, name="")
-
-    module.exit_json(
-        changed=bool(written),
-        run_id=run.run_id,
-        report_dir=str(run_dir),
-        junit=str(run_dir / "junit.xml"),
-        files=written,
-        verdict=summary["verdict"],
-        check_mode=summary["check_mode"],
-        totals=summary["totals"],
-        hosts=summary["hosts"],
-        bandwidth=summary["bandwidth"],
-        problems=summary["problems"],
-        summary=summary["markdown"],
-        summary_lines=summary["markdown"].splitlines(),
-        exit_class=verdict["class"],
-        exit_code=verdict["exit_code"],
-        findings=verdict["findings"],
-        html=html,
-    )
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

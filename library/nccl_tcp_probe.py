@@ -29,6 +29,9 @@ description:
   - A refused connection is retried for O(refused_retry) seconds (a listener that has not
     called C(listen) yet); a timeout is not retried.
   - Never fails for an unreachable target; each target's outcome is in the result.
+  - With O(collect), then collects the pre-flight's listeners started by M(nccl_facts)
+    (O(nccl_facts#module:preflight)) in the same call - as M(nccl_preflight_listen) with
+    O(nccl_preflight_listen#module:state=stopped) does - and returns that result in RV(collect).
 version_added: "0.1.0"
 options:
   targets:
@@ -92,10 +95,35 @@ options:
         description: This host's fabric interface (where the connections arrive).
         type: str
         default: ""
+  collect:
+    description:
+      - Collect the pre-flight's listeners and torch probe after the probes (the options of
+        M(nccl_preflight_listen) with O(nccl_preflight_listen#module:state=stopped); see
+        C(module_utils/nccl_preflight_calls)) - wait up to O(collect.wait) seconds for the
+        listeners to get every expected connection, stop them, optionally remove the run directory.
+    type: dict
+    suboptions:
+      path:
+        description: The listener directory.
+        type: path
+        required: true
+      wait:
+        description: Seconds to wait for the listeners to end by themselves.
+        type: float
+        default: 0
+      stop_timeout:
+        description: Seconds to wait for the listener process after the stop file.
+        type: float
+        default: 10
+      remove_run_dir:
+        description: The run directory to remove afterwards (no launch follows).
+        type: path
 attributes:
   check_mode:
     support: full
-    details: Only connects, closes and reads; nothing on the host changes.
+    details:
+      - Only connects, closes and reads; nothing on the host changes.
+      - O(collect) in check mode only reads the clock.
 author:
   - nccl-preflight contributors
 """
@@ -162,6 +190,14 @@ firewall:
         fix: "iptables -I INPUT 3 -p tcp -s 10.0.0.12,10.0.0.11 --dport 29500 -j ACCEPT"
         text: "iptables filter chain INPUT rule 3 (...) drops tcp/29500 (MASTER_PORT) from ..."
     tools: {iptables: {present: true, read: true, active: true, error: ""}}
+collect:
+  description:
+    - With O(collect), what M(nccl_preflight_listen) O(nccl_preflight_listen#module:state=stopped)
+      returns (C(listeners), C(ended), C(timed_out), C(python), C(clock), C(waited),
+      C(run_dir_removed)), with C(failed) and C(msg) when the listeners could not be collected
+      (this module does not fail for it).
+  returned: with O(collect)
+  type: dict
 """
 
 import errno
@@ -170,6 +206,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_firewall_read import PORTS_SPEC, read_firewall
+from ansible.module_utils.nccl_preflight_calls import STOP_SPEC, stop
 
 
 def probe(address: str, port: int, source: str, timeout: float, refused_retry: float) -> dict:
@@ -239,6 +276,7 @@ def main() -> None:
                     "ifname": {"type": "str", "default": ""},
                 },
             },
+            "collect": {"type": "dict", "options": STOP_SPEC},
         },
         supports_check_mode=True,
     )
@@ -253,7 +291,11 @@ def main() -> None:
     if p["firewall"] is not None:
         fw = p["firewall"]
         firewall = read_firewall(module, fw["peers"], fw["ports"], fw["address"], fw["ifname"])
-    module.exit_json(changed=False, results=results, firewall=firewall)
+    extra = {}
+    if p["collect"] is not None:  # the pre-flight's listeners, after this host's own probes
+        extra["collect"] = stop(p["collect"], module.check_mode)
+    changed = bool(extra.get("collect", {}).get("changed"))
+    module.exit_json(changed=changed, results=results, firewall=firewall, **extra)
 
 
 if __name__ == "__main__":

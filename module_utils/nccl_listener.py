@@ -1,12 +1,14 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The pre-flight's listener process (library/nccl_preflight_listen.py): bind, serve, stop.
+"""The pre-flight's listener process: bind, serve, stop.
 
-The module binds the listeners, hands them to a detached process (``nccl_proc.detach``) that
+The pre-flight's start (module_utils/nccl_preflight_calls.py, run inside the facts call) binds
+the listeners, hands them to a detached process (``nccl_proc.detach``) that
 accepts connections until each listener got its expected ones, the stop file appears, the
 directory is removed or the deadline passes, runs the torch probe meanwhile, and leaves what it
-saw in ``listener.json``. Every file lives in the listener's directory. Standard library only:
-shipped to the nodes inside library/nccl_preflight_listen.py.
+saw in ``listener.json``; the stop (inside the probe call) collects it. Every file lives in the
+listener's directory. Standard library only: shipped to the nodes inside the modules that import
+module_utils/nccl_preflight_calls.py.
 """
 
 from __future__ import annotations

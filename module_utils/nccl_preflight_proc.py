@@ -3,7 +3,7 @@
 """Read /proc: who listens on a TCP port (a process's identity: module_utils/nccl_proc.py).
 
 The parsers are pure functions; the readers take the /proc root as an argument so tests can hand
-them a fake tree. Used by library/nccl_preflight_listen.py.
+them a fake tree. Used by the pre-flight's start (module_utils/nccl_preflight_calls.py).
 """
 
 from __future__ import annotations

@@ -7,84 +7,26 @@ Only the standard library: ansible-core has no ipaddr filter without the ansible
 
 from __future__ import annotations
 
-import ipaddress
+import importlib.util
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
-def _addresses(interface: dict[str, Any]) -> list[str]:
-    return [entry["address"] for entry in interface.get("ipv4", []) + interface.get("ipv6", [])]
+def _load_choice() -> ModuleType:
+    """module_utils/nccl_fabric_choice.py of this project (the controller has no custom
+    module_utils on ansible.module_utils' path, only the modules shipped to the nodes do)."""
+    path = Path(__file__).resolve().parents[2] / "module_utils" / "nccl_fabric_choice.py"
+    spec = importlib.util.spec_from_file_location("nccl_preflight_fabric_choice", path)
+    if spec is None or spec.loader is None:  # pragma: no cover
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def nccl_fabric_choice(
-    facts: dict[str, Any], socket_ifname: str = "", fabric_cidr: str = ""
-) -> dict[str, str]:
-    """Choose this host's fabric interface and its address on it.
-
-    In order: an explicit interface name; else the interface holding an address inside the fabric
-    CIDR; else an interface with an RDMA device under it and a routable address (the one that
-    routes to the master when several do); else the interface the host routes through to the
-    master. Returns
-    {"ifname", "address", "reason"}; "ifname" is "" (and "reason" says why) when nothing fits.
-    """
-    interfaces: dict[str, dict[str, Any]] = facts.get("interfaces") or {}
-    network = ipaddress.ip_network(fabric_cidr, strict=True) if fabric_cidr else None
-
-    def address_on(name: str) -> str:
-        addresses = _addresses(interfaces.get(name, {}))
-        if network is not None:
-            addresses = [a for a in addresses if ipaddress.ip_address(a) in network]
-        link_local = [a for a in addresses if ipaddress.ip_address(a).is_link_local]
-        usable = [a for a in addresses if a not in link_local]
-        return (usable or link_local or [""])[0]
-
-    if socket_ifname:
-        if socket_ifname not in interfaces:
-            present = ", ".join(sorted(interfaces)) or "none"
-            return {
-                "ifname": socket_ifname,
-                "address": "",
-                "reason": f"interface {socket_ifname} (nccl_socket_ifname) does not exist; "
-                f"present: {present}",
-            }
-        return {"ifname": socket_ifname, "address": address_on(socket_ifname), "reason": ""}
-
-    if network is not None:
-        for name in sorted(interfaces):
-            address = address_on(name)
-            if address:
-                return {"ifname": name, "address": address, "reason": ""}
-        return {
-            "ifname": "",
-            "address": "",
-            "reason": f"no interface holds an address in nccl_fabric_cidr {fabric_cidr}",
-        }
-
-    route = facts.get("route") or {}
-    rdma_backed = [
-        name
-        for name in sorted(interfaces)
-        if interfaces[name].get("rdma_devices")
-        and interfaces[name].get("state") != "down"
-        and address_on(name)
-        and not ipaddress.ip_address(address_on(name)).is_link_local
-    ]
-    if rdma_backed:
-        name = route.get("interface") if route.get("interface") in rdma_backed else rdma_backed[0]
-        return {"ifname": name, "address": address_on(name), "reason": ""}
-    destination = route.get("destination")
-    # On the master itself the route to its own address goes through lo: the interface that
-    # holds the address is the one the other hosts reach it on.
-    for name in sorted(interfaces):
-        if destination and name != "lo" and destination in _addresses(interfaces[name]):
-            return {"ifname": name, "address": destination, "reason": ""}
-    if route.get("interface"):
-        return {
-            "ifname": route["interface"],
-            "address": route.get("source") or address_on(route["interface"]),
-            "reason": "",
-        }
-    reason = facts.get("route_reason") or "no route to the master"
-    return {"ifname": "", "address": "", "reason": reason}
+# One function for the environment play and the node's first call (module_utils).
+nccl_fabric_choice = _load_choice().nccl_fabric_choice
 
 
 class FilterModule:

@@ -18,9 +18,10 @@ Every check is skipped, with the reason, unless the run's backend is hccl.
 - hccl_ports: HCCL's host ports (HCCL_IF_BASE_PORT, default 60000, and the 15 after it; CANN
   environment variable reference) must be reserved (net.ipv4.ip_local_reserved_ports) where they
   fall in the ephemeral range, as CANN asks, so that no outgoing connection takes them first.
-- tcp_hccl_port: each host listens on HCCL_IF_BASE_PORT during the pre-flight (roles/preflight)
-  and its ring peers connect to it like to the ring's ephemeral port (probe "hccl"); a firewall
-  that drops it fails naming the host, address and port.
+- tcp_hccl_port: each host that would use hccl itself listens on HCCL_IF_BASE_PORT during the
+  pre-flight (started by the facts call) and its ring peers connect to it like to the ring's
+  ephemeral port (probe "hccl"); a firewall that drops it fails naming the host, address and
+  port; a peer without an HCCL listener (nccl_backend auto, no Ascend NPU there) is named so.
 """
 
 from __future__ import annotations
@@ -202,8 +203,27 @@ def nccl_hccl_base_port(extra_env: dict | None) -> int:
     return int(text) if text.isdigit() and 0 < int(text) < 65536 else HCCL_DEFAULT_BASE_PORT
 
 
-def check_tcp_hccl_port(obs: dict, host: str) -> dict:
-    """This host's TCP probes of its ring peers' HCCL port (listener 'hccl', same as tcp_ring)."""
+def no_hccl_listener(peer: str, peer_obs: dict | None) -> str:
+    """Why ``peer`` holds no HCCL listener, or "" when it does (or its listeners are unknown).
+
+    The facts call starts the listener only where the node would use hccl itself (docs/design.md,
+    "Pre-flight on the nodes"): with nccl_backend auto, a node without Ascend NPUs has none."""
+    listed = ((peer_obs or {}).get("listeners") or {}).get("listeners")
+    if not listed or any(e.get("name") == "hccl" for e in listed):
+        return ""
+    acc = _acc(peer_obs or {})
+    if (peer_obs or {}).get("facts", {}).get("gpus"):
+        why = "it found NVIDIA GPUs and would use nccl"
+    elif not acc.get("npus"):
+        why = "it found no Ascend NPU and would not use hccl"
+    else:
+        why = "it would not use hccl"
+    return f"{peer} has no HCCL listener: {why}; see backend_choice"
+
+
+def check_tcp_hccl_port(obs: dict, host: str, observations: dict | None = None) -> dict:
+    """This host's TCP probes of its ring peers' HCCL port (listener 'hccl', same as tcp_ring);
+    a failed probe of a peer without an HCCL listener says so (:func:`no_hccl_listener`)."""
     skip = _skip(obs)
     if skip:
         return _result("tcp_hccl_port", host, "skipped", f"{host}: {skip}")
@@ -223,10 +243,13 @@ def check_tcp_hccl_port(obs: dict, host: str) -> dict:
             f"{host}: connected over TCP to HCCL's port (HCCL_IF_BASE_PORT) of {done}",
         )
     dropped = {"timeout": ": packets are dropped (a firewall on the peer or in between)"}
+    observations = observations or {}
+    missing = {p["host"]: no_hccl_listener(p["host"], observations.get(p["host"])) for p in bad}
     lines = [
         f"{host}: cannot open TCP to {p['host']} at {p['address']}:{p['port']} (HCCL's host "
         f"port, HCCL_IF_BASE_PORT {p['port']}) from {p.get('source') or 'the default address'}: "
         f"{p.get('error')}{dropped.get(str(p.get('error_kind')), '')}"
+        + (f"; {missing[p['host']]}" if missing[p["host"]] else "")
         for p in bad
     ]
     hints = [
@@ -286,7 +309,7 @@ def nccl_npu_checks_add(
             check_npu(obs, host),
             check_npu_model(observations, host, order),
             check_hccl_ports(obs, host, extra.get(host) or settings.get("extra_env") or {}),
-            check_tcp_hccl_port(obs, host),
+            check_tcp_hccl_port(obs, host, observations),
         ]
 
     return append_results(results_by_host, checks)

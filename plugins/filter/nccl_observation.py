@@ -6,8 +6,9 @@ roles/preflight keeps it as the fact ``preflight_observation``; the verdicts
 (plugins/filter/nccl_preflight.py ``nccl_preflight_judge``, then nccl_gpu_checks.py,
 nccl_fabric.py and nccl_npu_checks.py) read every host's, keyed by inventory name (the judge
 adds ``host``). Built on the control machine by ``nccl_preflight_observation`` from the host's
-facts, its nccl_env values and the results its module calls registered; each result is an
-argument of its own, so which call returns what can change without touching the keys.
+facts, its nccl_env values and the results its module calls registered (in
+roles/preflight/tasks/main.yml); each result is an argument of its own, so which call returns
+what can change without touching the keys.
 
     facts          ansible_facts.nccl ({} when the facts call did not run)
     ifname         the fabric interface (nccl_env_ifname), "" when none was chosen
@@ -18,14 +19,14 @@ argument of its own, so which call returns what can change without touching the 
     nproc_per_node this host's ranks (int, nccl_env_nproc_per_node: the rank layout)
     backend        the run's backend (nccl_env_backend), ""
     python         the node's Python for torch (nccl_env_python), ""
-    port_owner     the master's MASTER_PORT owners {free, listeners} (nccl_preflight_listen
-                   state=started with check_port); {} elsewhere or when it did not run
+    port_owner     the master's MASTER_PORT owners {free, listeners} (the start's check_port);
+                   {} elsewhere or when it did not run
     run_lock       the master's run lock {path, refused, took_over, holder, stale, message}
-                   (state=started's lock); {} elsewhere
-    listeners      what the listeners saw: the state=stopped result ({listeners: [{name, address,
-                   port, error, accepted, complete}], timed_out, ...}) when it lists listeners,
-                   else the state=started result when that has a listener list (at least the
-                   bind errors), else {}
+                   (the start's lock); {} elsewhere
+    listeners      what the listeners saw: the stop's result ({listeners: [{name, address,
+                   port, error, accepted, complete}], timed_out, waited, ...}) when it lists
+                   listeners, else the start's result when that has a listener list (at least
+                   the bind errors), else {}
     probes         nccl_tcp_probe's results ([{name, ...}]), [] when it did not run
     probe_skip     {master, ring}: why a target was not probed (roles/preflight/vars/main.yml
                    preflight_probe_plan.skip); in check mode both say no listener was started
@@ -34,11 +35,11 @@ argument of its own, so which call returns what can change without touching the 
     firewall_skip  why there is no firewall reading: the probe call's failure message, "no
                    fabric address" when it read none, "" when it read one
     python_facts   what the torch probe reported (the shape of ansible_facts.nccl.python): the
-                   state=stopped result's python, else state=started's (check mode runs the probe
-                   in the foreground), else {executable, reason: "the torch probe gave no
+                   stop's python, else the start's (check mode runs the probe in the
+                   foreground), else {executable, reason: "the torch probe gave no
                    result: <why>"}
-    clock          the node's time.time() at state=stopped (float), None when the clock check
-                   is off or the stop call gave no clock
+    clock          the node's time.time() at the stop (float), None when the clock check
+                   is off or the stop gave no clock
 """
 
 from __future__ import annotations
@@ -108,9 +109,11 @@ def nccl_preflight_observation(
 
     ``facts``: ansible_facts.nccl; ``env``: the nccl_env values without their prefix (ifname,
     ifname_reason, address, master_addr, master_port, nproc_per_node, backend, python);
-    ``started``: nccl_preflight_listen state=started's result (port_owner, lock, listeners,
-    python); ``probe``: nccl_tcp_probe's (results, firewall); ``stopped``: nccl_preflight_listen
-    state=stopped's (listeners, python, clock); ``probe_skip``: preflight_probe_plan.skip.
+    ``started``: the pre-flight's start, nccl_facts' RV preflight (port_owner, lock, listeners,
+    python); ``probe``: nccl_tcp_probe's result (results, firewall); ``stopped``: the
+    pre-flight's stop, nccl_tcp_probe's RV collect (listeners, python, clock, waited; failed and
+    msg when it could not collect); ``probe_skip``: preflight_probe_plan.skip. The start and the
+    stop are module_utils/nccl_preflight_calls.py's start and stop.
     """
     env = env or {}
     started, probe, stopped = _result(started), _result(probe), _result(stopped)

@@ -301,7 +301,7 @@ def check_master_port_free(observations: dict[str, dict], host: str, master: str
             "master_port_free",
             host,
             "failed",
-            f"{host}: cannot listen on MASTER_ADDR {entry.get('address')}:{port}: {entry['error']}",
+            f"{host}: cannot listen on MASTER_PORT {port}: {entry['error']}",
             f"ip addr show; ss -tlnp 'sport = :{port}'  (on {host})",
         )
     note = f"; {lock['message']}" if lock.get("took_over") else ""
@@ -318,6 +318,19 @@ def _probe_failure_text(p: dict) -> str:
         "source": "the source address is not on this host",
     }.get(kind, "")
     return f"{p.get('error')}" + (f": {why}" if why else "")
+
+
+def _stopped_early(observations: dict, p: dict) -> str:
+    """Why a refused probe may be no fault of the path: the peer's listeners were stopped after
+    waiting preflight_collect_wait seconds for every probe (``waited``), before this one came."""
+    waited = ((observations.get(p.get("host")) or {}).get("listeners") or {}).get("waited") or {}
+    if p.get("error_kind") != "refused" or waited.get("ended_alone", True):
+        return ""
+    return (
+        f" (the listeners on {p.get('host')} were stopped after waiting {waited.get('seconds')} s "
+        "for every probe, before this one came: this host's probe started late, raise "
+        "preflight_collect_wait)"
+    )
 
 
 def _probe_check(check: str, observations: dict, host: str, target: str, what: str) -> dict:
@@ -337,7 +350,7 @@ def _probe_check(check: str, observations: dict, host: str, target: str, what: s
         src = p.get("source") or "the default address"
         lines.append(
             f"{host}: cannot open TCP to {p['host']} at {p['address']}:{p['port']} ({what}) "
-            f"from {src}: {_probe_failure_text(p)}"
+            f"from {src}: {_probe_failure_text(p)}{_stopped_early(observations, p)}"
         )
         src_opt = f"-s {p['source']} " if p.get("source") else ""
         hints.append(
@@ -631,12 +644,16 @@ def nccl_preflight_probe_plan(
     order: list[str],
     addresses: dict[str, str],
     full_mesh: bool = False,
+    hccl_port: int = 0,
 ) -> dict[str, Any]:
     """The nccl_tcp_probe targets of ``host`` and, per probe, why it cannot run.
 
-    ``ports_by_host``: each host's listener ports, as nccl_preflight_listen state=started
-    returns them ({"master"|"ring": {"port", "error"}});
-    ``addresses``: each host's fabric address. -> {"targets": [...], "skip": {name: reason}}.
+    ``ports_by_host``: each host's listener ports, as the pre-flight's start (nccl_facts' RV
+    preflight) returns them ({"master"|"ring"|"hccl": {"port", "error"}});
+    ``addresses``: each host's fabric address; ``hccl_port``: HCCL_IF_BASE_PORT when the run's
+    backend is hccl, else 0: a ring peer that started its listeners but no hccl one (it would not
+    use hccl itself) is still probed there, and tcp_hccl_port says it holds no HCCL listener.
+    -> {"targets": [...], "skip": {name: reason}}.
     """
     targets: list[dict[str, Any]] = []
     skip: dict[str, str] = {}
@@ -678,13 +695,13 @@ def nccl_preflight_probe_plan(
         hccl = (ports_by_host.get(peer) or {}).get("hccl") or {}
         if hccl.get("error"):
             skip["hccl"] = f"{peer} could not listen on HCCL's port: {hccl['error']}"
-        elif hccl and addresses.get(peer):
+        elif addresses.get(peer) and (hccl or (hccl_port and entry and not entry.get("error"))):
             targets.append(
                 {
                     "name": "hccl",
                     "host": peer,
                     "address": addresses[peer],
-                    "port": int(hccl["port"]),
+                    "port": int(hccl["port"]) if hccl else int(hccl_port),
                 }
             )
     return {"targets": targets, "skip": skip}

@@ -145,6 +145,8 @@ def test_the_npu_preflight_reads_the_stand_ins_and_says_what_is_missing(
         "port, HCCL_IF_BASE_PORT 60000)"
     ), dropped
     assert "packets are dropped" in dropped["message"]
+    why = "it found no Ascend NPU and would not use hccl; see backend_choice"  # auto: no listener
+    assert f"{other} has no HCCL listener: {why}" in dropped["message"], dropped
     assert result(1, "tcp_hccl_port")["status"] == "passed"
     assert "60000" in result(1, "firewall")["message"], result(1, "firewall")
     # auto: the CPU host would choose gloo, the Ascend master hccl, and every rank runs hccl

@@ -235,3 +235,58 @@ def test_a_dropped_hccl_port_fails_naming_host_address_and_port() -> None:
         "n1: HCCL's port not tested: check mode: no listener is started, so nothing to connect to"
     )
     assert judge({"n1": obs(backend="gloo")})["n1"]["tcp_hccl_port"]["status"] == "skipped"
+
+
+def test_a_peer_without_an_hccl_listener_is_still_probed_on_hccls_port() -> None:
+    """nccl_backend auto: the facts call starts the hccl listener only where the node would use
+    hccl itself; the run's backend hccl (the master's choice) still probes the other peers."""
+    import nccl_preflight as pf
+
+    ports = {
+        "n1": {"master": {"port": 29500, "error": ""}, "ring": {"port": 40001, "error": ""}},
+        "n2": {"ring": {"port": 40002, "error": ""}},
+    }
+    addrs = {"n1": "10.0.0.11", "n2": "10.0.0.12"}
+    plan = pf.nccl_preflight_probe_plan(ports, "n1", "n1", ["n1", "n2"], addrs, False, 61000)
+    assert plan["targets"][-1] == {
+        "name": "hccl",
+        "host": "n2",
+        "address": "10.0.0.12",
+        "port": 61000,
+    }
+    # a peer that started no listener at all (its start failed): nothing to probe there
+    ports["n2"] = {}
+    plan = pf.nccl_preflight_probe_plan(ports, "n1", "n1", ["n1", "n2"], addrs, False, 61000)
+    assert [t["name"] for t in plan["targets"]] == ["master"]
+
+
+def test_a_failed_probe_of_a_peer_without_an_hccl_listener_says_why() -> None:
+    refused = {
+        "name": "hccl",
+        "host": "n2",
+        "address": "10.0.0.12",
+        "port": 60000,
+        "ok": False,
+        "source": "10.0.0.11",
+        "error": "[Errno 111] Connection refused",
+        "error_kind": "refused",
+    }
+    ring_only = {"listeners": [{"name": "ring", "port": 40002, "accepted": ["10.0.0.11"]}]}
+    cpu = obs(listeners=ring_only)
+    cpu["facts"]["accelerators"]["npus"] = []
+    got = judge({"n1": obs(probes=[refused]), "n2": cpu})
+    assert got["n1"]["tcp_hccl_port"]["message"] == (
+        "n1: cannot open TCP to n2 at 10.0.0.12:60000 (HCCL's host port, HCCL_IF_BASE_PORT "
+        "60000) from 10.0.0.11: [Errno 111] Connection refused; n2 has no HCCL listener: it "
+        "found no Ascend NPU and would not use hccl; see backend_choice"
+    )
+    gpu = obs(listeners=ring_only)
+    gpu["facts"]["gpus"] = [{"name": "H100"}]
+    got = judge({"n1": obs(probes=[refused]), "n2": gpu})
+    assert got["n1"]["tcp_hccl_port"]["message"].endswith(
+        "n2 has no HCCL listener: it found NVIDIA GPUs and would use nccl; see backend_choice"
+    )
+    # a peer that did listen on it: the refusal alone
+    held = {"listeners": [*ring_only["listeners"], {"name": "hccl", "port": 60000}]}
+    got = judge({"n1": obs(probes=[refused]), "n2": obs(listeners=held)})
+    assert got["n1"]["tcp_hccl_port"]["message"].endswith("[Errno 111] Connection refused")

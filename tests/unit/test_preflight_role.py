@@ -51,31 +51,75 @@ def action_of(task: dict) -> str:
     return action
 
 
-def test_three_module_calls_per_host_and_no_async() -> None:
-    tasks = tasks_of(yaml.safe_load(TASKS.read_text()))
-    assert len(tasks) > 5
-    on_nodes = [
+SETTINGS = ROOT / "roles" / "preflight" / "tasks" / "settings.yml"
+# Playbook tasks that make no call on a node.
+PLAYBOOK_ONLY = {"ansible.builtin.import_role", "ansible.builtin.group_by"}
+PLAYBOOK = ROOT / "playbooks" / "validate.yml"
+LAUNCH = ROOT / "roles" / "launch" / "tasks" / "run.yml"
+
+
+def node_calls(path: Path) -> list[str]:
+    """The module calls a tasks file makes on a node (the always-block's stop, which only runs
+    when the launch failed, left out)."""
+    tasks = tasks_of(yaml.safe_load(path.read_text()))
+    return [
         action_of(t)
         for t in tasks
-        if action_of(t) not in CONTROLLER_ACTIONS and t.get("delegate_to") != "localhost"
+        if action_of(t) not in CONTROLLER_ACTIONS
+        and t.get("delegate_to") != "localhost"
+        and "launch_result is not defined" not in str(t.get("when", ""))
     ]
-    assert on_nodes == ["nccl_preflight_listen", "nccl_tcp_probe", "nccl_preflight_listen"]
-    # The firewall is read by the probe's call, with become when asked for.
+
+
+def test_one_module_call_per_host_in_the_preflight_play_and_no_async() -> None:
+    tasks = tasks_of(yaml.safe_load(TASKS.read_text()))
+    assert len(tasks) > 5
+    assert node_calls(TASKS) == ["nccl_tcp_probe"]
+    # The firewall is read by the probe's call, with become when asked for; the same call
+    # collects the listeners, and never fails the host for it.
     [probe] = [t for t in tasks if action_of(t) == "nccl_tcp_probe"]
     assert "firewall" in probe["nccl_tcp_probe"]
+    assert probe["nccl_tcp_probe"]["collect"]["path"] == "{{ preflight_run_dir }}"
     assert probe["become"] == "{{ preflight_become_firewall }}"
+    assert probe.get("ignore_errors") is True and "when" not in probe
     assert [t["name"] for t in tasks if {"async", "poll"} & t.keys()] == []
     assert [t["name"] for t in tasks if "async_status" in action_of(t)] == []
     assert [t["name"] for t in tasks if "until" in t] == []  # no polling loop either
 
 
-def test_the_listeners_are_stopped_after_the_probes_in_their_own_directory() -> None:
-    tasks = tasks_of(yaml.safe_load(TASKS.read_text()))
-    listen = [t for t in tasks if action_of(t) == "nccl_preflight_listen"]
-    assert [t["nccl_preflight_listen"]["state"] for t in listen] == ["started", "stopped"]
-    assert {t["nccl_preflight_listen"]["path"] for t in listen} == {"{{ preflight_run_dir }}"}
-    order = [action_of(t) for t in tasks]
-    started, stopped = [i for i, a in enumerate(order) if a == "nccl_preflight_listen"]
-    assert started < order.index("nccl_tcp_probe") < stopped
-    # Findings never fail a host: a listener that cannot start or stop is recorded.
-    assert all(t.get("ignore_errors") is True for t in listen)
+def facts_play_tasks() -> list[dict]:
+    plays = yaml.safe_load(PLAYBOOK.read_text())
+    [facts_play] = [p for p in plays if p["name"].startswith("Gather interfaces")]
+    return tasks_of(facts_play["tasks"])
+
+
+def test_the_facts_call_starts_the_listeners_the_probe_call_collects() -> None:
+    tasks = facts_play_tasks()
+    calls = [t for t in tasks if action_of(t) not in CONTROLLER_ACTIONS | PLAYBOOK_ONLY]
+    assert [action_of(t) for t in calls] == ["nccl_facts"]
+    [facts] = calls
+    assert facts["register"] == "preflight_facts_result"
+    assert facts["nccl_facts"]["preflight"] == (
+        "{{ _preflight_start if preflight_runs | bool else omit }}"
+    )
+    # The same directory: preflight_run_dir is nccl_env_run_dir/preflight, and nccl_env_run_dir
+    # is nccl_run_dir (roles/nccl_env).
+    assert facts["vars"]["_preflight_start"]["path"] == "{{ nccl_run_dir }}/preflight"
+    defaults = yaml.safe_load((ROOT / "roles/preflight/defaults/main.yml").read_text())
+    assert defaults["preflight_run_dir"] == "{{ nccl_env_run_dir }}/preflight"
+    # The pre-flight's defaults are loaded by a task file without tasks.
+    [imported] = [t for t in tasks if "ansible.builtin.import_role" in t]
+    assert imported["ansible.builtin.import_role"] == {
+        "name": "preflight",
+        "tasks_from": "settings.yml",
+    }
+    assert yaml.safe_load(SETTINGS.read_text()) == []
+
+
+def test_four_module_calls_per_node_for_a_whole_run() -> None:
+    """facts + start, probe + firewall + collect, torchrun's start and its wait (its short looks
+    are one task)."""
+    facts = [action_of(t) for t in facts_play_tasks()]
+    facts = [a for a in facts if a not in CONTROLLER_ACTIONS | PLAYBOOK_ONLY]
+    calls = facts + node_calls(TASKS) + node_calls(LAUNCH)
+    assert calls == ["nccl_facts", "nccl_tcp_probe", "nccl_torchrun", "nccl_torchrun"]

@@ -1,0 +1,43 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""Action plugin for nccl_report (library/nccl_report.py documents it): the report is built in the
+worker process that runs the task, on the control machine, instead of a module run through the
+local connection (an AnsiballZ payload and a Python start, about 0.4 s). Same options and result:
+both call module_utils/nccl_report_run.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ansible.module_utils
+from ansible.plugins.action import ActionBase
+
+# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
+# (AnsiballZ ships them there; the controller has only ansible-core's own on that path).
+_MODULE_UTILS = str(Path(__file__).resolve().parents[2] / "module_utils")
+if _MODULE_UTILS not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_MODULE_UTILS)
+
+from ansible.module_utils.nccl_report_run import ARGUMENT_SPEC, run_report
+
+
+class ActionModule(ActionBase):
+    """Build the JUnit files, summary.md, verdict.json and report.html without a module run."""
+
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        del tmp
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        outcome = run_report(args, bool(self._task.check_mode))
+        if outcome.pop("missing_lib", None):
+            outcome["msg"] = (
+                "junit-xml is needed on the control machine (pip install -r requirements.txt): "
+                + outcome["msg"]
+            )
+        return {**result, **outcome}
