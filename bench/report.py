@@ -133,6 +133,34 @@ def _overhead(r: dict[str, Any]) -> list[str]:
         "|---|---|---|",
     ]
     out += [f"| {fmt(t['seconds'], 2)} | {t['phase']} | {t['task']} |" for t in r["top_tasks"]]
+    return [*out, "", *_same_load(r.get("same_load"))]
+
+
+def _same_load(same: dict[str, Any] | None) -> list[str]:
+    """Another tree measured in turns with this one (one repeat each, same load window)."""
+    if not same or not same.get("pairs"):
+        return []
+    out = [
+        f"Under the same load, in turns with {same['other']} (one run each, "
+        f"{same['when']}; medians in the last row):",
+        "",
+        "| turn | load before | tree | by hand s | validate.yml s | ratio | overhead s | "
+        "control CPU s | in-host CPU s | floor CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = ("floor_s", "playbook_s", "ratio", "overhead_s", "control_cpu_s", "node_cpu_s",
+            "floor_cpu_s")  # fmt: skip
+    for i, pair in enumerate(same["pairs"], 1):
+        for tree, row in pair.items():
+            cells = " | ".join(fmt(row.get(k), 2 if k == "ratio" else 1) for k in keys)
+            out.append(f"| {i} | {fmt(row.get('load_before'), 1)} | {tree} | {cells} |")
+    for tree in same["pairs"][0]:
+        rows = [pair[tree] for pair in same["pairs"] if tree in pair]
+        cells = " | ".join(
+            fmt(median([r.get(k) for r in rows if r.get(k) is not None]), 2 if k == "ratio" else 1)
+            for k in keys
+        )
+        out.append(f"| median | | {tree} | {cells} |")
     return [*out, ""]
 
 
