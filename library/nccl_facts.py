@@ -90,9 +90,9 @@ options:
         its result in RV(preflight). M(nccl_tcp_probe) O(nccl_tcp_probe#module:collect) collects
         them.
       - C(python) empty - the torch probe runs with the interpreter that runs this module.
-      - With O(query_xpu) asked (no NVIDIA GPU or Ascend NPU found) and the same Python as O(python),
-        the torch probe runs in this call instead, and also answers the XPU question - torch is
-        imported once for both; the detached process keeps its result.
+      - With O(query_xpu) asked (no NVIDIA GPU or Ascend NPU found) and the same Python as
+        O(python), the torch probe runs in this call instead, and also answers the XPU question -
+        torch is imported once for both; the detached process keeps its result.
       - A listener address C(fabric) - this host's fabric address, chosen from the facts just read
         with C(fabric.socket_ifname) and C(fabric.cidr) as roles/nccl_env will choose it
         (C(module_utils/nccl_fabric_choice)); C({fabric_address}) in C(lock.path) is filled in
