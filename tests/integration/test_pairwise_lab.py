@@ -25,7 +25,7 @@ import pytest
 
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
-from tests.role_play import ansible_playbook
+from tests.playbook_run import ansible_playbook
 
 pytestmark = pytest.mark.lab
 

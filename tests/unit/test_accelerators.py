@@ -20,7 +20,7 @@ from ansible.module_utils.nccl_accel_facts import (
 from nccl_backends import nccl_backend_choice
 
 from tests.module_exit import ModuleExit as Exit
-from tests.role_play import ROOT
+from tests.playbook_run import ROOT
 from tests.unit.test_nccl_env_role import spark
 from tests.unit.test_nccl_facts import (  # noqa: F401
     FakeNode,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from nccl_torchrun import parse_env_file
 
-from tests.role_play import run_play_with_facts
+from tests.playbook_run import run_play_with_facts
 
 PLAYBOOK = """
 - name: Fake the facts of two DGX Sparks

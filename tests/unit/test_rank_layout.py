@@ -18,7 +18,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from nccl_layout import nccl_rank_layout
 
-from tests.role_play import run_play_with_facts
+from tests.playbook_run import run_play_with_facts
 from tests.unit.test_nccl_env_role import read_env, report_env, spark
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.role_play import ansible_playbook
+from tests.playbook_run import ansible_playbook
 
 
 def run_playbook(tmp_path: Path, tasks: str, *extra: str) -> subprocess.CompletedProcess[str]:

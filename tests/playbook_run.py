@@ -1,10 +1,12 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Run a play of the project's roles with real ansible-playbook on local-connection hosts.
+"""ansible-playbook as the tests run it, and plays of the project's roles on local-connection hosts.
 
-The hosts of a hostfile inventory are all this machine (connection local); the play is written
-into playbooks/ (so roles/ resolves as for playbooks/validate.yml) under a name of its own and
-removed afterwards; the facts the hosts would gather come from a JSON file (``facts_file``).
+:func:`ansible_playbook` runs it (or bin/nccl-preflight, which wraps it) from the project's root
+with its ansible.cfg and no colours, for the unit tests and the labs alike. For a role play the
+hosts of a hostfile inventory are all this machine (connection local); the play is written into
+playbooks/ (so roles/ resolves as for playbooks/validate.yml) under a name of its own and removed
+afterwards; the facts the hosts would gather come from a JSON file (``facts_file``).
 """
 
 from __future__ import annotations
@@ -20,14 +22,26 @@ ROOT = Path(__file__).resolve().parents[1]
 ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 
 
-def ansible_playbook(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """ansible-playbook with the project's ansible.cfg, from the project's root, no colours."""
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+def playbook_env() -> dict[str, str]:
+    """This process's environment with the project's ansible.cfg and no colours."""
+    return {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+
+
+def ansible_playbook(
+    *argv: str,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+    capture: bool = True,
+    program: str = ANSIBLE_PLAYBOOK,
+) -> subprocess.CompletedProcess[str]:
+    """``program`` (ansible-playbook) with ``argv``, the project's ansible.cfg, from the project's
+    root, no colours, ``env`` on top of this process's environment. Does not raise on a non-zero
+    exit; ``capture=False`` lets the output through (stdout and stderr are then None)."""
     return subprocess.run(
-        [ANSIBLE_PLAYBOOK, *argv],
-        capture_output=True,
+        [program, *argv],
+        capture_output=capture,
         text=True,
-        env=env,
+        env={**playbook_env(), **(env or {})},
         cwd=ROOT,
         timeout=timeout,
         check=False,
