@@ -24,7 +24,7 @@ import pytest
 from ansible.module_utils import nccl_listener
 from ansible.module_utils.nccl_proc import is_alive, parse_stat, proc_stat, start_time
 
-from tests.module_exit import run_module_main
+from tests.module_exit import ModuleExit, run_module_main
 from tests.polling import wait_for as wait_until
 from tests.preflight_calls import start_call, stop_call
 
@@ -133,22 +133,22 @@ def test_listener_exits_when_the_run_directory_is_removed(
     assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["error_kind"] == "refused"
 
 
+def start_on_master_port(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path, port: int, expect: int, *others: dict
+) -> ModuleExit:
+    """A start that looks at ``port`` (check_port) and listens there on loopback, as the
+    master's MASTER_PORT listener, beside ``others``."""
+    master = {"name": "master", "address": "127.0.0.1", "port": port, "expect": expect}
+    args = {"path": str(listen_dir), "check_port": port, "listeners": [master, *others]}
+    return start_call(monkeypatch, args)
+
+
 def test_a_held_port_is_named_and_not_listened_on(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
     holder, port, _ = nccl_listener.bind_listener("127.0.0.1", 0)
     try:
-        started = start_call(
-            monkeypatch,
-            {
-                "path": str(listen_dir),
-                "check_port": port,
-                "listeners": [
-                    {"name": "master", "address": "127.0.0.1", "port": port, "expect": 2},
-                    *ring(1),
-                ],
-            },
-        )
+        started = start_on_master_port(monkeypatch, listen_dir, port, 2, *ring(1))
     finally:
         holder.close()
     result = started.result
@@ -166,17 +166,8 @@ def test_a_free_port_is_listened_on_and_bind_errors_are_reported(
     probe_sock.bind(("127.0.0.1", 0))
     free_port = probe_sock.getsockname()[1]
     probe_sock.close()
-    started = start_call(
-        monkeypatch,
-        {
-            "path": str(listen_dir),
-            "check_port": free_port,
-            "listeners": [
-                {"name": "master", "address": "127.0.0.1", "port": free_port, "expect": 1},
-                {"name": "ring", "address": "192.0.2.77", "port": 0, "expect": 1},
-            ],
-        },
-    )
+    not_local = {"name": "ring", "address": "192.0.2.77", "port": 0, "expect": 1}
+    started = start_on_master_port(monkeypatch, listen_dir, free_port, 1, not_local)
     result = started.result
     assert result["port_owner"] == {"free": True, "listeners": []}
     assert result["ports"]["master"] == {"port": free_port, "error": ""}
