@@ -45,6 +45,9 @@ CHECK_ARGS = [
     "3",
 ]
 
+# The all_reduce bandwidth test at 4 MiB only.
+ALL_REDUCE_4M = ["--tests", "bandwidth_all_reduce", "--min-bytes", "4M", "--max-bytes", "4M"]
+
 
 @pytest.fixture(scope="module")
 def lab6(lab_factory: Any) -> Lab:
@@ -251,18 +254,7 @@ def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
     inv, reports = inventory(lab6, tmp_path, 2), tmp_path / "reports"
     bandwidth = {
         "nccl_pairwise": "never",
-        "nccl_check_args": [
-            "--tests",
-            "bandwidth_all_reduce",
-            "--min-bytes",
-            "4M",
-            "--max-bytes",
-            "4M",
-            "--iters",
-            "2",
-            "--warmup",
-            "1",
-        ],
+        "nccl_check_args": [*ALL_REDUCE_4M, "--iters", "2", "--warmup", "1"],
         "nccl_busbw_min_bytes": 4 * 1024 * 1024,
         # twice what a 1 Gbit/s link carries; tbf's burst lets a 4 MiB run measure a little
         # more than the rate (0.1266 GB/s, 50.6% seen once), so the failure threshold is set
@@ -309,18 +301,7 @@ def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
 
 
 # One all_reduce of 4M: on a link of a few hundred kbit/s it cannot finish, so the run stalls.
-HANGING_SWEEP = [
-    "--tests",
-    "bandwidth_all_reduce",
-    "--min-bytes",
-    "4M",
-    "--max-bytes",
-    "4M",
-    "--iters",
-    "1",
-    "--warmup",
-    "0",
-]
+HANGING_SWEEP = [*ALL_REDUCE_4M, "--iters", "1", "--warmup", "0"]
 
 
 def relaunched(
