@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import threading
 import time
@@ -34,6 +35,17 @@ def paused_before_barrier(rank: int = 0) -> list[str]:
     """nccl_check_args of a quick correctness run whose rank `rank` stops before barrier (as if
     stuck): the ranks in barrier wait for it, so nothing finishes by itself."""
     return [*QUICK, "--tests", "correctness", "--pause-before", f"barrier@{rank}"]
+
+
+def inventory_with_unreachable_host(lab: Lab, tmp_path: Path, last_octet: int) -> tuple[Path, str]:
+    """A copy of the lab's inventory plus a node at ``last_octet`` of the lab's own management
+    network, where nothing answers (slots=1); -> (the inventory, that node's address)."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(lab.inventory_dir, inventory)
+    ghost = lab.hosts[0].mgmt_addr.rsplit(".", 1)[0] + f".{last_octet}"
+    with open(inventory / "hostfile", "a") as hostfile:
+        hostfile.write(f"{ghost} slots=1\n")
+    return inventory, ghost
 
 
 def new_run_id() -> str:

@@ -30,18 +30,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ansible.module_utils
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-# Action plugins run on the control machine, where ansible.module_utils holds only Ansible's own:
-# the project's standard-library module_utils are imported from their folder (nccl_files.py,
-# nccl_run_watch.py).
-if (_MODULE_UTILS := str(Path(__file__).resolve().parents[3] / "module_utils")) not in sys.path:
-    sys.path.append(_MODULE_UTILS)
+# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
+# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
+if (_MODULE_UTILS := str(Path(__file__).resolve().parents[3] / "module_utils")) not in (
+    ansible.module_utils.__path__
+):
+    ansible.module_utils.__path__.append(_MODULE_UTILS)
 
-import nccl_run_watch as watch_rules
-from nccl_files import write_atomically
+from ansible.module_utils import nccl_run_watch as watch_rules
+from ansible.module_utils.nccl_files import write_atomically
 
 display = Display()
 
