@@ -857,6 +857,7 @@ def expected_owner(op: str, count: int, world_size: int) -> list[int]:
 # --------------------------------------------------------------------------------------------
 
 Source = Callable[[int, float], str]  # (index, value found) -> where the value came from
+ByRank = Callable[[int], Floats]  # rank -> its own input (or payload)
 REDUCTIONS = dict(sum=sum, product=math.prod, min=min, max=max, avg=lambda v: sum(v) / len(v))
 
 
@@ -901,12 +902,7 @@ def ranks_holding(values: Floats, value: float, but: int = -1) -> str:
 
 
 def source_rule(
-    op: str,
-    inputs: Callable[[int], Floats],
-    n: int,
-    want: Floats = (),
-    width: int = 0,
-    src: int = -1,
+    op: str, inputs: ByRank, n: int, want: Floats = (), width: int = 0, src: int = -1
 ) -> Source:
     """One rule for every check: which rank's own input (inputs(rank), by the closed forms of
     section 6) gives the value found. "copy": element i comes from rank `src` (-1: i // width),
@@ -918,9 +914,8 @@ def source_rule(
         if op == "copy":
             home = index // width if src < 0 else src
             others = ranks_holding(values, got, but=home)
-            return f"this element comes from rank {home}" + (
-                f"; the value is rank {others}'s" if others else ""
-            )
+            tail = f"; the value is rank {others}'s" if others else ""
+            return f"this element comes from rank {home}{tail}"
         if op == "avg":
             return f"AVG = SUM / n = {number(sum(values))} / {n}; compare all_reduce_sum"
         if op == "sum":
@@ -1013,10 +1008,10 @@ class Context:
 
 
 def verify(
-    got: torch.Tensor, expected: Floats, source: Source, case: str = "", ulps: int = 0
+    got: torch.Tensor, want: Floats, source: Source, case: str = "", ulps: int = 0
 ) -> Details:
     """Raise Fail on a mismatch; return the details of a correct result."""
-    details = mismatch(got, expected, source, ulps)
+    details = mismatch(got, want, source, ulps)
     if details is not None:
         if case:
             details["case"] = case
@@ -1150,10 +1145,8 @@ def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Deta
 def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size: int) -> None:
     """Send to rank+1 and receive from rank-1 at once, the receive posted first (docs/design.md,
     "Bandwidth notes": gloo holds a late announcement behind the whole payload)."""
-    ops = [
-        dist.P2POp(dist.irecv, recv, (rank - 1) % world_size),
-        dist.P2POp(dist.isend, send, (rank + 1) % world_size),
-    ]
+    left, right = (rank - 1) % world_size, (rank + 1) % world_size
+    ops = [dist.P2POp(dist.irecv, recv, left), dist.P2POp(dist.isend, send, right)]
     for work in dist.batch_isend_irecv(ops):
         work.wait()
 
@@ -1218,9 +1211,7 @@ def run_test(name: str, body: Callable[[], Details], support: Support | None = N
     support table"); anywhere else the test fails saying so."""
     started = time.monotonic()
 
-    def entry(
-        status: str, message: str, details: Details | None = None, rows: Any = None
-    ) -> Details:
+    def entry(status: str, message: str, details: Any = None, rows: Any = None) -> Details:
         return test_entry(name, status, message, details, time.monotonic() - started, rows)
 
     try:
@@ -1262,11 +1253,9 @@ class Buffers:
         self.ctx, self.rank, self.n = ctx, ctx.rank, ctx.world_size
         self.total = self.n + sum_of_tags(self.n, ctx.period)
         self.part = count // self.n
-        self.send, self.out = self.full(count, self.v(self.rank)), self.full(count, 0)
-        self.chunk_in, self.chunk_out = (
-            self.full(self.part, self.v(self.rank)),
-            self.full(self.part, 0),
-        )
+        mine = self.v(self.rank)
+        self.send, self.out = self.full(count, mine), self.full(count, 0)
+        self.chunk_in, self.chunk_out = self.full(self.part, mine), self.full(self.part, 0)
 
     def full(self, length: int, value: float) -> torch.Tensor:
         return torch.full((length,), value, dtype=self.ctx.dtype, device=self.ctx.device)
@@ -1285,11 +1274,6 @@ class BandwidthNote(NamedTuple):
     min_ranks: int
     max_ranks: int | None
     text: str
-
-
-def ring(n: int) -> float:
-    """nccl-tests' busbw factor of all_gather, reduce_scatter and all_to_all (all_reduce: 2x)."""
-    return (n - 1) / n
 
 
 @dataclass(frozen=True)
@@ -1339,7 +1323,7 @@ COLLECTIVES: dict[str, Collective] = {
             "all_reduce",
             check_all_reduce,
             ops=("sum", "product", "min", "max", "avg"),
-            busbw=lambda n: 2 * ring(n),
+            busbw=lambda n: 2 * (n - 1) / n,
             run=lambda b: dist.all_reduce(b.send),
             result=lambda b: (b.send, b.total),
             redop="sum",
@@ -1363,7 +1347,7 @@ COLLECTIVES: dict[str, Collective] = {
         Collective(
             "all_gather",
             check_all_gather,
-            busbw=ring,
+            busbw=lambda n: (n - 1) / n,
             run=lambda b: all_gather_single(b.out, b.chunk_in),
             result=lambda b: (b.out, b.by_source()),
             split=True,
@@ -1374,7 +1358,7 @@ COLLECTIVES: dict[str, Collective] = {
         Collective(
             "reduce_scatter",
             check_reduce_scatter,
-            busbw=ring,
+            busbw=lambda n: (n - 1) / n,
             run=lambda b: reduce_scatter_single(b.chunk_out, b.send),
             result=lambda b: (b.chunk_out, b.total),
             redop="sum",
@@ -1384,7 +1368,7 @@ COLLECTIVES: dict[str, Collective] = {
         Collective(
             "all_to_all",
             check_all_to_all,
-            busbw=ring,
+            busbw=lambda n: (n - 1) / n,
             run=lambda b: dist.all_to_all_single(b.out, b.send),
             result=lambda b: (b.out, b.by_source()),
             split=True,
@@ -1480,6 +1464,8 @@ def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support
 # 9. Bandwidth sweep, nccl-tests style
 # --------------------------------------------------------------------------------------------
 
+Thunk = Callable[[], object]
+
 
 def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     sizes, size = [], min_bytes
@@ -1529,21 +1515,8 @@ class Sweep:
     arm: Callable[[str, int], None]
 
 
-def count_wrong(collective: Collective, buffers: Buffers) -> int:
-    """Elements that differ from the expected value after a fresh run (nccl-tests' #wrong)."""
-    buffers.send.fill_(buffers.v(buffers.rank))
-    assert collective.run is not None
-    collective.run(buffers)
-    found = collective.result(buffers)
-    return 0 if found is None else int((found[0] != found[1]).sum())
-
-
 def timed(
-    call: Callable[[], object],
-    device: torch.device,
-    warmup: int,
-    iters: int,
-    start: Callable[[], object] = lambda: None,
+    call: Thunk, device: torch.device, warmup: int, iters: int, start: Thunk = lambda: None
 ) -> float:
     """Seconds per call on this rank: `warmup` untimed calls, `start()` (a barrier), then the
     average of `iters` timed ones, each time waiting for the device's queued work."""
@@ -1558,12 +1531,6 @@ def timed(
     return (time.perf_counter() - started) / iters
 
 
-def average_over_ranks(value: float, ctx: Context) -> float:
-    tensor = torch.tensor([value], dtype=torch.float32, device=ctx.device)
-    dist.all_reduce(tensor)
-    return float(tensor.cpu()) / ctx.world_size
-
-
 def measure(sweep: Sweep, collective: str) -> Details:
     """Time every size; the time is the average over ranks, like nccl-tests' default (-a 1)."""
     ctx, n, coll = sweep.ctx, sweep.ctx.world_size, COLLECTIVES[collective]
@@ -1576,10 +1543,17 @@ def measure(sweep: Sweep, collective: str) -> Details:
     for size in sweep.sizes:
         sweep.arm(f"bandwidth_{collective} at {size} B", size)
         count, nbytes = message_shape(collective, size, elem, n)
-        buffers = Buffers(ctx, count)
-        call = functools.partial(coll.run, buffers)
+        b = Buffers(ctx, count)
+        call = functools.partial(coll.run, b)
         own = timed(call, ctx.device, sweep.warmup, sweep.iters, dist.barrier)  # this rank's time
-        seconds = average_over_ranks(own, ctx)
+        mean = torch.tensor([own], dtype=torch.float32, device=ctx.device)
+        dist.all_reduce(mean)
+        seconds = float(mean.cpu()) / n
+        b.send.fill_(b.v(b.rank))  # #wrong: a fresh run against the expected value
+        call()
+        found = coll.result(b)
+        wrong = 0 if found is None else int((found[0] != found[1]).sum())
+        algbw = nbytes / seconds / 1e9
         rows.append(
             {
                 "size_bytes": nbytes,
@@ -1588,19 +1562,19 @@ def measure(sweep: Sweep, collective: str) -> Details:
                 "redop": coll.redop,
                 "root": coll.root,
                 "time_us": round(seconds * 1e6, 2),
-                "algbw_gbps": gbps(nbytes, seconds),
-                "busbw_gbps": sig4(busbw(collective, nbytes / seconds / 1e9, n)),
+                "algbw_gbps": sig4(algbw),
+                "busbw_gbps": sig4(busbw(collective, algbw, n)),
                 "rank_time_us": round(own * 1e6, 2),
                 "rank_busbw_gbps": sig4(busbw(collective, nbytes / own / 1e9, n)),
-                "wrong": count_wrong(coll, buffers),
+                "wrong": wrong,
             }
         )
     return judge_sweep(collective, rows, sweep.thresholds[collective])
 
 
 def judge_sweep(collective: str, rows: list[Details], threshold: float | None) -> Details:
-    """The test's details; Fail on a wrong element, or a busbw at the largest size under the
-    threshold."""
+    """The test's details; Fail on a wrong element, or a busbw under the threshold at the
+    largest size."""
     avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
     details: Details = {"bandwidth": rows, "avg_busbw_gbps": sig4(avg)}
     if threshold is not None:
@@ -1702,7 +1676,7 @@ def pair_suspects(table: dict[PairKey, float], min_ratio: float) -> dict[int, li
             slow[key] = slow.get(key, 0) + (value < limit)
             total[key] = total.get(key, 0) + 1
     suspects: dict[int, list[int]] = {}
-    for node, rail in sorted(k for k in total if 2 * slow[k] > total[k]):
+    for node, rail in sorted(key for key in total if 2 * slow[key] > total[key]):
         suspects.setdefault(node, []).append(rail)
     return suspects
 
@@ -1736,25 +1710,6 @@ class PairRound(NamedTuple):
     pairs: list[tuple[int, int]]  # node pairs (intra: local-rank pairs, node = this node)
 
 
-def gather_objects(mine: Any, world_size: int) -> list[Any]:
-    everyone: list[Any] = [None] * world_size
-    dist.all_gather_object(everyone, mine)
-    return everyone
-
-
-def exchange(ctx: Context, peer: int, nbytes: int, iters: int) -> tuple[float, int, int]:
-    """(seconds per exchange, bytes each way, wrong elements), both ways at once, batched on the
-    world communicator (docs/design.md, "Pairwise rounds", Transport)."""
-    elem = torch.empty(0, dtype=ctx.dtype).element_size()
-    count = max(1, nbytes // elem)
-    send = torch.full((count,), 1 + ctx.rank % ctx.period, dtype=ctx.dtype, device=ctx.device)
-    recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
-    ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
-    once = lambda: [request.wait() for request in dist.batch_isend_irecv(ops)]  # noqa: E731
-    seconds = timed(once, ctx.device, 1, iters)  # the warm-up makes the connection to the peer
-    return seconds, count * elem, int((recv != 1 + peer % ctx.period).sum())
-
-
 def trigger_reasons(tests: Sequence[Details], below: dict[str, float], min_bytes: int) -> list[str]:
     """Why --pairwise auto runs on this rank: a failed bandwidth test, or a collective's busbw
     at its largest size >= min_bytes under its --pair-trigger figure (pure)."""
@@ -1781,12 +1736,16 @@ class Pairwise:
         self.settings: Details = {}  # what the test's details hold besides the rows
         data = run.record.data
         self.node, self.local = data["node_rank"], data["local_rank"]
-        mine = (self.node, self.local, data["host"], ctx.rank)
         self.plan = PairPlan({}, {})
-        for node, local, host, rank in gather_objects(mine, ctx.world_size):
+        for node, local, host, rank in self.gather((self.node, self.local, data["host"], ctx.rank)):
             self.plan.ranks.setdefault(int(node), {})[int(local)] = int(rank)
             self.plan.hosts[int(node)] = str(host)
         self.nodes = sorted(self.plan.ranks)
+
+    def gather(self, mine: Any) -> list[Any]:
+        everyone: list[Any] = [None] * self.ctx.world_size
+        dist.all_gather_object(everyone, mine)
+        return everyone
 
     def trigger(self) -> str:
         """Why the phase runs ("" when it does not), agreed by every rank."""
@@ -1800,17 +1759,28 @@ class Pairwise:
             return ""
         return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
 
-    def save(self, rnd: PairRound | None) -> None:
+    def save(self, rnd: PairRound) -> None:
         """The rows so far and the round under way in the record's "pairwise" (docs/design.md,
         "Rank result"), so a round that hangs leaves the earlier ones and names its own pairs."""
+        saved = {**self.settings, "rows": list(self.rows)}
+        saved["under_way"] = {"pass": rnd.pass_, "round": rnd.number}
+        saved["under_way_pairs"] = [list(p) for p in rnd.pairs]
         with self.run.record.lock:
-            self.run.record.data["pairwise"] = {
-                **self.settings,
-                "rows": list(self.rows),
-                "under_way": None if rnd is None else {"pass": rnd.pass_, "round": rnd.number},
-                "under_way_pairs": [] if rnd is None else [list(p) for p in rnd.pairs],
-            }
+            self.run.record.data["pairwise"] = saved
             self.run.record.write()
+
+    def exchange(self, peer: int, nbytes: int) -> tuple[float, int, int]:
+        """(seconds per exchange, bytes each way, wrong elements), both ways at once, batched on
+        the world communicator (docs/design.md, "Pairwise rounds", Transport)."""
+        ctx = self.ctx
+        elem = torch.empty(0, dtype=ctx.dtype).element_size()
+        count = max(1, nbytes // elem)
+        send = torch.full((count,), 1 + ctx.rank % ctx.period, dtype=ctx.dtype, device=ctx.device)
+        recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
+        ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
+        once = lambda: [request.wait() for request in dist.batch_isend_irecv(ops)]  # noqa: E731
+        seconds = timed(once, ctx.device, 1, self.args.pair_iters)  # the warm-up connects
+        return seconds, count * elem, int((recv != 1 + peer % ctx.period).sum())
 
     def play(self, rnd: PairRound, nbytes: int) -> None:
         """One round on every rank (the resting ones only wait at the barriers)."""
@@ -1819,7 +1789,7 @@ class Pairwise:
         self.save(rnd)
         self.run.pause(phase)
         node, local = self.node, self.local
-        if rnd.pass_ == "intra":
+        if rnd.pass_ == "intra":  # the pairs are local ranks of this node
             peer_node, peer_local = node, partner_in(rnd.pairs, local)
             peer = None if peer_local is None else self.plan.ranks[node].get(peer_local)
         else:
@@ -1827,40 +1797,20 @@ class Pairwise:
             peer = self.plan.peer(rnd.pairs, node, local)
         dist.barrier()  # every pair of the round starts together
         if peer is not None:
-            seconds, sent, wrong = exchange(self.ctx, peer, nbytes, self.args.pair_iters)
-            self.rows.append(
-                {
-                    "pass": rnd.pass_,
-                    "round": rnd.number,
-                    "rank": self.ctx.rank,
-                    "node": node,
-                    "peer_node": peer_node,
-                    "rail": local,
-                    "peer_rank": peer,
-                    "peer_local_rank": peer_local,
-                    "bytes": sent,
-                    "time_us": round(seconds * 1e6, 2),
-                    "busbw_gbps": gbps(sent, seconds),
-                    "wrong": wrong,
-                }
-            )
+            seconds, sent, wrong = self.exchange(peer, nbytes)
+            row = {"pass": rnd.pass_, "round": rnd.number, "rank": self.ctx.rank, "node": node}
+            row |= {"peer_node": peer_node, "rail": local, "peer_rank": peer}
+            row |= {
+                "peer_local_rank": peer_local,
+                "bytes": sent,
+                "time_us": round(seconds * 1e6, 2),
+            }
+            self.rows.append({**row, "busbw_gbps": gbps(sent, seconds), "wrong": wrong})
             self.save(rnd)
         dist.barrier()
 
     def every_row(self) -> list[Details]:
-        return [row for part in gather_objects(self.rows, self.ctx.world_size) for row in part]
-
-    def first_rounds(self) -> list[PairRound]:
-        """Pass 1 (the tournament of the nodes), and with two nodes the pairs within each node."""
-        nodes = self.nodes
-        rounds = [
-            PairRound(1, i, [(nodes[a], nodes[b]) for a, b in pairs])
-            for i, pairs in enumerate(tournament(len(nodes)))
-        ]
-        if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
-            locals_ = max(len(r) for r in self.plan.ranks.values())
-            rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
-        return rounds
+        return [row for part in self.gather(self.rows) for row in part]
 
     def body(self, why: str) -> Details:
         """Every round of both passes; this rank's details (rank 0 also keeps the table)."""
@@ -1868,19 +1818,18 @@ class Pairwise:
         if len(nodes) < 2:
             raise Skip("one node: there is no other node to pair it with")
         nbytes = args.pair_bytes or (1 << 20 if self.ctx.device.type == "cpu" else 64 << 20)
-        rounds = self.first_rounds()
-        self.settings = {
-            "mode": args.pairwise,
-            "min_ratio": args.pair_min_ratio,
-            "pair_bytes": nbytes,
-            "iters": args.pair_iters,
-            "nodes": [
-                {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
-                for n in nodes
-            ],
-            "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
-            "why": why,
-        }
+        pairs = [[(nodes[a], nodes[b]) for a, b in r] for r in tournament(len(nodes))]
+        rounds = [PairRound(1, i, r) for i, r in enumerate(pairs)]
+        if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
+            locals_ = max(len(r) for r in plan.ranks.values())
+            rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
+        hosts = [
+            {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
+            for n in nodes
+        ]
+        self.settings = {"mode": args.pairwise, "min_ratio": args.pair_min_ratio}
+        self.settings |= {"pair_bytes": nbytes, "iters": args.pair_iters, "nodes": hosts}
+        self.settings |= {"rounds": [[list(p) for p in r] for r in pairs], "why": why}
         for rnd in rounds:
             self.play(rnd, nbytes)
         table = pair_values(self.every_row())
@@ -1893,12 +1842,8 @@ class Pairwise:
         every = self.every_row()  # a collective: every rank calls it
         if self.ctx.rank == 0:
             self.run.tables.append(pairwise_table(nbytes, every, plan))
-        details = {
-            **self.settings,
-            "suspects": {str(n): rails for n, rails in suspects.items()},
-            "second_pass": [[n, fastest] for n in second],
-            "rows": self.rows,
-        }
+        details = {**self.settings, "suspects": {str(n): r for n, r in suspects.items()}}
+        details |= {"second_pass": [[n, fastest] for n in second], "rows": self.rows}
         if wrong := [r for r in self.rows if r["wrong"]]:
             raise Fail(
                 f"{wrong[0]['wrong']} elements wrong from rank {wrong[0]['peer_rank']} in pass "
@@ -1924,8 +1869,7 @@ def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
 
 def pairwise_table(nbytes: int, every: list[Details], plan: PairPlan) -> str:
     """Rank 0's text: the node x node matrix of the first pass (slowest rail), the second pass."""
-    table, hosts = pair_values(every), plan.hosts
-    nodes = sorted(plan.ranks)
+    table, hosts, nodes = pair_values(every), plan.hosts, sorted(plan.ranks)
     width = max(8, *(len(hosts[n]) for n in nodes))
     lines = [
         f"# pairwise, {len(nodes)} nodes, {nbytes} B each way per exchange, "
