@@ -752,16 +752,12 @@ def describe_missing(
 # --------------------------------------------------------------------------------------------
 # 6. Inputs and expected values: closed forms a reader can check by hand
 # --------------------------------------------------------------------------------------------
-#
-# Reductions (all_reduce SUM/AVG, reduce, reduce_scatter) use an affine input:
-#     x_r[i] = base[i] + step * tag(r),      tag(r) = r mod P
-# so   SUM(x)[i] = n * base[i] + step * (0 + 1 + ... over tags)     (sum_of_tags below)
-#      AVG(x)[i] = SUM(x)[i] / n
-# Data movement (broadcast, all_gather, gather, scatter, all_to_all, send/recv) moves a payload
-#     p_r[i] = base[(i + r) mod len(base)] + step * tag(r)
-# that names its source rank, so a value in the wrong place tells where it came from.
-# P = n for small worlds; exact_pattern() lowers it (and the base) for narrow dtypes
-# (docs/design.md, "Exactness of the inputs").
+# Reductions: x_r[i] = base[i] + step * tag(r), tag(r) = r mod P, so SUM = n * base + step *
+# sum_of_tags(n). Data movement: p_r[i] = base[(i + r) mod len(base)] + step * tag(r) names its
+# source rank. PRODUCT, MIN, MAX: owner_input(). P and the base: exact_pattern() (docs/design.md,
+# "Exactness of the inputs").
+
+Floats = Sequence[float]
 
 
 def exact_integer_limit(dtype: torch.dtype) -> int:
@@ -772,11 +768,8 @@ def exact_integer_limit(dtype: torch.dtype) -> int:
 
 
 def exact_pattern(world_size: int, dtype: torch.dtype) -> tuple[int, int] | None:
-    """(A, P): base[i] = 1 + i mod A, tag(r) = r mod P, with every sum of n inputs exact.
-
-    The largest input is A + P - 1; n of them must stay within exact_integer_limit(dtype).
-    None when even all-ones inputs would overflow (n > limit): use a wider --dtype.
-    """
+    """(A, P): base[i] = 1 + i mod A, tag(r) = r mod P, n times the largest input A + P - 1 within
+    exact_integer_limit(dtype); None when even all-ones would overflow (use a wider --dtype)."""
     budget = exact_integer_limit(dtype) // world_size
     if budget < 1:
         return None
@@ -789,71 +782,57 @@ def base_pattern(count: int, base_period: int) -> list[int]:
 
 
 def sum_of_tags(world_size: int, period: int) -> int:
-    """tag(0) + ... + tag(n-1) with tag(r) = r mod P: q full cycles of 0..P-1, then 0..rem-1."""
+    """tag(0) + ... + tag(n-1): q full cycles of 0..P-1, then 0..rem-1."""
     full, rem = divmod(world_size, period)
     return full * period * (period - 1) // 2 + rem * (rem - 1) // 2
 
 
-def reduction_input(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
-    """x_r = base + step * tag(r)."""
+def reduction_input(base: Floats, step: int, rank: int, period: int) -> list[float]:
     return [b + step * (rank % period) for b in base]
 
 
-def expected_sum(base: Sequence[float], step: int, world_size: int, period: int) -> list[float]:
-    """SUM over ranks of x_r = n * base + step * sum_of_tags(n)."""
-    return [world_size * b + step * sum_of_tags(world_size, period) for b in base]
+def expected_sum(base: Floats, step: int, n: int, period: int) -> list[float]:
+    return [n * b + step * sum_of_tags(n, period) for b in base]
 
 
-def expected_reduce_scatter(
-    base: Sequence[float], step: int, world_size: int, period: int, rank: int
-) -> list[float]:
-    """Chunk `rank` (of n equal chunks) of SUM over ranks of x_r."""
-    chunk = len(base) // world_size
-    return expected_sum(base, step, world_size, period)[rank * chunk : (rank + 1) * chunk]
+def expected_reduce_scatter(base: Floats, step: int, n: int, period: int, rank: int) -> list[float]:
+    """Chunk `rank` (of n equal chunks) of the SUM."""
+    chunk = len(base) // n
+    return expected_sum(base, step, n, period)[rank * chunk : (rank + 1) * chunk]
 
 
-def payload(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
-    """p_r[i] = base[(i + r) mod len(base)] + step * tag(r): what rank r sends (and what every
-    rank ends with after a broadcast from r, and what r receives from a scatter)."""
-    width = len(base)
-    return [base[(i + rank) % width] + step * (rank % period) for i in range(width)]
-
-
-expected_scatter = payload  # the root's chunk for rank r is payload(r)
-
-
-def all_to_all_chunk(
-    base: Sequence[float], step: int, src: int, dst: int, period: int
-) -> list[float]:
+def all_to_all_chunk(base: Floats, step: int, src: int, dst: int, period: int) -> list[float]:
     """What src sends to dst: the payload of src rotated once more by dst."""
     width = len(base)
     return [base[(i + src + dst) % width] + step * (src % period) for i in range(width)]
 
 
-def expected_all_gather(
-    base: Sequence[float], step: int, world_size: int, period: int
-) -> list[float]:
-    """Chunk j of the result is rank j's payload (also gather's result on the root)."""
-    return [v for j in range(world_size) for v in payload(base, step, j, period)]
+def payload(base: Floats, step: int, rank: int, period: int) -> list[float]:
+    """What rank r sends: every rank's result of a broadcast from r, r's chunk of a scatter."""
+    return all_to_all_chunk(base, step, rank, 0, period)
 
 
-def expected_all_to_all(
-    base: Sequence[float], step: int, world_size: int, period: int, rank: int
-) -> list[float]:
-    """Chunk s of the result on `rank` is what s sent to it."""
-    return [v for s in range(world_size) for v in all_to_all_chunk(base, step, s, rank, period)]
+expected_scatter = payload
 
 
-def expected_send_recv(
-    base: Sequence[float], step: int, world_size: int, period: int, rank: int
-) -> list[float]:
+def expected_all_gather(base: Floats, step: int, n: int, period: int) -> list[float]:
+    """Chunk j is rank j's payload (also gather's result on the root)."""
+    return [v for j in range(n) for v in payload(base, step, j, period)]
+
+
+def expected_all_to_all(base: Floats, step: int, n: int, period: int, rank: int) -> list[float]:
+    return [v for s in range(n) for v in all_to_all_chunk(base, step, s, rank, period)]
+
+
+def expected_send_recv(base: Floats, step: int, n: int, period: int, rank: int) -> list[float]:
     """Ring: rank r receives the payload of rank r-1."""
-    return payload(base, step, (rank - 1) % world_size, period)
+    return payload(base, step, (rank - 1) % n, period)
 
 
-# PRODUCT, MIN and MAX share the "owner" input: element i is 2 on rank i mod n (its owner),
-# h(i) = 3 on even and 5 on odd elements on rank i+1 mod n, 1 on every other rank.
 def owner_input(count: int, rank: int, world_size: int) -> list[int]:
+    """PRODUCT/MIN/MAX: element i is 2 on rank i mod n (its owner), h(i) = 3 on even and 5 on odd
+    elements on rank i+1 mod n, 1 on every other rank."""
+
     def value(i: int) -> int:
         if rank == i % world_size:
             return 2
@@ -863,12 +842,8 @@ def owner_input(count: int, rank: int, world_size: int) -> list[int]:
 
 
 def expected_owner(op: str, count: int, world_size: int) -> list[int]:
-    """PRODUCT = 2 * h, MAX = h, MIN = 2 with 2 ranks, else 1 (h = 3 or 5; one rank: 2).
-
-    SUM would be h + n and AVG (h + n) / n: PRODUCT meets SUM only at n = 3 (h = 3) or n = 5
-    (h = 5), never on both kinds of element, so every pair of reductions differs somewhere.
-    Every value is at most 10: exact in every dtype.
-    """
+    """PRODUCT = 2h, MAX = h, MIN = 2 with 2 ranks, else 1 (one rank: 2). SUM would be h + n, AVG
+    (h + n) / n: PRODUCT meets SUM only at n = h, never for both h: every two reductions differ."""
     if world_size == 1:
         return [2] * count
     high = [3 if i % 2 == 0 else 5 for i in range(count)]
@@ -881,19 +856,18 @@ def expected_owner(op: str, count: int, world_size: int) -> list[int]:
 # Comparing, and naming the source rank of a wrong element
 # --------------------------------------------------------------------------------------------
 
+Source = Callable[[int, float], str]  # (index, value found) -> where the value came from
+ByRank = Callable[[int], Floats]  # rank -> its own input (or payload)
+REDUCTIONS = dict(sum=sum, product=math.prod, min=min, max=max, avg=lambda v: sum(v) / len(v))
+
 
 def number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def mismatch(
-    got: torch.Tensor,
-    expected: Sequence[float],
-    source: Callable[[int, float], str],
-    ulps: int = 0,
-) -> dict[str, Any] | None:
-    """Details of a wrong result (within `ulps` for floats): first index, expected vs got, and
-    the suspect source rank; None when equal."""
+def mismatch(got: torch.Tensor, expected: Floats, source: Source, ulps: int = 0) -> Details | None:
+    """First wrong index (within `ulps` for floats), expected vs got, and the suspect source rank;
+    None when equal."""
     want = torch.tensor(expected, dtype=torch.float64)
     got64 = got.detach().cpu().double().flatten()
     if ulps and got.dtype.is_floating_point:
@@ -903,19 +877,19 @@ def mismatch(
     wrong |= torch.isnan(got64)
     if not wrong.any():
         return None
-    index = int(wrong.nonzero()[0])
-    got_value = number(float(got64[index]))
+    i = int(wrong.nonzero()[0])
+    found = number(float(got64[i]))
     return {
-        "first_wrong_index": index,
-        "expected": number(float(want[index])),
-        "got": got_value,
+        "first_wrong_index": i,
+        "expected": number(float(want[i])),
+        "got": found,
         "wrong": int(wrong.sum()),
         "elements": got.numel(),
-        "source": source(index, float(got_value)),
+        "source": source(i, float(found)),
     }
 
 
-def mismatch_message(details: dict[str, Any]) -> str:
+def mismatch_message(details: Details) -> str:
     return (
         f"{details['wrong']} of {details['elements']} elements wrong; first at index "
         f"{details['first_wrong_index']}: expected {details['expected']}, got {details['got']} "
@@ -923,54 +897,41 @@ def mismatch_message(details: dict[str, Any]) -> str:
     )
 
 
-def sum_source(
-    base: Sequence[float], step: int, world_size: int, period: int, expected: Sequence[float]
-) -> Callable[[int, float], str]:
-    """A wrong sum is explained when it is off by exactly one rank's contribution."""
+def ranks_holding(values: Floats, value: float, but: int = -1) -> str:
+    return " or ".join(str(r) for r, v in enumerate(values) if v == value and r != but)
+
+
+def source_rule(
+    op: str, inputs: ByRank, n: int, want: Floats = (), width: int = 0, src: int = -1
+) -> Source:
+    """One rule for every check: which rank's own input (inputs(rank), by the closed forms of
+    section 6) gives the value found. "copy": element i comes from rank `src` (-1: i // width),
+    is the value another's? "sum": is it off by one rank's input? "avg": the SUM it divides.
+    PRODUCT/MIN/MAX: which other reduction of the inputs gives it?"""
 
     def explain(index: int, got: float) -> str:
-        delta = got - expected[index]
-        inputs = [base[index] + step * (r % period) for r in range(world_size)]
-        for value, what in ((-delta, "is missing"), (delta, "was added twice")):
-            ranks = [str(r) for r, x in enumerate(inputs) if x == value]
-            if ranks:
-                return f"the contribution of rank {' or '.join(ranks)} {what}"
-        return f"off by {number(delta)}: not one rank's contribution; data corrupted in transit"
-
-    return explain
-
-
-def movement_source(
-    payload_of: Callable[[int], list[float]], world_size: int, width: int, source: int | None
-) -> Callable[[int, float], str]:
-    """Element i comes from rank `source`, or from rank i // width when the result is made of
-    one chunk per rank; say so, and whose data the wrong value is, if it is another rank's."""
-
-    def explain(index: int, got: float) -> str:
-        src = index // width if source is None else source
-        others = [r for r in range(world_size) if r != src and payload_of(r)[index % width] == got]
-        text = f"this element comes from rank {src}"
-        return text + (f"; the value is rank {' or '.join(map(str, others))}'s" if others else "")
-
-    return explain
-
-
-def owner_source(world_size: int, op: str = "product") -> Callable[[int, float], str]:
-    """Name the reduction a wrong PRODUCT/MIN/MAX value is, if it is one, else its owners."""
-
-    def explain(index: int, got: float) -> str:
-        values = [owner_input(index + 1, r, world_size)[index] for r in range(world_size)]
-        results = {"sum": sum(values), "product": math.prod(values), "min": min(values)}
-        results.update(max=max(values), avg=sum(values) / world_size)
-        applied = [name.upper() for name, value in results.items() if value == got and name != op]
+        values = [inputs(r)[index % width if width else index] for r in range(n)]
+        if op == "copy":
+            home = index // width if src < 0 else src
+            others = ranks_holding(values, got, but=home)
+            tail = f"; the value is rank {others}'s" if others else ""
+            return f"this element comes from rank {home}{tail}"
+        if op == "avg":
+            return f"AVG = SUM / n = {number(sum(values))} / {n}; compare all_reduce_sum"
+        if op == "sum":
+            delta = got - want[index]
+            for value, what in ((-delta, "is missing"), (delta, "was added twice")):
+                if ranks := ranks_holding(values, value):
+                    return f"the contribution of rank {ranks} {what}"
+            return f"off by {number(delta)}: not one rank's contribution; data corrupted in transit"
+        applied = [k.upper() for k, f in REDUCTIONS.items() if k != op and f(values) == got]
         if applied:
             return (
                 f"{number(got)} is the {' or '.join(applied)} of the inputs, not the {op.upper()}"
             )
-        first, second = index % world_size, (index + 1) % world_size
         return (
-            f"ranks {first} and {second} hold 2 and {3 if index % 2 == 0 else 5} here, every other "
-            "rank 1; a contribution is wrong or missing"
+            f"ranks {index % n} and {(index + 1) % n} hold 2 and {3 if index % 2 == 0 else 5} "
+            "here, every other rank 1; a contribution is wrong or missing"
         )
 
     return explain
@@ -980,11 +941,9 @@ def owner_source(world_size: int, op: str = "product") -> Callable[[int, float],
 # 7. One check per collective: closed-form expected values
 # --------------------------------------------------------------------------------------------
 
-# A check's own inputs (base, step: see section 6; None = the defaults exact for the dtype and
-# world), and what a passed check records as its details.
-Base = Sequence[float] | None
+Base = Sequence[float] | None  # a check's own inputs (section 6); None: the defaults
 Step = int | None
-Details = dict[str, Any]
+Details = dict[str, Any]  # what a passed check records
 
 
 class Skip(Exception):
@@ -994,7 +953,7 @@ class Skip(Exception):
 class Fail(Exception):
     """The collective ran and the answer is wrong."""
 
-    def __init__(self, message: str, details: dict[str, Any]):
+    def __init__(self, message: str, details: Details):
         super().__init__(message)
         self.details = details
 
@@ -1018,18 +977,14 @@ class Context:
         count = max(CHECK_ELEMENTS, world_size)
         return cls(rank, world_size, device, dtype, count, base_period, period, store)
 
-    def tensor(self, values: Sequence[float]) -> torch.Tensor:
+    def tensor(self, values: Floats) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.float64).to(self.dtype).to(self.device)
 
     def empty(self, count: int) -> torch.Tensor:
         """Zeros: never a valid result, as every input element is 1 or more."""
         return torch.zeros(count, dtype=self.dtype, device=self.device)
 
-    def payloads(self, base: Sequence[float], step: int) -> Callable[[int], list[float]]:
-        """rank -> payload(rank) for these inputs."""
-        return lambda rank: payload(base, step, rank, self.period)
-
-    def inputs(self, base: Sequence[float] | None, step: int | None) -> tuple[list[float], int]:
+    def inputs(self, base: Base, step: Step, count: int = 0) -> tuple[list[float], int]:
         """The test's own (base, step), or the defaults that are exact for this dtype and world."""
         if exact_pattern(self.world_size, self.dtype) is None and base is None:
             raise Skip(
@@ -1037,8 +992,14 @@ class Context:
                 f"({exact_integer_limit(self.dtype)}): run this test with --dtype float32"
             )
         if base is None:
-            base = base_pattern(self.count, self.base_period)
+            base = base_pattern(count or self.count, self.base_period)
         return list(base), 1 if step is None else step
+
+    def payloads(self, base: Floats, step: int) -> Callable[[int], list[float]]:
+        return lambda rank: payload(base, step, rank, self.period)
+
+    def contributions(self, base: Floats, step: int) -> Callable[[int], list[float]]:
+        return lambda rank: reduction_input(base, step, rank, self.period)
 
     def gather_roots(self) -> range | tuple[int, int]:
         """gather/scatter cost n messages per root: every root in small worlds, else the ends."""
@@ -1047,14 +1008,10 @@ class Context:
 
 
 def verify(
-    got: torch.Tensor,
-    expected: Sequence[float],
-    source: Callable[[int, float], str],
-    case: str = "",
-    ulps: int = 0,
-) -> dict[str, Any]:
+    got: torch.Tensor, want: Floats, source: Source, case: str = "", ulps: int = 0
+) -> Details:
     """Raise Fail on a mismatch; return the details of a correct result."""
-    details = mismatch(got, expected, source, ulps)
+    details = mismatch(got, want, source, ulps)
     if details is not None:
         if case:
             details["case"] = case
@@ -1064,48 +1021,39 @@ def verify(
 
 
 # torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; older torch has the old names.
-# Every backend gets the tensor API, the one NCCL runs as a real reduce-scatter (what gloo does
-# with it: docs/design.md, "Bandwidth notes").
+# Every backend gets the tensor API (docs/design.md, "Bandwidth notes").
 all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-REDUCE_OPS = {
-    op: getattr(dist.ReduceOp, op.upper()) for op in ("sum", "product", "min", "max", "avg")
-}
+REDUCE_OPS = {op: getattr(dist.ReduceOp, op.upper()) for op in REDUCTIONS}
 
 
 def check_all_reduce(ctx: Context, op: str, base: Base = None, step: Step = None) -> Details:
     """all_reduce: SUM/AVG of the affine input; PRODUCT/MIN/MAX of the owner input."""
-    n, r = ctx.world_size, ctx.rank
+    n = ctx.world_size
     if op in ("product", "min", "max"):
         count = len(base) if base is not None else ctx.count
-        tensor = ctx.tensor(owner_input(count, r, n))
-        dist.all_reduce(tensor, op=REDUCE_OPS[op])
-        return verify(tensor, expected_owner(op, count, n), owner_source(n, op))
-    base, step = ctx.inputs(base, step)
-    tensor = ctx.tensor(reduction_input(base, step, r, ctx.period))
+        inputs = functools.partial(owner_input, count, world_size=n)
+        want = expected_owner(op, count, n)
+    else:
+        base, step = ctx.inputs(base, step)
+        inputs, want = ctx.contributions(base, step), expected_sum(base, step, n, ctx.period)
+        if op == "avg":  # AVG = SUM / n; an integer AVG truncates, as NCCL's does
+            trunc = not ctx.dtype.is_floating_point
+            want = [float(math.trunc(s / n)) if trunc else s / n for s in want]
+    tensor = ctx.tensor(inputs(ctx.rank))
     dist.all_reduce(tensor, op=REDUCE_OPS[op])
-    total = expected_sum(base, step, n, ctx.period)
-    if op == "sum":
-        return verify(tensor, total, sum_source(base, step, n, ctx.period, total))
-    # AVG = SUM / n; an integer AVG truncates, as NCCL's does
-    want = [s / n if ctx.dtype.is_floating_point else float(math.trunc(s / n)) for s in total]
-
-    def avg_source(index: int, got: float) -> str:
-        return f"AVG = SUM / n = {number(total[index])} / {n}; compare all_reduce_sum"
-
-    return verify(tensor, want, avg_source, ulps=1)
+    return verify(tensor, want, source_rule(op, inputs, n, want), ulps=int(op == "avg"))
 
 
 def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """broadcast from every root: every rank ends with payload(root)."""
     base, step = ctx.inputs(base, step)
-    n, r, width = ctx.world_size, ctx.rank, len(base)
-    sent_by = ctx.payloads(base, step)
-    details: dict[str, Any] = {"roots": n}
+    sent_by, n, r = ctx.payloads(base, step), ctx.world_size, ctx.rank
+    details: Details = {"roots": n}
     for root in range(n):
-        tensor = ctx.tensor(sent_by(r)) if r == root else ctx.empty(width)
+        tensor = ctx.tensor(sent_by(r)) if r == root else ctx.empty(len(base))
         dist.broadcast(tensor, src=root)
-        source = movement_source(sent_by, n, width, source=root)
+        source = source_rule("copy", sent_by, n, src=root)
         details.update(verify(tensor, sent_by(root), source, f"root {root}"))
     return details
 
@@ -1113,14 +1061,14 @@ def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Detai
 def check_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce (SUM) to every root: the root holds n * base + step * sum_of_tags(n)."""
     base, step = ctx.inputs(base, step)
-    n, r = ctx.world_size, ctx.rank
+    inputs, n = ctx.contributions(base, step), ctx.world_size
     want = expected_sum(base, step, n, ctx.period)
-    details: dict[str, Any] = {"roots": n}
+    details: Details = {"roots": n}
     for root in range(n):
-        tensor = ctx.tensor(reduction_input(base, step, r, ctx.period))
+        tensor = ctx.tensor(inputs(ctx.rank))
         dist.reduce(tensor, dst=root, op=dist.ReduceOp.SUM)
-        if r == root:  # elsewhere the buffer's content is unspecified
-            source = sum_source(base, step, n, ctx.period, want)
+        if ctx.rank == root:  # elsewhere the buffer's content is unspecified
+            source = source_rule("sum", inputs, n, want)
             details.update(verify(tensor, want, source, f"root {root}"))
     return details
 
@@ -1128,63 +1076,58 @@ def check_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
 def check_all_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """all_gather: chunk j of the result is payload(j)."""
     base, step = ctx.inputs(base, step)
-    n, width = ctx.world_size, len(base)
-    sent_by = ctx.payloads(base, step)
+    sent_by, n, width = ctx.payloads(base, step), ctx.world_size, len(base)
     out = ctx.empty(n * width)
     all_gather_single(out, ctx.tensor(sent_by(ctx.rank)))
     want = expected_all_gather(base, step, n, ctx.period)
-    return verify(out, want, movement_source(sent_by, n, width, source=None))
+    return verify(out, want, source_rule("copy", sent_by, n, width=width))
 
 
 def check_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """gather to every root (see Context.gather_roots): on the root, chunk j is payload(j)."""
     base, step = ctx.inputs(base, step)
-    n, r, width = ctx.world_size, ctx.rank, len(base)
-    sent_by = ctx.payloads(base, step)
+    sent_by, n, r, width = ctx.payloads(base, step), ctx.world_size, ctx.rank, len(base)
     want = expected_all_gather(base, step, n, ctx.period)
+    source = source_rule("copy", sent_by, n, width=width)
     roots = ctx.gather_roots()
-    details: dict[str, Any] = {"roots": len(roots)}
+    details: Details = {"roots": len(roots)}
     for root in roots:
         chunks = [ctx.empty(width) for _ in range(n)] if r == root else None
         dist.gather(ctx.tensor(sent_by(r)), chunks, dst=root)
         if chunks is not None:
-            source = movement_source(sent_by, n, width, source=None)
             details.update(verify(torch.cat(chunks), want, source, f"root {root}"))
     return details
 
 
 def check_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """scatter from every root (see Context.gather_roots): rank d receives payload(d)."""
+    """scatter from every root (see Context.gather_roots): rank d receives payload(d); a wrong
+    value that is another rank's payload was meant for that rank."""
     base, step = ctx.inputs(base, step)
-    n, r, width = ctx.world_size, ctx.rank, len(base)
-    sent_to = ctx.payloads(base, step)
+    sent_to, n, r = ctx.payloads(base, step), ctx.world_size, ctx.rank
     want = expected_scatter(base, step, r, ctx.period)
     roots = ctx.gather_roots()
-    details: dict[str, Any] = {"roots": len(roots)}
+    details: Details = {"roots": len(roots)}
     for root in roots:
         chunks = [ctx.tensor(sent_to(d)) for d in range(n)] if r == root else None
-        out = ctx.empty(width)
+        out = ctx.empty(len(base))
         dist.scatter(out, chunks, src=root)
-        # a wrong value that is another rank's payload was meant for that rank
-        details.update(verify(out, want, movement_source(sent_to, n, width, root), f"root {root}"))
+        source = source_rule("copy", sent_to, n, src=root)
+        details.update(verify(out, want, source, f"root {root}"))
     return details
 
 
 def check_reduce_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce_scatter (SUM): rank r gets chunk r of n * base + step * sum_of_tags(n)."""
     n, r = ctx.world_size, ctx.rank
-    if base is None:
-        base, step = ctx.inputs(None, step)
-        base = base_pattern(n * ctx.count, ctx.base_period)
-    step = 1 if step is None else step
+    base, step = ctx.inputs(base, step, n * ctx.count)
     if len(base) % n:
         raise ValueError(f"reduce_scatter input of {len(base)} elements is not {n} equal chunks")
     width = len(base) // n
     out = ctx.empty(width)
     reduce_scatter_single(out, ctx.tensor(reduction_input(base, step, r, ctx.period)))
     want = expected_reduce_scatter(base, step, n, ctx.period, r)
-    my_chunk = base[r * width : (r + 1) * width]
-    return verify(out, want, sum_source(my_chunk, step, n, ctx.period, want))
+    mine = ctx.contributions(base[r * width : (r + 1) * width], step)
+    return verify(out, want, source_rule("sum", mine, n, want))
 
 
 def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Details:
@@ -1196,20 +1139,14 @@ def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Deta
     dist.all_to_all_single(out, ctx.tensor(sent))
     want = expected_all_to_all(base, step, n, ctx.period, r)
     sent_to_me = lambda s: all_to_all_chunk(base, step, s, r, ctx.period)  # noqa: E731
-    return verify(out, want, movement_source(sent_to_me, n, width, source=None))
+    return verify(out, want, source_rule("copy", sent_to_me, n, width=width))
 
 
 def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size: int) -> None:
-    """Send to rank+1 and receive from rank-1 at once (blocking send/recv in a ring deadlock).
-
-    The receive is posted first: gloo sends a payload only once the peer announced its receive,
-    and an announcement posted after a send waits behind the whole payload (half the link rate,
-    BENCHMARKS.md). NCCL groups the two operations, where the order makes no difference.
-    """
-    ops = [
-        dist.P2POp(dist.irecv, recv, (rank - 1) % world_size),
-        dist.P2POp(dist.isend, send, (rank + 1) % world_size),
-    ]
+    """Send to rank+1 and receive from rank-1 at once, the receive posted first (docs/design.md,
+    "Bandwidth notes": gloo holds a late announcement behind the whole payload)."""
+    left, right = (rank - 1) % world_size, (rank + 1) % world_size
+    ops = [dist.P2POp(dist.irecv, recv, left), dist.P2POp(dist.isend, send, right)]
     for work in dist.batch_isend_irecv(ops):
         work.wait()
 
@@ -1220,22 +1157,19 @@ def check_send_recv(ctx: Context, base: Base = None, step: Step = None) -> Detai
     if n < 2:
         raise Skip("send/recv needs at least 2 ranks")
     base, step = ctx.inputs(base, step)
-    sent_by = ctx.payloads(base, step)
-    left = (r - 1) % n
+    sent_by, left = ctx.payloads(base, step), (r - 1) % n
     out = ctx.empty(len(base))
     ring_exchange(ctx.tensor(sent_by(r)), out, r, n)
     want = expected_send_recv(base, step, n, ctx.period, r)
-    details = verify(out, want, movement_source(sent_by, n, len(base), source=left))
+    details = verify(out, want, source_rule("copy", sent_by, n, src=left))
     return {**details, "from": left, "to": (r + 1) % n}
 
 
 def check_barrier(ctx: Context) -> Details:
-    """Nobody leaves before the last rank arrived, counted in the store (no clocks compared).
-
-    A round per late rank (Context.gather_roots): the late rank waits until the n - 1 others
-    counted their arrival in barrier/<round>, waits BARRIER_LATE_S more, counts itself and
-    enters. Every rank reads the count once it left; below n it left before the last arrived.
-    """
+    """Nobody leaves before the last rank arrived, counted in the store (no clocks compared): in
+    round k (one per Context.gather_roots) the late rank waits until the n - 1 others counted
+    their arrival in barrier/<k>, waits BARRIER_LATE_S more, counts itself and enters; a rank
+    that reads a count below n once it left left early."""
     n, r, store = ctx.world_size, ctx.rank, ctx.store
     if store is None:
         dist.barrier()
@@ -1250,8 +1184,7 @@ def check_barrier(ctx: Context) -> Details:
             time.sleep(BARRIER_LATE_S)
         store.add(key, 1)
         dist.barrier()
-        arrived = store.add(key, 0)
-        if arrived < n:
+        if (arrived := store.add(key, 0)) < n:
             early.append({"round": round_no, "late_rank": late, "arrived": arrived})
     details = {"rounds": len(late_ranks), "late_by_s": BARRIER_LATE_S}
     if early:
@@ -1272,19 +1205,13 @@ def unsupported(exc: BaseException) -> bool:
     )
 
 
-def run_test(
-    name: str, body: Callable[[], dict[str, Any]], support: Support | None = None
-) -> dict[str, Any]:
-    """Run one test body; turn its outcome into a record entry.
-
-    A backend's refusal (unsupported()) is a skip only where the support table said "maybe";
-    anywhere else the table did not predict it, and the test fails saying so.
-    """
+def run_test(name: str, body: Callable[[], Details], support: Support | None = None) -> Details:
+    """Run one test body; turn its outcome into a record entry. A backend's refusal
+    (unsupported()) is a skip only where the support table said "maybe" (docs/design.md, "The
+    support table"); anywhere else the test fails saying so."""
     started = time.monotonic()
 
-    def entry(
-        status: str, message: str, details: Details | None = None, rows: Any = None
-    ) -> Details:
+    def entry(status: str, message: str, details: Any = None, rows: Any = None) -> Details:
         return test_entry(name, status, message, details, time.monotonic() - started, rows)
 
     try:
@@ -1318,19 +1245,17 @@ def first_line(exc: BaseException) -> str:
 
 
 class Buffers:
-    """The sweep's preallocated tensors for one message of `count` elements, on one rank.
-
-    Rank r holds the constant v(r) = 1 + tag(r), so a SUM is `total` = n + sum_of_tags(n)
-    everywhere, and gathered or exchanged chunk j holds v(j) (by_source()).
-    """
+    """The sweep's tensors for one message of `count` elements on one rank: rank r holds v(r) =
+    1 + tag(r), so a SUM is `total` = n + sum_of_tags(n) everywhere and a gathered or exchanged
+    chunk j holds v(j) (by_source())."""
 
     def __init__(self, ctx: Context, count: int):
         self.ctx, self.rank, self.n = ctx, ctx.rank, ctx.world_size
         self.total = self.n + sum_of_tags(self.n, ctx.period)
         self.part = count // self.n
-        self.send, self.out = self.full(count, self.v(self.rank)), self.full(count, 0)
-        self.chunk_in = self.full(self.part, self.v(self.rank))
-        self.chunk_out = self.full(self.part, 0)
+        mine = self.v(self.rank)
+        self.send, self.out = self.full(count, mine), self.full(count, 0)
+        self.chunk_in, self.chunk_out = self.full(self.part, mine), self.full(self.part, 0)
 
     def full(self, length: int, value: float) -> torch.Tensor:
         return torch.full((length,), value, dtype=self.ctx.dtype, device=self.ctx.device)
@@ -1339,7 +1264,6 @@ class Buffers:
         return 1 + rank % self.ctx.period
 
     def by_source(self) -> torch.Tensor:
-        """Chunk j holds v(j); made only when checking."""
         return torch.cat([self.full(self.part, self.v(j)) for j in range(self.n)])
 
 
@@ -1354,28 +1278,44 @@ class BandwidthNote(NamedTuple):
 
 @dataclass(frozen=True)
 class Collective:
-    """Everything about one collective, as nccl-tests keeps one testColl per collective; the
-    fields are described in docs/design.md, "Collective records"."""
+    """Everything about one collective, as nccl-tests keeps one testColl per collective (the
+    fields: docs/design.md, "Collective records")."""
 
-    name: str  # correctness tests: name, or name_<op> for each of ops; bandwidth_<name> if run
-    check: Callable[..., dict[str, Any]]  # check(ctx), or check(ctx, op) for each of ops
+    name: str
+    check: Callable[..., Details]
     ops: tuple[str, ...] = ()
-    busbw: Callable[[int], float] = lambda n: 1.0  # busbw = algbw * busbw(n), nccl-tests
-    run: Callable[[Buffers], object] | None = None  # one timed call (None: not timed)
-    result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None  # #wrong
-    redop: str = "none"  # nccl-tests' redop and root columns
+    busbw: Callable[[int], float] = lambda n: 1.0
+    run: Callable[[Buffers], object] | None = None
+    result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None
+    redop: str = "none"
     root: int = -1
-    split: bool = False  # the message is n chunks: its count is a multiple of n
+    split: bool = False
     notes: dict[str, BandwidthNote] = field(default_factory=dict)
 
     def tests(self) -> list[str]:
         return [f"{self.name}_{op}" for op in self.ops] or [self.name]
 
-    def checker(self, test: str) -> Callable[[Context], dict[str, Any]]:
+    def checker(self, test: str) -> Callable[[Context], Details]:
         op = test.removeprefix(f"{self.name}_")
         return (lambda ctx: self.check(ctx, op)) if self.ops else self.check
 
 
+GLOO_BROADCAST = (
+    "gloo's broadcast is a binomial tree, not a pipeline (gloo/broadcast.cc): with more than 2 "
+    "ranks the root sends the whole buffer once per round, log2(n) rounds, and every rank of a "
+    "host that has it sends it on in the same round, so a link can carry it several times: busbw "
+    "0.50 of the link rate on 2 hosts x 2 ranks (1.0 on 2 hosts x 1 rank)"
+)
+GLOO_ALL_GATHER = (
+    "gloo's ring all_gather posts each send before its receive; with 2 ranks one connection "
+    "carries both directions and they take turns: busbw 0.62-0.66 of the link rate (from 3 ranks "
+    "on, each connection carries one direction: 0.81-0.95 on 2 hosts x 2 ranks)"
+)
+GLOO_REDUCE_SCATTER = (
+    "gloo runs reduce_scatter as an all_reduce of the whole input plus a copy "
+    "(ProcessGroupGloo::reduce_scatter_tensor_coalesced; the list API runs one all_reduce per "
+    "chunk): busbw is at most half the link rate (measured 0.44-0.48)"
+)
 COLLECTIVES: dict[str, Collective] = {
     c.name: c
     for c in (
@@ -1394,17 +1334,7 @@ COLLECTIVES: dict[str, Collective] = {
             run=lambda b: dist.broadcast(b.send, src=0),
             result=lambda b: (b.send, b.v(0)),
             root=0,
-            notes={
-                "gloo": BandwidthNote(
-                    3,
-                    None,
-                    "gloo's broadcast is a binomial tree, not a pipeline (gloo/broadcast.cc): with "
-                    "more than 2 ranks the root sends the whole buffer once per round, log2(n) "
-                    "rounds, and every rank of a host that has it sends it on in the same round, "
-                    "so a link can carry it several times: busbw 0.50 of the link rate on 2 hosts "
-                    "x 2 ranks (1.0 on 2 hosts x 1 rank)",
-                )
-            },
+            notes={"gloo": BandwidthNote(3, None, GLOO_BROADCAST)},
         ),
         Collective(
             "reduce",
@@ -1421,16 +1351,7 @@ COLLECTIVES: dict[str, Collective] = {
             run=lambda b: all_gather_single(b.out, b.chunk_in),
             result=lambda b: (b.out, b.by_source()),
             split=True,
-            notes={
-                "gloo": BandwidthNote(
-                    2,
-                    2,
-                    "gloo's ring all_gather posts each send before its receive; with 2 ranks one "
-                    "connection carries both directions and they take turns: busbw 0.62-0.66 of "
-                    "the link rate (from 3 ranks on, each connection carries one direction: "
-                    "0.81-0.95 on 2 hosts x 2 ranks)",
-                )
-            },
+            notes={"gloo": BandwidthNote(2, 2, GLOO_ALL_GATHER)},
         ),
         Collective("gather", check_gather),
         Collective("scatter", check_scatter),
@@ -1442,16 +1363,7 @@ COLLECTIVES: dict[str, Collective] = {
             result=lambda b: (b.chunk_out, b.total),
             redop="sum",
             split=True,
-            notes={
-                "gloo": BandwidthNote(
-                    2,
-                    None,
-                    "gloo runs reduce_scatter as an all_reduce of the whole input plus a copy "
-                    "(ProcessGroupGloo::reduce_scatter_tensor_coalesced; the list API runs one "
-                    "all_reduce per chunk): busbw is at most half the link rate (measured "
-                    "0.44-0.48)",
-                )
-            },
+            notes={"gloo": BandwidthNote(2, None, GLOO_REDUCE_SCATTER)},
         ),
         Collective(
             "all_to_all",
@@ -1485,10 +1397,10 @@ CORRECTNESS_TESTS = tuple(CHECKS)
 BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
 ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
 TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
+COLLECTIVE_OF = {t: c.name for c in COLLECTIVES.values() for t in (c.name, *c.tests())}
 
-# Which collective each backend runs on which device (docs/design.md, "The support table"):
-# https://docs.pytorch.org/docs/stable/distributed.html#backends. Plain literals: the controller
-# reads them with ast.literal_eval, without torch (plugins/filter/nccl_support.py).
+# Which collective each backend runs on which device (docs/design.md, "The support table"); plain
+# literals: the controller reads them with ast.literal_eval (plugins/filter/nccl_support.py).
 SUPPORT_SOURCE = "torch.distributed docs, Backends table"
 SUPPORT: dict[str, dict[str, dict[str, str]]] = {  # "*": every collective not named
     "gloo": {"cpu": {"*": "yes"}, "gpu": {"*": "yes", "send_recv": "no", "barrier": "no"}},
@@ -1522,11 +1434,7 @@ class Support(NamedTuple):
 
 def collective_of(test: str) -> str | None:
     """all_reduce_sum -> all_reduce, bandwidth_reduce -> reduce; None for checkin/init."""
-    name = test.removeprefix("bandwidth_")
-    for coll in COLLECTIVES.values():
-        if name == coll.name or name in coll.tests():
-            return coll.name
-    return None
+    return COLLECTIVE_OF.get(test.removeprefix("bandwidth_"))
 
 
 def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support:
@@ -1556,6 +1464,8 @@ def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support
 # 9. Bandwidth sweep, nccl-tests style
 # --------------------------------------------------------------------------------------------
 
+Thunk = Callable[[], object]
+
 
 def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     sizes, size = [], min_bytes
@@ -1569,6 +1479,15 @@ def busbw(collective: str, algbw: float, world_size: int) -> float:
     return algbw * COLLECTIVES[collective].busbw(world_size)
 
 
+def sig4(value: float) -> float:
+    """4 significant digits (a pair at 20 KB/s is 2.048e-05 GB/s, not 0)."""
+    return float(f"{value:.4g}")
+
+
+def gbps(nbytes: int, seconds: float) -> float:
+    return sig4(nbytes / seconds / 1e9)
+
+
 def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
     note = COLLECTIVES[collective].notes.get(backend)
     if note is None or not note.min_ranks <= world_size <= (note.max_ranks or world_size):
@@ -1576,15 +1495,13 @@ def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None
     return note.text
 
 
-def message_shape(
-    collective: str, size_bytes: int, elem_size: int, world_size: int
-) -> tuple[int, int]:
+def message_shape(collective: str, size_bytes: int, elem: int, world_size: int) -> tuple[int, int]:
     """(count, bytes) nccl-tests style: size is the larger buffer, a multiple of n for the
     collectives that split it (all_gather output, reduce_scatter input, all_to_all)."""
-    count = max(1, size_bytes // elem_size)
+    count = max(1, size_bytes // elem)
     if COLLECTIVES[collective].split:
         count = max(world_size, count - count % world_size)
-    return count, count * elem_size
+    return count, count * elem
 
 
 @dataclass
@@ -1598,21 +1515,8 @@ class Sweep:
     arm: Callable[[str, int], None]
 
 
-def count_wrong(collective: Collective, buffers: Buffers) -> int:
-    """Elements that differ from the expected value after a fresh run (nccl-tests' #wrong)."""
-    buffers.send.fill_(buffers.v(buffers.rank))
-    assert collective.run is not None
-    collective.run(buffers)
-    found = collective.result(buffers)
-    return 0 if found is None else int((found[0] != found[1]).sum())
-
-
 def timed(
-    call: Callable[[], object],
-    device: torch.device,
-    warmup: int,
-    iters: int,
-    start: Callable[[], object] = lambda: None,
+    call: Thunk, device: torch.device, warmup: int, iters: int, start: Thunk = lambda: None
 ) -> float:
     """Seconds per call on this rank: `warmup` untimed calls, `start()` (a barrier), then the
     average of `iters` timed ones, each time waiting for the device's queued work."""
@@ -1627,31 +1531,28 @@ def timed(
     return (time.perf_counter() - started) / iters
 
 
-def average_over_ranks(value: float, ctx: Context) -> float:
-    tensor = torch.tensor([value], dtype=torch.float32, device=ctx.device)
-    dist.all_reduce(tensor)
-    return float(tensor.cpu()) / ctx.world_size
-
-
-def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
+def measure(sweep: Sweep, collective: str) -> Details:
     """Time every size; the time is the average over ranks, like nccl-tests' default (-a 1)."""
-    ctx, n, threshold = sweep.ctx, sweep.ctx.world_size, sweep.thresholds[collective]
+    ctx, n, coll = sweep.ctx, sweep.ctx.world_size, COLLECTIVES[collective]
     if n < 2:
         raise Skip("bandwidth needs at least 2 ranks")
     if exact_pattern(n, ctx.dtype) is None:
         raise Skip(f"{n} ranks exceed the exact integer range of {ctx.dtype}: use --dtype float32")
-    elem = torch.empty(0, dtype=ctx.dtype).element_size()
-    coll = COLLECTIVES[collective]
-    run = coll.run
-    assert run is not None, f"{collective} is not timed"
-    rows: list[dict[str, Any]] = []
+    assert coll.run is not None, f"{collective} is not timed"
+    elem, rows = torch.empty(0, dtype=ctx.dtype).element_size(), []
     for size in sweep.sizes:
         sweep.arm(f"bandwidth_{collective} at {size} B", size)
         count, nbytes = message_shape(collective, size, elem, n)
-        buffers = Buffers(ctx, count)
-        call = functools.partial(run, buffers)
+        b = Buffers(ctx, count)
+        call = functools.partial(coll.run, b)
         own = timed(call, ctx.device, sweep.warmup, sweep.iters, dist.barrier)  # this rank's time
-        seconds = average_over_ranks(own, ctx)
+        mean = torch.tensor([own], dtype=torch.float32, device=ctx.device)
+        dist.all_reduce(mean)
+        seconds = float(mean.cpu()) / n
+        b.send.fill_(b.v(b.rank))  # #wrong: a fresh run against the expected value
+        call()
+        found = coll.result(b)
+        wrong = 0 if found is None else int((found[0] != found[1]).sum())
         algbw = nbytes / seconds / 1e9
         rows.append(
             {
@@ -1661,30 +1562,34 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
                 "redop": coll.redop,
                 "root": coll.root,
                 "time_us": round(seconds * 1e6, 2),
-                "algbw_gbps": float(f"{algbw:.4g}"),
-                "busbw_gbps": float(f"{busbw(collective, algbw, n):.4g}"),
+                "algbw_gbps": sig4(algbw),
+                "busbw_gbps": sig4(busbw(collective, algbw, n)),
                 "rank_time_us": round(own * 1e6, 2),
-                "rank_busbw_gbps": float(f"{busbw(collective, nbytes / own / 1e9, n):.4g}"),
-                "wrong": count_wrong(coll, buffers),
+                "rank_busbw_gbps": sig4(busbw(collective, nbytes / own / 1e9, n)),
+                "wrong": wrong,
             }
         )
+    return judge_sweep(collective, rows, sweep.thresholds[collective])
+
+
+def judge_sweep(collective: str, rows: list[Details], threshold: float | None) -> Details:
+    """The test's details; Fail on a wrong element, or a busbw under the threshold at the
+    largest size."""
     avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
-    details: dict[str, Any] = {"bandwidth": rows, "avg_busbw_gbps": float(f"{avg:.4g}")}
+    details: Details = {"bandwidth": rows, "avg_busbw_gbps": sig4(avg)}
     if threshold is not None:
         details["threshold_gbps"] = threshold
-    bad = [row for row in rows if row["wrong"]]
-    if bad:
+    if bad := [row for row in rows if row["wrong"]]:
         raise Fail(
             f"{collective}: {bad[0]['wrong']} of {bad[0]['count']} elements wrong at "
             f"{bad[0]['size_bytes']} B: data is corrupted in transit; rerun the correctness "
             "tests with --verbose to find the rank",
             details,
         )
-    last = rows[-1] if rows else None
-    if threshold is not None and last is not None and last["busbw_gbps"] < threshold:
+    if threshold is not None and rows and rows[-1]["busbw_gbps"] < threshold:
         raise Fail(
-            f"{collective} busbw {last['busbw_gbps']:g} GB/s at {last['size_bytes']} B is below "
-            f"the required {threshold:g} GB/s: check which interface carries the traffic "
+            f"{collective} busbw {rows[-1]['busbw_gbps']:g} GB/s at {rows[-1]['size_bytes']} B is "
+            f"below the required {threshold:g} GB/s: check which interface carries the traffic "
             "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_DEBUG=INFO) and the link speed "
             "(ethtool, ibstat) on every host",
             details,
@@ -1693,7 +1598,7 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
 
 
 def bandwidth_table(
-    collective: str, rows: list[dict[str, Any]], world_size: int, backend: str = ""
+    collective: str, rows: list[Details], world_size: int, backend: str = ""
 ) -> str:
     """nccl-tests' layout: size count type redop root time algbw busbw #wrong (+ a backend note)."""
     lines = [
@@ -1710,24 +1615,22 @@ def bandwidth_table(
         )
     avg = sum(r["busbw_gbps"] for r in rows) / len(rows) if rows else 0.0
     lines.append(f"# Avg bus bandwidth    : {avg:g}")
-    note = bandwidth_note(backend, collective, world_size)
-    if note:
+    if note := bandwidth_note(backend, collective, world_size):
         lines.append(f"# Note: {note}")
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------
-# 9b. Pairwise rounds: which node, which rail (--pairwise; docs/design.md, "Pairwise rounds")
-#
-# Nodes meet in a round-robin tournament, rail by rail, then every suspect meets the fastest
-# node once more. The verdict is made on the control machine (module_utils/nccl_pairwise.py);
-# the suspects are picked here by the same rule (tests/unit/test_pairwise.py holds them together).
+# 9b. Pairwise rounds: which node, which rail (--pairwise; docs/design.md, "Pairwise rounds").
+# The controller judges (module_utils/nccl_pairwise.py); the suspects of the second pass are
+# picked here by the same rule (tests/unit/test_pairwise.py holds the two together).
 # --------------------------------------------------------------------------------------------
+
+PairKey = tuple[int, int, int]  # (node a, node b, rail), a <= b
 
 
 def tournament(n: int) -> list[list[tuple[int, int]]]:
-    """Round-robin rounds of disjoint pairs of 0..n-1 (circle method): even n, n-1 rounds of
-    n/2 pairs; odd n, n rounds of (n-1)/2 pairs, one node rests in each. Every pair meets once."""
+    """Round-robin rounds of disjoint pairs of 0..n-1 (circle method); odd n: one node rests."""
     if n < 2:
         return []
     players: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
@@ -1739,24 +1642,18 @@ def tournament(n: int) -> list[list[tuple[int, int]]]:
     return rounds
 
 
-def pair_values(
-    rows: Sequence[dict[str, Any]], pass_: int | str = 1
-) -> dict[tuple[int, int, int], float]:
+def pair_values(rows: Sequence[Details], pass_: int | str = 1) -> dict[PairKey, float]:
     """(node a, node b, rail) -> busbw of the pair: the slower of its two ranks' own figures.
-
     Within a node (pass "intra") the rail is the lower local rank of the pair."""
-    table: dict[tuple[int, int, int], float] = {}
-    for row in rows:
-        if row.get("pass") != pass_:
-            continue
+    table: dict[PairKey, float] = {}
+    for row in (row for row in rows if row.get("pass") == pass_):
         a, b = sorted((int(row["node"]), int(row["peer_node"])))
         key = (a, b, min(int(row["rail"]), int(row.get("peer_local_rank", row["rail"]))))
         table[key] = min(table.get(key, math.inf), float(row["busbw_gbps"]))
     return table
 
 
-def node_medians(table: dict[tuple[int, int, int], float]) -> dict[int, float]:
-    """node -> the median of its pairs."""
+def node_medians(table: dict[PairKey, float]) -> dict[int, float]:
     per_node: dict[int, list[float]] = {}
     for (a, b, _), value in table.items():
         for node in {a, b}:
@@ -1764,35 +1661,34 @@ def node_medians(table: dict[tuple[int, int, int], float]) -> dict[int, float]:
     return {node: statistics.median(values) for node, values in per_node.items()}
 
 
-def pair_reference(table: dict[tuple[int, int, int], float]) -> float:
-    """The median over nodes of each node's median pair (robust on 3 nodes, unlike the median
-    pair: with one bad node of three, two of the three pairs are slow)."""
-    medians = node_medians(table)
-    return statistics.median(medians.values()) if medians else 0.0
+def pair_reference(table: dict[PairKey, float]) -> float:
+    """The median over nodes of each node's median pair."""
+    return statistics.median(node_medians(table).values()) if table else 0.0
 
 
-def pair_suspects(
-    table: dict[tuple[int, int, int], float], min_ratio: float
-) -> dict[int, list[int]]:
-    """node -> rails on which most (more than half) of its pairs are below min_ratio x reference."""
+def pair_suspects(table: dict[PairKey, float], min_ratio: float) -> dict[int, list[int]]:
+    """node -> rails on which more than half of its pairs are below min_ratio x reference."""
     limit = min_ratio * pair_reference(table)
-    counts: dict[tuple[int, int], list[int]] = {}  # (node, rail) -> [slow, all]
+    slow: dict[tuple[int, int], int] = {}
+    total: dict[tuple[int, int], int] = {}
     for (a, b, rail), value in table.items():
-        for node in (a, b):
-            seen = counts.setdefault((node, rail), [0, 0])
-            seen[0] += value < limit
-            seen[1] += 1
+        for key in ((a, rail), (b, rail)):
+            slow[key] = slow.get(key, 0) + (value < limit)
+            total[key] = total.get(key, 0) + 1
     suspects: dict[int, list[int]] = {}
-    for (node, rail), (slow, total) in sorted(counts.items()):
-        if 2 * slow > total:
-            suspects.setdefault(node, []).append(rail)
+    for node, rail in sorted(key for key in total if 2 * slow[key] > total[key]):
+        suspects.setdefault(node, []).append(rail)
     return suspects
 
 
-def fastest_node(table: dict[tuple[int, int, int], float], exclude: Sequence[int]) -> int | None:
-    """The node with the highest median pair, among those not excluded (lowest node on a tie)."""
+def fastest_node(table: dict[PairKey, float], exclude: Sequence[int]) -> int | None:
+    """The node with the highest median pair, not excluded (the lowest node on a tie)."""
     candidates = [(-m, node) for node, m in node_medians(table).items() if node not in exclude]
     return min(candidates)[1] if candidates else None
+
+
+def partner_in(pairs: Sequence[tuple[int, int]], me: int) -> int | None:
+    return next((b if me == a else a for a, b in pairs if me in (a, b)), None)
 
 
 @dataclass
@@ -1802,56 +1698,19 @@ class PairPlan:
     ranks: dict[int, dict[int, int]]
     hosts: dict[int, str]
 
-    @property
-    def nodes(self) -> list[int]:
-        return sorted(self.ranks)
-
     def peer(self, pairs: Sequence[tuple[int, int]], node: int, local: int) -> int | None:
         """The global rank this rank exchanges with in a round of node pairs, or None (rests)."""
         partner = partner_in(pairs, node)
         return None if partner is None else self.ranks[partner].get(local)
 
 
-def partner_in(pairs: Sequence[tuple[int, int]], me: int) -> int | None:
-    return next((b if me == a else a for a, b in pairs if me in (a, b)), None)
-
-
-def gather_objects(mine: Any, world_size: int) -> list[Any]:
-    everyone: list[Any] = [None] * world_size
-    dist.all_gather_object(everyone, mine)
-    return everyone
-
-
-@dataclass
-class PairRound:
+class PairRound(NamedTuple):
     pass_: int | str  # 1, 2 or "intra"
     number: int
     pairs: list[tuple[int, int]]  # node pairs (intra: local-rank pairs, node = this node)
 
 
-def gbps(nbytes: int, seconds: float) -> float:
-    """Bytes per second as GB/s to 4 significant digits (a pair at 20 KB/s is not "0 GB/s")."""
-    return float(f"{nbytes / seconds / 1e9:.4g}")
-
-
-def exchange(ctx: Context, peer: int, nbytes: int, iters: int) -> tuple[float, int, int]:
-    """(seconds per exchange, bytes each way, wrong elements): to the peer and from it at once.
-
-    Batched: with NCCL (communicator made eagerly, device_id) it runs on the world communicator;
-    a plain isend/irecv would make a 2-rank communicator per pair."""
-    elem = torch.empty(0, dtype=ctx.dtype).element_size()
-    count = max(1, nbytes // elem)
-    send = torch.full((count,), 1 + ctx.rank % ctx.period, dtype=ctx.dtype, device=ctx.device)
-    recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
-    ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
-    once = lambda: [request.wait() for request in dist.batch_isend_irecv(ops)]  # noqa: E731
-    seconds = timed(once, ctx.device, 1, iters)  # the warm-up makes the connection to the peer
-    return seconds, count * elem, int((recv != 1 + peer % ctx.period).sum())
-
-
-def trigger_reasons(
-    tests: Sequence[dict[str, Any]], below: dict[str, float], min_bytes: int
-) -> list[str]:
+def trigger_reasons(tests: Sequence[Details], below: dict[str, float], min_bytes: int) -> list[str]:
     """Why --pairwise auto runs on this rank: a failed bandwidth test, or a collective's busbw
     at its largest size >= min_bytes under its --pair-trigger figure (pure)."""
     reasons = []
@@ -1869,19 +1728,24 @@ def trigger_reasons(
 
 
 class Pairwise:
-    """The pairwise phase of one rank, after the tests (run())."""
+    """The pairwise phase of one rank, after the tests (run_pairwise())."""
 
     def __init__(self, run: Run, ctx: Context):
         self.run, self.args, self.ctx = run, run.args, ctx
-        self.rows: list[dict[str, Any]] = []  # this rank's own figure for each pair it was in
-        self.settings: dict[str, Any] = {}  # what the test's details hold besides the rows
+        self.rows: list[Details] = []  # this rank's own figure for each pair it was in
+        self.settings: Details = {}  # what the test's details hold besides the rows
         data = run.record.data
         self.node, self.local = data["node_rank"], data["local_rank"]
-        mine = (self.node, self.local, data["host"], ctx.rank)
         self.plan = PairPlan({}, {})
-        for node, local, host, rank in gather_objects(mine, ctx.world_size):
+        for node, local, host, rank in self.gather((self.node, self.local, data["host"], ctx.rank)):
             self.plan.ranks.setdefault(int(node), {})[int(local)] = int(rank)
             self.plan.hosts[int(node)] = str(host)
+        self.nodes = sorted(self.plan.ranks)
+
+    def gather(self, mine: Any) -> list[Any]:
+        everyone: list[Any] = [None] * self.ctx.world_size
+        dist.all_gather_object(everyone, mine)
+        return everyone
 
     def trigger(self) -> str:
         """Why the phase runs ("" when it does not), agreed by every rank."""
@@ -1895,17 +1759,28 @@ class Pairwise:
             return ""
         return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
 
-    def save(self, rnd: PairRound | None) -> None:
-        """The rows so far and the round under way in the record's "pairwise" (after every
-        round), so a round that hangs leaves the earlier ones and names its own pairs."""
+    def save(self, rnd: PairRound) -> None:
+        """The rows so far and the round under way in the record's "pairwise" (docs/design.md,
+        "Rank result"), so a round that hangs leaves the earlier ones and names its own pairs."""
+        saved = {**self.settings, "rows": list(self.rows)}
+        saved["under_way"] = {"pass": rnd.pass_, "round": rnd.number}
+        saved["under_way_pairs"] = [list(p) for p in rnd.pairs]
         with self.run.record.lock:
-            self.run.record.data["pairwise"] = {
-                **self.settings,
-                "rows": list(self.rows),
-                "under_way": None if rnd is None else {"pass": rnd.pass_, "round": rnd.number},
-                "under_way_pairs": [] if rnd is None else [list(p) for p in rnd.pairs],
-            }
+            self.run.record.data["pairwise"] = saved
             self.run.record.write()
+
+    def exchange(self, peer: int, nbytes: int) -> tuple[float, int, int]:
+        """(seconds per exchange, bytes each way, wrong elements), both ways at once, batched on
+        the world communicator (docs/design.md, "Pairwise rounds", Transport)."""
+        ctx = self.ctx
+        elem = torch.empty(0, dtype=ctx.dtype).element_size()
+        count = max(1, nbytes // elem)
+        send = torch.full((count,), 1 + ctx.rank % ctx.period, dtype=ctx.dtype, device=ctx.device)
+        recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
+        ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
+        once = lambda: [request.wait() for request in dist.batch_isend_irecv(ops)]  # noqa: E731
+        seconds = timed(once, ctx.device, 1, self.args.pair_iters)  # the warm-up connects
+        return seconds, count * elem, int((recv != 1 + peer % ctx.period).sum())
 
     def play(self, rnd: PairRound, nbytes: int) -> None:
         """One round on every rank (the resting ones only wait at the barriers)."""
@@ -1914,7 +1789,7 @@ class Pairwise:
         self.save(rnd)
         self.run.pause(phase)
         node, local = self.node, self.local
-        if rnd.pass_ == "intra":
+        if rnd.pass_ == "intra":  # the pairs are local ranks of this node
             peer_node, peer_local = node, partner_in(rnd.pairs, local)
             peer = None if peer_local is None else self.plan.ranks[node].get(peer_local)
         else:
@@ -1922,54 +1797,39 @@ class Pairwise:
             peer = self.plan.peer(rnd.pairs, node, local)
         dist.barrier()  # every pair of the round starts together
         if peer is not None:
-            seconds, sent, wrong = exchange(self.ctx, peer, nbytes, self.args.pair_iters)
-            self.rows.append(
-                {
-                    "pass": rnd.pass_,
-                    "round": rnd.number,
-                    "rank": self.ctx.rank,
-                    "node": node,
-                    "peer_node": peer_node,
-                    "rail": local,
-                    "peer_rank": peer,
-                    "peer_local_rank": peer_local,
-                    "bytes": sent,
-                    "time_us": round(seconds * 1e6, 2),
-                    "busbw_gbps": gbps(sent, seconds),
-                    "wrong": wrong,
-                }
-            )
+            seconds, sent, wrong = self.exchange(peer, nbytes)
+            row = {"pass": rnd.pass_, "round": rnd.number, "rank": self.ctx.rank, "node": node}
+            row |= {"peer_node": peer_node, "rail": local, "peer_rank": peer}
+            row |= {
+                "peer_local_rank": peer_local,
+                "bytes": sent,
+                "time_us": round(seconds * 1e6, 2),
+            }
+            self.rows.append({**row, "busbw_gbps": gbps(sent, seconds), "wrong": wrong})
             self.save(rnd)
         dist.barrier()
 
-    def every_row(self) -> list[dict[str, Any]]:
-        return [row for part in gather_objects(self.rows, self.ctx.world_size) for row in part]
+    def every_row(self) -> list[Details]:
+        return [row for part in self.gather(self.rows) for row in part]
 
-    def body(self, why: str) -> dict[str, Any]:
+    def body(self, why: str) -> Details:
         """Every round of both passes; this rank's details (rank 0 also keeps the table)."""
-        args, plan, nodes = self.args, self.plan, self.plan.nodes
+        args, plan, nodes = self.args, self.plan, self.nodes
         if len(nodes) < 2:
             raise Skip("one node: there is no other node to pair it with")
         nbytes = args.pair_bytes or (1 << 20 if self.ctx.device.type == "cpu" else 64 << 20)
-        rounds = [
-            PairRound(1, i, [(nodes[a], nodes[b]) for a, b in pairs])
-            for i, pairs in enumerate(tournament(len(nodes)))
-        ]
+        pairs = [[(nodes[a], nodes[b]) for a, b in r] for r in tournament(len(nodes))]
+        rounds = [PairRound(1, i, r) for i, r in enumerate(pairs)]
         if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
             locals_ = max(len(r) for r in plan.ranks.values())
             rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
-        self.settings = {
-            "mode": args.pairwise,
-            "min_ratio": args.pair_min_ratio,
-            "pair_bytes": nbytes,
-            "iters": args.pair_iters,
-            "nodes": [
-                {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
-                for n in nodes
-            ],
-            "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
-            "why": why,
-        }
+        hosts = [
+            {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
+            for n in nodes
+        ]
+        self.settings = {"mode": args.pairwise, "min_ratio": args.pair_min_ratio}
+        self.settings |= {"pair_bytes": nbytes, "iters": args.pair_iters, "nodes": hosts}
+        self.settings |= {"rounds": [[list(p) for p in r] for r in pairs], "why": why}
         for rnd in rounds:
             self.play(rnd, nbytes)
         table = pair_values(self.every_row())
@@ -1977,18 +1837,14 @@ class Pairwise:
         fastest = fastest_node(table, list(suspects))
         second = [] if fastest is None else sorted(suspects)
         for i, node in enumerate(second):
-            self.play(PairRound(2, i, [(min(node, fastest), max(node, fastest))]), nbytes)  # type: ignore[arg-type]
+            pair = (min(node, fastest), max(node, fastest))  # type: ignore[type-var]
+            self.play(PairRound(2, i, [pair]), nbytes)
         every = self.every_row()  # a collective: every rank calls it
-        details = {
-            **self.settings,
-            "suspects": {str(n): rails for n, rails in suspects.items()},
-            "second_pass": [[n, fastest] for n in second],
-            "rows": self.rows,
-        }
         if self.ctx.rank == 0:
             self.run.tables.append(pairwise_table(nbytes, every, plan))
-        wrong = [r for r in self.rows if r["wrong"]]
-        if wrong:
+        details = {**self.settings, "suspects": {str(n): r for n, r in suspects.items()}}
+        details |= {"second_pass": [[n, fastest] for n in second], "rows": self.rows}
+        if wrong := [r for r in self.rows if r["wrong"]]:
             raise Fail(
                 f"{wrong[0]['wrong']} elements wrong from rank {wrong[0]['peer_rank']} in pass "
                 f"{wrong[0]['pass']}: data is corrupted between these two ranks",
@@ -2003,8 +1859,7 @@ def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
         return
     run.arm("pairwise")
     phase = Pairwise(run, ctx)
-    why = phase.trigger()
-    if why:
+    if why := phase.trigger():
         run.record.start("pairwise")
         entry = run_test("pairwise", lambda: phase.body(why))
         with run.record.lock:  # the finished test holds the rows now
@@ -2012,9 +1867,9 @@ def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
         run.record.add(entry)
 
 
-def pairwise_table(nbytes: int, every: list[dict[str, Any]], plan: PairPlan) -> str:
+def pairwise_table(nbytes: int, every: list[Details], plan: PairPlan) -> str:
     """Rank 0's text: the node x node matrix of the first pass (slowest rail), the second pass."""
-    table, nodes, hosts = pair_values(every), plan.nodes, plan.hosts
+    table, hosts, nodes = pair_values(every), plan.hosts, sorted(plan.ranks)
     width = max(8, *(len(hosts[n]) for n in nodes))
     lines = [
         f"# pairwise, {len(nodes)} nodes, {nbytes} B each way per exchange, "
@@ -2022,11 +1877,11 @@ def pairwise_table(nbytes: int, every: list[dict[str, Any]], plan: PairPlan) -> 
         "#" + " " * width + "".join(f" {hosts[n][-10:]:>10}" for n in nodes),
     ]
     for a in nodes:
-        cells = []
-        for b in nodes:
-            values = [v for (x, y, _), v in table.items() if {x, y} == {a, b} and a != b]
-            cells.append(f"{min(values):>10.4g}" if values else f"{'-':>10}")
-        lines.append(f" {hosts[a]:>{width}} " + " ".join(cells))
+        cells = [
+            [v for (x, y, _), v in table.items() if a != b and {x, y} == {a, b}] for b in nodes
+        ]
+        row = " ".join(f"{min(c):>10.4g}" if c else f"{'-':>10}" for c in cells)
+        lines.append(f" {hosts[a]:>{width}} {row}")
     for (a, b, rail), value in sorted(pair_values(every, 2).items()):
         lines.append(f"# second pass: {hosts[a]} - {hosts[b]} rail {rail}: {value:.4g} GB/s")
     for (a, _, rail), value in sorted(pair_values(every, "intra").items()):
