@@ -93,16 +93,33 @@ def launch(lab: Lab, *args: Any, **options: Any) -> subprocess.CompletedProcess[
     return playbook(lab, *args, "--tags", "launch", **options)
 
 
+class _Action(threading.Thread):
+    """The thread of a `during` action; `over` is set once the body ended."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        super().__init__(target=action, daemon=True)
+        self.over = threading.Event()
+
+
+def body_ended() -> bool:
+    """In a `during` action: whether the body already ended (a fault must not come after the
+    undo, into the next test on the same lab)."""
+    me = threading.current_thread()
+    return isinstance(me, _Action) and me.over.is_set()
+
+
 @contextlib.contextmanager
 def during(action: Callable[[], None], undo: list[Callable[[], None]] | None = None) -> Iterator:
-    """Run `action` in a thread while the body runs (a fault injected mid-run); afterwards wait
-    for it and call every undo it left in `undo`, even when the body failed."""
-    thread = threading.Thread(target=action, daemon=True)
+    """Run `action` in a thread while the body runs (a fault injected mid-run); afterwards tell
+    it the body ended (its waits give up), wait for it and call every undo it left in `undo`,
+    even when the body failed."""
+    thread = _Action(action)
     thread.start()
     try:
         yield thread
     finally:
-        thread.join(timeout=5)
+        thread.over.set()
+        thread.join(timeout=30)
         for step in undo or []:
             step()
 
@@ -126,7 +143,7 @@ def kill_at(
 def wait_for_record(path: Path, test: str, timeout: float) -> dict[str, Any]:
     """Wait until a rank's result file says it is at `test`; return the record."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not body_ended():
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError):
