@@ -17,6 +17,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +181,6 @@ def test_fabric_link_down_mid_run_ends_within_the_timeout(lab2: Lab, tmp_path: P
         undo.append(lab2.link_down(lab2.hosts[1]))
         cut["at"] = time.time()
 
-    started = time.monotonic()
     with during(cut_link, undo):
         result = launch(
             lab2,
@@ -196,7 +196,6 @@ def test_fabric_link_down_mid_run_ends_within_the_timeout(lab2: Lab, tmp_path: P
                 "nccl_check_args": paused_before_barrier(),
             },
         )
-        elapsed = time.monotonic() - started
     assert undo and "at" in cut, "the link was never taken down"
     assert result.returncode != 0
     report = tmp_path / run_id
@@ -204,8 +203,11 @@ def test_fabric_link_down_mid_run_ends_within_the_timeout(lab2: Lab, tmp_path: P
         assert record["timed_out"] is True, record
         # The link went down while the ranks ran (finished_at has whole seconds).
         assert cut["at"] < finished_epoch(record) + 1, (cut, record)
-    # Facts, environment and report take their share; the launch itself is bounded.
-    assert elapsed < timeout + 120, f"the play took {elapsed:.0f}s"
+        # The launch itself is bounded: its supervisor ended the tree at the timeout (plus the
+        # kill grace, 5 s). Read from the run's record, not the play's time: on 2 cores at load
+        # 28 facts, environment and report alone took over 2 minutes.
+        ran = finished_epoch(record) - datetime.fromisoformat(record["started_at"]).timestamp()
+        assert timeout - 1 <= ran <= timeout + 5 + 15, (ran, record)
     suites = rank_suites(report / "junit.xml")
     assert set(suites) == {f"nccl.{label(h)}.rank{h.rank}" for h in lab2.hosts}
     for suite in suites.values():
