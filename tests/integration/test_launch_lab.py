@@ -321,7 +321,13 @@ def test_ctrl_c_during_the_wait_ends_every_process_tree_at_once(lab2: Lab, tmp_p
     )
     try:
         wait_for_record(record, "barrier", timeout=120)
-        time.sleep(1)  # the wait task is running on every node
+        # The wait task runs on every node: each node's first look left its watch.json there
+        # (without it the supervisor cannot tell that nobody watches any more).
+        watched = [run_dir(run_id, h) / "watch.json" for h in lab2.hosts]
+        deadline = time.monotonic() + 120
+        while not all(p.exists() for p in watched) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert all(p.exists() for p in watched), "the wait task never started on every node"
         assert leftovers(run_id), "the run should be going"
         os.killpg(player.pid, signal.SIGINT)
         out, _ = player.communicate(timeout=60)
@@ -332,10 +338,10 @@ def test_ctrl_c_during_the_wait_ends_every_process_tree_at_once(lab2: Lab, tmp_p
     def settled() -> bool:
         # The tree ends first; the look then packs what the ranks wrote and removes the directory.
         # Ctrl-C between two looks: the supervisor ends the run and removes the directory once
-        # no look came for 12 s (watch_stale_s).
+        # no look came for 30 s (watch_stale_s), then ends the tree (kill grace, 5 s).
         return not leftovers(run_id) and not any(run_dir(run_id, h).exists() for h in lab2.hosts)
 
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while not settled() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert leftovers(run_id) == [], out[-3000:]
