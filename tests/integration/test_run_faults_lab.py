@@ -23,6 +23,7 @@ import pytest
 
 from tests.lab.harness import Lab
 from tests.lab.runs import (
+    PHASE_WAIT_S,
     assert_nothing_left,
     body_ended,
     during,
@@ -66,7 +67,7 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
     victim_host, victim_rank = lab2.hosts[1], 3  # local rank 1 of node 2 (2 ranks per node)
     killed: dict[str, Any] = {}
     # rank 3 waits in barrier (for rank 0, paused) when it is killed.
-    with during(kill_at(lab2, run_id, victim_host, victim_rank, "barrier", 180, killed)):
+    with during(kill_at(lab2, run_id, victim_host, victim_rank, "barrier", PHASE_WAIT_S, killed)):
         result = launch(
             lab2,
             run_id,
@@ -133,7 +134,7 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
     undo: list[Callable[[], None]] = []
 
     def cut_link() -> None:
-        wait_for(lambda: at_bandwidth(record), timeout=180)
+        wait_for(lambda: at_bandwidth(record), timeout=PHASE_WAIT_S)
         time.sleep(3)  # a few looks see the ranks advance first
         undo.append(lab2.link_down(victim))
         cut["at"] = time.time()

@@ -28,6 +28,10 @@ from tests.lab.harness import Lab
 
 # Small and quick: a 2-core CI machine runs all of this.
 QUICK = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"]
+# How long a fault waits for a rank to reach its phase, counted from the play's start: on 2 cores
+# at load 22 torchrun started 94-99 s into the play, torch's import took 20 s more. A wait that
+# is still going when the play ended gives up then (`during`), so this bound costs nothing.
+PHASE_WAIT_S = 480
 
 
 def paused_before_barrier(rank: int = 0) -> list[str]:
