@@ -59,6 +59,19 @@ def at_bandwidth(path: Path) -> bool:
     )
 
 
+def looks_saw_bandwidth(report: Path, hosts: list[Any]) -> bool:
+    """Every host's progress.json (what its looks saw) has a rank in a bandwidth_ test."""
+    for host in hosts:
+        try:
+            doc = json.loads((report / host.inventory_name / "progress.json").read_text())
+        except (OSError, ValueError):
+            return False
+        tests = [str(p.get("test") or "") for p in doc.get("progress") or []]
+        if not any(t.startswith("bandwidth_") for t in tests):
+            return False
+    return True
+
+
 @pytest.mark.lab
 def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
     lab2: Lab, tmp_path: Path
@@ -134,8 +147,11 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
     undo: list[Callable[[], None]] = []
 
     def cut_link() -> None:
-        wait_for(lambda: at_bandwidth(record), timeout=PHASE_WAIT_S)
-        time.sleep(3)  # a few looks see the ranks advance first
+        # Once the looks of every host saw its ranks time a collective (not a fixed sleep: a
+        # look takes 6-10 s on a loaded control machine).
+        report = tmp_path / run_id
+        wait_for(lambda: at_bandwidth(record) and looks_saw_bandwidth(report, lab2.hosts),
+                 timeout=PHASE_WAIT_S)  # fmt: skip
         undo.append(lab2.link_down(victim))
         cut["at"] = time.time()
 
