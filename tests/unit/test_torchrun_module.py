@@ -763,3 +763,28 @@ def test_the_supervisor_ends_a_run_nobody_looks_at_any_more(
     wait_for(lambda: tagged_processes(run_dir) == [], timeout=30)
     # Nobody will come to collect: the supervisor leaves nothing behind.
     wait_for(lambda: not run_dir.exists(), timeout=15)
+
+
+def test_a_diagnosis_is_a_look_the_supervisor_waits_for(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    """The controller diagnosing a stall (its call, the wait for the other hosts' evidence, the
+    stop call) is still there: a diagnose call of a watched run renews the watch mark (the one
+    the supervisor reads, tested above) for its watch_stale_s; of a run nobody watches it adds
+    none."""
+    start_hanging_run(tmp_path, fake_python, run_dir, timeout=120)
+    probe = {"ifname": "lo", "probes": []}
+    diag = finish(start_module(finished_args(run_dir, diagnose=probe), tmp_path, "d0"))
+    assert diag["running"] is True and not (run_dir / "watch.json").exists()
+    look = finish(
+        start_module(finished_args(run_dir, watch_s=0.2, watch_stale_s=60), tmp_path, "look")
+    )
+    assert look["running"] is True
+    before = time.time()
+    args = finished_args(run_dir, diagnose=probe, watch_stale_s=77)
+    diag = finish(start_module(args, tmp_path, "d1"))
+    assert diag["running"] is True and len(tagged_processes(run_dir)) == 5
+    mark = json.loads((run_dir / "watch.json").read_text())
+    assert mark["stale_after_s"] == 77 and mark["at"] >= before, mark
+    stop = finish(start_module(finished_args(run_dir, stop_reason="stalled: x"), tmp_path, "s"))
+    assert stop["running"] is False and tagged_processes(run_dir) == []
