@@ -265,22 +265,23 @@ def test_started_returns_at_once_and_the_timeout_ends_every_process(
     began = time.monotonic()
     started = finish(
         start_module(
-            module_args(run_dir, fake_python, timeout=4, environment={"FAKE_MODE": "hang"}),
+            module_args(run_dir, fake_python, timeout=10, environment={"FAKE_MODE": "hang"}),
             tmp_path,
         )
     )
-    assert time.monotonic() - began < 3, "state=started must not wait for the run"
+    # Bounds with room for a loaded machine, still well under the 10 s run it must not wait for.
+    assert time.monotonic() - began < 8, "state=started must not wait for the run"
     assert started["changed"] is True and pid_alive(started["supervisor_pid"])
     # torchrun + 2 workers + 2 grandchildren run after the module returned.
     wait_for(lambda: len(tagged_processes(run_dir)) == 5)
     result = finish(start_module(finished_args(run_dir), tmp_path, "wait"))
     elapsed = time.monotonic() - began
     assert result["timed_out"] is True
-    assert elapsed < 4 + 2 + 5, f"took {elapsed:.1f}s"
+    assert elapsed < 10 + 2 + 15, f"took {elapsed:.1f}s"
     assert len(result["killed_pids"]) == 5 and result["ended_now"] == []
     assert tagged_processes(run_dir) == [] and not pid_alive(started["supervisor_pid"])
     launch = json.loads((run_dir / "launch.json").read_text())
-    assert launch["timed_out"] is True and launch["timeout_s"] == 4
+    assert launch["timed_out"] is True and launch["timeout_s"] == 10
     assert sorted(launch["killed_pids"]) == sorted(result["killed_pids"])
     assert launch["rc"] == -signal.SIGTERM
     recorded = json.loads((run_dir / "torchrun.pids").read_text())
@@ -543,7 +544,7 @@ def test_a_busy_master_port_fails_the_start_with_what_to_do(
                 tmp_path,
             )
         )
-    assert time.monotonic() - began < 5
+    assert time.monotonic() - began < 20  # gave up after its 1 s, not a hang
     assert result["failed"] is True
     assert f"MASTER_PORT {port} on 127.0.0.1 is still in use after 1 s" in result["msg"]
     assert f"ss -ltnp 'sport = :{port}'" in result["msg"]
@@ -567,7 +568,7 @@ def test_only_node_rank_0_waits_for_the_master_port(
         )
         began = time.monotonic()
         started = finish(start_module(args, tmp_path))
-        assert time.monotonic() - began < 5 and started["changed"] is True
+        assert time.monotonic() - began < 20 and started["changed"] is True  # not the 30 s wait
     finish(start_module(finished_args(run_dir), tmp_path, "wait"))
 
 
