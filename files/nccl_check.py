@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import contextlib
 import datetime
 import functools
@@ -29,6 +30,7 @@ import signal
 import socket
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -101,29 +103,17 @@ def bounded(text: str, kind: type[int] | type[float], low: float, high: float = 
         raise Invalid(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
     if kind is float and not 0 < value < math.inf:
         raise Invalid(f"{text!r} must be a positive number")
-    if not low <= value <= high:
-        raise Invalid(
-            f"must be above 0 and at most {high:g}, got {text!r}"
-            if value > high
-            else f"{text!r} must be {low} or more"
-        )
+    if value > high:
+        raise Invalid(f"must be above 0 and at most {high:g}, got {text!r}")
+    if value < low:
+        raise Invalid(f"{text!r} must be {low} or more")
     return value
 
 
-def positive_float(text: str) -> float:
-    return bounded(text, float, 0)
-
-
-def ratio(text: str) -> float:
-    return bounded(text, float, 0, 1)
-
-
-def non_negative_int(text: str) -> int:
-    return bounded(text, int, 0)
-
-
-def positive_int(text: str) -> int:
-    return bounded(text, int, 1)
+positive_float = functools.partial(bounded, kind=float, low=0)
+ratio = functools.partial(bounded, kind=float, low=0, high=1)
+non_negative_int = functools.partial(bounded, kind=int, low=0)
+positive_int = functools.partial(bounded, kind=int, low=1)
 
 
 def init_url(text: str) -> str:
@@ -174,56 +164,44 @@ def pause_spec(text: str) -> tuple[str, int | None]:
 SIZE = {"metavar": "SIZE", "type": parse_size}
 COUNT = {"type": non_negative_int}
 THRESHOLD = {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"}
+# fmt: off
 OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
     "process group": {
         "--backend": (
             "auto = nccl on CUDA, hccl on NPU, xccl on XPU, gloo on CPU (default: auto)",
-            {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")},
-        ),
+            {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")}),
         "--device": (
             "tensors on device LOCAL_RANK of this type; auto = the accelerator, else cpu",
-            {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")},
-        ),
-        "--init-method": (
-            "env:// (torchrun), tcp://HOST:PORT or file:///PATH (default: env://)",
-            {"default": "env://", "metavar": "URL", "type": init_url},
-        ),
+            {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")}),
+        "--init-method": ("env:// (torchrun), tcp://HOST:PORT or file:///PATH (default: env://)",
+                          {"default": "env://", "metavar": "URL", "type": init_url}),
         "--rank": ("global rank (default: $RANK)", COUNT),
         "--world-size": ("number of ranks (default: $WORLD_SIZE)", COUNT),
         "--local-rank": ("device index on this node (default: $LOCAL_RANK, else 0)", COUNT),
         "--ranks-per-node": (
             "ranks of each node, in node-rank order (default: $LOCAL_WORLD_SIZE each)",
-            {"type": rank_counts, "metavar": "N0,N1,..."},
-        ),
+            {"type": rank_counts, "metavar": "N0,N1,..."}),
         "--timeout": (
             "seconds for check-in, init and each test or size; then exit 124 (default: 120)",
-            {"type": positive_float, "default": 120.0, "metavar": "S"},
-        ),
+            {"type": positive_float, "default": 120.0, "metavar": "S"}),
     },
     "what to check": {
         "--tests": (
             "tests or groups (all, correctness, bandwidth), comma-separated (default: all)",
-            {"type": test_names, "action": "extend", "metavar": "LIST"},
-        ),
+            {"type": test_names, "action": "extend", "metavar": "LIST"}),
         "--list-tests": ("print the test names and exit", {"action": "store_true"}),
-        "--dtype": (
-            f"element type: {', '.join(DTYPES)} (default: float32)",
-            {"type": dtype_name, "default": "float32"},
-        ),
+        "--dtype": (f"element type: {', '.join(DTYPES)} (default: float32)",
+                    {"type": dtype_name, "default": "float32"}),
     },
     "bandwidth sweep (nccl-tests' -b -e -f -n -w)": {
-        "--min-bytes": (
-            "smallest message, e.g. 8, 64K, 32M (default: 1K)",
-            {**SIZE, "default": 1024},
-        ),
+        "--min-bytes": ("smallest message, e.g. 8, 64K, 32M (default: 1K)",
+                        {**SIZE, "default": 1024}),
         "--max-bytes": ("largest message (default: 1M on cpu, else 1G)", SIZE),
         "--factor": ("size step factor (default: 2)", {"type": int, "default": 2}),
         "--iters": ("timed iterations per size (default: 20)", {**COUNT, "default": 20}),
         "--warmup": ("untimed iterations per size (default: 5)", {**COUNT, "default": 5}),
-        "--min-busbw": (
-            "fail below GBPS busbw at the largest size",
-            {"type": positive_float, "metavar": "GBPS"},
-        ),
+        "--min-busbw": ("fail below GBPS busbw at the largest size",
+                        {"type": positive_float, "metavar": "GBPS"}),
         "--min-busbw-for": ("--min-busbw for one collective; repeatable", THRESHOLD),
     },
     "output": {
@@ -231,30 +209,23 @@ OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
         "--verbose": ("print a line per test on every rank", {"action": "store_true"}),
         "--pause-before": (
             "testing: sleep before TEST (or 'pairwise pass P round N') until the watchdog fires",
-            {"type": pause_spec, "metavar": "TEST[@RANK]"},
-        ),
+            {"type": pause_spec, "metavar": "TEST[@RANK]"}),
     },
     "pairwise rounds (which node, which rail)": {
         "--pairwise": (
             "time node pairs, rail by rail: always, never, auto = when bandwidth fell short",
-            {"choices": ("auto", "always", "never"), "default": "auto"},
-        ),
+            {"choices": ("auto", "always", "never"), "default": "auto"}),
         "--pair-bytes": ("bytes each way per exchange (default: 1M on cpu, else 64M)", SIZE),
-        "--pair-iters": (
-            "timed exchanges per pair (default: 5)",
-            {"type": positive_int, "default": 5},
-        ),
+        "--pair-iters": ("timed exchanges per pair (default: 5)",
+                         {"type": positive_int, "default": 5}),
         "--pair-trigger": ("auto also runs when COLL's busbw is below GBPS; repeatable", THRESHOLD),
-        "--pair-trigger-min-bytes": (
-            "smallest size --pair-trigger looks at (default: 32M)",
-            {**SIZE, "default": 32 << 20},
-        ),
-        "--pair-min-ratio": (
-            "slow below R x the median pair (default: 0.8)",
-            {"type": ratio, "default": 0.8, "metavar": "R"},
-        ),
+        "--pair-trigger-min-bytes": ("smallest size --pair-trigger looks at (default: 32M)",
+                                     {**SIZE, "default": 32 << 20}),
+        "--pair-min-ratio": ("slow below R x the median pair (default: 0.8)",
+                             {"type": ratio, "default": 0.8, "metavar": "R"}),
     },
 }
+# fmt: on
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -411,10 +382,6 @@ class RankRecord:
         index = self.data.get("test_index") if index is None else index
         self.update(current_test=test, current_size=None, test_index=index)
 
-    def at_size(self, size: int) -> None:
-        """The sweep times message size `size` (bytes) of the current test now."""
-        self.update(current_size=size)
-
     def add(self, test: dict[str, Any]) -> None:
         """Record a finished test, say so when asked (errors always), and rewrite the file."""
         with self.lock:
@@ -439,14 +406,19 @@ class RankRecord:
             self.write()
 
     def write(self) -> None:
-        if self.path is not None:
-            with self.lock:
-                tmp = os.path.join(
-                    os.path.dirname(self.path), f".{os.path.basename(self.path)}.tmp"
-                )
-                with open(tmp, "w", encoding="utf-8") as handle:
+        if self.path is None:
+            return
+        with self.lock:  # a new file (O_EXCL) of our own, then renamed over the record
+            where = os.path.dirname(self.path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", dir=where)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write(json.dumps(self.data, indent=1, default=str) + "\n")
                 os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
 
 
 def test_entry(
@@ -466,11 +438,14 @@ def test_entry(
 # --------------------------------------------------------------------------------------------
 
 
+Peers = Callable[[], dict[str, Any]]  # for the watchdog: what the store says about the others
+
+
 class Watchdog:
     """Ends the rank, after recording which phase it was, when a phase overruns its deadline."""
 
-    def __init__(self, record: RankRecord, describe_peers: Callable[[], dict[str, Any]]):
-        self.record, self.describe_peers = record, describe_peers
+    def __init__(self, record: RankRecord, peers: Peers):
+        self.record, self.peers = record, peers
         self.timer: threading.Timer | None = None
 
     def arm(self, phase: str, seconds: float) -> None:
@@ -488,18 +463,14 @@ class Watchdog:
             f"{phase} did not finish within {seconds:g} s on {self.record.where}: a peer rank is "
             "stuck, gone or unreachable, or the network between them drops traffic"
         )
-        abort(self.record, phase, message, EXIT_TIMEOUT, self.describe_peers)
+        abort(self.record, phase, message, EXIT_TIMEOUT, self.peers)
 
 
 _aborting = threading.Lock()
 
 
 def abort(
-    record: RankRecord,
-    phase: str | None,
-    message: str,
-    exit_code: int,
-    describe_peers: Callable[[], dict[str, Any]] | None = None,
+    record: RankRecord, phase: str | None, message: str, exit_code: int, peers: Peers | None = None
 ) -> None:
     """Record `phase` as an error, finish the record with status error, and leave now."""
     if not _aborting.acquire(blocking=False):
@@ -508,12 +479,10 @@ def abort(
         print(f"[{record.where}] {phase or 'exit'}: {message}", file=sys.stderr, flush=True)
         os._exit(exit_code)
     details: dict[str, Any] = {}
-    if describe_peers is not None:  # in a thread of its own: a dead store must not hang us
-        box: list[dict[str, Any]] = []
-        worker = threading.Thread(target=lambda: box.append(describe_peers()), daemon=True)
-        worker.start()
-        worker.join(3.0)
-        details.update(box[0] if box else {})
+    with contextlib.suppress(Exception):  # diagnostics only: a dead store must not hang us (3 s)
+        details = (
+            concurrent.futures.ThreadPoolExecutor(1).submit(peers).result(3.0) if peers else {}
+        )
     with record.lock:
         phase = phase or record.data.get("current_test") or "nccl_check"
         record.data["current_test"] = phase
@@ -2055,8 +2024,7 @@ def check_in_phase(run: Run) -> tuple[dict[str, Any], dist.Store | None]:
 
 def join_group(run: Run, device: torch.device) -> bool:
     """Check in, then make the process group on the same store; False (recorded) on failure.
-    The watchdog ends check-in at --timeout + GRACE_S (check-in reports at --timeout itself) and
-    init at --timeout, before the process group's own timeout (--timeout + GRACE_S)."""
+    Their deadlines: docs/design.md, "Options of the rank script" (--timeout)."""
     args, record, backend = run.args, run.record, run.record.data["backend"]
     run.enter("checkin", args.timeout + GRACE_S)
     entry, store = check_in_phase(run)
@@ -2093,7 +2061,7 @@ def run_tests(run: Run, device: torch.device) -> str | None:
     ctx = Context.make(args.rank, args.world_size, device, dtype, run.store)
     max_bytes = args.max_bytes or (1 << 20 if device.type == "cpu" else 1 << 30)
     sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
-    arm = lambda phase, size: (record.at_size(size), run.arm(phase))  # noqa: E731
+    arm = lambda phase, size: (record.update(current_size=size), run.arm(phase))  # noqa: E731
     sweep = Sweep(ctx, sizes, args.iters, args.warmup, type_name, args.thresholds, arm)
     stopped_by: str | None = None
     for index, name in enumerate(args.tests, 1):
@@ -2121,8 +2089,7 @@ def run_tests(run: Run, device: torch.device) -> str | None:
 
 
 def summary(run: Run) -> None:
-    """Every rank posts its verdict in the store; rank 0 prints the tables, its skips, what went
-    wrong where, and one line for all ranks: the report of a run by hand."""
+    """Rank 0's report of a run by hand (docs/design.md, "Run by hand")."""
     args, data, store, tests = run.args, run.record.data, run.store, run.record.data["tests"]
     wrong = [t for t in tests if t["status"] in ("failed", "error")]
     problems = [f"{t['name']}: {t['status']} - {t['message']}" for t in wrong]
