@@ -434,43 +434,19 @@ def test_entry(
 
 
 # --------------------------------------------------------------------------------------------
-# 4. Never hang: a watchdog per phase, a watcher for torchrun's SIGTERM (design.md, "Never hang")
+# 4. Never hang: the watchdog's end (Run.arm), and a watcher for SIGTERM (design.md, "Never hang")
 # --------------------------------------------------------------------------------------------
-
-
-Peers = Callable[[], dict[str, Any]]  # for the watchdog: what the store says about the others
-
-
-class Watchdog:
-    """Ends the rank, after recording which phase it was, when a phase overruns its deadline."""
-
-    def __init__(self, record: RankRecord, peers: Peers):
-        self.record, self.peers = record, peers
-        self.timer: threading.Timer | None = None
-
-    def arm(self, phase: str, seconds: float) -> None:
-        self.disarm()
-        self.timer = threading.Timer(seconds, self.fire, (phase, seconds))
-        self.timer.daemon = True
-        self.timer.start()
-
-    def disarm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-
-    def fire(self, phase: str, seconds: float) -> None:
-        message = (
-            f"{phase} did not finish within {seconds:g} s on {self.record.where}: a peer rank is "
-            "stuck, gone or unreachable, or the network between them drops traffic"
-        )
-        abort(self.record, phase, message, EXIT_TIMEOUT, self.peers)
 
 
 _aborting = threading.Lock()
 
 
 def abort(
-    record: RankRecord, phase: str | None, message: str, exit_code: int, peers: Peers | None = None
+    record: RankRecord,
+    phase: str | None,
+    message: str,
+    exit_code: int,
+    peers: Callable[[], dict[str, Any]] | None = None,
 ) -> None:
     """Record `phase` as an error, finish the record with status error, and leave now."""
     if not _aborting.acquire(blocking=False):
@@ -1891,17 +1867,14 @@ def new_record(args: argparse.Namespace, host: str) -> RankRecord:
 
 @dataclass
 class Run:
-    """One rank's run: options, record, watchdog, the store (from check-in; none for mpi) and
-    rank 0's tables."""
+    """One rank's run: options, record, the store (from check-in; none for mpi), rank 0's tables
+    and the watchdog's timer."""
 
     args: argparse.Namespace
     record: RankRecord
     store: dist.Store | None = None
     tables: list[str] = field(default_factory=list)
-    watchdog: Watchdog = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.watchdog = Watchdog(self.record, self.peers)
+    timer: threading.Timer | None = None
 
     def peers(self) -> dict[str, Any]:
         """For the watchdog: the missing ranks and the test each other rank last started."""
@@ -1915,15 +1888,30 @@ class Run:
             "peers_running": {str(r): store.get(f"progress/{r}").decode() for r in running},
         }
 
-    def arm(self, phase: str) -> None:
-        self.watchdog.arm(phase, self.args.timeout)
+    def arm(self, phase: str, seconds: float | None = None) -> None:
+        """The watchdog: record `phase` as an error and end the rank when it overruns `seconds`
+        (default --timeout); a stuck collective never returns (docs/design.md, "Never hang")."""
+        self.disarm()
+        seconds = seconds or self.args.timeout
+        message = (
+            f"{phase} did not finish within {seconds:g} s on {self.record.where}: a peer rank is "
+            "stuck, gone or unreachable, or the network between them drops traffic"
+        )
+        reason = (self.record, phase, message, EXIT_TIMEOUT, self.peers)
+        self.timer = threading.Timer(seconds, abort, reason)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
 
     def enter(self, phase: str, seconds: float | None = None, index: int | None = None) -> None:
         """Record and arm `phase`; --pause-before: sleep in it until the watchdog fires."""
         self.record.start(phase, index)
         if self.store is not None and index is not None:
             self.store.set(f"progress/{self.args.rank}", phase)
-        self.watchdog.arm(phase, seconds or self.args.timeout)
+        self.arm(phase, seconds)
         self.pause(phase)
 
     def pause(self, phase: str) -> None:
@@ -1948,9 +1936,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_FAILED
         stopped_by = run_tests(run, device)
         status = record.finish()
-        run.watchdog.arm("summary", args.timeout + GRACE_S)
+        run.arm("summary", args.timeout + GRACE_S)
         summary(run)
-        run.watchdog.disarm()
+        run.disarm()
         if stopped_by is None:
             dist.destroy_process_group()
         return EXIT_OK if status == "passed" else EXIT_FAILED
@@ -2046,7 +2034,7 @@ def join_group(run: Run, device: torch.device) -> bool:
         return {"backend": backend, "device": str(device), "timeout_s": timeout.total_seconds()}
 
     entry = run_test("init", init)
-    run.watchdog.disarm()
+    run.disarm()
     record.add(entry)
     if entry["status"] != "passed":
         record.finish()
@@ -2080,11 +2068,11 @@ def run_tests(run: Run, device: torch.device) -> str | None:
         if entry["bandwidth"]:
             table = bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
             run.tables.append(table)
-        run.watchdog.disarm()
+        run.disarm()
         record.add(entry)
         stopped_by = name if entry["status"] == "error" else None
     run_pairwise(run, ctx, stopped_by)
-    run.watchdog.disarm()
+    run.disarm()
     return stopped_by
 
 
