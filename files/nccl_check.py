@@ -3,31 +3,24 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Verify every torch.distributed collective on every rank, then time them like nccl-tests.
 
-Run it under torchrun (one process per device), or one command per rank without it:
-
     torchrun --nproc_per_node=2 nccl_check.py --out-dir /tmp/r                  # laptop, CPU, gloo
     torchrun --nnodes=2 --node_rank=R --master_addr=A --master_port=P \\
              --nproc_per_node=8 nccl_check.py --out-dir /tmp/r                   # GPU nodes, nccl
     python nccl_check.py --init-method tcp://HOST:PORT --rank R --world-size N
 
-The script reads top to bottom: 1. options; 2. device and backend; 3. the per-rank record
-(RankRecord: rank-<global rank>.json, rewritten atomically after every test); 4. never hang
-(a watchdog per phase, a watcher for torchrun's SIGTERM); 5. check-in through the store before
-the process group exists, so the ranks that came can name the missing; 6. inputs and expected
-values as closed forms; 7. one check per collective; 8. the collectives, one `Collective` record
-each, looked up by name in COLLECTIVES, and the support table; 9. the bandwidth sweep, nccl-tests'
-columns; 9b. pairwise rounds (--pairwise); 10. main().
-
-The record, the exactness of the inputs and the exit status (0 passed or skipped, 1 failed or
-error, 2 bad command line, 124 watchdog, 128+N signal N) are in docs/design.md, "Rank result".
+Sections 1 to 10 read top to bottom. The record and the exit status: docs/design.md, "Rank
+result"; exact inputs, Collective records and never hanging: "Inside the rank script".
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import concurrent.futures
 import contextlib
 import datetime
 import functools
+import itertools
 import json
 import math
 import os
@@ -74,18 +67,21 @@ UNSUPPORTED = re.compile(
 CHECK_ELEMENTS = 1027  # elements per rank (per chunk) in correctness tests; odd on purpose
 SMALL_WORLD = 16  # up to this many ranks, gather and scatter are checked from every root
 BARRIER_LATE_S = 0.05  # how late the last rank enters each round of the barrier check
+TCP_URL = re.compile(r"tcp://(?:\[([0-9a-fA-F:]+)\]|([^:/\[\]]+)):(\d{1,5})")  # IPv6 in [ ]
 
 
 # --------------------------------------------------------------------------------------------
-# 1. Options
+# 1. Options (the long story of each: docs/design.md, "Options of the rank script")
 # --------------------------------------------------------------------------------------------
+
+Invalid = argparse.ArgumentTypeError
 
 
 def parse_size(text: str) -> int:
     """Bytes from '8', '64K', '32M', '1G' (binary units, like nccl-tests' -b/-e)."""
     match = re.fullmatch(r"\s*(\d+)\s*([KMGkmg]?)[iI]?[bB]?\s*", text)
     if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 1024, 64K, 32M or 1G")
+        raise Invalid(f"{text!r} is not a size such as 1024, 64K, 32M or 1G")
     return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2).upper()]
 
 
@@ -94,50 +90,44 @@ def parse_threshold(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
     name = name.strip().removeprefix("bandwidth_")
     if not sep or name not in BANDWIDTH_COLLECTIVES:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not COLLECTIVE=GBPS with COLLECTIVE one of "
-            + ", ".join(BANDWIDTH_COLLECTIVES)
-        )
+        known = ", ".join(BANDWIDTH_COLLECTIVES)
+        raise Invalid(f"{text!r} is not COLLECTIVE=GBPS with COLLECTIVE one of {known}")
     return name, positive_float(value)
 
 
-def positive_float(text: str) -> float:
+def bounded(text: str, kind: type[int] | type[float], low: float, high: float = math.inf) -> Any:
+    """`text` as `kind`, from `low` (above 0 for floats) to `high`, or Invalid saying so."""
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+        raise Invalid(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+    if kind is float and not 0 < value < math.inf:
+        raise Invalid(f"{text!r} must be a positive number")
+    if value > high:
+        raise Invalid(f"must be above 0 and at most {high:g}, got {text!r}")
+    if value < low:
+        raise Invalid(f"{text!r} must be {low} or more")
     return value
 
 
-def ratio(text: str) -> float:
-    value = positive_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
-    return value
+positive_float = functools.partial(bounded, kind=float, low=0)
+ratio = functools.partial(bounded, kind=float, low=0, high=1)
+non_negative_int = functools.partial(bounded, kind=int, low=0)
+positive_int = functools.partial(bounded, kind=int, low=1)
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    return value
-
-
-def positive_int(text: str) -> int:
-    if non_negative_int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {text!r}")
-    return int(text)
+def init_url(text: str) -> str:
+    if text.startswith("tcp://") and not TCP_URL.fullmatch(text):
+        raise Invalid(f"{text!r} is not tcp://HOST:PORT")
+    if text != "env://" and not text.startswith(("tcp://", "file://")):
+        raise Invalid(f"must be env://, tcp://HOST:PORT or file:///PATH, got {text!r}")
+    return text
 
 
 def dtype_name(text: str) -> str:
     name = DTYPE_ALIASES.get(text, text)
     if name not in DTYPES:
-        raise argparse.ArgumentTypeError(
+        raise Invalid(
             f"{text!r} is not one of {', '.join(DTYPES)} (aliases: {', '.join(DTYPE_ALIASES)})"
         )
     return name
@@ -148,10 +138,8 @@ def test_names(text: str) -> list[str]:
     names: list[str] = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         if item not in TEST_GROUPS and item not in ALL_TESTS:
-            raise argparse.ArgumentTypeError(
-                f"unknown test {item!r}; --list-tests shows the names "
-                f"(groups: {', '.join(TEST_GROUPS)})"
-            )
+            groups = ", ".join(TEST_GROUPS)
+            raise Invalid(f"unknown test {item!r}; --list-tests shows the names (groups: {groups})")
         names.extend(TEST_GROUPS.get(item, [item]))
     return names
 
@@ -160,115 +148,84 @@ def rank_counts(text: str) -> list[int]:
     """'2,4,1' -> [2, 4, 1]: the ranks of each node, in node-rank order (--ranks-per-node)."""
     parts = [part.strip() for part in text.split(",")]
     if not all(part.isdigit() and int(part) > 0 for part in parts):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a comma-separated list of rank counts such as 2,4,1"
-        )
+        raise Invalid(f"{text!r} is not a comma-separated list of rank counts such as 2,4,1")
     return [int(part) for part in parts]
 
 
 def pause_spec(text: str) -> tuple[str, int | None]:
     """'send_recv@1' -> ('send_recv', 1); 'send_recv' -> ('send_recv', None) = every rank."""
     name, _, rank = text.partition("@")
-    if (
-        name not in ALL_TESTS
-        and name not in ("checkin", "init")
-        and not name.startswith("pairwise pass ")
-    ):
-        raise argparse.ArgumentTypeError(f"--pause-before: unknown test {name!r}")
+    if name not in (*ALL_TESTS, "checkin", "init") and not name.startswith("pairwise pass "):
+        raise Invalid(f"--pause-before: unknown test {name!r}")
     return name, non_negative_int(rank) if rank else None
 
 
-# --help's groups, in order: option -> (help, add_argument's settings). The longer story of
-# each option: docs/design.md, "Options of the rank script".
+# --help's groups, in order: option -> (help, add_argument's settings).
 SIZE = {"metavar": "SIZE", "type": parse_size}
 COUNT = {"type": non_negative_int}
+THRESHOLD = {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"}
+# fmt: off
 OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
     "process group": {
         "--backend": (
             "auto = nccl on CUDA, hccl on NPU, xccl on XPU, gloo on CPU (default: auto)",
-            {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")},
-        ),
+            {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")}),
         "--device": (
             "tensors on device LOCAL_RANK of this type; auto = the accelerator, else cpu",
-            {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")},
-        ),
-        "--init-method": (
-            "env:// (torchrun), tcp://HOST:PORT or file:///PATH (default: env://)",
-            {"default": "env://", "metavar": "URL"},
-        ),
+            {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")}),
+        "--init-method": ("env:// (torchrun), tcp://HOST:PORT or file:///PATH (default: env://)",
+                          {"default": "env://", "metavar": "URL", "type": init_url}),
         "--rank": ("global rank (default: $RANK)", COUNT),
         "--world-size": ("number of ranks (default: $WORLD_SIZE)", COUNT),
         "--local-rank": ("device index on this node (default: $LOCAL_RANK, else 0)", COUNT),
         "--ranks-per-node": (
             "ranks of each node, in node-rank order (default: $LOCAL_WORLD_SIZE each)",
-            {"type": rank_counts, "metavar": "N0,N1,..."},
-        ),
+            {"type": rank_counts, "metavar": "N0,N1,..."}),
         "--timeout": (
             "seconds for check-in, init and each test or size; then exit 124 (default: 120)",
-            {"type": positive_float, "default": 120.0, "metavar": "S"},
-        ),
+            {"type": positive_float, "default": 120.0, "metavar": "S"}),
     },
     "what to check": {
         "--tests": (
             "tests or groups (all, correctness, bandwidth), comma-separated (default: all)",
-            {"type": test_names, "action": "extend", "metavar": "LIST"},
-        ),
+            {"type": test_names, "action": "extend", "metavar": "LIST"}),
         "--list-tests": ("print the test names and exit", {"action": "store_true"}),
-        "--dtype": (
-            f"element type: {', '.join(DTYPES)} (default: float32)",
-            {"type": dtype_name, "default": "float32"},
-        ),
+        "--dtype": (f"element type: {', '.join(DTYPES)} (default: float32)",
+                    {"type": dtype_name, "default": "float32"}),
     },
     "bandwidth sweep (nccl-tests' -b -e -f -n -w)": {
-        "--min-bytes": (
-            "smallest message, e.g. 8, 64K, 32M (default: 1K)",
-            {**SIZE, "default": 1024},
-        ),
+        "--min-bytes": ("smallest message, e.g. 8, 64K, 32M (default: 1K)",
+                        {**SIZE, "default": 1024}),
         "--max-bytes": ("largest message (default: 1M on cpu, else 1G)", SIZE),
         "--factor": ("size step factor (default: 2)", {"type": int, "default": 2}),
         "--iters": ("timed iterations per size (default: 20)", {**COUNT, "default": 20}),
         "--warmup": ("untimed iterations per size (default: 5)", {**COUNT, "default": 5}),
-        "--min-busbw": (
-            "fail below GBPS busbw at the largest size",
-            {"type": positive_float, "metavar": "GBPS"},
-        ),
-        "--min-busbw-for": (
-            "--min-busbw for one collective; repeatable",
-            {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
-        ),
+        "--min-busbw": ("fail below GBPS busbw at the largest size",
+                        {"type": positive_float, "metavar": "GBPS"}),
+        "--min-busbw-for": ("--min-busbw for one collective; repeatable", THRESHOLD),
     },
     "output": {
         "--out-dir": ("write DIR/rank-<rank>.json after every test", {"metavar": "DIR"}),
         "--verbose": ("print a line per test on every rank", {"action": "store_true"}),
         "--pause-before": (
             "testing: sleep before TEST (or 'pairwise pass P round N') until the watchdog fires",
-            {"type": pause_spec, "metavar": "TEST[@RANK]"},
-        ),
+            {"type": pause_spec, "metavar": "TEST[@RANK]"}),
     },
     "pairwise rounds (which node, which rail)": {
         "--pairwise": (
             "time node pairs, rail by rail: always, never, auto = when bandwidth fell short",
-            {"choices": ("auto", "always", "never"), "default": "auto"},
-        ),
+            {"choices": ("auto", "always", "never"), "default": "auto"}),
         "--pair-bytes": ("bytes each way per exchange (default: 1M on cpu, else 64M)", SIZE),
-        "--pair-iters": (
-            "timed exchanges per pair (default: 5)",
-            {"type": positive_int, "default": 5},
-        ),
-        "--pair-trigger": (
-            "auto also runs when COLL's busbw is below GBPS; repeatable",
-            {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
-        ),
-        "--pair-trigger-min-bytes": (
-            "smallest size --pair-trigger looks at (default: 32M)",
-            {**SIZE, "default": 32 << 20},
-        ),
-        "--pair-min-ratio": (
-            "slow below R x the median pair (default: 0.8)",
-            {"type": ratio, "default": 0.8, "metavar": "R"},
-        ),
+        "--pair-iters": ("timed exchanges per pair (default: 5)",
+                         {"type": positive_int, "default": 5}),
+        "--pair-trigger": ("auto also runs when COLL's busbw is below GBPS; repeatable", THRESHOLD),
+        "--pair-trigger-min-bytes": ("smallest size --pair-trigger looks at (default: 32M)",
+                                     {**SIZE, "default": 32 << 20}),
+        "--pair-min-ratio": ("slow below R x the median pair (default: 0.8)",
+                             {"type": ratio, "default": 0.8, "metavar": "R"}),
     },
 }
+# fmt: on
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -280,10 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
             "per device under torchrun, or per rank with --init-method/--rank/--world-size."
         ),
         epilog=(
-            "Tests: "
-            + ", ".join(ALL_TESTS)
-            + ". Exit status: 0 all passed (or skipped), 1 a test failed or errored, 2 bad "
-            "arguments, 124 the watchdog ended a phase that overran --timeout, 128+N signal N."
+            f"Tests: {', '.join(ALL_TESTS)}. Exit status: 0 all passed (or skipped), 1 a test "
+            "failed or errored, 2 bad arguments, 124 the watchdog ended a phase that overran "
+            "--timeout, 128+N signal N."
         ),
     )
     for title, options in OPTIONS.items():
@@ -299,31 +255,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.list_tests:
         print("\n".join(ALL_TESTS))
         raise SystemExit(EXIT_OK)
-    if args.factor < 2:
-        parser.error(f"--factor must be 2 or more, got {args.factor}")
-    if args.iters < 1:
-        parser.error("--iters must be 1 or more")
-    if args.min_bytes < 1:
-        parser.error("--min-bytes must be 1 or more")
-    if args.max_bytes is not None and args.max_bytes < args.min_bytes:
-        parser.error(
-            f"--max-bytes ({args.max_bytes}) is smaller than --min-bytes ({args.min_bytes})"
-        )
-    if args.init_method != "env://" and not args.init_method.startswith(("tcp://", "file://")):
-        parser.error(
-            "--init-method must be env://, tcp://HOST:PORT or file:///PATH, "
-            f"got {args.init_method!r}"
-        )
-    if args.init_method.startswith("tcp://") and not re.fullmatch(
-        r"tcp://(\[[0-9a-fA-F:]+\]|[^:/\[\]]+):\d{1,5}", args.init_method
+    low, high = args.min_bytes, args.max_bytes
+    for bad, message in (
+        (args.factor < 2, f"--factor must be 2 or more, got {args.factor}"),
+        (args.iters < 1, "--iters must be 1 or more"),
+        (low < 1, "--min-bytes must be 1 or more"),
+        (
+            high is not None and high < low,
+            f"--max-bytes ({high}) is smaller than --min-bytes ({low})",
+        ),
+        (
+            args.init_method != "env://" and None in (args.rank, args.world_size),
+            f"--init-method {args.init_method} needs --rank and --world-size",
+        ),
     ):
-        parser.error(f"--init-method {args.init_method!r} is not tcp://HOST:PORT")
-    if args.init_method != "env://" and (args.rank is None or args.world_size is None):
-        parser.error(f"--init-method {args.init_method} needs --rank and --world-size")
-    if args.rank is None:
-        args.rank = env_int("RANK")
-    if args.world_size is None:
-        args.world_size = env_int("WORLD_SIZE")
+        if bad:
+            parser.error(message)
+    args.rank = env_int("RANK") if args.rank is None else args.rank
+    args.world_size = env_int("WORLD_SIZE") if args.world_size is None else args.world_size
     if args.rank is None or args.world_size is None:
         parser.error(
             "no rank/world size: run under torchrun, or pass --init-method tcp://HOST:PORT "
@@ -333,13 +282,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--rank {args.rank} is not below --world-size {args.world_size}")
     if args.local_rank is None:
         args.local_rank = env_int("LOCAL_RANK") or 0
-    if args.ranks_per_node is None:
-        args.ranks_per_node = uniform_layout(args.world_size, env_int("LOCAL_WORLD_SIZE") or 1)
-    elif sum(args.ranks_per_node) != args.world_size:
+    layout = args.ranks_per_node or uniform_layout(
+        args.world_size, env_int("LOCAL_WORLD_SIZE") or 1
+    )
+    if sum(layout) != args.world_size:
         parser.error(
-            f"--ranks-per-node {','.join(map(str, args.ranks_per_node))} adds up to "
-            f"{sum(args.ranks_per_node)} ranks, not --world-size {args.world_size}"
+            f"--ranks-per-node {','.join(map(str, layout))} adds up to {sum(layout)} ranks, not "
+            f"--world-size {args.world_size}"
         )
+    args.ranks_per_node = layout
     args.tests = list(dict.fromkeys(args.tests)) if args.tests else list(ALL_TESTS)
     args.thresholds = dict.fromkeys(BANDWIDTH_COLLECTIVES, args.min_busbw)
     args.thresholds.update(dict(args.min_busbw_for))
@@ -356,62 +307,20 @@ def env_int(name: str) -> int | None:
 # --------------------------------------------------------------------------------------------
 
 
-def import_vendor_plugins() -> None:
-    """Ascend NPUs register their device type only once torch_npu is imported."""
-    with contextlib.suppress(ImportError):
-        import torch_npu  # noqa: F401  # pyright: ignore[reportMissingImports]
-
-
 def accelerator_type() -> str | None:
     """The accelerator torch sees ('cuda', 'npu', 'xpu'), or None."""
     if hasattr(torch, "accelerator"):  # torch >= 2.6
         acc = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
         return acc.type if acc is not None and acc.type in ("cuda", "npu", "xpu") else None
-    for kind in ("cuda", "npu", "xpu"):
-        module = getattr(torch, kind, None)
-        if module is not None and module.is_available():
-            return kind
-    return None
-
-
-def choose_device(requested: str, backend: str, local_rank: int) -> torch.device:
-    """Device LOCAL_RANK of the requested (or found) type; cpu for CPU-only backends."""
-    kind = requested
-    if kind == "auto":
-        found = accelerator_type()
-        kind = "cpu" if found is None or backend in ("gloo", "mpi") else found
-    if kind == "cpu":
-        return torch.device("cpu")
-    module = getattr(torch, kind, None)
-    count = module.device_count() if module is not None and module.is_available() else 0
-    if local_rank >= count:
-        raise RuntimeError(
-            f"LOCAL_RANK {local_rank} needs {kind}:{local_rank} but this process sees {count} "
-            f"{kind} device(s); check --nproc_per_node against the device count and "
-            "CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES / ZE_AFFINITY_MASK"
-        )
-    device = torch.device(kind, local_rank)
-    if hasattr(torch, "accelerator"):
-        torch.accelerator.set_device_index(local_rank)
-    else:
-        module.set_device(device)
-    return device
-
-
-def choose_backend(requested: str, device_requested: str) -> str:
-    if requested != "auto":
-        return requested
-    kind = device_requested if device_requested != "auto" else (accelerator_type() or "cpu")
-    return BACKEND_FOR_DEVICE[kind]
+    modules = {kind: getattr(torch, kind, None) for kind in ("cuda", "npu", "xpu")}
+    return next((k for k, m in modules.items() if m is not None and m.is_available()), None)
 
 
 def synchronize(device: torch.device) -> None:
     """Wait for the device's queued work: timing must not stop before the collective ends."""
-    if device.type == "cpu":
-        return
-    if hasattr(torch, "accelerator"):
+    if device.type != "cpu" and hasattr(torch, "accelerator"):
         torch.accelerator.synchronize(device)
-    else:
+    elif device.type != "cpu":
         getattr(torch, device.type).synchronize(device)
 
 
@@ -420,23 +329,17 @@ def versions() -> dict[str, str | None]:
     if torch.cuda.is_available() and hasattr(torch.cuda, "nccl"):
         with contextlib.suppress(Exception):  # builds without NCCL raise various errors here
             nccl = ".".join(str(p) for p in torch.cuda.nccl.version())
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "nccl": nccl,
-        "driver": nvidia_driver_version(),
-    }
+    found = {"python": platform.python_version(), "torch": torch.__version__}
+    return found | {"cuda": torch.version.cuda, "nccl": nccl, "driver": nvidia_driver_version()}
 
 
 def nvidia_driver_version(path: str = "/proc/driver/nvidia/version") -> str | None:
     """'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  ...' -> '535.104.05'."""
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            match = re.search(r"Kernel Module\s+(\S+)", handle.read())
     except OSError:
         return None
-    match = re.search(r"Kernel Module\s+(\S+)", text)
     return match.group(1) if match else None
 
 
@@ -453,7 +356,7 @@ def seen_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, st
 
 
 # --------------------------------------------------------------------------------------------
-# 3. The per-rank record: rank-<global rank>.json
+# 3. The per-rank record: rank-<global rank>.json (docs/design.md, "Rank result")
 # --------------------------------------------------------------------------------------------
 
 
@@ -462,13 +365,11 @@ def now() -> str:
 
 
 class RankRecord:
-    """The contract in docs/design.md ("Rank result"); written atomically after every change."""
+    """The record, rewritten atomically after every change."""
 
     def __init__(self, out_dir: str | None, data: dict[str, Any], verbose: bool = False):
         self.path = os.path.join(out_dir, f"rank-{data['global_rank']}.json") if out_dir else None
-        self.data = data
-        self.verbose = verbose
-        self.lock = threading.RLock()
+        self.data, self.verbose, self.lock = data, verbose, threading.RLock()
         if out_dir:
             os.makedirs(out_dir, exist_ok=True)
 
@@ -478,54 +379,41 @@ class RankRecord:
 
     def start(self, test: str, index: int | None = None) -> None:
         """`test` runs now; `index`: its 1-based place in --tests (progress contract)."""
-        with self.lock:
-            self.data["current_test"] = test
-            self.data["current_size"] = None
-            if index is not None:
-                self.data["test_index"] = index
-            self.write()
-
-    def at_size(self, size: int) -> None:
-        """The sweep times message size `size` (bytes) of the current test now."""
-        with self.lock:
-            self.data["current_size"] = size
-            self.write()
+        index = self.data.get("test_index") if index is None else index
+        self.update(current_test=test, current_size=None, test_index=index)
 
     def add(self, test: dict[str, Any]) -> None:
         """Record a finished test, say so when asked (errors always), and rewrite the file."""
         with self.lock:
             self.data["tests"].append(test)
-            self.data["current_test"] = None
-            self.data["current_size"] = None
-            self.write()
-        line = f"[{self.where}] {test['name']}: {test['status']}"
-        if test["message"]:
-            line += f" - {test['message']}"
-        if test["status"] in ("failed", "error"):
-            print(line, file=sys.stderr, flush=True)
-        elif self.verbose:
-            print(line, flush=True)
+            self.update(current_test=None, current_size=None)
+        bad = test["status"] in ("failed", "error")
+        if bad or self.verbose:
+            line = f"[{self.where}] {test['name']}: {test['status']}"
+            line += f" - {test['message']}" if test["message"] else ""
+            print(line, file=sys.stderr if bad else sys.stdout, flush=True)
 
     def finish(self, status: str | None = None) -> str:
         with self.lock:
             statuses = {t["status"] for t in self.data["tests"]}
-            worst = next((s for s in ("error", "failed") if s in statuses), "passed")
-            status = status or worst
-            self.data["status"] = status
-            self.data["finished_at"] = now()
-            self.write()
+            status = status or next((s for s in ("error", "failed") if s in statuses), "passed")
+            self.update(status=status, finished_at=now())
             return status
+
+    def update(self, **fields: Any) -> None:
+        with self.lock:
+            self.data.update(fields)
+            self.write()
 
     def write(self) -> None:
         if self.path is None:
             return
-        with self.lock:
-            directory = os.path.dirname(self.path)
-            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", dir=directory)
+        with self.lock:  # a new file (O_EXCL) of our own, then renamed over the record
+            where = os.path.dirname(self.path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", dir=where)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(self.data, handle, indent=1, default=str)
-                    handle.write("\n")
+                    handle.write(json.dumps(self.data, indent=1, default=str) + "\n")
                 os.replace(tmp, self.path)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -537,62 +425,17 @@ def test_entry(
     name: str,
     status: str,
     message: str = "",
-    details: dict[str, Any] | None = None,
+    details: Details | None = None,
     duration_s: float = 0.0,
-    bandwidth: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "status": status,
-        "duration_s": round(duration_s, 6),
-        "message": message,
-        "details": details or {},
-        "bandwidth": bandwidth or [],
-    }
+    bandwidth: list[Details] | None = None,
+) -> Details:
+    entry = {"name": name, "status": status, "duration_s": round(duration_s, 6), "message": message}
+    return entry | {"details": details or {}, "bandwidth": bandwidth or []}
 
 
 # --------------------------------------------------------------------------------------------
-# 4. Never hang: a watchdog per phase, and a watcher for torchrun's SIGTERM
+# 4. Never hang: the watchdog's end (Run.arm), and a watcher for SIGTERM (design.md, "Never hang")
 # --------------------------------------------------------------------------------------------
-
-
-class Watchdog:
-    """Ends the rank when a phase overruns its deadline, after writing which phase it was: the
-    main thread may be stuck in a collective that never returns (C++, GIL released)."""
-
-    def __init__(self, record: RankRecord, describe_peers: Callable[[], dict[str, Any]]):
-        self.record = record
-        self.describe_peers = describe_peers
-        self.cond = threading.Condition()
-        self.phase: str | None = None
-        self.deadline = math.inf
-        self.seconds = 0.0
-        threading.Thread(target=self._run, name="nccl-check-watchdog", daemon=True).start()
-
-    def arm(self, phase: str, seconds: float) -> None:
-        with self.cond:
-            self.phase, self.seconds, self.deadline = phase, seconds, time.monotonic() + seconds
-            self.cond.notify()
-
-    def disarm(self) -> None:
-        with self.cond:
-            self.phase, self.deadline = None, math.inf
-            self.cond.notify()
-
-    def _run(self) -> None:
-        with self.cond:
-            while time.monotonic() < self.deadline or self.phase is None:
-                self.cond.wait(
-                    timeout=None
-                    if self.deadline == math.inf
-                    else max(0.0, self.deadline - time.monotonic())
-                )
-            phase, seconds = self.phase, self.seconds
-        message = (
-            f"{phase} did not finish within {seconds:g} s on {self.record.where}: a peer rank is "
-            "stuck, gone or unreachable, or the network between them drops traffic"
-        )
-        abort(self.record, phase, message, EXIT_TIMEOUT, self.describe_peers)
 
 
 _aborting = threading.Lock()
@@ -603,7 +446,7 @@ def abort(
     phase: str | None,
     message: str,
     exit_code: int,
-    describe_peers: Callable[[], dict[str, Any]] | None = None,
+    peers: Callable[[], dict[str, Any]] | None = None,
 ) -> None:
     """Record `phase` as an error, finish the record with status error, and leave now."""
     if not _aborting.acquire(blocking=False):
@@ -612,8 +455,10 @@ def abort(
         print(f"[{record.where}] {phase or 'exit'}: {message}", file=sys.stderr, flush=True)
         os._exit(exit_code)
     details: dict[str, Any] = {}
-    if describe_peers is not None:
-        details.update(call_with_deadline(describe_peers, 3.0) or {})
+    with contextlib.suppress(Exception):  # diagnostics only: a dead store must not hang us (3 s)
+        details = (
+            concurrent.futures.ThreadPoolExecutor(1).submit(peers).result(3.0) if peers else {}
+        )
     with record.lock:
         phase = phase or record.data.get("current_test") or "nccl_check"
         record.data["current_test"] = phase
@@ -626,48 +471,24 @@ def abort(
     os._exit(exit_code)
 
 
-def call_with_deadline(func: Callable[[], Any], seconds: float) -> Any:
-    """func() in a helper thread; None when it does not return in time (a dead store server)."""
-    box: list[Any] = []
-
-    def call() -> None:
-        with contextlib.suppress(Exception):  # diagnostics only: a dead store must not matter
-            box.append(func())
-
-    worker = threading.Thread(target=call, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    return box[0] if box else None
-
-
 def watch_signals(record: RankRecord) -> None:
-    """Record SIGTERM/SIGINT even while the main thread is blocked inside a collective: Python
-    runs handlers only in the main thread; the C-level handler writes the wakeup fd at once."""
+    """Record SIGTERM/SIGINT even while the main thread is blocked inside a collective."""
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        # The reader thread acts; the Python-level handler only exists (it may run mid-write).
+    for sig in (signal.SIGTERM, signal.SIGINT):  # the reader thread acts; the handler only exists
         signal.signal(sig, lambda signum, frame: None)
     signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
 
     def reader() -> None:
-        while True:
-            data = os.read(read_fd, 1)
-            if data and data[0] in (signal.SIGTERM, signal.SIGINT):
-                on_signal(record, data[0])
+        while not (data := os.read(read_fd, 1)) or data[0] not in (signal.SIGTERM, signal.SIGINT):
+            pass
+        message = (
+            f"{record.where} was stopped by {signal.Signals(data[0]).name} (torchrun stops every "
+            "rank when one rank fails: look for the rank with a different error)"
+        )
+        abort(record, None, message, 128 + data[0])
 
     threading.Thread(target=reader, name="nccl-check-signals", daemon=True).start()
-
-
-def on_signal(record: RankRecord, signum: int) -> None:
-    name = signal.Signals(signum).name
-    abort(
-        record,
-        None,
-        f"{record.where} was stopped by {name} (torchrun stops every rank when one rank fails: "
-        "look for the rank with a different error)",
-        128 + signum,
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -677,7 +498,6 @@ def on_signal(record: RankRecord, signum: int) -> None:
 
 def make_store(init_method: str, rank: int, world_size: int, timeout: float) -> dist.Store:
     """The store the process group will use, made here so check-in can use it first."""
-    delta = datetime.timedelta(seconds=timeout)
     if init_method.startswith("file://"):
         return dist.FileStore(init_method.removeprefix("file://"), world_size)
     if init_method == "env://":
@@ -687,10 +507,11 @@ def make_store(init_method: str, rank: int, world_size: int, timeout: float) -> 
         # Under torchrun the agent on node 0 already serves the store: every rank is a client.
         is_master = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
     else:
-        match = re.fullmatch(r"tcp://\[?([^\[\]]+?)\]?:(\d+)", init_method)
+        match = TCP_URL.fullmatch(init_method)
         assert match is not None  # parse_args checked the form
-        host, port, is_master = match.group(1), int(match.group(2)), rank == 0
+        host, port, is_master = match.group(1) or match.group(2), int(match.group(3)), rank == 0
     # wait_for_workers=False: rank 0 must not block here, so it can check in and report.
+    delta = datetime.timedelta(seconds=timeout)
     return dist.TCPStore(
         host, port, world_size, is_master, delta, wait_for_workers=False, multi_tenant=True
     )
@@ -721,32 +542,21 @@ def uniform_layout(world_size: int, local_world_size: int) -> list[int]:
 
 
 def node_of(rank: int, layout: Sequence[int]) -> int:
-    """The node of a global rank: nodes hold consecutive ranks, layout[k] of them on node k."""
-    offset = 0
-    for node, size in enumerate(layout):
-        offset += size
-        if rank < offset:
-            return node
-    raise ValueError(f"rank {rank} is outside the layout {list(layout)}")
+    """The node of a global rank: node k holds the next layout[k] ranks."""
+    return sum(end <= rank for end in itertools.accumulate(layout))
 
 
 def describe_missing(
     store: dist.Store, missing: list[int], world_size: int, layout: int | Sequence[int]
 ) -> list[dict[str, Any]]:
-    """{"rank", "node_rank", "host"} per missing rank: the node from the layout (ranks per node,
-    --ranks-per-node; an int = that many on every node) and the host from a rank of that node
-    that did arrive."""
-    if isinstance(layout, int):
-        layout = uniform_layout(world_size, layout)
-    hosts: dict[int, str] = {}
-    for r in range(world_size):
-        if r not in missing and store.check([f"ready/{r}"]):
-            info = json.loads(store.get(f"ready/{r}"))
-            hosts.setdefault(int(info["node_rank"]), info["host"])
-    return [
-        {"rank": r, "node_rank": node_of(r, layout), "host": hosts.get(node_of(r, layout))}
-        for r in missing
-    ]
+    """{"rank", "node_rank", "host"} per missing rank: the node from the layout (an int: that
+    many ranks on every node), the host from a rank of that node that arrived."""
+    layout = uniform_layout(world_size, layout) if isinstance(layout, int) else layout
+    came = [r for r in range(world_size) if r not in missing and store.check([f"ready/{r}"])]
+    infos = [json.loads(store.get(f"ready/{r}")) for r in reversed(came)]  # the first one wins
+    hosts = {int(info["node_rank"]): info["host"] for info in infos}
+    nodes = {r: node_of(r, layout) for r in missing}
+    return [{"rank": r, "node_rank": nodes[r], "host": hosts.get(nodes[r])} for r in missing]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1897,247 +1707,212 @@ def pairwise_table(nbytes: int, every: list[Details], plan: PairPlan) -> str:
 
 
 def new_record(args: argparse.Namespace, host: str) -> RankRecord:
-    node_rank = env_int("GROUP_RANK")  # torchrun's node rank
-    if node_rank is None:
-        node_rank = env_int("NODE_RANK")
-    if node_rank is None:
-        node_rank = node_of(args.rank, args.ranks_per_node)
-    data = {
-        "schema": SCHEMA,
-        "host": host,
-        "global_rank": args.rank,
-        "local_rank": args.local_rank,
-        "node_rank": node_rank,
-        "world_size": args.world_size,
-        "local_world_size": env_int("LOCAL_WORLD_SIZE") or 1,
-        "device": None,
-        "backend": None,
-        "dtype": args.dtype,
-        "pid": os.getpid(),
-        "versions": versions(),
-        "env": seen_environment(os.environ),
-        "status": "running",
-        "current_test": "init",
-        "current_size": None,
-        "test_index": 0,
-        "test_count": len(args.tests),
-        "missing_ranks": [],
-        "started_at": now(),
-        "finished_at": None,
-        "tests": [],
-    }
+    """The record before check-in (its fields: docs/design.md, "Rank result")."""
+    known = [n for n in (env_int("GROUP_RANK"), env_int("NODE_RANK")) if n is not None]  # torchrun
+    node_rank = known[0] if known else node_of(args.rank, args.ranks_per_node)
+    data: dict[str, Any] = {"schema": SCHEMA, "host": host, "global_rank": args.rank}
+    data |= {"local_rank": args.local_rank, "node_rank": node_rank, "world_size": args.world_size}
+    data |= {"local_world_size": env_int("LOCAL_WORLD_SIZE") or 1, "device": None, "backend": None}
+    data |= {"dtype": args.dtype, "pid": os.getpid(), "versions": versions()}
+    data |= {"env": seen_environment(os.environ), "status": "running", "current_test": "init"}
+    data |= {"current_size": None, "test_index": 0, "test_count": len(args.tests)}
+    data |= {"missing_ranks": [], "started_at": now(), "finished_at": None, "tests": []}
     return RankRecord(args.out_dir, data, args.verbose)
-
-
-class Peers:
-    """What the store tells about the other ranks: who checked in, what each is running."""
-
-    def __init__(self, world_size: int, layout: list[int]):
-        self.world_size, self.layout = world_size, layout
-        self.store: dist.Store | None = None
-
-    def describe(self) -> dict[str, Any]:
-        """For the watchdog: the missing ranks and the test each other rank last started."""
-        if self.store is None:
-            return {}
-        store, ranks = self.store, range(self.world_size)
-        absent = [r for r in ranks if not store.check([f"ready/{r}"])]
-        running = {
-            str(r): store.get(f"progress/{r}").decode()
-            for r in ranks
-            if store.check([f"progress/{r}"])
-        }
-        missing = describe_missing(store, absent, self.world_size, self.layout)
-        return {"missing_ranks": missing, "peers_running": running}
 
 
 @dataclass
 class Run:
-    """One rank's run: its options, record, the store (peers), watchdog, rank 0's tables."""
+    """One rank's run: options, record, the store (from check-in; none for mpi), rank 0's tables
+    and the watchdog's timer."""
 
     args: argparse.Namespace
     record: RankRecord
-    peers: Peers
-    watchdog: Watchdog
+    store: dist.Store | None = None
     tables: list[str] = field(default_factory=list)
+    timer: threading.Timer | None = None
 
-    def arm(self, phase: str) -> None:
-        self.watchdog.arm(phase, self.args.timeout)
+    def peers(self) -> dict[str, Any]:
+        """For the watchdog: the missing ranks and the test each other rank last started."""
+        store, ranks, layout = self.store, range(self.args.world_size), self.args.ranks_per_node
+        if store is None:
+            return {}
+        absent = [r for r in ranks if not store.check([f"ready/{r}"])]
+        running = [r for r in ranks if store.check([f"progress/{r}"])]
+        return {
+            "missing_ranks": describe_missing(store, absent, len(ranks), layout),
+            "peers_running": {str(r): store.get(f"progress/{r}").decode() for r in running},
+        }
+
+    def arm(self, phase: str, seconds: float | None = None) -> None:
+        """The watchdog: record `phase` as an error and end the rank when it overruns `seconds`
+        (default --timeout); a stuck collective never returns (docs/design.md, "Never hang")."""
+        self.disarm()
+        seconds = seconds or self.args.timeout
+        message = (
+            f"{phase} did not finish within {seconds:g} s on {self.record.where}: a peer rank is "
+            "stuck, gone or unreachable, or the network between them drops traffic"
+        )
+        reason = (self.record, phase, message, EXIT_TIMEOUT, self.peers)
+        self.timer = threading.Timer(seconds, abort, reason)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
 
     def enter(self, phase: str, seconds: float | None = None, index: int | None = None) -> None:
         """Record and arm `phase`; --pause-before: sleep in it until the watchdog fires."""
         self.record.start(phase, index)
-        if self.peers.store is not None and index is not None:
-            self.peers.store.set(f"progress/{self.args.rank}", phase)
-        self.watchdog.arm(phase, seconds or self.args.timeout)
+        if self.store is not None and index is not None:
+            self.store.set(f"progress/{self.args.rank}", phase)
+        self.arm(phase, seconds)
         self.pause(phase)
 
     def pause(self, phase: str) -> None:
         pause = self.args.pause_before
         if pause and pause[0] == phase and pause[1] in (None, self.args.rank):
-            print(
-                f"[{self.record.where}] paused before {phase} (--pause-before), pid {os.getpid()}"
-            )
-            sys.stdout.flush()
+            where, pid = self.record.where, os.getpid()
+            print(f"[{where}] paused before {phase} (--pause-before), pid {pid}", flush=True)
             while True:
                 time.sleep(1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Device, check-in, process group, the tests, the summary; the exit status."""
     args = parse_args(argv)
-    host = socket.gethostname()
-    record = new_record(args, host)
+    record = new_record(args, socket.gethostname())
     record.write()
     watch_signals(record)
     try:
-        peers = Peers(args.world_size, args.ranks_per_node)
-        return run_rank(Run(args, record, peers, Watchdog(record, peers.describe)), host)
+        run = Run(args, record)
+        device = open_device(args, record)
+        if device is None or not join_group(run, device):
+            return EXIT_FAILED
+        stopped_by = run_tests(run, device)
+        status = record.finish()
+        run.arm("summary", args.timeout + GRACE_S)
+        summary(run)
+        run.disarm()
+        if stopped_by is None:
+            dist.destroy_process_group()
+        return EXIT_OK if status == "passed" else EXIT_FAILED
     except Exception as exc:  # a bug or an unforeseen failure: still leave the record behind
         traceback.print_exc()
         abort(record, None, f"nccl_check stopped: {type(exc).__name__}: {first_line(exc)}", 1)
         raise  # not reached: abort() leaves the process
 
 
-def run_rank(run: Run, host: str) -> int:
-    """Device, check-in, process group, the tests, the summary."""
-    device = open_device(run.args, run.record)
-    if device is None or not join_group(run, device, host):
-        return EXIT_FAILED
-    stopped_by = run_tests(run, device)
-    # Every rank posts its verdict in the store; rank 0 prints them all.
-    status = run.record.finish()
-    run.watchdog.arm("summary", run.args.timeout + GRACE_S)
-    verdicts = exchange_verdicts(run)
-    if run.args.rank == 0:
-        print_summary(run, verdicts)
-    run.watchdog.disarm()
-    if stopped_by is None:
-        dist.destroy_process_group()
-    return EXIT_OK if status == "passed" else EXIT_FAILED
-
-
 def open_device(args: argparse.Namespace, record: RankRecord) -> torch.device | None:
-    """The backend and this rank's device, in the record; None (recorded as init) when absent."""
-    import_vendor_plugins()
-    backend = choose_backend(args.backend, args.device)
-    try:
-        device = choose_device(args.device, backend, args.local_rank)
-    except RuntimeError as exc:
-        record.add(test_entry("init", "error", str(exc)))
+    """The backend and device LOCAL_RANK of the requested (or found) type, in the record; cpu for
+    CPU-only backends; None (recorded as init) when the device is absent."""
+    with contextlib.suppress(ImportError):  # Ascend NPUs register their device type in torch_npu
+        import torch_npu  # noqa: F401  # pyright: ignore[reportMissingImports]
+    found = accelerator_type()
+    wanted = found or "cpu" if args.device == "auto" else args.device
+    backend = BACKEND_FOR_DEVICE[wanted] if args.backend == "auto" else args.backend
+    kind = "cpu" if args.device == "auto" and backend in ("gloo", "mpi") else wanted
+    module, local = getattr(torch, kind, None), args.local_rank
+    count = module.device_count() if kind != "cpu" and module and module.is_available() else 0
+    if kind != "cpu" and local >= count:
+        message = (
+            f"LOCAL_RANK {local} needs {kind}:{local} but this process sees {count} {kind} "
+            "device(s); check --nproc_per_node against the device count and "
+            "CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES / ZE_AFFINITY_MASK"
+        )
+        record.add(test_entry("init", "error", message))
         record.finish()
         return None
-    with record.lock:
-        record.data["device"], record.data["backend"] = str(device), backend
+    device = torch.device("cpu") if kind == "cpu" else torch.device(kind, local)
+    if kind != "cpu" and hasattr(torch, "accelerator"):
+        torch.accelerator.set_device_index(local)
+    elif kind != "cpu":
+        module.set_device(device)
+    record.update(device=str(device), backend=backend)
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     return device
 
 
-def check_in_phase(run: Run, host: str) -> dist.Store | None:
-    """Make the store and check in; None for MPI (no store). Raises Fail naming the missing."""
-    args, record, peers = run.args, run.record, run.peers
-    if record.data["backend"] == "mpi":
-        record.add(test_entry("checkin", "skipped", "the mpi backend has no store to check in to"))
-        return None
-    started = time.monotonic()
-    raw = make_store(args.init_method, args.rank, args.world_size, args.timeout)
-    peers.store = dist.PrefixStore("nccl_check", raw)
-    value = checkin_value(host, record.data["node_rank"], args.local_rank)
-    absent = check_in(peers.store, args.rank, args.world_size, value, args.timeout)
-    if absent:
-        described = describe_missing(peers.store, absent, args.world_size, peers.layout)
-        with record.lock:
-            record.data["missing_ranks"] = described
-        names = ", ".join(
-            f"{m['rank']} (node {m['node_rank']}" + (f", {m['host']})" if m["host"] else ")")
-            for m in described
-        )
-        raise Fail(
-            f"rank(s) {names} did not check in within {args.timeout:g} s; "
-            f"{args.world_size - len(absent)} of {args.world_size} arrived: start the missing "
-            "ranks, or check that their hosts can reach the master address and port",
-            {"missing_ranks": described, "duration_s": time.monotonic() - started},
-        )
-    duration = time.monotonic() - started
-    record.add(test_entry("checkin", "passed", "", {"world_size": args.world_size}, duration))
-    return raw
-
-
-def join_group(run: Run, device: torch.device, host: str) -> bool:
-    """Check in, then make the process group on the same store; False (recorded) on failure.
-
-    The watchdog ends check-in at --timeout + GRACE_S (check-in reports at --timeout itself) and
-    init at --timeout, before the process group's own timeout (--timeout + GRACE_S).
-    """
-    args, record = run.args, run.record
-    run.enter("checkin", args.timeout + GRACE_S)
+def check_in_phase(run: Run) -> tuple[dict[str, Any], dist.Store | None]:
+    """Make the store and check in: the `checkin` entry, and the store for init (None: none)."""
+    args, data = run.args, run.record.data
+    if data["backend"] == "mpi":
+        return test_entry("checkin", "skipped", "the mpi backend has no store to check in to"), None
+    started, n = time.monotonic(), args.world_size
     try:
-        store = check_in_phase(run, host)
-    except Fail as exc:
-        duration = exc.details.pop("duration_s")
-        record.add(test_entry("checkin", "error", str(exc), exc.details, duration))
-        record.finish()
-        if args.rank == 0:  # rank 0 may serve the store: let the others read it before leaving
-            time.sleep(min(GRACE_S / 2, args.timeout))
-        return False
+        raw = make_store(args.init_method, args.rank, n, args.timeout)
+        run.store = store = dist.PrefixStore("nccl_check", raw)
+        value = checkin_value(data["host"], data["node_rank"], args.local_rank)
+        absent = check_in(store, args.rank, n, value, args.timeout)
+        missing = describe_missing(store, absent, n, args.ranks_per_node) if absent else []
     except (RuntimeError, ValueError) as exc:  # store unreachable (DistStoreError: RuntimeError)
         message = f"cannot reach the store for {args.init_method}: {first_line(exc)}"
-        record.add(test_entry("checkin", "error", message))
+        return test_entry("checkin", "error", message), None
+    duration = time.monotonic() - started
+    if not absent:
+        return test_entry("checkin", "passed", "", {"world_size": n}, duration), raw
+    run.record.update(missing_ranks=missing)
+    names = ", ".join(
+        f"{m['rank']} (node {m['node_rank']}" + (f", {m['host']})" if m["host"] else ")")
+        for m in missing
+    )
+    message = (
+        f"rank(s) {names} did not check in within {args.timeout:g} s; {n - len(absent)} of {n} "
+        "arrived: start the missing ranks, or check that their hosts can reach the master "
+        "address and port"
+    )
+    return test_entry("checkin", "error", message, {"missing_ranks": missing}, duration), None
+
+
+def join_group(run: Run, device: torch.device) -> bool:
+    """Check in, then make the process group on the same store; False (recorded) on failure.
+    Their deadlines: docs/design.md, "Options of the rank script" (--timeout)."""
+    args, record, backend = run.args, run.record, run.record.data["backend"]
+    run.enter("checkin", args.timeout + GRACE_S)
+    entry, store = check_in_phase(run)
+    record.add(entry)
+    if entry["status"] == "error":
         record.finish()
+        if args.rank == 0 and record.data["missing_ranks"]:  # it may serve the store: let the
+            time.sleep(min(GRACE_S / 2, args.timeout))  # others read it before it leaves
         return False
     run.enter("init")
     timeout = datetime.timedelta(seconds=args.timeout + GRACE_S)
-    backend = record.data["backend"]
-    entry = run_test(
-        "init",
-        lambda: init_group(backend, store, args.rank, args.world_size, timeout, device),
-    )
-    run.watchdog.disarm()
+    cuda = device if device.type == "cuda" else None  # binds NCCL to the rank's GPU
+
+    def init() -> dict[str, Any]:
+        n, rank = args.world_size, args.rank
+        dist.init_process_group(
+            backend, timeout=timeout, world_size=n, rank=rank, store=store, device_id=cuda
+        )
+        return {"backend": backend, "device": str(device), "timeout_s": timeout.total_seconds()}
+
+    entry = run_test("init", init)
+    run.disarm()
     record.add(entry)
     if entry["status"] != "passed":
         record.finish()
     return entry["status"] == "passed"
 
 
-def init_group(
-    backend: str,
-    store: dist.Store | None,
-    rank: int,
-    world_size: int,
-    timeout: datetime.timedelta,
-    device: torch.device,
-) -> dict[str, Any]:
-    dist.init_process_group(
-        backend,
-        store=store,
-        rank=rank,
-        world_size=world_size,
-        timeout=timeout,
-        device_id=device if device.type == "cuda" else None,  # binds NCCL to the rank's GPU
-    )
-    return {"backend": backend, "device": str(device), "timeout_s": timeout.total_seconds()}
-
-
 def run_tests(run: Run, device: torch.device) -> str | None:
     """The tests, in order; the test after which the rest were not run (None: all ran). After
     an error the process group cannot be trusted: the rest are not run."""
-    args, record = run.args, run.record
+    args, record, backend = run.args, run.record, run.record.data["backend"]
     dtype, type_name = DTYPES[args.dtype]
-    ctx = Context.make(args.rank, args.world_size, device, dtype, run.peers.store)
+    ctx = Context.make(args.rank, args.world_size, device, dtype, run.store)
     max_bytes = args.max_bytes or (1 << 20 if device.type == "cpu" else 1 << 30)
     sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
-    arm = lambda phase, size: (record.at_size(size), run.arm(phase))  # noqa: E731
+    arm = lambda phase, size: (record.update(current_size=size), run.arm(phase))  # noqa: E731
     sweep = Sweep(ctx, sizes, args.iters, args.warmup, type_name, args.thresholds, arm)
-    backend = record.data["backend"]
     stopped_by: str | None = None
     for index, name in enumerate(args.tests, 1):
-        if stopped_by is not None:
-            message = f"not run: stopped after {stopped_by} could not run"
-            record.add(test_entry(name, "error", message))
-            continue
         support = support_of(backend, device.type, name, args.dtype)
-        if support.state == "no":  # predicted: never called (see SUPPORT)
-            record.add(test_entry(name, "skipped", support.reason, {"support": "no"}))
+        if stopped_by is not None or support.state == "no":  # "no": predicted, never called
+            message = f"not run: stopped after {stopped_by} could not run"
+            skip = test_entry(name, "skipped", support.reason, {"support": "no"})
+            record.add(test_entry(name, "error", message) if stopped_by else skip)
             continue
         run.enter(name, index=index)
         collective = name.removeprefix("bandwidth_")
@@ -2146,66 +1921,47 @@ def run_tests(run: Run, device: torch.device) -> str | None:
         else:
             entry = run_test(name, lambda n=name: CHECKS[n](ctx), support)
         if entry["bandwidth"]:
-            run.tables.append(
-                bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
-            )
-        run.watchdog.disarm()
+            table = bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
+            run.tables.append(table)
+        run.disarm()
         record.add(entry)
-        if entry["status"] == "error":
-            stopped_by = name
+        stopped_by = name if entry["status"] == "error" else None
     run_pairwise(run, ctx, stopped_by)
-    run.watchdog.disarm()
+    run.disarm()
     return stopped_by
 
 
-def exchange_verdicts(run: Run) -> dict[int, dict[str, Any]] | None:
-    """Post result/<rank>; on rank 0 collect every rank's (None without a store)."""
-    store, data, rank = run.peers.store, run.record.data, run.args.rank
-    if store is None:
-        return None
-    problems = [
-        f"{t['name']}: {t['status']} - {t['message']}"
-        for t in data["tests"]
-        if t["status"] in ("failed", "error")
-    ]
+def summary(run: Run) -> None:
+    """Rank 0's report of a run by hand (docs/design.md, "Run by hand")."""
+    args, data, store, tests = run.args, run.record.data, run.store, run.record.data["tests"]
+    wrong = [t for t in tests if t["status"] in ("failed", "error")]
+    problems = [f"{t['name']}: {t['status']} - {t['message']}" for t in wrong]
     verdict = {"host": data["host"], "status": data["status"], "problems": problems}
-    store.set(f"result/{rank}", json.dumps(verdict))
-    if rank != 0:
-        return None
-    verdicts: dict[int, dict[str, Any]] = {}
-    deadline = time.monotonic() + run.args.timeout
-    for r in range(run.args.world_size):
+    if store is not None:
+        store.set(f"result/{args.rank}", json.dumps(verdict))
+    if args.rank != 0:
+        return
+    verdicts, deadline = {0: verdict}, time.monotonic() + args.timeout
+    for r in range(1, args.world_size) if store is not None else ():
         while not store.check([f"result/{r}"]) and time.monotonic() < deadline:
             time.sleep(0.05)
         if store.check([f"result/{r}"]):
             verdicts[r] = json.loads(store.get(f"result/{r}"))
-    return verdicts
-
-
-def print_summary(run: Run, verdicts: dict[int, dict[str, Any]] | None) -> None:
-    """Rank 0's compact report: the bandwidth tables, what was skipped, what went wrong where."""
-    args, data, tests = run.args, run.record.data, run.record.data["tests"]
-    counts = {s: sum(t["status"] == s for t in tests) for s in ("passed", "failed", "error")}
-    skipped = [t for t in tests if t["status"] == "skipped"]
+    bad = {r: v for r, v in verdicts.items() if v["status"] != "passed"}
+    silent = [str(r) for r in range(args.world_size) if r not in verdicts and store is not None]
+    late = f"  no result from rank(s) {', '.join(silent)} within {args.timeout:g} s"
+    count = collections.Counter(t["status"] for t in tests)
     print(
         f"nccl_check: {args.world_size} ranks, backend {data['backend']}, device "
-        f"{data['device']}, dtype {args.dtype}, torch {torch.__version__}"
-    )
-    for line in [*run.tables, *(f"  skipped {t['name']}: {t['message']}" for t in skipped)]:
-        print(line)
-    verdicts = verdicts if verdicts is not None else {0: {"status": data["status"], "problems": []}}
-    bad = {r: v for r, v in sorted(verdicts.items()) if v["status"] != "passed"}
-    for r, v in bad.items():
-        for problem in v["problems"]:
-            print(f"  rank {r} on {v.get('host', data['host'])}: {problem}")
-    silent = [r for r in range(args.world_size) if r not in verdicts]
-    silent = silent if len(verdicts) > 1 or args.world_size == 1 else []
-    if silent:
-        print(f"  no result from rank(s) {', '.join(map(str, silent))} within {args.timeout:g} s")
-    print(
+        f"{data['device']}, dtype {args.dtype}, torch {torch.__version__}",
+        *run.tables,
+        *(f"  skipped {t['name']}: {t['message']}" for t in tests if t["status"] == "skipped"),
+        *(f"  rank {r} on {v['host']}: {p}" for r, v in bad.items() for p in v["problems"]),
+        *([late] if silent else []),
         f"nccl_check: {'FAILED' if bad or silent else 'PASSED'} - {len(verdicts) - len(bad)} of "
-        f"{args.world_size} ranks passed; rank 0: {counts['passed']} passed, {counts['failed']} "
-        f"failed, {counts['error']} error, {len(skipped)} skipped",
+        f"{args.world_size} ranks passed; rank 0: {count['passed']} passed, {count['failed']} "
+        f"failed, {count['error']} error, {count['skipped']} skipped",
+        sep="\n",
         flush=True,
     )
 
