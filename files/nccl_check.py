@@ -3,31 +3,24 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Verify every torch.distributed collective on every rank, then time them like nccl-tests.
 
-Run it under torchrun (one process per device), or one command per rank without it:
-
     torchrun --nproc_per_node=2 nccl_check.py --out-dir /tmp/r                  # laptop, CPU, gloo
     torchrun --nnodes=2 --node_rank=R --master_addr=A --master_port=P \\
              --nproc_per_node=8 nccl_check.py --out-dir /tmp/r                   # GPU nodes, nccl
     python nccl_check.py --init-method tcp://HOST:PORT --rank R --world-size N
 
-The script reads top to bottom: 1. options; 2. device and backend; 3. the per-rank record
-(RankRecord: rank-<global rank>.json, rewritten atomically after every test); 4. never hang
-(a watchdog per phase, a watcher for torchrun's SIGTERM); 5. check-in through the store before
-the process group exists, so the ranks that came can name the missing; 6. inputs and expected
-values as closed forms; 7. one check per collective; 8. the collectives, one `Collective` record
-each, looked up by name in COLLECTIVES, and the support table; 9. the bandwidth sweep, nccl-tests'
-columns; 9b. pairwise rounds (--pairwise); 10. main().
-
-The record, the exactness of the inputs and the exit status (0 passed or skipped, 1 failed or
-error, 2 bad command line, 124 watchdog, 128+N signal N) are in docs/design.md, "Rank result".
+Sections 1 to 10 read top to bottom. The record and the exit status: docs/design.md, "Rank
+result"; exact inputs, Collective records and never hanging: "Inside the rank script".
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import concurrent.futures
 import contextlib
 import datetime
 import functools
+import itertools
 import json
 import math
 import os
@@ -74,18 +67,21 @@ UNSUPPORTED = re.compile(
 CHECK_ELEMENTS = 1027  # elements per rank (per chunk) in correctness tests; odd on purpose
 SMALL_WORLD = 16  # up to this many ranks, gather and scatter are checked from every root
 BARRIER_LATE_S = 0.05  # how late the last rank enters each round of the barrier check
+TCP_URL = re.compile(r"tcp://(?:\[([0-9a-fA-F:]+)\]|([^:/\[\]]+)):(\d{1,5})")  # IPv6 in [ ]
 
 
 # --------------------------------------------------------------------------------------------
-# 1. Options
+# 1. Options (the long story of each: docs/design.md, "Options of the rank script")
 # --------------------------------------------------------------------------------------------
+
+Invalid = argparse.ArgumentTypeError
 
 
 def parse_size(text: str) -> int:
     """Bytes from '8', '64K', '32M', '1G' (binary units, like nccl-tests' -b/-e)."""
     match = re.fullmatch(r"\s*(\d+)\s*([KMGkmg]?)[iI]?[bB]?\s*", text)
     if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 1024, 64K, 32M or 1G")
+        raise Invalid(f"{text!r} is not a size such as 1024, 64K, 32M or 1G")
     return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2).upper()]
 
 
@@ -94,50 +90,44 @@ def parse_threshold(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
     name = name.strip().removeprefix("bandwidth_")
     if not sep or name not in BANDWIDTH_COLLECTIVES:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not COLLECTIVE=GBPS with COLLECTIVE one of "
-            + ", ".join(BANDWIDTH_COLLECTIVES)
-        )
+        known = ", ".join(BANDWIDTH_COLLECTIVES)
+        raise Invalid(f"{text!r} is not COLLECTIVE=GBPS with COLLECTIVE one of {known}")
     return name, positive_float(value)
 
 
-def positive_float(text: str) -> float:
+def bounded(text: str, kind: type[int] | type[float], low: float, high: float = math.inf) -> Any:
+    """`text` as `kind`, from `low` (above 0 for floats) to `high`, or Invalid saying so."""
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+        raise Invalid(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+    if kind is float and not 0 < value < math.inf:
+        raise Invalid(f"{text!r} must be a positive number")
+    if value > high:
+        raise Invalid(f"must be above 0 and at most {high:g}, got {text!r}")
+    if value < low:
+        raise Invalid(f"{text!r} must be {low} or more")
     return value
 
 
-def ratio(text: str) -> float:
-    value = positive_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
-    return value
+positive_float = functools.partial(bounded, kind=float, low=0)
+ratio = functools.partial(bounded, kind=float, low=0, high=1)
+non_negative_int = functools.partial(bounded, kind=int, low=0)
+positive_int = functools.partial(bounded, kind=int, low=1)
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    return value
-
-
-def positive_int(text: str) -> int:
-    if non_negative_int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {text!r}")
-    return int(text)
+def init_url(text: str) -> str:
+    if text.startswith("tcp://") and not TCP_URL.fullmatch(text):
+        raise Invalid(f"{text!r} is not tcp://HOST:PORT")
+    if text != "env://" and not text.startswith(("tcp://", "file://")):
+        raise Invalid(f"must be env://, tcp://HOST:PORT or file:///PATH, got {text!r}")
+    return text
 
 
 def dtype_name(text: str) -> str:
     name = DTYPE_ALIASES.get(text, text)
     if name not in DTYPES:
-        raise argparse.ArgumentTypeError(
+        raise Invalid(
             f"{text!r} is not one of {', '.join(DTYPES)} (aliases: {', '.join(DTYPE_ALIASES)})"
         )
     return name
@@ -148,10 +138,8 @@ def test_names(text: str) -> list[str]:
     names: list[str] = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         if item not in TEST_GROUPS and item not in ALL_TESTS:
-            raise argparse.ArgumentTypeError(
-                f"unknown test {item!r}; --list-tests shows the names "
-                f"(groups: {', '.join(TEST_GROUPS)})"
-            )
+            groups = ", ".join(TEST_GROUPS)
+            raise Invalid(f"unknown test {item!r}; --list-tests shows the names (groups: {groups})")
         names.extend(TEST_GROUPS.get(item, [item]))
     return names
 
@@ -160,115 +148,84 @@ def rank_counts(text: str) -> list[int]:
     """'2,4,1' -> [2, 4, 1]: the ranks of each node, in node-rank order (--ranks-per-node)."""
     parts = [part.strip() for part in text.split(",")]
     if not all(part.isdigit() and int(part) > 0 for part in parts):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a comma-separated list of rank counts such as 2,4,1"
-        )
+        raise Invalid(f"{text!r} is not a comma-separated list of rank counts such as 2,4,1")
     return [int(part) for part in parts]
 
 
 def pause_spec(text: str) -> tuple[str, int | None]:
     """'send_recv@1' -> ('send_recv', 1); 'send_recv' -> ('send_recv', None) = every rank."""
     name, _, rank = text.partition("@")
-    if (
-        name not in ALL_TESTS
-        and name not in ("checkin", "init")
-        and not name.startswith("pairwise pass ")
-    ):
-        raise argparse.ArgumentTypeError(f"--pause-before: unknown test {name!r}")
+    if name not in (*ALL_TESTS, "checkin", "init") and not name.startswith("pairwise pass "):
+        raise Invalid(f"--pause-before: unknown test {name!r}")
     return name, non_negative_int(rank) if rank else None
 
 
-# --help's groups, in order: option -> (help, add_argument's settings). The longer story of
-# each option: docs/design.md, "Options of the rank script".
+# --help's groups, in order: option -> (help, add_argument's settings).
 SIZE = {"metavar": "SIZE", "type": parse_size}
 COUNT = {"type": non_negative_int}
+THRESHOLD = {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"}
+# fmt: off
 OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
     "process group": {
         "--backend": (
             "auto = nccl on CUDA, hccl on NPU, xccl on XPU, gloo on CPU (default: auto)",
-            {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")},
-        ),
+            {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")}),
         "--device": (
             "tensors on device LOCAL_RANK of this type; auto = the accelerator, else cpu",
-            {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")},
-        ),
-        "--init-method": (
-            "env:// (torchrun), tcp://HOST:PORT or file:///PATH (default: env://)",
-            {"default": "env://", "metavar": "URL"},
-        ),
+            {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")}),
+        "--init-method": ("env:// (torchrun), tcp://HOST:PORT or file:///PATH (default: env://)",
+                          {"default": "env://", "metavar": "URL", "type": init_url}),
         "--rank": ("global rank (default: $RANK)", COUNT),
         "--world-size": ("number of ranks (default: $WORLD_SIZE)", COUNT),
         "--local-rank": ("device index on this node (default: $LOCAL_RANK, else 0)", COUNT),
         "--ranks-per-node": (
             "ranks of each node, in node-rank order (default: $LOCAL_WORLD_SIZE each)",
-            {"type": rank_counts, "metavar": "N0,N1,..."},
-        ),
+            {"type": rank_counts, "metavar": "N0,N1,..."}),
         "--timeout": (
             "seconds for check-in, init and each test or size; then exit 124 (default: 120)",
-            {"type": positive_float, "default": 120.0, "metavar": "S"},
-        ),
+            {"type": positive_float, "default": 120.0, "metavar": "S"}),
     },
     "what to check": {
         "--tests": (
             "tests or groups (all, correctness, bandwidth), comma-separated (default: all)",
-            {"type": test_names, "action": "extend", "metavar": "LIST"},
-        ),
+            {"type": test_names, "action": "extend", "metavar": "LIST"}),
         "--list-tests": ("print the test names and exit", {"action": "store_true"}),
-        "--dtype": (
-            f"element type: {', '.join(DTYPES)} (default: float32)",
-            {"type": dtype_name, "default": "float32"},
-        ),
+        "--dtype": (f"element type: {', '.join(DTYPES)} (default: float32)",
+                    {"type": dtype_name, "default": "float32"}),
     },
     "bandwidth sweep (nccl-tests' -b -e -f -n -w)": {
-        "--min-bytes": (
-            "smallest message, e.g. 8, 64K, 32M (default: 1K)",
-            {**SIZE, "default": 1024},
-        ),
+        "--min-bytes": ("smallest message, e.g. 8, 64K, 32M (default: 1K)",
+                        {**SIZE, "default": 1024}),
         "--max-bytes": ("largest message (default: 1M on cpu, else 1G)", SIZE),
         "--factor": ("size step factor (default: 2)", {"type": int, "default": 2}),
         "--iters": ("timed iterations per size (default: 20)", {**COUNT, "default": 20}),
         "--warmup": ("untimed iterations per size (default: 5)", {**COUNT, "default": 5}),
-        "--min-busbw": (
-            "fail below GBPS busbw at the largest size",
-            {"type": positive_float, "metavar": "GBPS"},
-        ),
-        "--min-busbw-for": (
-            "--min-busbw for one collective; repeatable",
-            {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
-        ),
+        "--min-busbw": ("fail below GBPS busbw at the largest size",
+                        {"type": positive_float, "metavar": "GBPS"}),
+        "--min-busbw-for": ("--min-busbw for one collective; repeatable", THRESHOLD),
     },
     "output": {
         "--out-dir": ("write DIR/rank-<rank>.json after every test", {"metavar": "DIR"}),
         "--verbose": ("print a line per test on every rank", {"action": "store_true"}),
         "--pause-before": (
             "testing: sleep before TEST (or 'pairwise pass P round N') until the watchdog fires",
-            {"type": pause_spec, "metavar": "TEST[@RANK]"},
-        ),
+            {"type": pause_spec, "metavar": "TEST[@RANK]"}),
     },
     "pairwise rounds (which node, which rail)": {
         "--pairwise": (
             "time node pairs, rail by rail: always, never, auto = when bandwidth fell short",
-            {"choices": ("auto", "always", "never"), "default": "auto"},
-        ),
+            {"choices": ("auto", "always", "never"), "default": "auto"}),
         "--pair-bytes": ("bytes each way per exchange (default: 1M on cpu, else 64M)", SIZE),
-        "--pair-iters": (
-            "timed exchanges per pair (default: 5)",
-            {"type": positive_int, "default": 5},
-        ),
-        "--pair-trigger": (
-            "auto also runs when COLL's busbw is below GBPS; repeatable",
-            {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"},
-        ),
-        "--pair-trigger-min-bytes": (
-            "smallest size --pair-trigger looks at (default: 32M)",
-            {**SIZE, "default": 32 << 20},
-        ),
-        "--pair-min-ratio": (
-            "slow below R x the median pair (default: 0.8)",
-            {"type": ratio, "default": 0.8, "metavar": "R"},
-        ),
+        "--pair-iters": ("timed exchanges per pair (default: 5)",
+                         {"type": positive_int, "default": 5}),
+        "--pair-trigger": ("auto also runs when COLL's busbw is below GBPS; repeatable", THRESHOLD),
+        "--pair-trigger-min-bytes": ("smallest size --pair-trigger looks at (default: 32M)",
+                                     {**SIZE, "default": 32 << 20}),
+        "--pair-min-ratio": ("slow below R x the median pair (default: 0.8)",
+                             {"type": ratio, "default": 0.8, "metavar": "R"}),
     },
 }
+# fmt: on
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -280,10 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
             "per device under torchrun, or per rank with --init-method/--rank/--world-size."
         ),
         epilog=(
-            "Tests: "
-            + ", ".join(ALL_TESTS)
-            + ". Exit status: 0 all passed (or skipped), 1 a test failed or errored, 2 bad "
-            "arguments, 124 the watchdog ended a phase that overran --timeout, 128+N signal N."
+            f"Tests: {', '.join(ALL_TESTS)}. Exit status: 0 all passed (or skipped), 1 a test "
+            "failed or errored, 2 bad arguments, 124 the watchdog ended a phase that overran "
+            "--timeout, 128+N signal N."
         ),
     )
     for title, options in OPTIONS.items():
@@ -299,31 +255,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.list_tests:
         print("\n".join(ALL_TESTS))
         raise SystemExit(EXIT_OK)
-    if args.factor < 2:
-        parser.error(f"--factor must be 2 or more, got {args.factor}")
-    if args.iters < 1:
-        parser.error("--iters must be 1 or more")
-    if args.min_bytes < 1:
-        parser.error("--min-bytes must be 1 or more")
-    if args.max_bytes is not None and args.max_bytes < args.min_bytes:
-        parser.error(
-            f"--max-bytes ({args.max_bytes}) is smaller than --min-bytes ({args.min_bytes})"
-        )
-    if args.init_method != "env://" and not args.init_method.startswith(("tcp://", "file://")):
-        parser.error(
-            "--init-method must be env://, tcp://HOST:PORT or file:///PATH, "
-            f"got {args.init_method!r}"
-        )
-    if args.init_method.startswith("tcp://") and not re.fullmatch(
-        r"tcp://(\[[0-9a-fA-F:]+\]|[^:/\[\]]+):\d{1,5}", args.init_method
+    low, high = args.min_bytes, args.max_bytes
+    for bad, message in (
+        (args.factor < 2, f"--factor must be 2 or more, got {args.factor}"),
+        (args.iters < 1, "--iters must be 1 or more"),
+        (low < 1, "--min-bytes must be 1 or more"),
+        (
+            high is not None and high < low,
+            f"--max-bytes ({high}) is smaller than --min-bytes ({low})",
+        ),
+        (
+            args.init_method != "env://" and None in (args.rank, args.world_size),
+            f"--init-method {args.init_method} needs --rank and --world-size",
+        ),
     ):
-        parser.error(f"--init-method {args.init_method!r} is not tcp://HOST:PORT")
-    if args.init_method != "env://" and (args.rank is None or args.world_size is None):
-        parser.error(f"--init-method {args.init_method} needs --rank and --world-size")
-    if args.rank is None:
-        args.rank = env_int("RANK")
-    if args.world_size is None:
-        args.world_size = env_int("WORLD_SIZE")
+        if bad:
+            parser.error(message)
+    args.rank = env_int("RANK") if args.rank is None else args.rank
+    args.world_size = env_int("WORLD_SIZE") if args.world_size is None else args.world_size
     if args.rank is None or args.world_size is None:
         parser.error(
             "no rank/world size: run under torchrun, or pass --init-method tcp://HOST:PORT "
@@ -333,13 +282,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--rank {args.rank} is not below --world-size {args.world_size}")
     if args.local_rank is None:
         args.local_rank = env_int("LOCAL_RANK") or 0
-    if args.ranks_per_node is None:
-        args.ranks_per_node = uniform_layout(args.world_size, env_int("LOCAL_WORLD_SIZE") or 1)
-    elif sum(args.ranks_per_node) != args.world_size:
+    layout = args.ranks_per_node or uniform_layout(
+        args.world_size, env_int("LOCAL_WORLD_SIZE") or 1
+    )
+    if sum(layout) != args.world_size:
         parser.error(
-            f"--ranks-per-node {','.join(map(str, args.ranks_per_node))} adds up to "
-            f"{sum(args.ranks_per_node)} ranks, not --world-size {args.world_size}"
+            f"--ranks-per-node {','.join(map(str, layout))} adds up to {sum(layout)} ranks, not "
+            f"--world-size {args.world_size}"
         )
+    args.ranks_per_node = layout
     args.tests = list(dict.fromkeys(args.tests)) if args.tests else list(ALL_TESTS)
     args.thresholds = dict.fromkeys(BANDWIDTH_COLLECTIVES, args.min_busbw)
     args.thresholds.update(dict(args.min_busbw_for))
@@ -356,62 +307,20 @@ def env_int(name: str) -> int | None:
 # --------------------------------------------------------------------------------------------
 
 
-def import_vendor_plugins() -> None:
-    """Ascend NPUs register their device type only once torch_npu is imported."""
-    with contextlib.suppress(ImportError):
-        import torch_npu  # noqa: F401  # pyright: ignore[reportMissingImports]
-
-
 def accelerator_type() -> str | None:
     """The accelerator torch sees ('cuda', 'npu', 'xpu'), or None."""
     if hasattr(torch, "accelerator"):  # torch >= 2.6
         acc = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
         return acc.type if acc is not None and acc.type in ("cuda", "npu", "xpu") else None
-    for kind in ("cuda", "npu", "xpu"):
-        module = getattr(torch, kind, None)
-        if module is not None and module.is_available():
-            return kind
-    return None
-
-
-def choose_device(requested: str, backend: str, local_rank: int) -> torch.device:
-    """Device LOCAL_RANK of the requested (or found) type; cpu for CPU-only backends."""
-    kind = requested
-    if kind == "auto":
-        found = accelerator_type()
-        kind = "cpu" if found is None or backend in ("gloo", "mpi") else found
-    if kind == "cpu":
-        return torch.device("cpu")
-    module = getattr(torch, kind, None)
-    count = module.device_count() if module is not None and module.is_available() else 0
-    if local_rank >= count:
-        raise RuntimeError(
-            f"LOCAL_RANK {local_rank} needs {kind}:{local_rank} but this process sees {count} "
-            f"{kind} device(s); check --nproc_per_node against the device count and "
-            "CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES / ZE_AFFINITY_MASK"
-        )
-    device = torch.device(kind, local_rank)
-    if hasattr(torch, "accelerator"):
-        torch.accelerator.set_device_index(local_rank)
-    else:
-        module.set_device(device)
-    return device
-
-
-def choose_backend(requested: str, device_requested: str) -> str:
-    if requested != "auto":
-        return requested
-    kind = device_requested if device_requested != "auto" else (accelerator_type() or "cpu")
-    return BACKEND_FOR_DEVICE[kind]
+    modules = {kind: getattr(torch, kind, None) for kind in ("cuda", "npu", "xpu")}
+    return next((k for k, m in modules.items() if m is not None and m.is_available()), None)
 
 
 def synchronize(device: torch.device) -> None:
     """Wait for the device's queued work: timing must not stop before the collective ends."""
-    if device.type == "cpu":
-        return
-    if hasattr(torch, "accelerator"):
+    if device.type != "cpu" and hasattr(torch, "accelerator"):
         torch.accelerator.synchronize(device)
-    else:
+    elif device.type != "cpu":
         getattr(torch, device.type).synchronize(device)
 
 
@@ -420,23 +329,17 @@ def versions() -> dict[str, str | None]:
     if torch.cuda.is_available() and hasattr(torch.cuda, "nccl"):
         with contextlib.suppress(Exception):  # builds without NCCL raise various errors here
             nccl = ".".join(str(p) for p in torch.cuda.nccl.version())
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "nccl": nccl,
-        "driver": nvidia_driver_version(),
-    }
+    found = {"python": platform.python_version(), "torch": torch.__version__}
+    return found | {"cuda": torch.version.cuda, "nccl": nccl, "driver": nvidia_driver_version()}
 
 
 def nvidia_driver_version(path: str = "/proc/driver/nvidia/version") -> str | None:
     """'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  ...' -> '535.104.05'."""
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            match = re.search(r"Kernel Module\s+(\S+)", handle.read())
     except OSError:
         return None
-    match = re.search(r"Kernel Module\s+(\S+)", text)
     return match.group(1) if match else None
 
 
@@ -453,7 +356,7 @@ def seen_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, st
 
 
 # --------------------------------------------------------------------------------------------
-# 3. The per-rank record: rank-<global rank>.json
+# 3. The per-rank record: rank-<global rank>.json (docs/design.md, "Rank result")
 # --------------------------------------------------------------------------------------------
 
 
@@ -462,13 +365,11 @@ def now() -> str:
 
 
 class RankRecord:
-    """The contract in docs/design.md ("Rank result"); written atomically after every change."""
+    """The record, rewritten atomically after every change."""
 
     def __init__(self, out_dir: str | None, data: dict[str, Any], verbose: bool = False):
         self.path = os.path.join(out_dir, f"rank-{data['global_rank']}.json") if out_dir else None
-        self.data = data
-        self.verbose = verbose
-        self.lock = threading.RLock()
+        self.data, self.verbose, self.lock = data, verbose, threading.RLock()
         if out_dir:
             os.makedirs(out_dir, exist_ok=True)
 
@@ -478,54 +379,41 @@ class RankRecord:
 
     def start(self, test: str, index: int | None = None) -> None:
         """`test` runs now; `index`: its 1-based place in --tests (progress contract)."""
-        with self.lock:
-            self.data["current_test"] = test
-            self.data["current_size"] = None
-            if index is not None:
-                self.data["test_index"] = index
-            self.write()
-
-    def at_size(self, size: int) -> None:
-        """The sweep times message size `size` (bytes) of the current test now."""
-        with self.lock:
-            self.data["current_size"] = size
-            self.write()
+        index = self.data.get("test_index") if index is None else index
+        self.update(current_test=test, current_size=None, test_index=index)
 
     def add(self, test: dict[str, Any]) -> None:
         """Record a finished test, say so when asked (errors always), and rewrite the file."""
         with self.lock:
             self.data["tests"].append(test)
-            self.data["current_test"] = None
-            self.data["current_size"] = None
-            self.write()
-        line = f"[{self.where}] {test['name']}: {test['status']}"
-        if test["message"]:
-            line += f" - {test['message']}"
-        if test["status"] in ("failed", "error"):
-            print(line, file=sys.stderr, flush=True)
-        elif self.verbose:
-            print(line, flush=True)
+            self.update(current_test=None, current_size=None)
+        bad = test["status"] in ("failed", "error")
+        if bad or self.verbose:
+            line = f"[{self.where}] {test['name']}: {test['status']}"
+            line += f" - {test['message']}" if test["message"] else ""
+            print(line, file=sys.stderr if bad else sys.stdout, flush=True)
 
     def finish(self, status: str | None = None) -> str:
         with self.lock:
             statuses = {t["status"] for t in self.data["tests"]}
-            worst = next((s for s in ("error", "failed") if s in statuses), "passed")
-            status = status or worst
-            self.data["status"] = status
-            self.data["finished_at"] = now()
-            self.write()
+            status = status or next((s for s in ("error", "failed") if s in statuses), "passed")
+            self.update(status=status, finished_at=now())
             return status
+
+    def update(self, **fields: Any) -> None:
+        with self.lock:
+            self.data.update(fields)
+            self.write()
 
     def write(self) -> None:
         if self.path is None:
             return
-        with self.lock:
-            directory = os.path.dirname(self.path)
-            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", dir=directory)
+        with self.lock:  # a new file (O_EXCL) of our own, then renamed over the record
+            where = os.path.dirname(self.path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", dir=where)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(self.data, handle, indent=1, default=str)
-                    handle.write("\n")
+                    handle.write(json.dumps(self.data, indent=1, default=str) + "\n")
                 os.replace(tmp, self.path)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -537,62 +425,17 @@ def test_entry(
     name: str,
     status: str,
     message: str = "",
-    details: dict[str, Any] | None = None,
+    details: Details | None = None,
     duration_s: float = 0.0,
-    bandwidth: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "status": status,
-        "duration_s": round(duration_s, 6),
-        "message": message,
-        "details": details or {},
-        "bandwidth": bandwidth or [],
-    }
+    bandwidth: list[Details] | None = None,
+) -> Details:
+    entry = {"name": name, "status": status, "duration_s": round(duration_s, 6), "message": message}
+    return entry | {"details": details or {}, "bandwidth": bandwidth or []}
 
 
 # --------------------------------------------------------------------------------------------
-# 4. Never hang: a watchdog per phase, and a watcher for torchrun's SIGTERM
+# 4. Never hang: the watchdog's end (Run.arm), and a watcher for SIGTERM (design.md, "Never hang")
 # --------------------------------------------------------------------------------------------
-
-
-class Watchdog:
-    """Ends the rank when a phase overruns its deadline, after writing which phase it was: the
-    main thread may be stuck in a collective that never returns (C++, GIL released)."""
-
-    def __init__(self, record: RankRecord, describe_peers: Callable[[], dict[str, Any]]):
-        self.record = record
-        self.describe_peers = describe_peers
-        self.cond = threading.Condition()
-        self.phase: str | None = None
-        self.deadline = math.inf
-        self.seconds = 0.0
-        threading.Thread(target=self._run, name="nccl-check-watchdog", daemon=True).start()
-
-    def arm(self, phase: str, seconds: float) -> None:
-        with self.cond:
-            self.phase, self.seconds, self.deadline = phase, seconds, time.monotonic() + seconds
-            self.cond.notify()
-
-    def disarm(self) -> None:
-        with self.cond:
-            self.phase, self.deadline = None, math.inf
-            self.cond.notify()
-
-    def _run(self) -> None:
-        with self.cond:
-            while time.monotonic() < self.deadline or self.phase is None:
-                self.cond.wait(
-                    timeout=None
-                    if self.deadline == math.inf
-                    else max(0.0, self.deadline - time.monotonic())
-                )
-            phase, seconds = self.phase, self.seconds
-        message = (
-            f"{phase} did not finish within {seconds:g} s on {self.record.where}: a peer rank is "
-            "stuck, gone or unreachable, or the network between them drops traffic"
-        )
-        abort(self.record, phase, message, EXIT_TIMEOUT, self.describe_peers)
 
 
 _aborting = threading.Lock()
@@ -603,7 +446,7 @@ def abort(
     phase: str | None,
     message: str,
     exit_code: int,
-    describe_peers: Callable[[], dict[str, Any]] | None = None,
+    peers: Callable[[], dict[str, Any]] | None = None,
 ) -> None:
     """Record `phase` as an error, finish the record with status error, and leave now."""
     if not _aborting.acquire(blocking=False):
@@ -612,8 +455,10 @@ def abort(
         print(f"[{record.where}] {phase or 'exit'}: {message}", file=sys.stderr, flush=True)
         os._exit(exit_code)
     details: dict[str, Any] = {}
-    if describe_peers is not None:
-        details.update(call_with_deadline(describe_peers, 3.0) or {})
+    with contextlib.suppress(Exception):  # diagnostics only: a dead store must not hang us (3 s)
+        details = (
+            concurrent.futures.ThreadPoolExecutor(1).submit(peers).result(3.0) if peers else {}
+        )
     with record.lock:
         phase = phase or record.data.get("current_test") or "nccl_check"
         record.data["current_test"] = phase
@@ -626,48 +471,24 @@ def abort(
     os._exit(exit_code)
 
 
-def call_with_deadline(func: Callable[[], Any], seconds: float) -> Any:
-    """func() in a helper thread; None when it does not return in time (a dead store server)."""
-    box: list[Any] = []
-
-    def call() -> None:
-        with contextlib.suppress(Exception):  # diagnostics only: a dead store must not matter
-            box.append(func())
-
-    worker = threading.Thread(target=call, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    return box[0] if box else None
-
-
 def watch_signals(record: RankRecord) -> None:
-    """Record SIGTERM/SIGINT even while the main thread is blocked inside a collective: Python
-    runs handlers only in the main thread; the C-level handler writes the wakeup fd at once."""
+    """Record SIGTERM/SIGINT even while the main thread is blocked inside a collective."""
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        # The reader thread acts; the Python-level handler only exists (it may run mid-write).
+    for sig in (signal.SIGTERM, signal.SIGINT):  # the reader thread acts; the handler only exists
         signal.signal(sig, lambda signum, frame: None)
     signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
 
     def reader() -> None:
-        while True:
-            data = os.read(read_fd, 1)
-            if data and data[0] in (signal.SIGTERM, signal.SIGINT):
-                on_signal(record, data[0])
+        while not (data := os.read(read_fd, 1)) or data[0] not in (signal.SIGTERM, signal.SIGINT):
+            pass
+        message = (
+            f"{record.where} was stopped by {signal.Signals(data[0]).name} (torchrun stops every "
+            "rank when one rank fails: look for the rank with a different error)"
+        )
+        abort(record, None, message, 128 + data[0])
 
     threading.Thread(target=reader, name="nccl-check-signals", daemon=True).start()
-
-
-def on_signal(record: RankRecord, signum: int) -> None:
-    name = signal.Signals(signum).name
-    abort(
-        record,
-        None,
-        f"{record.where} was stopped by {name} (torchrun stops every rank when one rank fails: "
-        "look for the rank with a different error)",
-        128 + signum,
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -677,7 +498,6 @@ def on_signal(record: RankRecord, signum: int) -> None:
 
 def make_store(init_method: str, rank: int, world_size: int, timeout: float) -> dist.Store:
     """The store the process group will use, made here so check-in can use it first."""
-    delta = datetime.timedelta(seconds=timeout)
     if init_method.startswith("file://"):
         return dist.FileStore(init_method.removeprefix("file://"), world_size)
     if init_method == "env://":
@@ -687,10 +507,11 @@ def make_store(init_method: str, rank: int, world_size: int, timeout: float) -> 
         # Under torchrun the agent on node 0 already serves the store: every rank is a client.
         is_master = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
     else:
-        match = re.fullmatch(r"tcp://\[?([^\[\]]+?)\]?:(\d+)", init_method)
+        match = TCP_URL.fullmatch(init_method)
         assert match is not None  # parse_args checked the form
-        host, port, is_master = match.group(1), int(match.group(2)), rank == 0
+        host, port, is_master = match.group(1) or match.group(2), int(match.group(3)), rank == 0
     # wait_for_workers=False: rank 0 must not block here, so it can check in and report.
+    delta = datetime.timedelta(seconds=timeout)
     return dist.TCPStore(
         host, port, world_size, is_master, delta, wait_for_workers=False, multi_tenant=True
     )
@@ -721,47 +542,32 @@ def uniform_layout(world_size: int, local_world_size: int) -> list[int]:
 
 
 def node_of(rank: int, layout: Sequence[int]) -> int:
-    """The node of a global rank: nodes hold consecutive ranks, layout[k] of them on node k."""
-    offset = 0
-    for node, size in enumerate(layout):
-        offset += size
-        if rank < offset:
-            return node
-    raise ValueError(f"rank {rank} is outside the layout {list(layout)}")
+    """The node of a global rank: node k holds the next layout[k] ranks."""
+    return sum(end <= rank for end in itertools.accumulate(layout))
 
 
 def describe_missing(
     store: dist.Store, missing: list[int], world_size: int, layout: int | Sequence[int]
 ) -> list[dict[str, Any]]:
-    """{"rank", "node_rank", "host"} per missing rank: the node from the layout (ranks per node,
-    --ranks-per-node; an int = that many on every node) and the host from a rank of that node
-    that did arrive."""
-    if isinstance(layout, int):
-        layout = uniform_layout(world_size, layout)
-    hosts: dict[int, str] = {}
-    for r in range(world_size):
-        if r not in missing and store.check([f"ready/{r}"]):
-            info = json.loads(store.get(f"ready/{r}"))
-            hosts.setdefault(int(info["node_rank"]), info["host"])
-    return [
-        {"rank": r, "node_rank": node_of(r, layout), "host": hosts.get(node_of(r, layout))}
-        for r in missing
-    ]
+    """{"rank", "node_rank", "host"} per missing rank: the node from the layout (an int: that
+    many ranks on every node), the host from a rank of that node that arrived."""
+    layout = uniform_layout(world_size, layout) if isinstance(layout, int) else layout
+    came = [r for r in range(world_size) if r not in missing and store.check([f"ready/{r}"])]
+    infos = [json.loads(store.get(f"ready/{r}")) for r in reversed(came)]  # the first one wins
+    hosts = {int(info["node_rank"]): info["host"] for info in infos}
+    nodes = {r: node_of(r, layout) for r in missing}
+    return [{"rank": r, "node_rank": nodes[r], "host": hosts.get(nodes[r])} for r in missing]
 
 
 # --------------------------------------------------------------------------------------------
 # 6. Inputs and expected values: closed forms a reader can check by hand
 # --------------------------------------------------------------------------------------------
-#
-# Reductions (all_reduce SUM/AVG, reduce, reduce_scatter) use an affine input:
-#     x_r[i] = base[i] + step * tag(r),      tag(r) = r mod P
-# so   SUM(x)[i] = n * base[i] + step * (0 + 1 + ... over tags)     (sum_of_tags below)
-#      AVG(x)[i] = SUM(x)[i] / n
-# Data movement (broadcast, all_gather, gather, scatter, all_to_all, send/recv) moves a payload
-#     p_r[i] = base[(i + r) mod len(base)] + step * tag(r)
-# that names its source rank, so a value in the wrong place tells where it came from.
-# P = n for small worlds; exact_pattern() lowers it (and the base) for narrow dtypes
-# (docs/design.md, "Exactness of the inputs").
+# Reductions: x_r[i] = base[i] + step * tag(r), tag(r) = r mod P, so SUM = n * base + step *
+# sum_of_tags(n). Data movement: p_r[i] = base[(i + r) mod len(base)] + step * tag(r) names its
+# source rank. PRODUCT, MIN, MAX: owner_input(). P and the base: exact_pattern() (docs/design.md,
+# "Exactness of the inputs").
+
+Floats = Sequence[float]
 
 
 def exact_integer_limit(dtype: torch.dtype) -> int:
@@ -772,11 +578,8 @@ def exact_integer_limit(dtype: torch.dtype) -> int:
 
 
 def exact_pattern(world_size: int, dtype: torch.dtype) -> tuple[int, int] | None:
-    """(A, P): base[i] = 1 + i mod A, tag(r) = r mod P, with every sum of n inputs exact.
-
-    The largest input is A + P - 1; n of them must stay within exact_integer_limit(dtype).
-    None when even all-ones inputs would overflow (n > limit): use a wider --dtype.
-    """
+    """(A, P): base[i] = 1 + i mod A, tag(r) = r mod P, n times the largest input A + P - 1 within
+    exact_integer_limit(dtype); None when even all-ones would overflow (use a wider --dtype)."""
     budget = exact_integer_limit(dtype) // world_size
     if budget < 1:
         return None
@@ -789,71 +592,57 @@ def base_pattern(count: int, base_period: int) -> list[int]:
 
 
 def sum_of_tags(world_size: int, period: int) -> int:
-    """tag(0) + ... + tag(n-1) with tag(r) = r mod P: q full cycles of 0..P-1, then 0..rem-1."""
+    """tag(0) + ... + tag(n-1): q full cycles of 0..P-1, then 0..rem-1."""
     full, rem = divmod(world_size, period)
     return full * period * (period - 1) // 2 + rem * (rem - 1) // 2
 
 
-def reduction_input(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
-    """x_r = base + step * tag(r)."""
+def reduction_input(base: Floats, step: int, rank: int, period: int) -> list[float]:
     return [b + step * (rank % period) for b in base]
 
 
-def expected_sum(base: Sequence[float], step: int, world_size: int, period: int) -> list[float]:
-    """SUM over ranks of x_r = n * base + step * sum_of_tags(n)."""
-    return [world_size * b + step * sum_of_tags(world_size, period) for b in base]
+def expected_sum(base: Floats, step: int, n: int, period: int) -> list[float]:
+    return [n * b + step * sum_of_tags(n, period) for b in base]
 
 
-def expected_reduce_scatter(
-    base: Sequence[float], step: int, world_size: int, period: int, rank: int
-) -> list[float]:
-    """Chunk `rank` (of n equal chunks) of SUM over ranks of x_r."""
-    chunk = len(base) // world_size
-    return expected_sum(base, step, world_size, period)[rank * chunk : (rank + 1) * chunk]
+def expected_reduce_scatter(base: Floats, step: int, n: int, period: int, rank: int) -> list[float]:
+    """Chunk `rank` (of n equal chunks) of the SUM."""
+    chunk = len(base) // n
+    return expected_sum(base, step, n, period)[rank * chunk : (rank + 1) * chunk]
 
 
-def payload(base: Sequence[float], step: int, rank: int, period: int) -> list[float]:
-    """p_r[i] = base[(i + r) mod len(base)] + step * tag(r): what rank r sends (and what every
-    rank ends with after a broadcast from r, and what r receives from a scatter)."""
-    width = len(base)
-    return [base[(i + rank) % width] + step * (rank % period) for i in range(width)]
-
-
-expected_scatter = payload  # the root's chunk for rank r is payload(r)
-
-
-def all_to_all_chunk(
-    base: Sequence[float], step: int, src: int, dst: int, period: int
-) -> list[float]:
+def all_to_all_chunk(base: Floats, step: int, src: int, dst: int, period: int) -> list[float]:
     """What src sends to dst: the payload of src rotated once more by dst."""
     width = len(base)
     return [base[(i + src + dst) % width] + step * (src % period) for i in range(width)]
 
 
-def expected_all_gather(
-    base: Sequence[float], step: int, world_size: int, period: int
-) -> list[float]:
-    """Chunk j of the result is rank j's payload (also gather's result on the root)."""
-    return [v for j in range(world_size) for v in payload(base, step, j, period)]
+def payload(base: Floats, step: int, rank: int, period: int) -> list[float]:
+    """What rank r sends: every rank's result of a broadcast from r, r's chunk of a scatter."""
+    return all_to_all_chunk(base, step, rank, 0, period)
 
 
-def expected_all_to_all(
-    base: Sequence[float], step: int, world_size: int, period: int, rank: int
-) -> list[float]:
-    """Chunk s of the result on `rank` is what s sent to it."""
-    return [v for s in range(world_size) for v in all_to_all_chunk(base, step, s, rank, period)]
+expected_scatter = payload
 
 
-def expected_send_recv(
-    base: Sequence[float], step: int, world_size: int, period: int, rank: int
-) -> list[float]:
+def expected_all_gather(base: Floats, step: int, n: int, period: int) -> list[float]:
+    """Chunk j is rank j's payload (also gather's result on the root)."""
+    return [v for j in range(n) for v in payload(base, step, j, period)]
+
+
+def expected_all_to_all(base: Floats, step: int, n: int, period: int, rank: int) -> list[float]:
+    return [v for s in range(n) for v in all_to_all_chunk(base, step, s, rank, period)]
+
+
+def expected_send_recv(base: Floats, step: int, n: int, period: int, rank: int) -> list[float]:
     """Ring: rank r receives the payload of rank r-1."""
-    return payload(base, step, (rank - 1) % world_size, period)
+    return payload(base, step, (rank - 1) % n, period)
 
 
-# PRODUCT, MIN and MAX share the "owner" input: element i is 2 on rank i mod n (its owner),
-# h(i) = 3 on even and 5 on odd elements on rank i+1 mod n, 1 on every other rank.
 def owner_input(count: int, rank: int, world_size: int) -> list[int]:
+    """PRODUCT/MIN/MAX: element i is 2 on rank i mod n (its owner), h(i) = 3 on even and 5 on odd
+    elements on rank i+1 mod n, 1 on every other rank."""
+
     def value(i: int) -> int:
         if rank == i % world_size:
             return 2
@@ -863,12 +652,8 @@ def owner_input(count: int, rank: int, world_size: int) -> list[int]:
 
 
 def expected_owner(op: str, count: int, world_size: int) -> list[int]:
-    """PRODUCT = 2 * h, MAX = h, MIN = 2 with 2 ranks, else 1 (h = 3 or 5; one rank: 2).
-
-    SUM would be h + n and AVG (h + n) / n: PRODUCT meets SUM only at n = 3 (h = 3) or n = 5
-    (h = 5), never on both kinds of element, so every pair of reductions differs somewhere.
-    Every value is at most 10: exact in every dtype.
-    """
+    """PRODUCT = 2h, MAX = h, MIN = 2 with 2 ranks, else 1 (one rank: 2). SUM would be h + n, AVG
+    (h + n) / n: PRODUCT meets SUM only at n = h, never for both h: every two reductions differ."""
     if world_size == 1:
         return [2] * count
     high = [3 if i % 2 == 0 else 5 for i in range(count)]
@@ -881,19 +666,18 @@ def expected_owner(op: str, count: int, world_size: int) -> list[int]:
 # Comparing, and naming the source rank of a wrong element
 # --------------------------------------------------------------------------------------------
 
+Source = Callable[[int, float], str]  # (index, value found) -> where the value came from
+ByRank = Callable[[int], Floats]  # rank -> its own input (or payload)
+REDUCTIONS = dict(sum=sum, product=math.prod, min=min, max=max, avg=lambda v: sum(v) / len(v))
+
 
 def number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def mismatch(
-    got: torch.Tensor,
-    expected: Sequence[float],
-    source: Callable[[int, float], str],
-    ulps: int = 0,
-) -> dict[str, Any] | None:
-    """Details of a wrong result (within `ulps` for floats): first index, expected vs got, and
-    the suspect source rank; None when equal."""
+def mismatch(got: torch.Tensor, expected: Floats, source: Source, ulps: int = 0) -> Details | None:
+    """First wrong index (within `ulps` for floats), expected vs got, and the suspect source rank;
+    None when equal."""
     want = torch.tensor(expected, dtype=torch.float64)
     got64 = got.detach().cpu().double().flatten()
     if ulps and got.dtype.is_floating_point:
@@ -903,19 +687,19 @@ def mismatch(
     wrong |= torch.isnan(got64)
     if not wrong.any():
         return None
-    index = int(wrong.nonzero()[0])
-    got_value = number(float(got64[index]))
+    i = int(wrong.nonzero()[0])
+    found = number(float(got64[i]))
     return {
-        "first_wrong_index": index,
-        "expected": number(float(want[index])),
-        "got": got_value,
+        "first_wrong_index": i,
+        "expected": number(float(want[i])),
+        "got": found,
         "wrong": int(wrong.sum()),
         "elements": got.numel(),
-        "source": source(index, float(got_value)),
+        "source": source(i, float(found)),
     }
 
 
-def mismatch_message(details: dict[str, Any]) -> str:
+def mismatch_message(details: Details) -> str:
     return (
         f"{details['wrong']} of {details['elements']} elements wrong; first at index "
         f"{details['first_wrong_index']}: expected {details['expected']}, got {details['got']} "
@@ -923,54 +707,41 @@ def mismatch_message(details: dict[str, Any]) -> str:
     )
 
 
-def sum_source(
-    base: Sequence[float], step: int, world_size: int, period: int, expected: Sequence[float]
-) -> Callable[[int, float], str]:
-    """A wrong sum is explained when it is off by exactly one rank's contribution."""
+def ranks_holding(values: Floats, value: float, but: int = -1) -> str:
+    return " or ".join(str(r) for r, v in enumerate(values) if v == value and r != but)
+
+
+def source_rule(
+    op: str, inputs: ByRank, n: int, want: Floats = (), width: int = 0, src: int = -1
+) -> Source:
+    """One rule for every check: which rank's own input (inputs(rank), by the closed forms of
+    section 6) gives the value found. "copy": element i comes from rank `src` (-1: i // width),
+    is the value another's? "sum": is it off by one rank's input? "avg": the SUM it divides.
+    PRODUCT/MIN/MAX: which other reduction of the inputs gives it?"""
 
     def explain(index: int, got: float) -> str:
-        delta = got - expected[index]
-        inputs = [base[index] + step * (r % period) for r in range(world_size)]
-        for value, what in ((-delta, "is missing"), (delta, "was added twice")):
-            ranks = [str(r) for r, x in enumerate(inputs) if x == value]
-            if ranks:
-                return f"the contribution of rank {' or '.join(ranks)} {what}"
-        return f"off by {number(delta)}: not one rank's contribution; data corrupted in transit"
-
-    return explain
-
-
-def movement_source(
-    payload_of: Callable[[int], list[float]], world_size: int, width: int, source: int | None
-) -> Callable[[int, float], str]:
-    """Element i comes from rank `source`, or from rank i // width when the result is made of
-    one chunk per rank; say so, and whose data the wrong value is, if it is another rank's."""
-
-    def explain(index: int, got: float) -> str:
-        src = index // width if source is None else source
-        others = [r for r in range(world_size) if r != src and payload_of(r)[index % width] == got]
-        text = f"this element comes from rank {src}"
-        return text + (f"; the value is rank {' or '.join(map(str, others))}'s" if others else "")
-
-    return explain
-
-
-def owner_source(world_size: int, op: str = "product") -> Callable[[int, float], str]:
-    """Name the reduction a wrong PRODUCT/MIN/MAX value is, if it is one, else its owners."""
-
-    def explain(index: int, got: float) -> str:
-        values = [owner_input(index + 1, r, world_size)[index] for r in range(world_size)]
-        results = {"sum": sum(values), "product": math.prod(values), "min": min(values)}
-        results.update(max=max(values), avg=sum(values) / world_size)
-        applied = [name.upper() for name, value in results.items() if value == got and name != op]
+        values = [inputs(r)[index % width if width else index] for r in range(n)]
+        if op == "copy":
+            home = index // width if src < 0 else src
+            others = ranks_holding(values, got, but=home)
+            tail = f"; the value is rank {others}'s" if others else ""
+            return f"this element comes from rank {home}{tail}"
+        if op == "avg":
+            return f"AVG = SUM / n = {number(sum(values))} / {n}; compare all_reduce_sum"
+        if op == "sum":
+            delta = got - want[index]
+            for value, what in ((-delta, "is missing"), (delta, "was added twice")):
+                if ranks := ranks_holding(values, value):
+                    return f"the contribution of rank {ranks} {what}"
+            return f"off by {number(delta)}: not one rank's contribution; data corrupted in transit"
+        applied = [k.upper() for k, f in REDUCTIONS.items() if k != op and f(values) == got]
         if applied:
             return (
                 f"{number(got)} is the {' or '.join(applied)} of the inputs, not the {op.upper()}"
             )
-        first, second = index % world_size, (index + 1) % world_size
         return (
-            f"ranks {first} and {second} hold 2 and {3 if index % 2 == 0 else 5} here, every other "
-            "rank 1; a contribution is wrong or missing"
+            f"ranks {index % n} and {(index + 1) % n} hold 2 and {3 if index % 2 == 0 else 5} "
+            "here, every other rank 1; a contribution is wrong or missing"
         )
 
     return explain
@@ -980,11 +751,9 @@ def owner_source(world_size: int, op: str = "product") -> Callable[[int, float],
 # 7. One check per collective: closed-form expected values
 # --------------------------------------------------------------------------------------------
 
-# A check's own inputs (base, step: see section 6; None = the defaults exact for the dtype and
-# world), and what a passed check records as its details.
-Base = Sequence[float] | None
+Base = Sequence[float] | None  # a check's own inputs (section 6); None: the defaults
 Step = int | None
-Details = dict[str, Any]
+Details = dict[str, Any]  # what a passed check records
 
 
 class Skip(Exception):
@@ -994,7 +763,7 @@ class Skip(Exception):
 class Fail(Exception):
     """The collective ran and the answer is wrong."""
 
-    def __init__(self, message: str, details: dict[str, Any]):
+    def __init__(self, message: str, details: Details):
         super().__init__(message)
         self.details = details
 
@@ -1018,18 +787,14 @@ class Context:
         count = max(CHECK_ELEMENTS, world_size)
         return cls(rank, world_size, device, dtype, count, base_period, period, store)
 
-    def tensor(self, values: Sequence[float]) -> torch.Tensor:
+    def tensor(self, values: Floats) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.float64).to(self.dtype).to(self.device)
 
     def empty(self, count: int) -> torch.Tensor:
         """Zeros: never a valid result, as every input element is 1 or more."""
         return torch.zeros(count, dtype=self.dtype, device=self.device)
 
-    def payloads(self, base: Sequence[float], step: int) -> Callable[[int], list[float]]:
-        """rank -> payload(rank) for these inputs."""
-        return lambda rank: payload(base, step, rank, self.period)
-
-    def inputs(self, base: Sequence[float] | None, step: int | None) -> tuple[list[float], int]:
+    def inputs(self, base: Base, step: Step, count: int = 0) -> tuple[list[float], int]:
         """The test's own (base, step), or the defaults that are exact for this dtype and world."""
         if exact_pattern(self.world_size, self.dtype) is None and base is None:
             raise Skip(
@@ -1037,8 +802,14 @@ class Context:
                 f"({exact_integer_limit(self.dtype)}): run this test with --dtype float32"
             )
         if base is None:
-            base = base_pattern(self.count, self.base_period)
+            base = base_pattern(count or self.count, self.base_period)
         return list(base), 1 if step is None else step
+
+    def payloads(self, base: Floats, step: int) -> Callable[[int], list[float]]:
+        return lambda rank: payload(base, step, rank, self.period)
+
+    def contributions(self, base: Floats, step: int) -> Callable[[int], list[float]]:
+        return lambda rank: reduction_input(base, step, rank, self.period)
 
     def gather_roots(self) -> range | tuple[int, int]:
         """gather/scatter cost n messages per root: every root in small worlds, else the ends."""
@@ -1047,14 +818,10 @@ class Context:
 
 
 def verify(
-    got: torch.Tensor,
-    expected: Sequence[float],
-    source: Callable[[int, float], str],
-    case: str = "",
-    ulps: int = 0,
-) -> dict[str, Any]:
+    got: torch.Tensor, want: Floats, source: Source, case: str = "", ulps: int = 0
+) -> Details:
     """Raise Fail on a mismatch; return the details of a correct result."""
-    details = mismatch(got, expected, source, ulps)
+    details = mismatch(got, want, source, ulps)
     if details is not None:
         if case:
             details["case"] = case
@@ -1064,48 +831,39 @@ def verify(
 
 
 # torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; older torch has the old names.
-# Every backend gets the tensor API, the one NCCL runs as a real reduce-scatter (what gloo does
-# with it: docs/design.md, "Bandwidth notes").
+# Every backend gets the tensor API (docs/design.md, "Bandwidth notes").
 all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-REDUCE_OPS = {
-    op: getattr(dist.ReduceOp, op.upper()) for op in ("sum", "product", "min", "max", "avg")
-}
+REDUCE_OPS = {op: getattr(dist.ReduceOp, op.upper()) for op in REDUCTIONS}
 
 
 def check_all_reduce(ctx: Context, op: str, base: Base = None, step: Step = None) -> Details:
     """all_reduce: SUM/AVG of the affine input; PRODUCT/MIN/MAX of the owner input."""
-    n, r = ctx.world_size, ctx.rank
+    n = ctx.world_size
     if op in ("product", "min", "max"):
         count = len(base) if base is not None else ctx.count
-        tensor = ctx.tensor(owner_input(count, r, n))
-        dist.all_reduce(tensor, op=REDUCE_OPS[op])
-        return verify(tensor, expected_owner(op, count, n), owner_source(n, op))
-    base, step = ctx.inputs(base, step)
-    tensor = ctx.tensor(reduction_input(base, step, r, ctx.period))
+        inputs = functools.partial(owner_input, count, world_size=n)
+        want = expected_owner(op, count, n)
+    else:
+        base, step = ctx.inputs(base, step)
+        inputs, want = ctx.contributions(base, step), expected_sum(base, step, n, ctx.period)
+        if op == "avg":  # AVG = SUM / n; an integer AVG truncates, as NCCL's does
+            trunc = not ctx.dtype.is_floating_point
+            want = [float(math.trunc(s / n)) if trunc else s / n for s in want]
+    tensor = ctx.tensor(inputs(ctx.rank))
     dist.all_reduce(tensor, op=REDUCE_OPS[op])
-    total = expected_sum(base, step, n, ctx.period)
-    if op == "sum":
-        return verify(tensor, total, sum_source(base, step, n, ctx.period, total))
-    # AVG = SUM / n; an integer AVG truncates, as NCCL's does
-    want = [s / n if ctx.dtype.is_floating_point else float(math.trunc(s / n)) for s in total]
-
-    def avg_source(index: int, got: float) -> str:
-        return f"AVG = SUM / n = {number(total[index])} / {n}; compare all_reduce_sum"
-
-    return verify(tensor, want, avg_source, ulps=1)
+    return verify(tensor, want, source_rule(op, inputs, n, want), ulps=int(op == "avg"))
 
 
 def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """broadcast from every root: every rank ends with payload(root)."""
     base, step = ctx.inputs(base, step)
-    n, r, width = ctx.world_size, ctx.rank, len(base)
-    sent_by = ctx.payloads(base, step)
-    details: dict[str, Any] = {"roots": n}
+    sent_by, n, r = ctx.payloads(base, step), ctx.world_size, ctx.rank
+    details: Details = {"roots": n}
     for root in range(n):
-        tensor = ctx.tensor(sent_by(r)) if r == root else ctx.empty(width)
+        tensor = ctx.tensor(sent_by(r)) if r == root else ctx.empty(len(base))
         dist.broadcast(tensor, src=root)
-        source = movement_source(sent_by, n, width, source=root)
+        source = source_rule("copy", sent_by, n, src=root)
         details.update(verify(tensor, sent_by(root), source, f"root {root}"))
     return details
 
@@ -1113,14 +871,14 @@ def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Detai
 def check_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce (SUM) to every root: the root holds n * base + step * sum_of_tags(n)."""
     base, step = ctx.inputs(base, step)
-    n, r = ctx.world_size, ctx.rank
+    inputs, n = ctx.contributions(base, step), ctx.world_size
     want = expected_sum(base, step, n, ctx.period)
-    details: dict[str, Any] = {"roots": n}
+    details: Details = {"roots": n}
     for root in range(n):
-        tensor = ctx.tensor(reduction_input(base, step, r, ctx.period))
+        tensor = ctx.tensor(inputs(ctx.rank))
         dist.reduce(tensor, dst=root, op=dist.ReduceOp.SUM)
-        if r == root:  # elsewhere the buffer's content is unspecified
-            source = sum_source(base, step, n, ctx.period, want)
+        if ctx.rank == root:  # elsewhere the buffer's content is unspecified
+            source = source_rule("sum", inputs, n, want)
             details.update(verify(tensor, want, source, f"root {root}"))
     return details
 
@@ -1128,63 +886,58 @@ def check_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
 def check_all_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """all_gather: chunk j of the result is payload(j)."""
     base, step = ctx.inputs(base, step)
-    n, width = ctx.world_size, len(base)
-    sent_by = ctx.payloads(base, step)
+    sent_by, n, width = ctx.payloads(base, step), ctx.world_size, len(base)
     out = ctx.empty(n * width)
     all_gather_single(out, ctx.tensor(sent_by(ctx.rank)))
     want = expected_all_gather(base, step, n, ctx.period)
-    return verify(out, want, movement_source(sent_by, n, width, source=None))
+    return verify(out, want, source_rule("copy", sent_by, n, width=width))
 
 
 def check_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """gather to every root (see Context.gather_roots): on the root, chunk j is payload(j)."""
     base, step = ctx.inputs(base, step)
-    n, r, width = ctx.world_size, ctx.rank, len(base)
-    sent_by = ctx.payloads(base, step)
+    sent_by, n, r, width = ctx.payloads(base, step), ctx.world_size, ctx.rank, len(base)
     want = expected_all_gather(base, step, n, ctx.period)
+    source = source_rule("copy", sent_by, n, width=width)
     roots = ctx.gather_roots()
-    details: dict[str, Any] = {"roots": len(roots)}
+    details: Details = {"roots": len(roots)}
     for root in roots:
         chunks = [ctx.empty(width) for _ in range(n)] if r == root else None
         dist.gather(ctx.tensor(sent_by(r)), chunks, dst=root)
         if chunks is not None:
-            source = movement_source(sent_by, n, width, source=None)
             details.update(verify(torch.cat(chunks), want, source, f"root {root}"))
     return details
 
 
 def check_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """scatter from every root (see Context.gather_roots): rank d receives payload(d)."""
+    """scatter from every root (see Context.gather_roots): rank d receives payload(d); a wrong
+    value that is another rank's payload was meant for that rank."""
     base, step = ctx.inputs(base, step)
-    n, r, width = ctx.world_size, ctx.rank, len(base)
-    sent_to = ctx.payloads(base, step)
+    sent_to, n, r = ctx.payloads(base, step), ctx.world_size, ctx.rank
     want = expected_scatter(base, step, r, ctx.period)
     roots = ctx.gather_roots()
-    details: dict[str, Any] = {"roots": len(roots)}
+    details: Details = {"roots": len(roots)}
     for root in roots:
         chunks = [ctx.tensor(sent_to(d)) for d in range(n)] if r == root else None
-        out = ctx.empty(width)
+        out = ctx.empty(len(base))
         dist.scatter(out, chunks, src=root)
-        # a wrong value that is another rank's payload was meant for that rank
-        details.update(verify(out, want, movement_source(sent_to, n, width, root), f"root {root}"))
+        source = source_rule("copy", sent_to, n, src=root)
+        details.update(verify(out, want, source, f"root {root}"))
     return details
 
 
 def check_reduce_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce_scatter (SUM): rank r gets chunk r of n * base + step * sum_of_tags(n)."""
     n, r = ctx.world_size, ctx.rank
-    if base is None:
-        base, step = ctx.inputs(None, step)
-        base = base_pattern(n * ctx.count, ctx.base_period)
-    step = 1 if step is None else step
+    base, step = ctx.inputs(base, step, n * ctx.count)
     if len(base) % n:
         raise ValueError(f"reduce_scatter input of {len(base)} elements is not {n} equal chunks")
     width = len(base) // n
     out = ctx.empty(width)
     reduce_scatter_single(out, ctx.tensor(reduction_input(base, step, r, ctx.period)))
     want = expected_reduce_scatter(base, step, n, ctx.period, r)
-    my_chunk = base[r * width : (r + 1) * width]
-    return verify(out, want, sum_source(my_chunk, step, n, ctx.period, want))
+    mine = ctx.contributions(base[r * width : (r + 1) * width], step)
+    return verify(out, want, source_rule("sum", mine, n, want))
 
 
 def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Details:
@@ -1196,20 +949,14 @@ def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Deta
     dist.all_to_all_single(out, ctx.tensor(sent))
     want = expected_all_to_all(base, step, n, ctx.period, r)
     sent_to_me = lambda s: all_to_all_chunk(base, step, s, r, ctx.period)  # noqa: E731
-    return verify(out, want, movement_source(sent_to_me, n, width, source=None))
+    return verify(out, want, source_rule("copy", sent_to_me, n, width=width))
 
 
 def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size: int) -> None:
-    """Send to rank+1 and receive from rank-1 at once (blocking send/recv in a ring deadlock).
-
-    The receive is posted first: gloo sends a payload only once the peer announced its receive,
-    and an announcement posted after a send waits behind the whole payload (half the link rate,
-    BENCHMARKS.md). NCCL groups the two operations, where the order makes no difference.
-    """
-    ops = [
-        dist.P2POp(dist.irecv, recv, (rank - 1) % world_size),
-        dist.P2POp(dist.isend, send, (rank + 1) % world_size),
-    ]
+    """Send to rank+1 and receive from rank-1 at once, the receive posted first (docs/design.md,
+    "Bandwidth notes": gloo holds a late announcement behind the whole payload)."""
+    left, right = (rank - 1) % world_size, (rank + 1) % world_size
+    ops = [dist.P2POp(dist.irecv, recv, left), dist.P2POp(dist.isend, send, right)]
     for work in dist.batch_isend_irecv(ops):
         work.wait()
 
@@ -1220,22 +967,19 @@ def check_send_recv(ctx: Context, base: Base = None, step: Step = None) -> Detai
     if n < 2:
         raise Skip("send/recv needs at least 2 ranks")
     base, step = ctx.inputs(base, step)
-    sent_by = ctx.payloads(base, step)
-    left = (r - 1) % n
+    sent_by, left = ctx.payloads(base, step), (r - 1) % n
     out = ctx.empty(len(base))
     ring_exchange(ctx.tensor(sent_by(r)), out, r, n)
     want = expected_send_recv(base, step, n, ctx.period, r)
-    details = verify(out, want, movement_source(sent_by, n, len(base), source=left))
+    details = verify(out, want, source_rule("copy", sent_by, n, src=left))
     return {**details, "from": left, "to": (r + 1) % n}
 
 
 def check_barrier(ctx: Context) -> Details:
-    """Nobody leaves before the last rank arrived, counted in the store (no clocks compared).
-
-    A round per late rank (Context.gather_roots): the late rank waits until the n - 1 others
-    counted their arrival in barrier/<round>, waits BARRIER_LATE_S more, counts itself and
-    enters. Every rank reads the count once it left; below n it left before the last arrived.
-    """
+    """Nobody leaves before the last rank arrived, counted in the store (no clocks compared): in
+    round k (one per Context.gather_roots) the late rank waits until the n - 1 others counted
+    their arrival in barrier/<k>, waits BARRIER_LATE_S more, counts itself and enters; a rank
+    that reads a count below n once it left left early."""
     n, r, store = ctx.world_size, ctx.rank, ctx.store
     if store is None:
         dist.barrier()
@@ -1250,8 +994,7 @@ def check_barrier(ctx: Context) -> Details:
             time.sleep(BARRIER_LATE_S)
         store.add(key, 1)
         dist.barrier()
-        arrived = store.add(key, 0)
-        if arrived < n:
+        if (arrived := store.add(key, 0)) < n:
             early.append({"round": round_no, "late_rank": late, "arrived": arrived})
     details = {"rounds": len(late_ranks), "late_by_s": BARRIER_LATE_S}
     if early:
@@ -1272,19 +1015,13 @@ def unsupported(exc: BaseException) -> bool:
     )
 
 
-def run_test(
-    name: str, body: Callable[[], dict[str, Any]], support: Support | None = None
-) -> dict[str, Any]:
-    """Run one test body; turn its outcome into a record entry.
-
-    A backend's refusal (unsupported()) is a skip only where the support table said "maybe";
-    anywhere else the table did not predict it, and the test fails saying so.
-    """
+def run_test(name: str, body: Callable[[], Details], support: Support | None = None) -> Details:
+    """Run one test body; turn its outcome into a record entry. A backend's refusal
+    (unsupported()) is a skip only where the support table said "maybe" (docs/design.md, "The
+    support table"); anywhere else the test fails saying so."""
     started = time.monotonic()
 
-    def entry(
-        status: str, message: str, details: Details | None = None, rows: Any = None
-    ) -> Details:
+    def entry(status: str, message: str, details: Any = None, rows: Any = None) -> Details:
         return test_entry(name, status, message, details, time.monotonic() - started, rows)
 
     try:
@@ -1318,19 +1055,17 @@ def first_line(exc: BaseException) -> str:
 
 
 class Buffers:
-    """The sweep's preallocated tensors for one message of `count` elements, on one rank.
-
-    Rank r holds the constant v(r) = 1 + tag(r), so a SUM is `total` = n + sum_of_tags(n)
-    everywhere, and gathered or exchanged chunk j holds v(j) (by_source()).
-    """
+    """The sweep's tensors for one message of `count` elements on one rank: rank r holds v(r) =
+    1 + tag(r), so a SUM is `total` = n + sum_of_tags(n) everywhere and a gathered or exchanged
+    chunk j holds v(j) (by_source())."""
 
     def __init__(self, ctx: Context, count: int):
         self.ctx, self.rank, self.n = ctx, ctx.rank, ctx.world_size
         self.total = self.n + sum_of_tags(self.n, ctx.period)
         self.part = count // self.n
-        self.send, self.out = self.full(count, self.v(self.rank)), self.full(count, 0)
-        self.chunk_in = self.full(self.part, self.v(self.rank))
-        self.chunk_out = self.full(self.part, 0)
+        mine = self.v(self.rank)
+        self.send, self.out = self.full(count, mine), self.full(count, 0)
+        self.chunk_in, self.chunk_out = self.full(self.part, mine), self.full(self.part, 0)
 
     def full(self, length: int, value: float) -> torch.Tensor:
         return torch.full((length,), value, dtype=self.ctx.dtype, device=self.ctx.device)
@@ -1339,7 +1074,6 @@ class Buffers:
         return 1 + rank % self.ctx.period
 
     def by_source(self) -> torch.Tensor:
-        """Chunk j holds v(j); made only when checking."""
         return torch.cat([self.full(self.part, self.v(j)) for j in range(self.n)])
 
 
@@ -1354,28 +1088,44 @@ class BandwidthNote(NamedTuple):
 
 @dataclass(frozen=True)
 class Collective:
-    """Everything about one collective, as nccl-tests keeps one testColl per collective; the
-    fields are described in docs/design.md, "Collective records"."""
+    """Everything about one collective, as nccl-tests keeps one testColl per collective (the
+    fields: docs/design.md, "Collective records")."""
 
-    name: str  # correctness tests: name, or name_<op> for each of ops; bandwidth_<name> if run
-    check: Callable[..., dict[str, Any]]  # check(ctx), or check(ctx, op) for each of ops
+    name: str
+    check: Callable[..., Details]
     ops: tuple[str, ...] = ()
-    busbw: Callable[[int], float] = lambda n: 1.0  # busbw = algbw * busbw(n), nccl-tests
-    run: Callable[[Buffers], object] | None = None  # one timed call (None: not timed)
-    result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None  # #wrong
-    redop: str = "none"  # nccl-tests' redop and root columns
+    busbw: Callable[[int], float] = lambda n: 1.0
+    run: Callable[[Buffers], object] | None = None
+    result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None
+    redop: str = "none"
     root: int = -1
-    split: bool = False  # the message is n chunks: its count is a multiple of n
+    split: bool = False
     notes: dict[str, BandwidthNote] = field(default_factory=dict)
 
     def tests(self) -> list[str]:
         return [f"{self.name}_{op}" for op in self.ops] or [self.name]
 
-    def checker(self, test: str) -> Callable[[Context], dict[str, Any]]:
+    def checker(self, test: str) -> Callable[[Context], Details]:
         op = test.removeprefix(f"{self.name}_")
         return (lambda ctx: self.check(ctx, op)) if self.ops else self.check
 
 
+GLOO_BROADCAST = (
+    "gloo's broadcast is a binomial tree, not a pipeline (gloo/broadcast.cc): with more than 2 "
+    "ranks the root sends the whole buffer once per round, log2(n) rounds, and every rank of a "
+    "host that has it sends it on in the same round, so a link can carry it several times: busbw "
+    "0.50 of the link rate on 2 hosts x 2 ranks (1.0 on 2 hosts x 1 rank)"
+)
+GLOO_ALL_GATHER = (
+    "gloo's ring all_gather posts each send before its receive; with 2 ranks one connection "
+    "carries both directions and they take turns: busbw 0.62-0.66 of the link rate (from 3 ranks "
+    "on, each connection carries one direction: 0.81-0.95 on 2 hosts x 2 ranks)"
+)
+GLOO_REDUCE_SCATTER = (
+    "gloo runs reduce_scatter as an all_reduce of the whole input plus a copy "
+    "(ProcessGroupGloo::reduce_scatter_tensor_coalesced; the list API runs one all_reduce per "
+    "chunk): busbw is at most half the link rate (measured 0.44-0.48)"
+)
 COLLECTIVES: dict[str, Collective] = {
     c.name: c
     for c in (
@@ -1394,17 +1144,7 @@ COLLECTIVES: dict[str, Collective] = {
             run=lambda b: dist.broadcast(b.send, src=0),
             result=lambda b: (b.send, b.v(0)),
             root=0,
-            notes={
-                "gloo": BandwidthNote(
-                    3,
-                    None,
-                    "gloo's broadcast is a binomial tree, not a pipeline (gloo/broadcast.cc): with "
-                    "more than 2 ranks the root sends the whole buffer once per round, log2(n) "
-                    "rounds, and every rank of a host that has it sends it on in the same round, "
-                    "so a link can carry it several times: busbw 0.50 of the link rate on 2 hosts "
-                    "x 2 ranks (1.0 on 2 hosts x 1 rank)",
-                )
-            },
+            notes={"gloo": BandwidthNote(3, None, GLOO_BROADCAST)},
         ),
         Collective(
             "reduce",
@@ -1421,16 +1161,7 @@ COLLECTIVES: dict[str, Collective] = {
             run=lambda b: all_gather_single(b.out, b.chunk_in),
             result=lambda b: (b.out, b.by_source()),
             split=True,
-            notes={
-                "gloo": BandwidthNote(
-                    2,
-                    2,
-                    "gloo's ring all_gather posts each send before its receive; with 2 ranks one "
-                    "connection carries both directions and they take turns: busbw 0.62-0.66 of "
-                    "the link rate (from 3 ranks on, each connection carries one direction: "
-                    "0.81-0.95 on 2 hosts x 2 ranks)",
-                )
-            },
+            notes={"gloo": BandwidthNote(2, 2, GLOO_ALL_GATHER)},
         ),
         Collective("gather", check_gather),
         Collective("scatter", check_scatter),
@@ -1442,16 +1173,7 @@ COLLECTIVES: dict[str, Collective] = {
             result=lambda b: (b.chunk_out, b.total),
             redop="sum",
             split=True,
-            notes={
-                "gloo": BandwidthNote(
-                    2,
-                    None,
-                    "gloo runs reduce_scatter as an all_reduce of the whole input plus a copy "
-                    "(ProcessGroupGloo::reduce_scatter_tensor_coalesced; the list API runs one "
-                    "all_reduce per chunk): busbw is at most half the link rate (measured "
-                    "0.44-0.48)",
-                )
-            },
+            notes={"gloo": BandwidthNote(2, None, GLOO_REDUCE_SCATTER)},
         ),
         Collective(
             "all_to_all",
@@ -1485,10 +1207,10 @@ CORRECTNESS_TESTS = tuple(CHECKS)
 BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
 ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
 TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
+COLLECTIVE_OF = {t: c.name for c in COLLECTIVES.values() for t in (c.name, *c.tests())}
 
-# Which collective each backend runs on which device (docs/design.md, "The support table"):
-# https://docs.pytorch.org/docs/stable/distributed.html#backends. Plain literals: the controller
-# reads them with ast.literal_eval, without torch (plugins/filter/nccl_support.py).
+# Which collective each backend runs on which device (docs/design.md, "The support table"); plain
+# literals: the controller reads them with ast.literal_eval (plugins/filter/nccl_support.py).
 SUPPORT_SOURCE = "torch.distributed docs, Backends table"
 SUPPORT: dict[str, dict[str, dict[str, str]]] = {  # "*": every collective not named
     "gloo": {"cpu": {"*": "yes"}, "gpu": {"*": "yes", "send_recv": "no", "barrier": "no"}},
@@ -1522,11 +1244,7 @@ class Support(NamedTuple):
 
 def collective_of(test: str) -> str | None:
     """all_reduce_sum -> all_reduce, bandwidth_reduce -> reduce; None for checkin/init."""
-    name = test.removeprefix("bandwidth_")
-    for coll in COLLECTIVES.values():
-        if name == coll.name or name in coll.tests():
-            return coll.name
-    return None
+    return COLLECTIVE_OF.get(test.removeprefix("bandwidth_"))
 
 
 def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support:
@@ -1556,6 +1274,8 @@ def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support
 # 9. Bandwidth sweep, nccl-tests style
 # --------------------------------------------------------------------------------------------
 
+Thunk = Callable[[], object]
+
 
 def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     sizes, size = [], min_bytes
@@ -1569,6 +1289,15 @@ def busbw(collective: str, algbw: float, world_size: int) -> float:
     return algbw * COLLECTIVES[collective].busbw(world_size)
 
 
+def sig4(value: float) -> float:
+    """4 significant digits (a pair at 20 KB/s is 2.048e-05 GB/s, not 0)."""
+    return float(f"{value:.4g}")
+
+
+def gbps(nbytes: int, seconds: float) -> float:
+    return sig4(nbytes / seconds / 1e9)
+
+
 def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
     note = COLLECTIVES[collective].notes.get(backend)
     if note is None or not note.min_ranks <= world_size <= (note.max_ranks or world_size):
@@ -1576,15 +1305,13 @@ def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None
     return note.text
 
 
-def message_shape(
-    collective: str, size_bytes: int, elem_size: int, world_size: int
-) -> tuple[int, int]:
+def message_shape(collective: str, size_bytes: int, elem: int, world_size: int) -> tuple[int, int]:
     """(count, bytes) nccl-tests style: size is the larger buffer, a multiple of n for the
     collectives that split it (all_gather output, reduce_scatter input, all_to_all)."""
-    count = max(1, size_bytes // elem_size)
+    count = max(1, size_bytes // elem)
     if COLLECTIVES[collective].split:
         count = max(world_size, count - count % world_size)
-    return count, count * elem_size
+    return count, count * elem
 
 
 @dataclass
@@ -1598,21 +1325,8 @@ class Sweep:
     arm: Callable[[str, int], None]
 
 
-def count_wrong(collective: Collective, buffers: Buffers) -> int:
-    """Elements that differ from the expected value after a fresh run (nccl-tests' #wrong)."""
-    buffers.send.fill_(buffers.v(buffers.rank))
-    assert collective.run is not None
-    collective.run(buffers)
-    found = collective.result(buffers)
-    return 0 if found is None else int((found[0] != found[1]).sum())
-
-
 def timed(
-    call: Callable[[], object],
-    device: torch.device,
-    warmup: int,
-    iters: int,
-    start: Callable[[], object] = lambda: None,
+    call: Thunk, device: torch.device, warmup: int, iters: int, start: Thunk = lambda: None
 ) -> float:
     """Seconds per call on this rank: `warmup` untimed calls, `start()` (a barrier), then the
     average of `iters` timed ones, each time waiting for the device's queued work."""
@@ -1627,31 +1341,28 @@ def timed(
     return (time.perf_counter() - started) / iters
 
 
-def average_over_ranks(value: float, ctx: Context) -> float:
-    tensor = torch.tensor([value], dtype=torch.float32, device=ctx.device)
-    dist.all_reduce(tensor)
-    return float(tensor.cpu()) / ctx.world_size
-
-
-def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
+def measure(sweep: Sweep, collective: str) -> Details:
     """Time every size; the time is the average over ranks, like nccl-tests' default (-a 1)."""
-    ctx, n, threshold = sweep.ctx, sweep.ctx.world_size, sweep.thresholds[collective]
+    ctx, n, coll = sweep.ctx, sweep.ctx.world_size, COLLECTIVES[collective]
     if n < 2:
         raise Skip("bandwidth needs at least 2 ranks")
     if exact_pattern(n, ctx.dtype) is None:
         raise Skip(f"{n} ranks exceed the exact integer range of {ctx.dtype}: use --dtype float32")
-    elem = torch.empty(0, dtype=ctx.dtype).element_size()
-    coll = COLLECTIVES[collective]
-    run = coll.run
-    assert run is not None, f"{collective} is not timed"
-    rows: list[dict[str, Any]] = []
+    assert coll.run is not None, f"{collective} is not timed"
+    elem, rows = torch.empty(0, dtype=ctx.dtype).element_size(), []
     for size in sweep.sizes:
         sweep.arm(f"bandwidth_{collective} at {size} B", size)
         count, nbytes = message_shape(collective, size, elem, n)
-        buffers = Buffers(ctx, count)
-        call = functools.partial(run, buffers)
+        b = Buffers(ctx, count)
+        call = functools.partial(coll.run, b)
         own = timed(call, ctx.device, sweep.warmup, sweep.iters, dist.barrier)  # this rank's time
-        seconds = average_over_ranks(own, ctx)
+        mean = torch.tensor([own], dtype=torch.float32, device=ctx.device)
+        dist.all_reduce(mean)
+        seconds = float(mean.cpu()) / n
+        b.send.fill_(b.v(b.rank))  # #wrong: a fresh run against the expected value
+        call()
+        found = coll.result(b)
+        wrong = 0 if found is None else int((found[0] != found[1]).sum())
         algbw = nbytes / seconds / 1e9
         rows.append(
             {
@@ -1661,30 +1372,34 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
                 "redop": coll.redop,
                 "root": coll.root,
                 "time_us": round(seconds * 1e6, 2),
-                "algbw_gbps": float(f"{algbw:.4g}"),
-                "busbw_gbps": float(f"{busbw(collective, algbw, n):.4g}"),
+                "algbw_gbps": sig4(algbw),
+                "busbw_gbps": sig4(busbw(collective, algbw, n)),
                 "rank_time_us": round(own * 1e6, 2),
-                "rank_busbw_gbps": float(f"{busbw(collective, nbytes / own / 1e9, n):.4g}"),
-                "wrong": count_wrong(coll, buffers),
+                "rank_busbw_gbps": sig4(busbw(collective, nbytes / own / 1e9, n)),
+                "wrong": wrong,
             }
         )
+    return judge_sweep(collective, rows, sweep.thresholds[collective])
+
+
+def judge_sweep(collective: str, rows: list[Details], threshold: float | None) -> Details:
+    """The test's details; Fail on a wrong element, or a busbw under the threshold at the
+    largest size."""
     avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
-    details: dict[str, Any] = {"bandwidth": rows, "avg_busbw_gbps": float(f"{avg:.4g}")}
+    details: Details = {"bandwidth": rows, "avg_busbw_gbps": sig4(avg)}
     if threshold is not None:
         details["threshold_gbps"] = threshold
-    bad = [row for row in rows if row["wrong"]]
-    if bad:
+    if bad := [row for row in rows if row["wrong"]]:
         raise Fail(
             f"{collective}: {bad[0]['wrong']} of {bad[0]['count']} elements wrong at "
             f"{bad[0]['size_bytes']} B: data is corrupted in transit; rerun the correctness "
             "tests with --verbose to find the rank",
             details,
         )
-    last = rows[-1] if rows else None
-    if threshold is not None and last is not None and last["busbw_gbps"] < threshold:
+    if threshold is not None and rows and rows[-1]["busbw_gbps"] < threshold:
         raise Fail(
-            f"{collective} busbw {last['busbw_gbps']:g} GB/s at {last['size_bytes']} B is below "
-            f"the required {threshold:g} GB/s: check which interface carries the traffic "
+            f"{collective} busbw {rows[-1]['busbw_gbps']:g} GB/s at {rows[-1]['size_bytes']} B is "
+            f"below the required {threshold:g} GB/s: check which interface carries the traffic "
             "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_DEBUG=INFO) and the link speed "
             "(ethtool, ibstat) on every host",
             details,
@@ -1693,7 +1408,7 @@ def measure(sweep: Sweep, collective: str) -> dict[str, Any]:
 
 
 def bandwidth_table(
-    collective: str, rows: list[dict[str, Any]], world_size: int, backend: str = ""
+    collective: str, rows: list[Details], world_size: int, backend: str = ""
 ) -> str:
     """nccl-tests' layout: size count type redop root time algbw busbw #wrong (+ a backend note)."""
     lines = [
@@ -1710,24 +1425,22 @@ def bandwidth_table(
         )
     avg = sum(r["busbw_gbps"] for r in rows) / len(rows) if rows else 0.0
     lines.append(f"# Avg bus bandwidth    : {avg:g}")
-    note = bandwidth_note(backend, collective, world_size)
-    if note:
+    if note := bandwidth_note(backend, collective, world_size):
         lines.append(f"# Note: {note}")
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------
-# 9b. Pairwise rounds: which node, which rail (--pairwise; docs/design.md, "Pairwise rounds")
-#
-# Nodes meet in a round-robin tournament, rail by rail, then every suspect meets the fastest
-# node once more. The verdict is made on the control machine (module_utils/nccl_pairwise.py);
-# the suspects are picked here by the same rule (tests/unit/test_pairwise.py holds them together).
+# 9b. Pairwise rounds: which node, which rail (--pairwise; docs/design.md, "Pairwise rounds").
+# The controller judges (module_utils/nccl_pairwise.py); the suspects of the second pass are
+# picked here by the same rule (tests/unit/test_pairwise.py holds the two together).
 # --------------------------------------------------------------------------------------------
+
+PairKey = tuple[int, int, int]  # (node a, node b, rail), a <= b
 
 
 def tournament(n: int) -> list[list[tuple[int, int]]]:
-    """Round-robin rounds of disjoint pairs of 0..n-1 (circle method): even n, n-1 rounds of
-    n/2 pairs; odd n, n rounds of (n-1)/2 pairs, one node rests in each. Every pair meets once."""
+    """Round-robin rounds of disjoint pairs of 0..n-1 (circle method); odd n: one node rests."""
     if n < 2:
         return []
     players: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
@@ -1739,24 +1452,18 @@ def tournament(n: int) -> list[list[tuple[int, int]]]:
     return rounds
 
 
-def pair_values(
-    rows: Sequence[dict[str, Any]], pass_: int | str = 1
-) -> dict[tuple[int, int, int], float]:
+def pair_values(rows: Sequence[Details], pass_: int | str = 1) -> dict[PairKey, float]:
     """(node a, node b, rail) -> busbw of the pair: the slower of its two ranks' own figures.
-
     Within a node (pass "intra") the rail is the lower local rank of the pair."""
-    table: dict[tuple[int, int, int], float] = {}
-    for row in rows:
-        if row.get("pass") != pass_:
-            continue
+    table: dict[PairKey, float] = {}
+    for row in (row for row in rows if row.get("pass") == pass_):
         a, b = sorted((int(row["node"]), int(row["peer_node"])))
         key = (a, b, min(int(row["rail"]), int(row.get("peer_local_rank", row["rail"]))))
         table[key] = min(table.get(key, math.inf), float(row["busbw_gbps"]))
     return table
 
 
-def node_medians(table: dict[tuple[int, int, int], float]) -> dict[int, float]:
-    """node -> the median of its pairs."""
+def node_medians(table: dict[PairKey, float]) -> dict[int, float]:
     per_node: dict[int, list[float]] = {}
     for (a, b, _), value in table.items():
         for node in {a, b}:
@@ -1764,35 +1471,34 @@ def node_medians(table: dict[tuple[int, int, int], float]) -> dict[int, float]:
     return {node: statistics.median(values) for node, values in per_node.items()}
 
 
-def pair_reference(table: dict[tuple[int, int, int], float]) -> float:
-    """The median over nodes of each node's median pair (robust on 3 nodes, unlike the median
-    pair: with one bad node of three, two of the three pairs are slow)."""
-    medians = node_medians(table)
-    return statistics.median(medians.values()) if medians else 0.0
+def pair_reference(table: dict[PairKey, float]) -> float:
+    """The median over nodes of each node's median pair."""
+    return statistics.median(node_medians(table).values()) if table else 0.0
 
 
-def pair_suspects(
-    table: dict[tuple[int, int, int], float], min_ratio: float
-) -> dict[int, list[int]]:
-    """node -> rails on which most (more than half) of its pairs are below min_ratio x reference."""
+def pair_suspects(table: dict[PairKey, float], min_ratio: float) -> dict[int, list[int]]:
+    """node -> rails on which more than half of its pairs are below min_ratio x reference."""
     limit = min_ratio * pair_reference(table)
-    counts: dict[tuple[int, int], list[int]] = {}  # (node, rail) -> [slow, all]
+    slow: dict[tuple[int, int], int] = {}
+    total: dict[tuple[int, int], int] = {}
     for (a, b, rail), value in table.items():
-        for node in (a, b):
-            seen = counts.setdefault((node, rail), [0, 0])
-            seen[0] += value < limit
-            seen[1] += 1
+        for key in ((a, rail), (b, rail)):
+            slow[key] = slow.get(key, 0) + (value < limit)
+            total[key] = total.get(key, 0) + 1
     suspects: dict[int, list[int]] = {}
-    for (node, rail), (slow, total) in sorted(counts.items()):
-        if 2 * slow > total:
-            suspects.setdefault(node, []).append(rail)
+    for node, rail in sorted(key for key in total if 2 * slow[key] > total[key]):
+        suspects.setdefault(node, []).append(rail)
     return suspects
 
 
-def fastest_node(table: dict[tuple[int, int, int], float], exclude: Sequence[int]) -> int | None:
-    """The node with the highest median pair, among those not excluded (lowest node on a tie)."""
+def fastest_node(table: dict[PairKey, float], exclude: Sequence[int]) -> int | None:
+    """The node with the highest median pair, not excluded (the lowest node on a tie)."""
     candidates = [(-m, node) for node, m in node_medians(table).items() if node not in exclude]
     return min(candidates)[1] if candidates else None
+
+
+def partner_in(pairs: Sequence[tuple[int, int]], me: int) -> int | None:
+    return next((b if me == a else a for a, b in pairs if me in (a, b)), None)
 
 
 @dataclass
@@ -1802,56 +1508,19 @@ class PairPlan:
     ranks: dict[int, dict[int, int]]
     hosts: dict[int, str]
 
-    @property
-    def nodes(self) -> list[int]:
-        return sorted(self.ranks)
-
     def peer(self, pairs: Sequence[tuple[int, int]], node: int, local: int) -> int | None:
         """The global rank this rank exchanges with in a round of node pairs, or None (rests)."""
         partner = partner_in(pairs, node)
         return None if partner is None else self.ranks[partner].get(local)
 
 
-def partner_in(pairs: Sequence[tuple[int, int]], me: int) -> int | None:
-    return next((b if me == a else a for a, b in pairs if me in (a, b)), None)
-
-
-def gather_objects(mine: Any, world_size: int) -> list[Any]:
-    everyone: list[Any] = [None] * world_size
-    dist.all_gather_object(everyone, mine)
-    return everyone
-
-
-@dataclass
-class PairRound:
+class PairRound(NamedTuple):
     pass_: int | str  # 1, 2 or "intra"
     number: int
     pairs: list[tuple[int, int]]  # node pairs (intra: local-rank pairs, node = this node)
 
 
-def gbps(nbytes: int, seconds: float) -> float:
-    """Bytes per second as GB/s to 4 significant digits (a pair at 20 KB/s is not "0 GB/s")."""
-    return float(f"{nbytes / seconds / 1e9:.4g}")
-
-
-def exchange(ctx: Context, peer: int, nbytes: int, iters: int) -> tuple[float, int, int]:
-    """(seconds per exchange, bytes each way, wrong elements): to the peer and from it at once.
-
-    Batched: with NCCL (communicator made eagerly, device_id) it runs on the world communicator;
-    a plain isend/irecv would make a 2-rank communicator per pair."""
-    elem = torch.empty(0, dtype=ctx.dtype).element_size()
-    count = max(1, nbytes // elem)
-    send = torch.full((count,), 1 + ctx.rank % ctx.period, dtype=ctx.dtype, device=ctx.device)
-    recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
-    ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
-    once = lambda: [request.wait() for request in dist.batch_isend_irecv(ops)]  # noqa: E731
-    seconds = timed(once, ctx.device, 1, iters)  # the warm-up makes the connection to the peer
-    return seconds, count * elem, int((recv != 1 + peer % ctx.period).sum())
-
-
-def trigger_reasons(
-    tests: Sequence[dict[str, Any]], below: dict[str, float], min_bytes: int
-) -> list[str]:
+def trigger_reasons(tests: Sequence[Details], below: dict[str, float], min_bytes: int) -> list[str]:
     """Why --pairwise auto runs on this rank: a failed bandwidth test, or a collective's busbw
     at its largest size >= min_bytes under its --pair-trigger figure (pure)."""
     reasons = []
@@ -1869,19 +1538,24 @@ def trigger_reasons(
 
 
 class Pairwise:
-    """The pairwise phase of one rank, after the tests (run())."""
+    """The pairwise phase of one rank, after the tests (run_pairwise())."""
 
     def __init__(self, run: Run, ctx: Context):
         self.run, self.args, self.ctx = run, run.args, ctx
-        self.rows: list[dict[str, Any]] = []  # this rank's own figure for each pair it was in
-        self.settings: dict[str, Any] = {}  # what the test's details hold besides the rows
+        self.rows: list[Details] = []  # this rank's own figure for each pair it was in
+        self.settings: Details = {}  # what the test's details hold besides the rows
         data = run.record.data
         self.node, self.local = data["node_rank"], data["local_rank"]
-        mine = (self.node, self.local, data["host"], ctx.rank)
         self.plan = PairPlan({}, {})
-        for node, local, host, rank in gather_objects(mine, ctx.world_size):
+        for node, local, host, rank in self.gather((self.node, self.local, data["host"], ctx.rank)):
             self.plan.ranks.setdefault(int(node), {})[int(local)] = int(rank)
             self.plan.hosts[int(node)] = str(host)
+        self.nodes = sorted(self.plan.ranks)
+
+    def gather(self, mine: Any) -> list[Any]:
+        everyone: list[Any] = [None] * self.ctx.world_size
+        dist.all_gather_object(everyone, mine)
+        return everyone
 
     def trigger(self) -> str:
         """Why the phase runs ("" when it does not), agreed by every rank."""
@@ -1895,17 +1569,28 @@ class Pairwise:
             return ""
         return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
 
-    def save(self, rnd: PairRound | None) -> None:
-        """The rows so far and the round under way in the record's "pairwise" (after every
-        round), so a round that hangs leaves the earlier ones and names its own pairs."""
+    def save(self, rnd: PairRound) -> None:
+        """The rows so far and the round under way in the record's "pairwise" (docs/design.md,
+        "Rank result"), so a round that hangs leaves the earlier ones and names its own pairs."""
+        saved = {**self.settings, "rows": list(self.rows)}
+        saved["under_way"] = {"pass": rnd.pass_, "round": rnd.number}
+        saved["under_way_pairs"] = [list(p) for p in rnd.pairs]
         with self.run.record.lock:
-            self.run.record.data["pairwise"] = {
-                **self.settings,
-                "rows": list(self.rows),
-                "under_way": None if rnd is None else {"pass": rnd.pass_, "round": rnd.number},
-                "under_way_pairs": [] if rnd is None else [list(p) for p in rnd.pairs],
-            }
+            self.run.record.data["pairwise"] = saved
             self.run.record.write()
+
+    def exchange(self, peer: int, nbytes: int) -> tuple[float, int, int]:
+        """(seconds per exchange, bytes each way, wrong elements), both ways at once, batched on
+        the world communicator (docs/design.md, "Pairwise rounds", Transport)."""
+        ctx = self.ctx
+        elem = torch.empty(0, dtype=ctx.dtype).element_size()
+        count = max(1, nbytes // elem)
+        send = torch.full((count,), 1 + ctx.rank % ctx.period, dtype=ctx.dtype, device=ctx.device)
+        recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
+        ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
+        once = lambda: [request.wait() for request in dist.batch_isend_irecv(ops)]  # noqa: E731
+        seconds = timed(once, ctx.device, 1, self.args.pair_iters)  # the warm-up connects
+        return seconds, count * elem, int((recv != 1 + peer % ctx.period).sum())
 
     def play(self, rnd: PairRound, nbytes: int) -> None:
         """One round on every rank (the resting ones only wait at the barriers)."""
@@ -1914,7 +1599,7 @@ class Pairwise:
         self.save(rnd)
         self.run.pause(phase)
         node, local = self.node, self.local
-        if rnd.pass_ == "intra":
+        if rnd.pass_ == "intra":  # the pairs are local ranks of this node
             peer_node, peer_local = node, partner_in(rnd.pairs, local)
             peer = None if peer_local is None else self.plan.ranks[node].get(peer_local)
         else:
@@ -1922,54 +1607,39 @@ class Pairwise:
             peer = self.plan.peer(rnd.pairs, node, local)
         dist.barrier()  # every pair of the round starts together
         if peer is not None:
-            seconds, sent, wrong = exchange(self.ctx, peer, nbytes, self.args.pair_iters)
-            self.rows.append(
-                {
-                    "pass": rnd.pass_,
-                    "round": rnd.number,
-                    "rank": self.ctx.rank,
-                    "node": node,
-                    "peer_node": peer_node,
-                    "rail": local,
-                    "peer_rank": peer,
-                    "peer_local_rank": peer_local,
-                    "bytes": sent,
-                    "time_us": round(seconds * 1e6, 2),
-                    "busbw_gbps": gbps(sent, seconds),
-                    "wrong": wrong,
-                }
-            )
+            seconds, sent, wrong = self.exchange(peer, nbytes)
+            row = {"pass": rnd.pass_, "round": rnd.number, "rank": self.ctx.rank, "node": node}
+            row |= {"peer_node": peer_node, "rail": local, "peer_rank": peer}
+            row |= {
+                "peer_local_rank": peer_local,
+                "bytes": sent,
+                "time_us": round(seconds * 1e6, 2),
+            }
+            self.rows.append({**row, "busbw_gbps": gbps(sent, seconds), "wrong": wrong})
             self.save(rnd)
         dist.barrier()
 
-    def every_row(self) -> list[dict[str, Any]]:
-        return [row for part in gather_objects(self.rows, self.ctx.world_size) for row in part]
+    def every_row(self) -> list[Details]:
+        return [row for part in self.gather(self.rows) for row in part]
 
-    def body(self, why: str) -> dict[str, Any]:
+    def body(self, why: str) -> Details:
         """Every round of both passes; this rank's details (rank 0 also keeps the table)."""
-        args, plan, nodes = self.args, self.plan, self.plan.nodes
+        args, plan, nodes = self.args, self.plan, self.nodes
         if len(nodes) < 2:
             raise Skip("one node: there is no other node to pair it with")
         nbytes = args.pair_bytes or (1 << 20 if self.ctx.device.type == "cpu" else 64 << 20)
-        rounds = [
-            PairRound(1, i, [(nodes[a], nodes[b]) for a, b in pairs])
-            for i, pairs in enumerate(tournament(len(nodes)))
-        ]
+        pairs = [[(nodes[a], nodes[b]) for a, b in r] for r in tournament(len(nodes))]
+        rounds = [PairRound(1, i, r) for i, r in enumerate(pairs)]
         if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
             locals_ = max(len(r) for r in plan.ranks.values())
             rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
-        self.settings = {
-            "mode": args.pairwise,
-            "min_ratio": args.pair_min_ratio,
-            "pair_bytes": nbytes,
-            "iters": args.pair_iters,
-            "nodes": [
-                {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
-                for n in nodes
-            ],
-            "rounds": [[list(p) for p in r.pairs] for r in rounds if r.pass_ == 1],
-            "why": why,
-        }
+        hosts = [
+            {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
+            for n in nodes
+        ]
+        self.settings = {"mode": args.pairwise, "min_ratio": args.pair_min_ratio}
+        self.settings |= {"pair_bytes": nbytes, "iters": args.pair_iters, "nodes": hosts}
+        self.settings |= {"rounds": [[list(p) for p in r] for r in pairs], "why": why}
         for rnd in rounds:
             self.play(rnd, nbytes)
         table = pair_values(self.every_row())
@@ -1977,18 +1647,14 @@ class Pairwise:
         fastest = fastest_node(table, list(suspects))
         second = [] if fastest is None else sorted(suspects)
         for i, node in enumerate(second):
-            self.play(PairRound(2, i, [(min(node, fastest), max(node, fastest))]), nbytes)  # type: ignore[arg-type]
+            pair = (min(node, fastest), max(node, fastest))  # type: ignore[type-var]
+            self.play(PairRound(2, i, [pair]), nbytes)
         every = self.every_row()  # a collective: every rank calls it
-        details = {
-            **self.settings,
-            "suspects": {str(n): rails for n, rails in suspects.items()},
-            "second_pass": [[n, fastest] for n in second],
-            "rows": self.rows,
-        }
         if self.ctx.rank == 0:
             self.run.tables.append(pairwise_table(nbytes, every, plan))
-        wrong = [r for r in self.rows if r["wrong"]]
-        if wrong:
+        details = {**self.settings, "suspects": {str(n): r for n, r in suspects.items()}}
+        details |= {"second_pass": [[n, fastest] for n in second], "rows": self.rows}
+        if wrong := [r for r in self.rows if r["wrong"]]:
             raise Fail(
                 f"{wrong[0]['wrong']} elements wrong from rank {wrong[0]['peer_rank']} in pass "
                 f"{wrong[0]['pass']}: data is corrupted between these two ranks",
@@ -2003,8 +1669,7 @@ def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
         return
     run.arm("pairwise")
     phase = Pairwise(run, ctx)
-    why = phase.trigger()
-    if why:
+    if why := phase.trigger():
         run.record.start("pairwise")
         entry = run_test("pairwise", lambda: phase.body(why))
         with run.record.lock:  # the finished test holds the rows now
@@ -2012,9 +1677,9 @@ def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
         run.record.add(entry)
 
 
-def pairwise_table(nbytes: int, every: list[dict[str, Any]], plan: PairPlan) -> str:
+def pairwise_table(nbytes: int, every: list[Details], plan: PairPlan) -> str:
     """Rank 0's text: the node x node matrix of the first pass (slowest rail), the second pass."""
-    table, nodes, hosts = pair_values(every), plan.nodes, plan.hosts
+    table, hosts, nodes = pair_values(every), plan.hosts, sorted(plan.ranks)
     width = max(8, *(len(hosts[n]) for n in nodes))
     lines = [
         f"# pairwise, {len(nodes)} nodes, {nbytes} B each way per exchange, "
@@ -2022,11 +1687,11 @@ def pairwise_table(nbytes: int, every: list[dict[str, Any]], plan: PairPlan) -> 
         "#" + " " * width + "".join(f" {hosts[n][-10:]:>10}" for n in nodes),
     ]
     for a in nodes:
-        cells = []
-        for b in nodes:
-            values = [v for (x, y, _), v in table.items() if {x, y} == {a, b} and a != b]
-            cells.append(f"{min(values):>10.4g}" if values else f"{'-':>10}")
-        lines.append(f" {hosts[a]:>{width}} " + " ".join(cells))
+        cells = [
+            [v for (x, y, _), v in table.items() if a != b and {x, y} == {a, b}] for b in nodes
+        ]
+        row = " ".join(f"{min(c):>10.4g}" if c else f"{'-':>10}" for c in cells)
+        lines.append(f" {hosts[a]:>{width}} {row}")
     for (a, b, rail), value in sorted(pair_values(every, 2).items()):
         lines.append(f"# second pass: {hosts[a]} - {hosts[b]} rail {rail}: {value:.4g} GB/s")
     for (a, _, rail), value in sorted(pair_values(every, "intra").items()):
@@ -2042,247 +1707,212 @@ def pairwise_table(nbytes: int, every: list[dict[str, Any]], plan: PairPlan) -> 
 
 
 def new_record(args: argparse.Namespace, host: str) -> RankRecord:
-    node_rank = env_int("GROUP_RANK")  # torchrun's node rank
-    if node_rank is None:
-        node_rank = env_int("NODE_RANK")
-    if node_rank is None:
-        node_rank = node_of(args.rank, args.ranks_per_node)
-    data = {
-        "schema": SCHEMA,
-        "host": host,
-        "global_rank": args.rank,
-        "local_rank": args.local_rank,
-        "node_rank": node_rank,
-        "world_size": args.world_size,
-        "local_world_size": env_int("LOCAL_WORLD_SIZE") or 1,
-        "device": None,
-        "backend": None,
-        "dtype": args.dtype,
-        "pid": os.getpid(),
-        "versions": versions(),
-        "env": seen_environment(os.environ),
-        "status": "running",
-        "current_test": "init",
-        "current_size": None,
-        "test_index": 0,
-        "test_count": len(args.tests),
-        "missing_ranks": [],
-        "started_at": now(),
-        "finished_at": None,
-        "tests": [],
-    }
+    """The record before check-in (its fields: docs/design.md, "Rank result")."""
+    known = [n for n in (env_int("GROUP_RANK"), env_int("NODE_RANK")) if n is not None]  # torchrun
+    node_rank = known[0] if known else node_of(args.rank, args.ranks_per_node)
+    data: dict[str, Any] = {"schema": SCHEMA, "host": host, "global_rank": args.rank}
+    data |= {"local_rank": args.local_rank, "node_rank": node_rank, "world_size": args.world_size}
+    data |= {"local_world_size": env_int("LOCAL_WORLD_SIZE") or 1, "device": None, "backend": None}
+    data |= {"dtype": args.dtype, "pid": os.getpid(), "versions": versions()}
+    data |= {"env": seen_environment(os.environ), "status": "running", "current_test": "init"}
+    data |= {"current_size": None, "test_index": 0, "test_count": len(args.tests)}
+    data |= {"missing_ranks": [], "started_at": now(), "finished_at": None, "tests": []}
     return RankRecord(args.out_dir, data, args.verbose)
-
-
-class Peers:
-    """What the store tells about the other ranks: who checked in, what each is running."""
-
-    def __init__(self, world_size: int, layout: list[int]):
-        self.world_size, self.layout = world_size, layout
-        self.store: dist.Store | None = None
-
-    def describe(self) -> dict[str, Any]:
-        """For the watchdog: the missing ranks and the test each other rank last started."""
-        if self.store is None:
-            return {}
-        store, ranks = self.store, range(self.world_size)
-        absent = [r for r in ranks if not store.check([f"ready/{r}"])]
-        running = {
-            str(r): store.get(f"progress/{r}").decode()
-            for r in ranks
-            if store.check([f"progress/{r}"])
-        }
-        missing = describe_missing(store, absent, self.world_size, self.layout)
-        return {"missing_ranks": missing, "peers_running": running}
 
 
 @dataclass
 class Run:
-    """One rank's run: its options, record, the store (peers), watchdog, rank 0's tables."""
+    """One rank's run: options, record, the store (from check-in; none for mpi), rank 0's tables
+    and the watchdog's timer."""
 
     args: argparse.Namespace
     record: RankRecord
-    peers: Peers
-    watchdog: Watchdog
+    store: dist.Store | None = None
     tables: list[str] = field(default_factory=list)
+    timer: threading.Timer | None = None
 
-    def arm(self, phase: str) -> None:
-        self.watchdog.arm(phase, self.args.timeout)
+    def peers(self) -> dict[str, Any]:
+        """For the watchdog: the missing ranks and the test each other rank last started."""
+        store, ranks, layout = self.store, range(self.args.world_size), self.args.ranks_per_node
+        if store is None:
+            return {}
+        absent = [r for r in ranks if not store.check([f"ready/{r}"])]
+        running = [r for r in ranks if store.check([f"progress/{r}"])]
+        return {
+            "missing_ranks": describe_missing(store, absent, len(ranks), layout),
+            "peers_running": {str(r): store.get(f"progress/{r}").decode() for r in running},
+        }
+
+    def arm(self, phase: str, seconds: float | None = None) -> None:
+        """The watchdog: record `phase` as an error and end the rank when it overruns `seconds`
+        (default --timeout); a stuck collective never returns (docs/design.md, "Never hang")."""
+        self.disarm()
+        seconds = seconds or self.args.timeout
+        message = (
+            f"{phase} did not finish within {seconds:g} s on {self.record.where}: a peer rank is "
+            "stuck, gone or unreachable, or the network between them drops traffic"
+        )
+        reason = (self.record, phase, message, EXIT_TIMEOUT, self.peers)
+        self.timer = threading.Timer(seconds, abort, reason)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
 
     def enter(self, phase: str, seconds: float | None = None, index: int | None = None) -> None:
         """Record and arm `phase`; --pause-before: sleep in it until the watchdog fires."""
         self.record.start(phase, index)
-        if self.peers.store is not None and index is not None:
-            self.peers.store.set(f"progress/{self.args.rank}", phase)
-        self.watchdog.arm(phase, seconds or self.args.timeout)
+        if self.store is not None and index is not None:
+            self.store.set(f"progress/{self.args.rank}", phase)
+        self.arm(phase, seconds)
         self.pause(phase)
 
     def pause(self, phase: str) -> None:
         pause = self.args.pause_before
         if pause and pause[0] == phase and pause[1] in (None, self.args.rank):
-            print(
-                f"[{self.record.where}] paused before {phase} (--pause-before), pid {os.getpid()}"
-            )
-            sys.stdout.flush()
+            where, pid = self.record.where, os.getpid()
+            print(f"[{where}] paused before {phase} (--pause-before), pid {pid}", flush=True)
             while True:
                 time.sleep(1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Device, check-in, process group, the tests, the summary; the exit status."""
     args = parse_args(argv)
-    host = socket.gethostname()
-    record = new_record(args, host)
+    record = new_record(args, socket.gethostname())
     record.write()
     watch_signals(record)
     try:
-        peers = Peers(args.world_size, args.ranks_per_node)
-        return run_rank(Run(args, record, peers, Watchdog(record, peers.describe)), host)
+        run = Run(args, record)
+        device = open_device(args, record)
+        if device is None or not join_group(run, device):
+            return EXIT_FAILED
+        stopped_by = run_tests(run, device)
+        status = record.finish()
+        run.arm("summary", args.timeout + GRACE_S)
+        summary(run)
+        run.disarm()
+        if stopped_by is None:
+            dist.destroy_process_group()
+        return EXIT_OK if status == "passed" else EXIT_FAILED
     except Exception as exc:  # a bug or an unforeseen failure: still leave the record behind
         traceback.print_exc()
         abort(record, None, f"nccl_check stopped: {type(exc).__name__}: {first_line(exc)}", 1)
         raise  # not reached: abort() leaves the process
 
 
-def run_rank(run: Run, host: str) -> int:
-    """Device, check-in, process group, the tests, the summary."""
-    device = open_device(run.args, run.record)
-    if device is None or not join_group(run, device, host):
-        return EXIT_FAILED
-    stopped_by = run_tests(run, device)
-    # Every rank posts its verdict in the store; rank 0 prints them all.
-    status = run.record.finish()
-    run.watchdog.arm("summary", run.args.timeout + GRACE_S)
-    verdicts = exchange_verdicts(run)
-    if run.args.rank == 0:
-        print_summary(run, verdicts)
-    run.watchdog.disarm()
-    if stopped_by is None:
-        dist.destroy_process_group()
-    return EXIT_OK if status == "passed" else EXIT_FAILED
-
-
 def open_device(args: argparse.Namespace, record: RankRecord) -> torch.device | None:
-    """The backend and this rank's device, in the record; None (recorded as init) when absent."""
-    import_vendor_plugins()
-    backend = choose_backend(args.backend, args.device)
-    try:
-        device = choose_device(args.device, backend, args.local_rank)
-    except RuntimeError as exc:
-        record.add(test_entry("init", "error", str(exc)))
+    """The backend and device LOCAL_RANK of the requested (or found) type, in the record; cpu for
+    CPU-only backends; None (recorded as init) when the device is absent."""
+    with contextlib.suppress(ImportError):  # Ascend NPUs register their device type in torch_npu
+        import torch_npu  # noqa: F401  # pyright: ignore[reportMissingImports]
+    found = accelerator_type()
+    wanted = found or "cpu" if args.device == "auto" else args.device
+    backend = BACKEND_FOR_DEVICE[wanted] if args.backend == "auto" else args.backend
+    kind = "cpu" if args.device == "auto" and backend in ("gloo", "mpi") else wanted
+    module, local = getattr(torch, kind, None), args.local_rank
+    count = module.device_count() if kind != "cpu" and module and module.is_available() else 0
+    if kind != "cpu" and local >= count:
+        message = (
+            f"LOCAL_RANK {local} needs {kind}:{local} but this process sees {count} {kind} "
+            "device(s); check --nproc_per_node against the device count and "
+            "CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES / ZE_AFFINITY_MASK"
+        )
+        record.add(test_entry("init", "error", message))
         record.finish()
         return None
-    with record.lock:
-        record.data["device"], record.data["backend"] = str(device), backend
+    device = torch.device("cpu") if kind == "cpu" else torch.device(kind, local)
+    if kind != "cpu" and hasattr(torch, "accelerator"):
+        torch.accelerator.set_device_index(local)
+    elif kind != "cpu":
+        module.set_device(device)
+    record.update(device=str(device), backend=backend)
     if backend == "nccl":
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     return device
 
 
-def check_in_phase(run: Run, host: str) -> dist.Store | None:
-    """Make the store and check in; None for MPI (no store). Raises Fail naming the missing."""
-    args, record, peers = run.args, run.record, run.peers
-    if record.data["backend"] == "mpi":
-        record.add(test_entry("checkin", "skipped", "the mpi backend has no store to check in to"))
-        return None
-    started = time.monotonic()
-    raw = make_store(args.init_method, args.rank, args.world_size, args.timeout)
-    peers.store = dist.PrefixStore("nccl_check", raw)
-    value = checkin_value(host, record.data["node_rank"], args.local_rank)
-    absent = check_in(peers.store, args.rank, args.world_size, value, args.timeout)
-    if absent:
-        described = describe_missing(peers.store, absent, args.world_size, peers.layout)
-        with record.lock:
-            record.data["missing_ranks"] = described
-        names = ", ".join(
-            f"{m['rank']} (node {m['node_rank']}" + (f", {m['host']})" if m["host"] else ")")
-            for m in described
-        )
-        raise Fail(
-            f"rank(s) {names} did not check in within {args.timeout:g} s; "
-            f"{args.world_size - len(absent)} of {args.world_size} arrived: start the missing "
-            "ranks, or check that their hosts can reach the master address and port",
-            {"missing_ranks": described, "duration_s": time.monotonic() - started},
-        )
-    duration = time.monotonic() - started
-    record.add(test_entry("checkin", "passed", "", {"world_size": args.world_size}, duration))
-    return raw
-
-
-def join_group(run: Run, device: torch.device, host: str) -> bool:
-    """Check in, then make the process group on the same store; False (recorded) on failure.
-
-    The watchdog ends check-in at --timeout + GRACE_S (check-in reports at --timeout itself) and
-    init at --timeout, before the process group's own timeout (--timeout + GRACE_S).
-    """
-    args, record = run.args, run.record
-    run.enter("checkin", args.timeout + GRACE_S)
+def check_in_phase(run: Run) -> tuple[dict[str, Any], dist.Store | None]:
+    """Make the store and check in: the `checkin` entry, and the store for init (None: none)."""
+    args, data = run.args, run.record.data
+    if data["backend"] == "mpi":
+        return test_entry("checkin", "skipped", "the mpi backend has no store to check in to"), None
+    started, n = time.monotonic(), args.world_size
     try:
-        store = check_in_phase(run, host)
-    except Fail as exc:
-        duration = exc.details.pop("duration_s")
-        record.add(test_entry("checkin", "error", str(exc), exc.details, duration))
-        record.finish()
-        if args.rank == 0:  # rank 0 may serve the store: let the others read it before leaving
-            time.sleep(min(GRACE_S / 2, args.timeout))
-        return False
+        raw = make_store(args.init_method, args.rank, n, args.timeout)
+        run.store = store = dist.PrefixStore("nccl_check", raw)
+        value = checkin_value(data["host"], data["node_rank"], args.local_rank)
+        absent = check_in(store, args.rank, n, value, args.timeout)
+        missing = describe_missing(store, absent, n, args.ranks_per_node) if absent else []
     except (RuntimeError, ValueError) as exc:  # store unreachable (DistStoreError: RuntimeError)
         message = f"cannot reach the store for {args.init_method}: {first_line(exc)}"
-        record.add(test_entry("checkin", "error", message))
+        return test_entry("checkin", "error", message), None
+    duration = time.monotonic() - started
+    if not absent:
+        return test_entry("checkin", "passed", "", {"world_size": n}, duration), raw
+    run.record.update(missing_ranks=missing)
+    names = ", ".join(
+        f"{m['rank']} (node {m['node_rank']}" + (f", {m['host']})" if m["host"] else ")")
+        for m in missing
+    )
+    message = (
+        f"rank(s) {names} did not check in within {args.timeout:g} s; {n - len(absent)} of {n} "
+        "arrived: start the missing ranks, or check that their hosts can reach the master "
+        "address and port"
+    )
+    return test_entry("checkin", "error", message, {"missing_ranks": missing}, duration), None
+
+
+def join_group(run: Run, device: torch.device) -> bool:
+    """Check in, then make the process group on the same store; False (recorded) on failure.
+    Their deadlines: docs/design.md, "Options of the rank script" (--timeout)."""
+    args, record, backend = run.args, run.record, run.record.data["backend"]
+    run.enter("checkin", args.timeout + GRACE_S)
+    entry, store = check_in_phase(run)
+    record.add(entry)
+    if entry["status"] == "error":
         record.finish()
+        if args.rank == 0 and record.data["missing_ranks"]:  # it may serve the store: let the
+            time.sleep(min(GRACE_S / 2, args.timeout))  # others read it before it leaves
         return False
     run.enter("init")
     timeout = datetime.timedelta(seconds=args.timeout + GRACE_S)
-    backend = record.data["backend"]
-    entry = run_test(
-        "init",
-        lambda: init_group(backend, store, args.rank, args.world_size, timeout, device),
-    )
-    run.watchdog.disarm()
+    cuda = device if device.type == "cuda" else None  # binds NCCL to the rank's GPU
+
+    def init() -> dict[str, Any]:
+        n, rank = args.world_size, args.rank
+        dist.init_process_group(
+            backend, timeout=timeout, world_size=n, rank=rank, store=store, device_id=cuda
+        )
+        return {"backend": backend, "device": str(device), "timeout_s": timeout.total_seconds()}
+
+    entry = run_test("init", init)
+    run.disarm()
     record.add(entry)
     if entry["status"] != "passed":
         record.finish()
     return entry["status"] == "passed"
 
 
-def init_group(
-    backend: str,
-    store: dist.Store | None,
-    rank: int,
-    world_size: int,
-    timeout: datetime.timedelta,
-    device: torch.device,
-) -> dict[str, Any]:
-    dist.init_process_group(
-        backend,
-        store=store,
-        rank=rank,
-        world_size=world_size,
-        timeout=timeout,
-        device_id=device if device.type == "cuda" else None,  # binds NCCL to the rank's GPU
-    )
-    return {"backend": backend, "device": str(device), "timeout_s": timeout.total_seconds()}
-
-
 def run_tests(run: Run, device: torch.device) -> str | None:
     """The tests, in order; the test after which the rest were not run (None: all ran). After
     an error the process group cannot be trusted: the rest are not run."""
-    args, record = run.args, run.record
+    args, record, backend = run.args, run.record, run.record.data["backend"]
     dtype, type_name = DTYPES[args.dtype]
-    ctx = Context.make(args.rank, args.world_size, device, dtype, run.peers.store)
+    ctx = Context.make(args.rank, args.world_size, device, dtype, run.store)
     max_bytes = args.max_bytes or (1 << 20 if device.type == "cpu" else 1 << 30)
     sizes = sweep_sizes(args.min_bytes, max(max_bytes, args.min_bytes), args.factor)
-    arm = lambda phase, size: (record.at_size(size), run.arm(phase))  # noqa: E731
+    arm = lambda phase, size: (record.update(current_size=size), run.arm(phase))  # noqa: E731
     sweep = Sweep(ctx, sizes, args.iters, args.warmup, type_name, args.thresholds, arm)
-    backend = record.data["backend"]
     stopped_by: str | None = None
     for index, name in enumerate(args.tests, 1):
-        if stopped_by is not None:
-            message = f"not run: stopped after {stopped_by} could not run"
-            record.add(test_entry(name, "error", message))
-            continue
         support = support_of(backend, device.type, name, args.dtype)
-        if support.state == "no":  # predicted: never called (see SUPPORT)
-            record.add(test_entry(name, "skipped", support.reason, {"support": "no"}))
+        if stopped_by is not None or support.state == "no":  # "no": predicted, never called
+            message = f"not run: stopped after {stopped_by} could not run"
+            skip = test_entry(name, "skipped", support.reason, {"support": "no"})
+            record.add(test_entry(name, "error", message) if stopped_by else skip)
             continue
         run.enter(name, index=index)
         collective = name.removeprefix("bandwidth_")
@@ -2291,66 +1921,47 @@ def run_tests(run: Run, device: torch.device) -> str | None:
         else:
             entry = run_test(name, lambda n=name: CHECKS[n](ctx), support)
         if entry["bandwidth"]:
-            run.tables.append(
-                bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
-            )
-        run.watchdog.disarm()
+            table = bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
+            run.tables.append(table)
+        run.disarm()
         record.add(entry)
-        if entry["status"] == "error":
-            stopped_by = name
+        stopped_by = name if entry["status"] == "error" else None
     run_pairwise(run, ctx, stopped_by)
-    run.watchdog.disarm()
+    run.disarm()
     return stopped_by
 
 
-def exchange_verdicts(run: Run) -> dict[int, dict[str, Any]] | None:
-    """Post result/<rank>; on rank 0 collect every rank's (None without a store)."""
-    store, data, rank = run.peers.store, run.record.data, run.args.rank
-    if store is None:
-        return None
-    problems = [
-        f"{t['name']}: {t['status']} - {t['message']}"
-        for t in data["tests"]
-        if t["status"] in ("failed", "error")
-    ]
+def summary(run: Run) -> None:
+    """Rank 0's report of a run by hand (docs/design.md, "Run by hand")."""
+    args, data, store, tests = run.args, run.record.data, run.store, run.record.data["tests"]
+    wrong = [t for t in tests if t["status"] in ("failed", "error")]
+    problems = [f"{t['name']}: {t['status']} - {t['message']}" for t in wrong]
     verdict = {"host": data["host"], "status": data["status"], "problems": problems}
-    store.set(f"result/{rank}", json.dumps(verdict))
-    if rank != 0:
-        return None
-    verdicts: dict[int, dict[str, Any]] = {}
-    deadline = time.monotonic() + run.args.timeout
-    for r in range(run.args.world_size):
+    if store is not None:
+        store.set(f"result/{args.rank}", json.dumps(verdict))
+    if args.rank != 0:
+        return
+    verdicts, deadline = {0: verdict}, time.monotonic() + args.timeout
+    for r in range(1, args.world_size) if store is not None else ():
         while not store.check([f"result/{r}"]) and time.monotonic() < deadline:
             time.sleep(0.05)
         if store.check([f"result/{r}"]):
             verdicts[r] = json.loads(store.get(f"result/{r}"))
-    return verdicts
-
-
-def print_summary(run: Run, verdicts: dict[int, dict[str, Any]] | None) -> None:
-    """Rank 0's compact report: the bandwidth tables, what was skipped, what went wrong where."""
-    args, data, tests = run.args, run.record.data, run.record.data["tests"]
-    counts = {s: sum(t["status"] == s for t in tests) for s in ("passed", "failed", "error")}
-    skipped = [t for t in tests if t["status"] == "skipped"]
+    bad = {r: v for r, v in verdicts.items() if v["status"] != "passed"}
+    silent = [str(r) for r in range(args.world_size) if r not in verdicts and store is not None]
+    late = f"  no result from rank(s) {', '.join(silent)} within {args.timeout:g} s"
+    count = collections.Counter(t["status"] for t in tests)
     print(
         f"nccl_check: {args.world_size} ranks, backend {data['backend']}, device "
-        f"{data['device']}, dtype {args.dtype}, torch {torch.__version__}"
-    )
-    for line in [*run.tables, *(f"  skipped {t['name']}: {t['message']}" for t in skipped)]:
-        print(line)
-    verdicts = verdicts if verdicts is not None else {0: {"status": data["status"], "problems": []}}
-    bad = {r: v for r, v in sorted(verdicts.items()) if v["status"] != "passed"}
-    for r, v in bad.items():
-        for problem in v["problems"]:
-            print(f"  rank {r} on {v.get('host', data['host'])}: {problem}")
-    silent = [r for r in range(args.world_size) if r not in verdicts]
-    silent = silent if len(verdicts) > 1 or args.world_size == 1 else []
-    if silent:
-        print(f"  no result from rank(s) {', '.join(map(str, silent))} within {args.timeout:g} s")
-    print(
+        f"{data['device']}, dtype {args.dtype}, torch {torch.__version__}",
+        *run.tables,
+        *(f"  skipped {t['name']}: {t['message']}" for t in tests if t["status"] == "skipped"),
+        *(f"  rank {r} on {v['host']}: {p}" for r, v in bad.items() for p in v["problems"]),
+        *([late] if silent else []),
         f"nccl_check: {'FAILED' if bad or silent else 'PASSED'} - {len(verdicts) - len(bad)} of "
-        f"{args.world_size} ranks passed; rank 0: {counts['passed']} passed, {counts['failed']} "
-        f"failed, {counts['error']} error, {len(skipped)} skipped",
+        f"{args.world_size} ranks passed; rank 0: {count['passed']} passed, {count['failed']} "
+        f"failed, {count['error']} error, {count['skipped']} skipped",
+        sep="\n",
         flush=True,
     )
 

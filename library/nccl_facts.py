@@ -83,6 +83,7 @@ options:
     default: false
   preflight:
     description:
+<<<<<<< HEAD
       - Also start the pre-flight in this call (one SSH session and Python start less per host) -
         make the run directory, look at MASTER_PORT, take the run lock, bind the listeners and
         start the torch probe in a detached process; the options of M(nccl_preflight_listen) with
@@ -101,8 +102,147 @@ options:
         C(backend) (the C(hccl) one) is held only where this node would use that backend - the
         backend set, or with C(auto) the one this node's own facts call for (C(hccl) where Ascend
         NPUs and no NVIDIA GPU were found; C(module_utils/nccl_preflight_calls) C(node_backend)).
+=======
+      - Also start the pre-flight in this call (one SSH session and Python start less per host;
+        C(module_utils/nccl_preflight_calls) C(start)), its result in RV(preflight).
+        M(nccl_tcp_probe) O(nccl_tcp_probe#module:collect) collects it.
+      - Makes O(preflight.run_dir) when given (with the checks of C(module_utils/nccl_run_dir) -
+        a private directory of this user, never a symbolic link) and O(preflight.path) inside it
+        (mode 0700) when missing, looks for a process already listening on
+        O(preflight.check_port), takes the run lock (O(preflight.lock)), binds one TCP listener
+        per entry of O(preflight.listeners) (MASTER_PORT on the master, a port the kernel picks
+        from C(net.ipv4.ip_local_port_range) on every host) and hands them to a detached listener
+        process (double fork, new session, standard streams to C(/dev/null) and
+        C(<path>/listener.log)), so the module, and the SSH session that runs it, ends at once.
+        The peers can connect as soon as it returns.
+      - The listener process also runs O(preflight.python) with a short script that imports
+        torch and prints the torch, CUDA, NCCL and torch_npu versions (what O(query_python)
+        does); the collect returns them. Importing torch takes seconds; here it overlaps the
+        environment play and the probes.
+      - The listener process accepts connections until each listener got its
+        O(preflight.listeners[].expect) connections, C(<path>/listener.stop) appears,
+        O(preflight.path) is removed, or O(preflight.timeout) seconds passed, whichever comes
+        first. It then writes what it saw to C(<path>/listener.json) and exits; it never outlives
+        O(preflight.timeout).
+      - A listener that cannot bind (address not local, port in use) is reported in the result
+        with its error; it does not fail the module, so the other checks still run.
+      - Every file lives in O(preflight.path) - C(listener.pid), C(listener.stop),
+        C(listener.json), C(listener.log), C(python-probe.out), C(python-probe.err).
+>>>>>>> main
       - Not given - nothing is started or made on the host.
     type: dict
+    suboptions:
+      path:
+        description: The listener's private directory, inside the run directory; made (mode
+          0700) when missing.
+        type: path
+        required: true
+      run_dir:
+        description:
+          - The run's private directory on this node, made with O(preflight.run_dir_mode) when
+            missing. Refused, and the pre-flight fails, when it is a symbolic link, not a
+            directory, or owned by another user. Its parent must exist.
+          - Not given - only O(preflight.path) is made.
+        type: path
+      run_dir_mode:
+        description: Octal mode of O(preflight.run_dir), as a string.
+        type: str
+        default: "0700"
+      python:
+        description:
+          - Python interpreter (absolute path or a name on PATH) to run the torch probe with.
+          - Empty - the interpreter that runs this module.
+        type: str
+      python_timeout:
+        description: Seconds the torch probe may take; it is killed after that.
+        type: float
+        default: 60
+      listeners:
+        description: The listeners to hold.
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          name:
+            description: A label for the listener (C(master), C(ring)).
+            type: str
+            required: true
+          address:
+            description:
+              - The literal local address to bind.
+              - C(fabric) - this host's fabric address, chosen from the facts just read with
+                O(preflight.fabric) as roles/nccl_env will choose it
+                (C(module_utils/nccl_fabric_choice)). Without a fabric address the listener is
+                left out.
+            type: str
+            required: true
+          port:
+            description: The port; C(0) lets the kernel pick one from the ephemeral range.
+            type: int
+            default: 0
+          expect:
+            description: Stop this listener after this many accepted connections.
+            type: int
+            default: 1
+          backend:
+            description:
+              - Hold this listener only where this node would use this backend (see
+                O(preflight.backend)); empty - on every node.
+            type: str
+            default: ""
+      check_port:
+        description:
+          - Before binding, look in C(/proc) for processes already listening on this TCP port;
+            they are returned in RV(preflight) C(port_owner).
+          - A listener of O(preflight.listeners) on this port is not started when the port is
+            held, so nobody probes a foreign listener.
+        type: int
+      lock:
+        description:
+          - Take the run lock C(lock.path) before binding (on the master; see
+            C(module_utils/nccl_run_lock)) and hand it to a detached keeper that holds it until
+            O(preflight.run_dir) is removed or C(lock.lifetime) seconds passed. Held by another
+            run - the listener on O(preflight.check_port) is not started and RV(preflight)
+            C(lock) names that run. A lock whose keeper is gone is taken over. Needs
+            O(preflight.run_dir). In check mode the lock is only looked at.
+          - C({fabric_address}) in C(lock.path) is filled in with this host's fabric address;
+            without one the lock is left out.
+        type: dict
+        suboptions:
+          path: {description: The lock file., type: path, required: true}
+          lifetime: {description: Seconds the keeper holds it at most., type: float, default: 3600}
+          run_id: {description: This run's id, recorded in the lock., type: str, required: true}
+          started_at: {description: When this run started, recorded., type: str, default: ""}
+          control_host: {description: The control machine, recorded., type: str, default: ""}
+          control_user: {description: Who runs the validation, recorded., type: str, default: ""}
+      timeout:
+        description:
+          - Seconds the listener process lives at most, whatever it received; also bounds the
+            torch probe.
+          - Keep it well above the time between this call and the end of the probes.
+        type: float
+        default: 60
+      stop_timeout:
+        description: Seconds to wait for the listener of an earlier start in O(preflight.path)
+          to exit before this one starts.
+        type: float
+        default: 10
+      fabric:
+        description: How this host's fabric address is chosen for C(fabric) listener addresses
+          and the lock path, as roles/nccl_env chooses it.
+        type: dict
+        default: {}
+        suboptions:
+          socket_ifname: {description: nccl_socket_ifname., type: str, default: ""}
+          cidr: {description: nccl_fabric_cidr., type: str, default: ""}
+      backend:
+        description:
+          - The backend set (the playbook passes C(nccl_backend)). A listener with a C(backend)
+            (the C(hccl) one) is held only where this node would use that backend - the backend
+            set, or with C(auto) the one this node's own facts call for (C(nccl) with NVIDIA
+            GPUs, C(hccl) with Ascend NPUs; C(module_utils/nccl_preflight_calls) C(node_backend)).
+        type: str
+        default: auto
 attributes:
   check_mode:
     support: full
@@ -131,6 +271,20 @@ EXAMPLES = r"""
   ansible.legacy.nccl_facts:
     query_python: false
 
+- name: Gather the facts and start the pre-flight's listeners and torch probe in the same call
+  ansible.legacy.nccl_facts:
+    query_python: false
+    preflight:
+      run_dir: /tmp/nccl-preflight-RUN-node1
+      path: /tmp/nccl-preflight-RUN-node1/preflight
+      check_port: 29500
+      listeners:
+        - {name: master, address: fabric, port: 29500, expect: 4}
+        - {name: ring, address: fabric, port: 0, expect: 1}
+      fabric: {cidr: 10.0.0.0/24}
+      timeout: 100
+  register: facts_and_listeners
+
 - name: Show the interface that reaches the master
   ansible.builtin.debug:
     msg: "{{ ansible_facts.nccl.route.interface | default(ansible_facts.nccl.route_reason) }}"
@@ -139,12 +293,27 @@ EXAMPLES = r"""
 RETURN = r"""
 preflight:
   description:
-    - With O(preflight), what M(nccl_preflight_listen) O(nccl_preflight_listen#module:state=started)
-      returns (C(listeners), C(ports), C(port_owner), C(pid), C(lock), and C(failed) with C(msg)
-      when the pre-flight could not start - the facts are still returned and this module does not
-      fail for it).
+    - With O(preflight), what the start did - C(listeners) (one entry per listener - C(name),
+      C(address), C(port), C(expect), C(error), C(accepted) empty, C(complete)), C(ports) (the
+      bound port and the bind error of each listener, by name), C(port_owner) (what listens on
+      O(preflight.check_port) - C(free), and C(listeners) with their owning processes; empty
+      without it), C(pid) (the listener process), C(lock) (with O(preflight.lock) - C(path),
+      C(acquired), C(refused), C(took_over), C(holder), C(stale), C(message)) and
+      C(fabric_address).
+    - C(failed) with C(msg) when the pre-flight could not start - the facts are still returned
+      and this module does not fail for it.
+    - In check mode C(msg) says what it would start, and C(python) holds the torch probe's
+      result (run in the foreground).
   returned: with O(preflight)
   type: dict
+  sample:
+    listeners:
+      - {name: master, address: 10.0.0.11, port: 29500, expect: 4, error: "", accepted: [],
+         complete: false}
+    ports: {master: {port: 29500, error: ""}, ring: {port: 41234, error: ""}}
+    port_owner: {free: true, listeners: []}
+    pid: 4242
+    fabric_address: 10.0.0.11
 ansible_facts:
   description: Facts under the key C(nccl).
   returned: always

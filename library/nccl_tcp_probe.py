@@ -30,8 +30,12 @@ description:
     called C(listen) yet); a timeout is not retried.
   - Never fails for an unreachable target; each target's outcome is in the result.
   - With O(collect), then collects the pre-flight's listeners started by M(nccl_facts)
-    (O(nccl_facts#module:preflight)) in the same call - as M(nccl_preflight_listen) with
-    O(nccl_preflight_listen#module:state=stopped) does - and returns that result in RV(collect).
+    (O(nccl_facts#module:preflight)) in the same call (C(module_utils/nccl_preflight_calls)
+    C(stop)) and returns that result in RV(collect) - optionally waits until the listeners got
+    every expected connection, writes C(<path>/listener.stop), waits up to
+    O(collect.stop_timeout) seconds for the listener process to exit (kills it after that; it
+    first waits for the torch probe, up to its C(python_timeout)) and returns what it saw, what
+    torch reported and this host's clock.
 version_added: "0.1.0"
 options:
   targets:
@@ -97,10 +101,9 @@ options:
         default: ""
   collect:
     description:
-      - Collect the pre-flight's listeners and torch probe after the probes (the options of
-        M(nccl_preflight_listen) with O(nccl_preflight_listen#module:state=stopped); see
-        C(module_utils/nccl_preflight_calls)) - wait up to O(collect.wait) seconds for the
-        listeners to get every expected connection, stop them, optionally remove the run directory.
+      - Collect the pre-flight's listeners and torch probe after the probes - wait up to
+        O(collect.wait) seconds for the listeners to get every expected connection, stop them,
+        optionally remove the run directory.
     type: dict
     suboptions:
       path:
@@ -108,15 +111,27 @@ options:
         type: path
         required: true
       wait:
-        description: Seconds to wait for the listeners to end by themselves.
+        description:
+          - Seconds to wait first for the listener process to end by itself (every expected
+            connection came) before writing the stop file; RV(collect) C(waited) says whether it
+            did. C(0) - stop at once.
         type: float
         default: 0
       stop_timeout:
-        description: Seconds to wait for the listener process after the stop file.
+        description:
+          - Seconds to wait for the listener process to exit after the stop file; after that it
+            is killed and the collect fails.
+          - Keep it above the start's C(python_timeout) - the listener process waits for the
+            torch probe.
         type: float
         default: 10
       remove_run_dir:
-        description: The run directory to remove afterwards (no launch follows).
+        description:
+          - Remove this directory (the run's private directory, which holds O(collect.path))
+            and everything in it once the listener's result is read, also when the collect
+            fails. Only this user's own directory is removed, never through a symbolic link.
+          - For a pre-flight that no launch follows - the collect is then the last call on the
+            host.
         type: path
 attributes:
   check_mode:
@@ -147,6 +162,17 @@ EXAMPLES = r"""
       ports:
         - {label: ephemeral range, low: 32768, high: 60999}
   become: true
+
+- name: Probe, then stop the pre-flight's listeners and collect who connected
+  nccl_tcp_probe:
+    source: 10.0.0.12
+    targets:
+      - {name: master, host: node1, address: 10.0.0.11, port: 29500}
+    collect:
+      path: /tmp/nccl-preflight-RUN-node2/preflight
+      wait: 5
+      stop_timeout: 70
+  register: probed
 """
 
 RETURN = r"""
@@ -192,12 +218,29 @@ firewall:
     tools: {iptables: {present: true, read: true, active: true, error: ""}}
 collect:
   description:
-    - With O(collect), what M(nccl_preflight_listen) O(nccl_preflight_listen#module:state=stopped)
-      returns (C(listeners), C(ended), C(timed_out), C(python), C(clock), C(waited),
-      C(run_dir_removed)), with C(failed) and C(msg) when the listeners could not be collected
-      (this module does not fail for it).
+    - With O(collect), what the listeners saw - C(listeners) (one entry per listener, C(accepted)
+      the peer address of each accepted connection, C(complete) whether it got its C(expect)),
+      C(pid), C(ended) (why the listener process ended - C(complete), C(stop file), C(timeout),
+      C(run directory removed), or C(nothing bound)), C(timed_out) (the timeout or the stop file
+      closed a listener before its connections came), C(killed) (it did not exit within
+      O(collect.stop_timeout)), C(python) (what the torch probe reported, as
+      RV(nccl_facts#module:ansible_facts.nccl.python), with C(reason) saying why a value is
+      empty), C(clock) (this host's C(time.time()) when the module started, also when the
+      collect fails), C(waited) (with O(collect.wait) - C(seconds), C(ended_alone)),
+      C(run_dir_removed) (with O(collect.remove_run_dir); C(remove_error) says why not).
+    - C(failed) and C(msg) when the listeners could not be collected (this module does not fail
+      for it); C(listeners) is then empty.
   returned: with O(collect)
   type: dict
+  sample:
+    listeners:
+      - {name: master, address: 10.0.0.11, port: 29500, expect: 2, error: "",
+         accepted: ["10.0.0.12", "10.0.0.11"], complete: true}
+    pid: 4242
+    ended: complete
+    timed_out: false
+    killed: false
+    clock: 1763776800.123456
 """
 
 import errno

@@ -199,6 +199,8 @@ options:
         on this node. Keys C(ifname) (the fabric interface whose state and carrier to read),
         C(probes) (a list of C({host, address, port}) to open a TCP connection to; refused counts
         as reachable), C(probe_timeout) (seconds, default 2), C(source) (address to bind).
+      - Of a watched run (C(watch.json) exists) it counts as a look, renewing the mark for
+        O(watch_stale_s).
     type: dict
   stop_details:
     description:
@@ -622,7 +624,7 @@ def run_finished(module: AnsibleModule) -> dict[str, Any]:
     run_dir = Path(params["run_dir"])
     reason = params["stop_reason"] or None
     if params["diagnose"] is not None and reason is None:
-        return diagnose_run(run_dir, params["diagnose"])
+        return diagnose_run(run_dir, params["diagnose"], params["watch_stale_s"])
     if reason is None:
         looked = look_at_run(module)
         if isinstance(looked, dict):
@@ -641,8 +643,11 @@ def run_finished(module: AnsibleModule) -> dict[str, Any]:
     return finish_call(module, result)
 
 
-def diagnose_run(run_dir: Path, spec: dict[str, Any]) -> dict[str, Any]:
-    """A stall's evidence on this node: the fabric interface now and a TCP probe of each peer."""
+def diagnose_run(run_dir: Path, spec: dict[str, Any], stale_s: float) -> dict[str, Any]:
+    """A stall's evidence on this node: the fabric interface now and a TCP probe of each peer.
+    Of a watched run it is a look too: the watch mark is renewed for ``stale_s``."""
+    if (run_dir / WATCH_FILE).is_file():
+        touch_watch(run_dir / WATCH_FILE, stale_s)
     doc = read_pids(run_dir) or {}
     alive = bool(doc) and is_alive(doc.get("supervisor_pid") or 0, doc.get("supervisor_starttime"))
     probes = []

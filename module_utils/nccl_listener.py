@@ -85,11 +85,47 @@ def bind_all(specs: list[dict]) -> tuple[list[dict], dict[str, socket.socket]]:
     return entries, socks
 
 
+def _accept(sel: selectors.BaseSelector, key: selectors.SelectorKey, entry: dict) -> bool:
+    """Accept one connection waiting on ``key``'s socket and count it in ``entry``; stop
+    listening there once it has its expected ones. -> False when none was waiting."""
+    try:
+        conn, peer = key.fileobj.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    entry["accepted"].append(peer[0])
+    if len(entry["accepted"]) >= entry["expect"]:
+        entry["complete"] = True
+        sel.unregister(key.fileobj)
+    return True
+
+
+def _drain(sel: selectors.BaseSelector, by_name: dict[str, dict]) -> None:
+    """Count the connections the kernel already completed (in the backlog) but this process
+    was not scheduled to accept yet: their peers saw connect() succeed. Does not wait."""
+    for key in list(sel.get_map().values()):
+        entry = by_name[key.data]
+        while not entry["complete"] and _accept(sel, key, entry):
+            pass
+
+
+def _why_end(deadline: float, stop_file: str | None, run_dir: str) -> str:
+    """Why serving ends now, or "" to go on."""
+    if deadline - time.monotonic() <= 0:
+        return "timeout"
+    if stop_file and os.path.exists(stop_file):
+        return "stop file"
+    if run_dir and not os.path.isdir(run_dir):
+        return "run directory removed"
+    return ""
+
+
 def serve(
     entries: list[dict], socks: dict[str, socket.socket], deadline: float, stop_file: str | None
 ) -> str:
     """Accept until every listener has its expected connections, the deadline passes, the stop
-    file appears or its directory is removed; close every socket.
+    file appears or its directory is removed; close every socket. A connection already waiting
+    when it ends still counts.
 
     -> why it ended: "complete", "timeout", "stop file" or "run directory removed".
     """
@@ -100,24 +136,13 @@ def serve(
     run_dir = os.path.dirname(stop_file) if stop_file else ""
     try:
         while sel.get_map():
+            ended = _why_end(deadline, stop_file, run_dir)
+            if ended:
+                _drain(sel, by_name)
+                return ended if sel.get_map() else "complete"
             left = deadline - time.monotonic()
-            if left <= 0:
-                return "timeout"
-            if stop_file and os.path.exists(stop_file):
-                return "stop file"
-            if run_dir and not os.path.isdir(run_dir):
-                return "run directory removed"
-            for key, _ in sel.select(timeout=min(left, POLL_S)):
-                entry = by_name[key.data]
-                try:
-                    conn, peer = key.fileobj.accept()
-                except BlockingIOError:
-                    continue
-                conn.close()
-                entry["accepted"].append(peer[0])
-                if len(entry["accepted"]) >= entry["expect"]:
-                    entry["complete"] = True
-                    sel.unregister(key.fileobj)
+            for key, _ in sel.select(timeout=max(0.0, min(left, POLL_S))):
+                _accept(sel, key, by_name[key.data])
         return "complete"
     finally:
         sel.close()

@@ -13,8 +13,9 @@ rides on calls that run anyway:
   return who connected, what torch reported and the clock, optionally removing the run directory -
   runs inside ``nccl_tcp_probe`` after its probes (its ``collect`` option, :data:`STOP_SPEC`).
 
-``nccl_preflight_listen`` (state=started / stopped) is the same two functions as a module of its
-own. Both return a result dict; ``failed: True`` with ``msg`` where the module would fail.
+Their options are documented in those two modules' DOCUMENTATION. Both return a result dict;
+``failed: True`` with ``msg`` where the pre-flight could not start or be collected (the calling
+module reports it in its result and does not fail).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ LOCK_SPEC = {
     "control_host": {"type": "str", "default": ""},
     "control_user": {"type": "str", "default": ""},
 }
-# The options of a start (nccl_preflight_listen state=started, nccl_facts' preflight option).
+# The options of a start (nccl_facts' preflight option extends them: FACTS_START_SPEC).
 START_SPEC: dict[str, dict] = {
     "path": {"type": "path", "required": True},
     "run_dir": {"type": "path"},
@@ -96,7 +97,7 @@ FACTS_START_SPEC: dict[str, dict] = {
 # the node before the environment play runs.
 FABRIC = "fabric"
 FABRIC_FIELD = "{fabric_address}"
-# The options of a stop (nccl_preflight_listen state=stopped, nccl_tcp_probe's collect option).
+# The options of a stop (nccl_tcp_probe's collect option).
 STOP_SPEC: dict[str, dict] = {
     "path": {"type": "path", "required": True},
     "wait": {"type": "float", "default": 0.0},

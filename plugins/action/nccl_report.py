@@ -15,9 +15,10 @@ import ansible.module_utils
 from ansible.plugins.action import ActionBase
 
 # The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
-# (AnsiballZ ships them there; the controller has only ansible-core's own on that path).
-_MODULE_UTILS = str(Path(__file__).resolve().parents[2] / "module_utils")
-if _MODULE_UTILS not in ansible.module_utils.__path__:
+# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
+if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in (
+    ansible.module_utils.__path__
+):
     ansible.module_utils.__path__.append(_MODULE_UTILS)
 
 from ansible.module_utils.nccl_report_run import ARGUMENT_SPEC, run_report

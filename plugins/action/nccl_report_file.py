@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
+import ansible.module_utils
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.plugins.action import ActionBase
 
-# Action plugins run on the control machine, where ansible.module_utils holds only Ansible's own:
-# the project's standard-library module_utils are imported from their folder (nccl_files.py).
-if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in sys.path:
-    sys.path.append(_MODULE_UTILS)
+# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
+# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
+if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in (
+    ansible.module_utils.__path__
+):
+    ansible.module_utils.__path__.append(_MODULE_UTILS)
 
-from nccl_files import write_atomically
+from ansible.module_utils.nccl_files import write_atomically
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "dest": {"type": "path", "required": True},

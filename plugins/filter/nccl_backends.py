@@ -4,7 +4,7 @@
 
 nccl on NVIDIA GPUs (nvidia-smi), hccl on Ascend NPUs (npu-smi info), xccl on Intel XPUs
 (torch.xpu, asked only when neither was found), gloo otherwise; the same order as
-files/nccl_check.py's choose_backend (torch's accelerator: cuda, npu, xpu, else cpu).
+files/nccl_check.py's open_device (torch's accelerator: cuda, npu, xpu, else cpu).
 
 The pre-flight check backend_choice (`nccl_backend_checks_add`, appended to every host's
 results): every rank runs the master's choice (nccl_env_backend), so with auto a host that would

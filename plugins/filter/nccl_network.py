@@ -7,26 +7,20 @@ Only the standard library: ansible-core has no ipaddr filter without the ansible
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import ansible.module_utils
 
-def _load_choice() -> ModuleType:
-    """module_utils/nccl_fabric_choice.py of this project (the controller has no custom
-    module_utils on ansible.module_utils' path, only the modules shipped to the nodes do)."""
-    path = Path(__file__).resolve().parents[2] / "module_utils" / "nccl_fabric_choice.py"
-    spec = importlib.util.spec_from_file_location("nccl_preflight_fabric_choice", path)
-    if spec is None or spec.loader is None:  # pragma: no cover
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
+# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
+if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in (
+    ansible.module_utils.__path__
+):
+    ansible.module_utils.__path__.append(_MODULE_UTILS)
 
 # One function for the environment play and the node's first call (module_utils).
-nccl_fabric_choice = _load_choice().nccl_fabric_choice
+from ansible.module_utils.nccl_fabric_choice import nccl_fabric_choice
 
 
 class FilterModule:

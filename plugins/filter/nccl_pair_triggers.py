@@ -19,16 +19,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# Ansible loads a filter file by its path: its sibling (nccl_inputs.py) and the standard-library
-# module_utils it shares with the report (nccl_rdma_expect.py) are found through sys.path, as
-# plugins/action/nccl_report_file.py finds nccl_files.py.
-_HERE = Path(__file__).resolve().parent
-for _folder in (str(_HERE), str(_HERE.parents[1] / "module_utils")):
-    if _folder not in sys.path:
-        sys.path.append(_folder)
+import ansible.module_utils
 
+# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
+# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
+if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in (
+    ansible.module_utils.__path__
+):
+    ansible.module_utils.__path__.append(_MODULE_UTILS)
+# Ansible loads a filter file by its path: its sibling (nccl_inputs.py) is found through sys.path.
+if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
+    sys.path.append(_HERE)
+
+from ansible.module_utils.nccl_rdma_expect import cluster_figure
 from nccl_inputs import COLLECTIVES
-from nccl_rdma_expect import cluster_figure
 
 
 def _figure(value: float) -> float:

@@ -17,7 +17,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-# The device each backend's ranks use with --device auto (nccl_check.choose_device: gloo and
+# The device each backend's ranks use with --device auto (nccl_check.open_device: gloo and
 # mpi stay on the CPU; the others take the accelerator their backend is for).
 BACKEND_DEVICE = {"gloo": "cpu", "mpi": "cpu", "nccl": "cuda", "hccl": "npu", "xccl": "xpu"}
 DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "bf16": "bfloat16"}

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import uuid
 import xml.etree.ElementTree as ET
@@ -28,6 +26,7 @@ from ansible.module_utils.nccl_junit import host_label
 
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
+from tests.playbook_run import ANSIBLE_PLAYBOOK, ansible_playbook, playbook_env
 
 pytestmark = pytest.mark.lab
 
@@ -106,13 +105,13 @@ def test_a_cidr_or_interface_that_matches_nothing_stops_at_the_environment_stage
     assert left_on_hosts(lab2, run_id) == []
 
 
-def playbook_command(
+def playbook_args(
     lab: Lab, report_root: Path, run_id: str, inventory: Path | None = None, **variables: object
 ) -> list[str]:
+    """ansible-playbook's arguments for playbooks/validate.yml on ``inventory`` (the lab's)."""
     values = {"nccl_run_id": run_id, "nccl_report_root": str(report_root), **variables}
-    exe = Path(sys.executable).parent / "ansible-playbook"
     inventory = inventory or lab.inventory_dir
-    return [str(exe), "-i", str(inventory), "playbooks/validate.yml", "-e", json.dumps(values)]
+    return ["-i", str(inventory), "playbooks/validate.yml", "-e", json.dumps(values)]
 
 
 def lock_files(lab: Lab) -> list[Path]:
@@ -125,13 +124,12 @@ def test_a_second_run_of_the_same_cluster_is_refused_naming_the_first(
 ) -> None:
     first_id = f"20261123T010203-{uuid.uuid4().hex[:6]}"
     second_id = f"lock2-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
     # The first run: the full check (seconds of collectives), so it is still running when the
     # second one reaches its pre-flight.
     first = subprocess.Popen(
-        playbook_command(lab2, tmp_path, first_id, nccl_run_timeout=120),
+        [ANSIBLE_PLAYBOOK, *playbook_args(lab2, tmp_path, first_id, nccl_run_timeout=120)],
         cwd=ROOT,
-        env=env,
+        env=playbook_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -252,14 +250,11 @@ def test_host_keys_are_checked_unless_the_inventory_turns_it_off(lab2: Lab, tmp_
     run_id = f"hostkey-{uuid.uuid4().hex[:8]}"
 
     def facts_only() -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [*playbook_command(lab2, tmp_path, run_id, inventory=inventory), "--tags", "facts"],
-            cwd=ROOT,
-            env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
-            capture_output=True,
-            text=True,
+        return ansible_playbook(
+            *playbook_args(lab2, tmp_path, run_id, inventory=inventory),
+            "--tags",
+            "facts",
             timeout=300,
-            check=False,
         )
 
     refused = facts_only()
@@ -290,14 +285,9 @@ def test_an_interface_absent_on_one_host_stops_the_run_naming_that_host(
         "---\nnccl_socket_ifname: enp9s0f3\n"
     )
     run_id = f"envone-{uuid.uuid4().hex[:8]}"
-    result = subprocess.run(
-        playbook_command(lab2, tmp_path, run_id, inventory=inventory, nccl_run_timeout=60),
-        cwd=ROOT,
-        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
-        capture_output=True,
-        text=True,
+    result = ansible_playbook(
+        *playbook_args(lab2, tmp_path, run_id, inventory=inventory, nccl_run_timeout=60),
         timeout=400,
-        check=False,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 2, output

@@ -11,11 +11,9 @@ lists only the first of them (with slots=2 for rails).
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -27,10 +25,10 @@ import pytest
 
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
+from tests.playbook_run import ansible_playbook
 
 pytestmark = pytest.mark.lab
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST, SLOW = "200mbit", "50mbit"  # the slow link: a quarter of the others
 CHECK_ARGS = [
     "--tests",
@@ -46,6 +44,9 @@ CHECK_ARGS = [
     "--pair-iters",
     "3",
 ]
+
+# The all_reduce bandwidth test at 4 MiB only.
+ALL_REDUCE_4M = ["--tests", "bandwidth_all_reduce", "--min-bytes", "4M", "--max-bytes", "4M"]
 
 
 @pytest.fixture(scope="module")
@@ -86,21 +87,8 @@ def validate(inv: Path, reports: Path, **extra: Any) -> tuple[subprocess.Complet
         "nccl_check_args": CHECK_ARGS,
         **extra,
     }
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            str(inv),
-            "playbooks/validate.yml",
-            "-e",
-            json.dumps(variables),
-        ],
-        cwd=ROOT,
-        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
+    result = ansible_playbook(
+        "-i", str(inv), "playbooks/validate.yml", "-e", json.dumps(variables), timeout=900
     )
     return result, reports / run_id
 
@@ -266,18 +254,7 @@ def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
     inv, reports = inventory(lab6, tmp_path, 2), tmp_path / "reports"
     bandwidth = {
         "nccl_pairwise": "never",
-        "nccl_check_args": [
-            "--tests",
-            "bandwidth_all_reduce",
-            "--min-bytes",
-            "4M",
-            "--max-bytes",
-            "4M",
-            "--iters",
-            "2",
-            "--warmup",
-            "1",
-        ],
+        "nccl_check_args": [*ALL_REDUCE_4M, "--iters", "2", "--warmup", "1"],
         "nccl_busbw_min_bytes": 4 * 1024 * 1024,
         # twice what a 1 Gbit/s link carries; tbf's burst lets a 4 MiB run measure a little
         # more than the rate (0.1266 GB/s, 50.6% seen once), so the failure threshold is set
@@ -323,33 +300,27 @@ def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
     validate_report_junit(second_dir)
 
 
-def test_three_hosts_a_collective_that_hangs_then_the_pairwise_relaunch_names_the_host(
-    lab_factory: Any, tmp_path: Path
-) -> None:
-    """One host's link at a few hundred kbit/s: the all_reduce sweep cannot finish, the run is
-    ended as a stall, and the pairwise-only relaunch (a small payload) names that host."""
+# One all_reduce of 4M: on a link of a few hundred kbit/s it cannot finish, so the run stalls.
+HANGING_SWEEP = [*ALL_REDUCE_4M, "--iters", "1", "--warmup", "0"]
+
+
+def relaunched(
+    lab_factory: Any, tmp_path: Path, bad_rate: str, **extra: Any
+) -> tuple[Lab, Any, subprocess.CompletedProcess, Path]:
+    """Three hosts, the third's fabric link at ``bad_rate`` during a run of HANGING_SWEEP with
+    ``nccl_pairwise=auto``, ended as a stall (20 s): the run fails and says it relaunches only
+    the pairwise rounds. -> (the lab, the bad host, the playbook's result, its report directory)."""
     lab3 = lab_factory(3)
     bad = lab3.hosts[2]
-    undo = [lab3.rate_limit(h, "300kbit" if h is bad else FAST) for h in lab3.hosts]
+    undo = [lab3.rate_limit(h, bad_rate if h is bad else FAST) for h in lab3.hosts]
     try:
         result, report_dir = validate(
             inventory(lab3, tmp_path, 3),
             tmp_path / "reports",
             nccl_pairwise="auto",
-            nccl_run_timeout=150,
             nccl_stall_timeout=20,
-            nccl_check_args=[
-                "--tests",
-                "bandwidth_all_reduce",
-                "--min-bytes",
-                "4M",
-                "--max-bytes",
-                "4M",
-                "--iters",
-                "1",
-                "--warmup",
-                "0",
-            ],
+            nccl_check_args=HANGING_SWEEP,
+            **extra,
         )
     finally:
         for step in undo:
@@ -357,10 +328,23 @@ def test_three_hosts_a_collective_that_hangs_then_the_pairwise_relaunch_names_th
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-4000:]
     said = " ".join(output.split())  # the callback wraps long messages
+    assert "running only the pairwise rounds to name the node" in said, output[-4000:]
+    return lab3, bad, result, report_dir
+
+
+def test_three_hosts_a_collective_that_hangs_then_the_pairwise_relaunch_names_the_host(
+    lab_factory: Any, tmp_path: Path
+) -> None:
+    """One host's link at a few hundred kbit/s: the all_reduce sweep cannot finish, the run is
+    ended as a stall, and the pairwise-only relaunch (a small payload) names that host."""
+    lab3, bad, result, report_dir = relaunched(
+        lab_factory, tmp_path, "300kbit", nccl_run_timeout=150
+    )
+    output = result.stdout + result.stderr
+    said = " ".join(output.split())  # the callback wraps long messages
     # Ended by the stall watch (20 s), else by a watchdog or nccl_run_timeout: each says so.
     reasons = ("because it stalled", "was ended by its watchdog", "reached nccl_run_timeout")
     assert any(r in said for r in reasons), output[-4000:]
-    assert "running only the pairwise rounds to name the node" in said, output[-4000:]
     # The first run's ranks are still what they were: stuck in the all_reduce sweep.
     first = json.loads(next(report_dir.glob("*/rank-0.json")).read_text())
     assert not [t for t in first["tests"] if t["name"] == "pairwise"]
@@ -382,36 +366,10 @@ def test_three_hosts_a_link_too_dead_for_the_relaunch_still_names_its_pair(
     ended at its bound. The rounds are saved as they go, so the pair with that host is named as
     timed out (both its nodes: one of the two is bad), never as a pass, and the resting node is
     not blamed."""
-    lab3 = lab_factory(3)
-    bad = lab3.hosts[2]
-    undo = [lab3.rate_limit(h, "100kbit" if h is bad else FAST) for h in lab3.hosts]
-    try:
-        result, report_dir = validate(
-            inventory(lab3, tmp_path, 3),
-            tmp_path / "reports",
-            nccl_pairwise="auto",
-            nccl_run_timeout=60,
-            nccl_stall_timeout=20,
-            launch_relaunch_pair_bytes="1M",
-            nccl_check_args=[
-                "--tests",
-                "bandwidth_all_reduce",
-                "--min-bytes",
-                "4M",
-                "--max-bytes",
-                "4M",
-                "--iters",
-                "1",
-                "--warmup",
-                "0",
-            ],
-        )
-    finally:
-        for step in undo:
-            step()
+    _, bad, result, report_dir = relaunched(
+        lab_factory, tmp_path, "100kbit", nccl_run_timeout=60, launch_relaunch_pair_bytes="1M"
+    )
     output = result.stdout + result.stderr
-    assert result.returncode != 0, output[-4000:]
-    assert "running only the pairwise rounds to name the node" in " ".join(output.split())
     assert (report_dir / "pairwise.json").is_file(), output[-6000:]
     doc = json.loads((report_dir / "pairwise.json").read_text())
     assert doc["relaunched"] is True, doc

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,6 +21,8 @@ import pytest
 
 from tests.browser import browser_unavailable_reason, distinct_colours, open_page
 from tests.lab.harness import Lab
+from tests.lab.runs import inventory_with_unreachable_host
+from tests.playbook_run import ansible_playbook
 
 pytestmark = pytest.mark.lab
 
@@ -57,14 +58,8 @@ def preflight(
     """bin/nccl-preflight as a user runs it: (exit code, verdict.json of the run, output)."""
     run_id = extra.get("nccl_run_id") or f"report-{time.time_ns():x}"
     variables = {"nccl_report_root": str(reports), "nccl_run_id": run_id, **extra}
-    proc = subprocess.run(
-        [str(WRAPPER), "-i", str(inventory), "-e", json.dumps(variables)],
-        cwd=ROOT,
-        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+    proc = ansible_playbook(
+        "-i", str(inventory), "-e", json.dumps(variables), program=str(WRAPPER), timeout=timeout
     )
     path = reports / run_id / "verdict.json"
     verdict = json.loads(path.read_text()) if path.is_file() else None
@@ -147,11 +142,7 @@ def test_firewall_drop_exits_10_and_the_page_names_the_host(lab2: Lab, tmp_path:
 
 
 def test_unreachable_host_exits_11(lab2: Lab, tmp_path: Path) -> None:
-    inventory = tmp_path / "inventory"
-    shutil.copytree(lab2.inventory_dir, inventory)
-    ghost = lab2.hosts[0].mgmt_addr.rsplit(".", 1)[0] + ".98"
-    with open(inventory / "hostfile", "a") as hostfile:
-        hostfile.write(f"{ghost} slots=1\n")
+    inventory, ghost = inventory_with_unreachable_host(lab2, tmp_path, 98)
     code, verdict, output = preflight(
         inventory, tmp_path, {"nccl_master_port": 29544, "nccl_check_args": QUICK}
     )

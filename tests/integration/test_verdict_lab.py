@@ -9,10 +9,7 @@ is complete and valid against the Jenkins schema.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -22,10 +19,11 @@ from ansible.module_utils.nccl_junit import host_label
 
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
+from tests.lab.runs import inventory_with_unreachable_host
+from tests.playbook_run import ansible_playbook
 
 pytestmark = pytest.mark.lab
 
-ROOT = Path(__file__).resolve().parents[2]
 MASTER_PORT = 29500
 SMALL_CHECK = '{"nccl_check_args": ["--max-bytes", "65536", "--iters", "2", "--warmup", "1"]}'
 
@@ -33,26 +31,18 @@ SMALL_CHECK = '{"nccl_check_args": ["--max-bytes", "65536", "--iters", "2", "--w
 def validate(inventory: Path, report_root: Path, run_id: str | None) -> subprocess.CompletedProcess:
     """The whole playbook; without a run id it makes its own, as for a user (reports/latest)."""
     run_id_args = ["-e", f"nccl_run_id={run_id}"] if run_id else []
-    return subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            str(inventory),
-            "playbooks/validate.yml",
-            *run_id_args,
-            "-e",
-            f"nccl_report_root={report_root}",
-            "-e",
-            "nccl_run_timeout=60",
-            "-e",
-            SMALL_CHECK,
-        ],
-        cwd=ROOT,
-        env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
-        capture_output=True,
-        text=True,
+    return ansible_playbook(
+        "-i",
+        str(inventory),
+        "playbooks/validate.yml",
+        *run_id_args,
+        "-e",
+        f"nccl_report_root={report_root}",
+        "-e",
+        "nccl_run_timeout=60",
+        "-e",
+        SMALL_CHECK,
         timeout=400,
-        check=False,
     )
 
 
@@ -99,11 +89,7 @@ def test_preflight_failure_skips_the_launch_and_every_rank_says_why(
 def test_unreachable_host_is_an_error_for_that_host(lab2: Lab, tmp_path: Path) -> None:
     # The lab's inventory plus a third node at an address of the lab's own management network
     # where nothing answers.
-    inventory = tmp_path / "inventory"
-    shutil.copytree(lab2.inventory_dir, inventory)
-    ghost = lab2.hosts[0].mgmt_addr.rsplit(".", 1)[0] + ".99"
-    with open(inventory / "hostfile", "a") as hostfile:
-        hostfile.write(f"{ghost} slots=1\n")
+    inventory, ghost = inventory_with_unreachable_host(lab2, tmp_path, 99)
     run_id = f"verdict-{uuid.uuid4().hex[:8]}"
     result = validate(inventory, tmp_path, run_id)
     output = result.stdout + result.stderr

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
-from tests.lab.base import PROJECT_ROOT
+from tests.playbook_run import ansible_playbook
 
 
 class LabInventory:
@@ -64,16 +61,12 @@ class LabInventory:
         Does not raise on a non-zero exit: the caller asserts on returncode/stdout.
         capture=False lets the output through to the terminal (stdout/stderr are then None).
         """
-        exe = Path(sys.executable).parent / "ansible-playbook"
-        cmd = str(exe) if exe.exists() else (shutil.which("ansible-playbook") or "ansible-playbook")
-        full_env = {**os.environ, "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg")}
-        full_env.update(env or {})
-        return subprocess.run(
-            [cmd, "-i", str(self.inventory_dir), str(playbook), *args],
-            cwd=PROJECT_ROOT,
-            env=full_env,
-            capture_output=capture,
-            text=True,
+        return ansible_playbook(
+            "-i",
+            str(self.inventory_dir),
+            str(playbook),
+            *args,
             timeout=timeout,
-            check=False,
+            env=env,
+            capture=capture,
         )

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import threading
 import time
@@ -28,12 +29,27 @@ from tests.lab.harness import Lab
 
 # Small and quick: a 2-core CI machine runs all of this.
 QUICK = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"]
+# How long a fault waits for a rank to reach its phase, counted from the play's start: on 2 cores
+# at load 22 torchrun started 94-99 s into the play, torch's import took 20 s more. A wait that
+# is still going when the play ended gives up then (`during`), so this bound costs nothing.
+PHASE_WAIT_S = 480
 
 
 def paused_before_barrier(rank: int = 0) -> list[str]:
     """nccl_check_args of a quick correctness run whose rank `rank` stops before barrier (as if
     stuck): the ranks in barrier wait for it, so nothing finishes by itself."""
     return [*QUICK, "--tests", "correctness", "--pause-before", f"barrier@{rank}"]
+
+
+def inventory_with_unreachable_host(lab: Lab, tmp_path: Path, last_octet: int) -> tuple[Path, str]:
+    """A copy of the lab's inventory plus a node at ``last_octet`` of the lab's own management
+    network, where nothing answers (slots=1); -> (the inventory, that node's address)."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(lab.inventory_dir, inventory)
+    ghost = lab.hosts[0].mgmt_addr.rsplit(".", 1)[0] + f".{last_octet}"
+    with open(inventory / "hostfile", "a") as hostfile:
+        hostfile.write(f"{ghost} slots=1\n")
+    return inventory, ghost
 
 
 def new_run_id() -> str:
@@ -93,16 +109,42 @@ def launch(lab: Lab, *args: Any, **options: Any) -> subprocess.CompletedProcess[
     return playbook(lab, *args, "--tags", "launch", **options)
 
 
+class _Action(threading.Thread):
+    """The thread of a `during` action; `over` is set once the body ended."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        super().__init__(target=action, daemon=True)
+        self.over = threading.Event()
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except AssertionError:
+            # A wait that gave up because the body ended: the body's own asserts say what
+            # did not happen (the fault never came).
+            if not self.over.is_set():
+                raise
+
+
+def body_ended() -> bool:
+    """In a `during` action: whether the body already ended (a fault must not come after the
+    undo, into the next test on the same lab)."""
+    me = threading.current_thread()
+    return isinstance(me, _Action) and me.over.is_set()
+
+
 @contextlib.contextmanager
 def during(action: Callable[[], None], undo: list[Callable[[], None]] | None = None) -> Iterator:
-    """Run `action` in a thread while the body runs (a fault injected mid-run); afterwards wait
-    for it and call every undo it left in `undo`, even when the body failed."""
-    thread = threading.Thread(target=action, daemon=True)
+    """Run `action` in a thread while the body runs (a fault injected mid-run); afterwards tell
+    it the body ended (its waits give up), wait for it and call every undo it left in `undo`,
+    even when the body failed."""
+    thread = _Action(action)
     thread.start()
     try:
         yield thread
     finally:
-        thread.join(timeout=5)
+        thread.over.set()
+        thread.join(timeout=30)
         for step in undo or []:
             step()
 
@@ -126,7 +168,7 @@ def kill_at(
 def wait_for_record(path: Path, test: str, timeout: float) -> dict[str, Any]:
     """Wait until a rank's result file says it is at `test`; return the record."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not body_ended():
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError):

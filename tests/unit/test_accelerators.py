@@ -10,9 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import nccl_facts
 import pytest
-from ansible.module_utils import basic
 from ansible.module_utils.nccl_accel_facts import (
     parse_npu_smi_board,
     parse_npu_smi_info,
@@ -22,8 +20,16 @@ from ansible.module_utils.nccl_accel_facts import (
 from nccl_backends import nccl_backend_choice
 
 from tests.module_exit import ModuleExit as Exit
-from tests.unit.test_nccl_env_role import ROOT, spark
-from tests.unit.test_nccl_facts import FakeNode, facts_of, fixture, run, sysfs  # noqa: F401
+from tests.playbook_run import ROOT
+from tests.unit.test_nccl_env_role import spark
+from tests.unit.test_nccl_facts import (  # noqa: F401
+    FakeNode,
+    facts_of,
+    fixture,
+    run,
+    sysfs,
+    use_node,
+)
 
 NPU_SMI = "/usr/local/sbin/npu-smi"
 
@@ -48,16 +54,6 @@ class NpuNode(FakeNode):
             assert argv[5:9] == ["info", "-t", "board", "-i"]
             return self.boards.get(argv[9], (2, "", f"board {argv[9]} not recorded\n"))
         return super().run_command(argv, **kwargs)
-
-
-def use(monkeypatch: pytest.MonkeyPatch, fake: FakeNode, sysfs: Path) -> FakeNode:  # noqa: F811
-    monkeypatch.setattr(nccl_facts, "_find_tool", fake.find_tool)
-    monkeypatch.setattr(
-        basic.AnsibleModule, "run_command", lambda self, argv, **kw: fake.run_command(argv, **kw)
-    )
-    monkeypatch.setattr(nccl_facts, "SYS_ROOT", str(sysfs / "sys"))
-    monkeypatch.setattr(nccl_facts, "PROC_ROOT", str(sysfs / "proc"))
-    return fake
 
 
 # --- npu-smi info, transcribed (tests/fixtures/README.md, npu-smi/) ------------------------------
@@ -115,7 +111,7 @@ def test_facts_list_the_npus_of_npu_smi(
     sysfs: Path,  # noqa: F811
     run: Callable[..., Exit],  # noqa: F811
 ) -> None:
-    node = use(monkeypatch, NpuNode("npu-smi/910b2-info.txt"), sysfs)
+    node = use_node(monkeypatch, NpuNode("npu-smi/910b2-info.txt"), sysfs)
     del node.tools["nvidia-smi"]
     facts = facts_of(run(query_python=False, query_xpu=True))
     acc = facts["accelerators"]
@@ -149,7 +145,7 @@ def test_facts_read_each_cards_firmware_once_and_say_why_one_is_unknown(
     sysfs: Path,  # noqa: F811
     run: Callable[..., Exit],  # noqa: F811
 ) -> None:
-    node = use(monkeypatch, NpuNode("npu-smi/ascend910-a3-info.txt"), sysfs)
+    node = use_node(monkeypatch, NpuNode("npu-smi/ascend910-a3-info.txt"), sysfs)
     node.boards["0"] = (0, fixture("npu-smi/910-board-info.txt"), "")
     na = fixture("npu-smi/910-board-info.txt").replace("7.1.0.7.220", "NA")
     node.boards["1"] = (0, na, "")
@@ -190,7 +186,7 @@ def test_npu_smi_that_fails_is_a_reason(
     sysfs: Path,  # noqa: F811
     run: Callable[..., Exit],  # noqa: F811
 ) -> None:
-    node = use(monkeypatch, NpuNode("npu-smi/910b2-info.txt"), sysfs)
+    node = use_node(monkeypatch, NpuNode("npu-smi/910b2-info.txt"), sysfs)
     node.npu = (255, "", "dcmi module initialize failed. ret is -8005\n")
     acc = facts_of(run(query_python=False))["accelerators"]
     assert acc["npus"] == []
@@ -204,7 +200,7 @@ def test_without_npu_smi_nothing_runs_and_the_reason_says_so(
     sysfs: Path,  # noqa: F811
     run: Callable[..., Exit],  # noqa: F811
 ) -> None:
-    node = use(monkeypatch, FakeNode(), sysfs)
+    node = use_node(monkeypatch, FakeNode(), sysfs)
     acc = facts_of(run(query_python=False))["accelerators"]
     assert acc["npus_reason"] == "npu-smi not found on PATH; no Ascend driver tools here"
     assert acc["xpus_reason"] == "query_xpu is false"

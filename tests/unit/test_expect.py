@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils import nccl_expect, nccl_junit
+from ansible.module_utils import nccl_expect
 
 from tests.jenkins_schema import validate_report_junit
+from tests.report_build import build_report as report
 
 MIB = 1024 * 1024
 
@@ -70,14 +71,6 @@ def write_run(
     plan = {"run_id": name, "hosts": hosts, "world_size": 2, "expect": expect or {}}
     (run_dir / "plan.json").write_text(json.dumps(plan))
     return run_dir
-
-
-def report(run_dir: Path) -> dict[str, Any]:
-    run = nccl_junit.read_run(run_dir)
-    files = nccl_junit.build_suites(run)
-    summary = nccl_junit.summarize(run, files)
-    nccl_junit.write_report(run_dir, run, files, summary)
-    return summary
 
 
 def bandwidth_cases(run_dir: Path) -> dict[tuple[str, str], ET.Element]:

@@ -20,6 +20,7 @@ import pytest
 from ansible.module_utils import nccl_junit
 
 from tests.jenkins_schema import validate_report_junit
+from tests.report_build import build_report
 from tests.unit.test_launch_collect import action, archive
 
 HOSTILE = (
@@ -123,14 +124,6 @@ def hostile_run(root: Path) -> Path:
         )
     )
     return run
-
-
-def build_report(run: Path) -> dict:
-    data = nccl_junit.read_run(run)
-    files = nccl_junit.build_suites(data)
-    summary = nccl_junit.summarize(data, files)
-    nccl_junit.write_report(run, data, files, summary)
-    return summary
 
 
 def test_markup_from_a_node_stays_text_in_the_junit(tmp_path: Path) -> None:

@@ -108,7 +108,8 @@ def test_a_missing_contribution_names_the_rank() -> None:
     base, n = [2, 3], 4
     want = nc.expected_sum(base, 2, n, n)
     got = torch.tensor([want[0], want[1] - nc.reduction_input(base, 2, 3, n)[1]])
-    details = nc.mismatch(got, want, nc.sum_source(base, 2, n, n, want))
+    source = nc.source_rule("sum", lambda r: nc.reduction_input(base, 2, r, n), n, want)
+    details = nc.mismatch(got, want, source)
     assert details is not None
     assert (details["first_wrong_index"], details["expected"], details["got"]) == (1, 24, 15)
     assert details["source"] == "the contribution of rank 3 is missing"
@@ -121,17 +122,19 @@ def test_data_from_the_wrong_rank_is_named() -> None:
     want = nc.expected_all_gather(base, 1, n, n)
     got = torch.tensor(want)
     got[4:8] = torch.tensor(nc.payload(base, 1, 2, n))  # chunk 1 holds rank 2's payload
-    source = nc.movement_source(lambda j: nc.payload(base, 1, j, n), n, 4, source=None)
+    source = nc.source_rule("copy", lambda j: nc.payload(base, 1, j, n), n, width=4)
     details = nc.mismatch(got, want, source)
     assert details is not None and details["first_wrong_index"] == 4
     assert details["source"] == "this element comes from rank 1; the value is rank 2's"
 
 
 def test_equal_results_have_no_mismatch_and_avg_allows_one_ulp() -> None:
-    assert nc.mismatch(torch.tensor([1.0, 2.0]), [1, 2], nc.owner_source(2)) is None
+    owner = nc.source_rule("product", lambda r: nc.owner_input(2, r, 2), 2)
+    assert nc.mismatch(torch.tensor([1.0, 2.0]), [1, 2], owner) is None
     close = torch.tensor([1.5 + 2**-23])  # one unit in the last place above
-    assert nc.mismatch(close, [1.5], nc.owner_source(1), ulps=1) is None
-    assert nc.mismatch(close, [1.5], nc.owner_source(1)) is not None
+    alone = nc.source_rule("product", lambda r: nc.owner_input(1, r, 1), 1)
+    assert nc.mismatch(close, [1.5], alone, ulps=1) is None
+    assert nc.mismatch(close, [1.5], alone) is not None
 
 
 def test_unsupported_is_only_the_backends_own_refusal() -> None:

@@ -10,7 +10,6 @@ only: into a fact for the launch and into reports/<run-id>/<host>/nccl.env, neve
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,8 @@ from pathlib import Path
 import pytest
 from nccl_torchrun import parse_env_file
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.playbook_run import run_play_with_facts
+
 PLAYBOOK = """
 - name: Fake the facts of two DGX Sparks
   hosts: nccl_nodes
@@ -75,45 +75,11 @@ def run_playbook(
     hostfile: str = "spark-1 slots=1\nspark-2\n",
     args: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    inventory = tmp_path / "inventory"
-    (inventory / "group_vars").mkdir(parents=True)
-    (inventory / "hostfile").write_text(hostfile)
-    (inventory / "group_vars" / "all.yml").write_text(
-        "ansible_connection: local\n"
-        f"ansible_python_interpreter: {sys.executable}\n"
-        "nccl_fabric_cidr: 192.168.100.0/24\n"
-        f"nccl_run_root: {tmp_path}\n"
-        f"nccl_report_root: {tmp_path / 'reports'}\n"
-    )
     facts = {
         "spark-1": spark("enp1s0f0np0", "192.168.100.10", "10.20.0.5"),
         "spark-2": spark("enp1s0f1np1", "192.168.100.11", "10.20.0.6"),
     }
-    (tmp_path / "facts.json").write_text(json.dumps(facts))
-    playbook = ROOT / "playbooks" / f".test-env-{os.getpid()}.yml"
-    playbook.write_text(PLAYBOOK)
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    extra_vars = {"facts_file": str(tmp_path / "facts.json"), "nccl_run_id": "t1", **extra}
-    try:
-        return subprocess.run(
-            [
-                str(Path(sys.executable).parent / "ansible-playbook"),
-                str(playbook),
-                *args,
-                "-i",
-                str(inventory),
-                "-e",
-                json.dumps(extra_vars),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        playbook.unlink()
+    return run_play_with_facts(tmp_path, PLAYBOOK, "env", hostfile, facts, extra, args)
 
 
 def read_env(path: Path) -> dict[str, str]:

@@ -91,9 +91,8 @@ def sysfs(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture
-def node(monkeypatch: pytest.MonkeyPatch, sysfs: Path) -> FakeNode:
-    fake = FakeNode()
+def use_node(monkeypatch: pytest.MonkeyPatch, fake: FakeNode, sysfs: Path) -> FakeNode:
+    """nccl_facts sees ``fake``'s tools and answers and the sysfs and /proc trees of ``sysfs``."""
     monkeypatch.setattr(nccl_facts, "_find_tool", fake.find_tool)
     monkeypatch.setattr(
         basic.AnsibleModule, "run_command", lambda self, argv, **kw: fake.run_command(argv, **kw)
@@ -101,6 +100,11 @@ def node(monkeypatch: pytest.MonkeyPatch, sysfs: Path) -> FakeNode:
     monkeypatch.setattr(nccl_facts, "SYS_ROOT", str(sysfs / "sys"))
     monkeypatch.setattr(nccl_facts, "PROC_ROOT", str(sysfs / "proc"))
     return fake
+
+
+@pytest.fixture
+def node(monkeypatch: pytest.MonkeyPatch, sysfs: Path) -> FakeNode:
+    return use_node(monkeypatch, FakeNode(), sysfs)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,6 +35,8 @@ from ansible.module_utils.nccl_proc import (
     write_json,
 )
 
+from tests.polling import wait_for
+
 # A parent that starts a child in its own session (as torchrun starts its workers); the child
 # ignores SIGTERM and prints its pid.
 TREE = (
@@ -45,15 +46,6 @@ TREE = (
     "print(os.getpid(), flush=True); time.sleep(600)'], start_new_session=True)\n"
     "time.sleep(600)\n"
 )
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_parse_stat_takes_the_fields_after_the_last_parenthesis() -> None:

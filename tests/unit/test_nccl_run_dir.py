@@ -1,8 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """module_utils/nccl_run_dir.py on a real file system (tmp_path): the checks and the mode that
-the pre-flight's first call (nccl_preflight_listen) and the launch's start (nccl_torchrun) apply
-to the run's private directory, whichever reaches a node first."""
+the pre-flight's first call (nccl_facts' preflight option) and the launch's start (nccl_torchrun)
+apply to the run's private directory, whichever reaches a node first."""
 
 from __future__ import annotations
 

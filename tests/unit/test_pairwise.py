@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils import nccl_junit, nccl_pairwise, nccl_verdict
+from ansible.module_utils import nccl_pairwise
 
 from tests.check.support import load_script
 from tests.jenkins_schema import validate_report_junit
+from tests.report_build import build_report as report
+from tests.report_build import build_verdict
 from tests.unit.test_report_junit import ROOT, module_result
 
 nc = load_script()
@@ -262,14 +264,6 @@ def write_run(tmp_path: Path, n: int, rails: int, speed: Speed, second: list) ->
     return run_dir
 
 
-def report(run_dir: Path) -> dict[str, Any]:
-    run = nccl_junit.read_run(run_dir)
-    files = nccl_junit.build_suites(run)
-    summary = nccl_junit.summarize(run, files)
-    nccl_junit.write_report(run_dir, run, files, summary)
-    return summary
-
-
 def test_report_names_the_slow_node_in_junit_summary_and_pairwise_json(tmp_path: Path) -> None:
     run_dir = write_run(tmp_path, 4, 2, slow_node(2, rail=1), second=[(0, 2)])
     summary = report(run_dir)
@@ -402,15 +396,12 @@ def test_relaunch_results_are_judged_when_the_run_itself_hung(tmp_path: Path) ->
         hung = json.loads((path.parent / "pairwise" / path.name).read_text())
         hung.update(status="running", current_test="bandwidth_all_reduce", tests=[])
         path.write_text(json.dumps(hung))
-    run = nccl_junit.read_run(run_dir)
-    files = nccl_junit.build_suites(run)
-    summary = nccl_junit.summarize(run, files)
-    nccl_junit.write_report(run_dir, run, files, summary)
+    summary = report(run_dir)
     doc = json.loads((run_dir / "pairwise.json").read_text())
     assert doc["relaunched"] is True and "second launch" in doc["why"]
     assert [v["status"] for v in doc["verdicts"]] == ["ok", "slow", "ok"]
     assert "second launch" in summary["markdown"]
-    verdict = nccl_verdict.build_verdict(run, files, summary)
+    verdict = build_verdict(run_dir)
     named = [f for f in verdict["findings"] if f["test"] == "pairwise"]
     assert [(f["class"], f["host"]) for f in named] == [("bandwidth", "10.0.0.2")]
     assert named[0]["what"].startswith("10.0.0.2 is SLOW")
@@ -492,9 +483,7 @@ def test_a_round_that_never_finished_names_both_nodes_of_its_pair_as_timed_out(
     failed = {k for k, c in cases.items() if c.find("failure") is not None}
     assert failed == {"pairwise." + h.replace(".", "_") for h in hung}
     assert cases["pairwise.10_0_0_3"].find("failure").get("type") == "pair timed out"
-    verdict = nccl_verdict.build_verdict(
-        nccl_junit.read_run(run_dir), nccl_junit.build_suites(nccl_junit.read_run(run_dir)), summary
-    )
+    verdict = build_verdict(run_dir)
     named = {f["host"] for f in verdict["findings"] if f["test"] == "pairwise"}
     assert named == hung
     assert {f["class"] for f in verdict["findings"] if f["test"] == "pairwise"} == {"rank_lost"}
@@ -521,27 +510,24 @@ def test_a_very_slow_pair_is_recorded_with_significant_digits_not_as_zero() -> N
     assert "2.05e-05" in verdict["verdicts"][1]["message"]
 
 
-def test_two_nodes_that_hang_say_why_no_node_is_named(tmp_path: Path) -> None:
-    """No relaunch on two nodes (nccl_pairwise_relaunch needs 3): the hang's finding says why."""
-    run_dir = write_run(tmp_path, 2, 1, healthy(), second=[])
+def hung_verdict(run_dir: Path) -> dict[str, Any]:
+    """The verdict of ``run_dir`` once every rank is left running in the all_reduce sweep."""
     for path in run_dir.glob("*/rank-*.json"):
         hung = json.loads(path.read_text())
         hung.update(status="running", current_test="bandwidth_all_reduce", tests=[])
         path.write_text(json.dumps(hung))
-    run = nccl_junit.read_run(run_dir)
-    files = nccl_junit.build_suites(run)
-    verdict = nccl_verdict.build_verdict(run, files, nccl_junit.summarize(run, files))
+    return build_verdict(run_dir)
+
+
+def test_two_nodes_that_hang_say_why_no_node_is_named(tmp_path: Path) -> None:
+    """No relaunch on two nodes (nccl_pairwise_relaunch needs 3): the hang's finding says why."""
+    run_dir = write_run(tmp_path, 2, 1, healthy(), second=[])
+    verdict = hung_verdict(run_dir)
     lost = [f for f in verdict["findings"] if f["class"] == "rank_lost"]
     assert lost and all("two nodes the pairwise rounds cannot tell" in f["fix"] for f in lost)
     # Three nodes relaunch instead: no such sentence.
     run_dir = write_run(tmp_path / "three", 3, 1, healthy(), second=[])
-    for path in run_dir.glob("*/rank-*.json"):
-        hung = json.loads(path.read_text())
-        hung.update(status="running", current_test="bandwidth_all_reduce", tests=[])
-        path.write_text(json.dumps(hung))
-    run = nccl_junit.read_run(run_dir)
-    files = nccl_junit.build_suites(run)
-    verdict = nccl_verdict.build_verdict(run, files, nccl_junit.summarize(run, files))
+    verdict = hung_verdict(run_dir)
     assert not [f for f in verdict["findings"] if "two nodes" in f["fix"]]
 
 

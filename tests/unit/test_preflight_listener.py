@@ -1,8 +1,10 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""library/nccl_preflight_listen.py as the pre-flight runs it: a real detached listener process on
-loopback, started and stopped through the module's main() (patch_module_args), and once through
-ansible itself to prove the module's session ends while the listener lives on."""
+"""The pre-flight's listeners as the playbook runs them: a real detached listener process on
+loopback, started as the facts call starts it (module_utils/nccl_preflight_calls.py ``start``, the
+facts call's ``preflight`` option) and stopped through nccl_tcp_probe's ``collect`` option
+(tests/preflight_calls.py); once through nccl_facts itself with the real interpreter's torch, and
+once through ansible to prove the facts call's session ends while the listener lives on."""
 
 from __future__ import annotations
 
@@ -13,33 +15,20 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-import nccl_preflight_listen
+import nccl_facts
 import nccl_tcp_probe
 import pytest
 from ansible.module_utils import nccl_listener
 from ansible.module_utils.nccl_proc import is_alive, parse_stat, proc_stat, start_time
 
 from tests.module_exit import ModuleExit, run_module_main
+from tests.polling import wait_for as wait_until
+from tests.preflight_calls import start_call, stop_call
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_module(monkeypatch: pytest.MonkeyPatch, args: dict, check_mode: bool = False) -> ModuleExit:
-    if check_mode:
-        args = {**args, "_ansible_check_mode": True}
-    return run_module_main(monkeypatch, nccl_preflight_listen.main, args)
-
-
-def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def pid_record(path: Path) -> tuple[int, int]:
@@ -67,7 +56,7 @@ def ring(expect: int) -> list[dict]:
 def test_started_returns_the_ports_and_leaves_a_detached_listener(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
-    started = run_module(
+    started = start_call(
         monkeypatch, {"path": str(listen_dir), "listeners": ring(2), "timeout": 60}
     )
     assert not started.failed, started.result
@@ -91,7 +80,7 @@ def test_started_returns_the_ports_and_leaves_a_detached_listener(
     assert probe["ok"], probe
 
     before = time.time()
-    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
     assert not stopped.failed, stopped.result
     result = stopped.result
     assert before <= result["clock"] <= time.time()
@@ -106,12 +95,12 @@ def test_started_returns_the_ports_and_leaves_a_detached_listener(
 def test_listener_closes_as_soon_as_every_connection_came(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
-    started = run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
+    started = start_call(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
     port = started.result["ports"]["ring"]["port"]
     assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
     assert wait_until(lambda: (listen_dir / "listener.json").exists(), 5)
     assert wait_until(lambda: not alive(listen_dir), 5)
-    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
     assert (stopped.result["ended"], stopped.result["timed_out"]) == ("complete", False)
     assert stopped.result["listeners"][0]["complete"] is True
 
@@ -120,7 +109,7 @@ def test_listener_without_a_stop_exits_at_its_timeout(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
     start = time.monotonic()
-    run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1), "timeout": 1})
+    start_call(monkeypatch, {"path": str(listen_dir), "listeners": ring(1), "timeout": 1})
     assert alive(listen_dir)
     assert wait_until(lambda: not alive(listen_dir), 10)
     assert 0.9 <= time.monotonic() - start < 10
@@ -135,7 +124,7 @@ def test_listener_without_a_stop_exits_at_its_timeout(
 def test_listener_exits_when_the_run_directory_is_removed(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
-    started = run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
+    started = start_call(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
     pid, start_time = pid_record(listen_dir)
     shutil.rmtree(listen_dir.parent)
     assert wait_until(lambda: not is_alive(pid, start_time), 5)
@@ -144,29 +133,29 @@ def test_listener_exits_when_the_run_directory_is_removed(
     assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["error_kind"] == "refused"
 
 
+def start_on_master_port(
+    monkeypatch: pytest.MonkeyPatch, listen_dir: Path, port: int, expect: int, *others: dict
+) -> ModuleExit:
+    """A start that looks at ``port`` (check_port) and listens there on loopback, as the
+    master's MASTER_PORT listener, beside ``others``."""
+    master = {"name": "master", "address": "127.0.0.1", "port": port, "expect": expect}
+    args = {"path": str(listen_dir), "check_port": port, "listeners": [master, *others]}
+    return start_call(monkeypatch, args)
+
+
 def test_a_held_port_is_named_and_not_listened_on(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
     holder, port, _ = nccl_listener.bind_listener("127.0.0.1", 0)
     try:
-        started = run_module(
-            monkeypatch,
-            {
-                "path": str(listen_dir),
-                "check_port": port,
-                "listeners": [
-                    {"name": "master", "address": "127.0.0.1", "port": port, "expect": 2},
-                    *ring(1),
-                ],
-            },
-        )
+        started = start_on_master_port(monkeypatch, listen_dir, port, 2, *ring(1))
     finally:
         holder.close()
     result = started.result
     assert result["port_owner"]["free"] is False
     assert [h["pid"] for h in result["port_owner"]["listeners"]] == [os.getpid()]
     assert list(result["ports"]) == ["ring"]  # nobody probes the foreign listener
-    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
     assert [e["name"] for e in stopped.result["listeners"]] == ["ring"]
 
 
@@ -177,22 +166,13 @@ def test_a_free_port_is_listened_on_and_bind_errors_are_reported(
     probe_sock.bind(("127.0.0.1", 0))
     free_port = probe_sock.getsockname()[1]
     probe_sock.close()
-    started = run_module(
-        monkeypatch,
-        {
-            "path": str(listen_dir),
-            "check_port": free_port,
-            "listeners": [
-                {"name": "master", "address": "127.0.0.1", "port": free_port, "expect": 1},
-                {"name": "ring", "address": "192.0.2.77", "port": 0, "expect": 1},
-            ],
-        },
-    )
+    not_local = {"name": "ring", "address": "192.0.2.77", "port": 0, "expect": 1}
+    started = start_on_master_port(monkeypatch, listen_dir, free_port, 1, not_local)
     result = started.result
     assert result["port_owner"] == {"free": True, "listeners": []}
     assert result["ports"]["master"] == {"port": free_port, "error": ""}
     assert "192.0.2.77" in result["ports"]["ring"]["error"]
-    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
     errors = {e["name"]: e["error"] for e in stopped.result["listeners"]}
     assert errors["master"] == "" and "Cannot assign requested address" in errors["ring"]
 
@@ -200,9 +180,9 @@ def test_a_free_port_is_listened_on_and_bind_errors_are_reported(
 def test_nothing_to_bind_starts_no_process_and_stops_cleanly(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
-    started = run_module(monkeypatch, {"path": str(listen_dir), "listeners": []})
+    started = start_call(monkeypatch, {"path": str(listen_dir), "listeners": []})
     assert (started.result["pid"], started.result["ports"]) == (None, {})
-    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
     assert not stopped.failed
     assert (stopped.result["ended"], stopped.result["listeners"]) == ("nothing bound", [])
 
@@ -210,9 +190,9 @@ def test_nothing_to_bind_starts_no_process_and_stops_cleanly(
 def test_a_second_start_stops_the_first_listener(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
-    run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
+    start_call(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
     first = pid_record(listen_dir)
-    second = run_module(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
+    second = start_call(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
     assert not is_alive(*first)
     assert second.result["pid"] != first[0] and alive(listen_dir)
     assert not (listen_dir / "listener.json").exists()  # the first one's result is gone
@@ -229,9 +209,7 @@ def test_stop_kills_a_listener_that_does_not_exit(
         (tmp_path / "listener.pid").write_text(
             json.dumps({"pid": sleeper.pid, "start_time": started})
         )
-        stopped = run_module(
-            monkeypatch, {"path": str(tmp_path), "state": "stopped", "stop_timeout": 0.3}
-        )
+        stopped = stop_call(monkeypatch, {"path": str(tmp_path), "stop_timeout": 0.3})
         assert stopped.failed and stopped.result["killed"] is True
         assert "did not exit within 0.3 s" in stopped.result["msg"]
         assert isinstance(stopped.result["clock"], float)
@@ -247,7 +225,7 @@ def test_stop_of_a_listener_that_died_says_so_with_its_log(
 ) -> None:
     (tmp_path / "listener.pid").write_text(json.dumps({"pid": 2**22 + 1, "start_time": 1}))
     (tmp_path / "listener.log").write_text("Traceback: boom\n")
-    stopped = run_module(monkeypatch, {"path": str(tmp_path), "state": "stopped"})
+    stopped = stop_call(monkeypatch, {"path": str(tmp_path)})
     assert stopped.failed and stopped.result["killed"] is False
     assert "ended without leaving its result" in stopped.result["msg"]
     assert "Traceback: boom" in stopped.result["msg"]
@@ -256,7 +234,7 @@ def test_stop_of_a_listener_that_died_says_so_with_its_log(
 def test_stopped_before_any_start_fails_and_still_reads_the_clock(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    stopped = run_module(monkeypatch, {"path": str(tmp_path / "nope"), "state": "stopped"})
+    stopped = stop_call(monkeypatch, {"path": str(tmp_path / "nope")})
     assert stopped.failed and "were not started" in stopped.result["msg"]
     assert abs(stopped.result["clock"] - time.time()) < 5
     assert not (tmp_path / "nope").exists()
@@ -265,14 +243,14 @@ def test_stopped_before_any_start_fails_and_still_reads_the_clock(
 def test_check_mode_holds_nothing_and_writes_nothing(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
-    started = run_module(
+    started = start_call(
         monkeypatch,
         {"path": str(listen_dir), "listeners": ring(1), "check_port": 9},
         check_mode=True,
     )
     assert started.result["changed"] is False and started.result["pid"] is None
     assert started.result["port_owner"]["free"] is True
-    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"}, True)
+    stopped = stop_call(monkeypatch, {"path": str(listen_dir)}, True)
     assert not stopped.failed and isinstance(stopped.result["clock"], float)
     assert not listen_dir.exists()
 
@@ -291,15 +269,15 @@ def test_the_run_directory_is_made_private_and_a_foreign_one_refused(
     run_dir = tmp_path / "run"
     listen = run_dir / "preflight"
     args = {"path": str(listen), "run_dir": str(run_dir), "run_dir_mode": "0750"}
-    assert not run_module(monkeypatch, {**args, "listeners": []}).failed
+    assert not start_call(monkeypatch, {**args, "listeners": []}).failed
     assert run_dir.stat().st_mode & 0o7777 == 0o750 and listen.is_dir()
-    run_module(monkeypatch, {"path": str(listen), "state": "stopped"})
+    stop_call(monkeypatch, {"path": str(listen)})
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     trap = tmp_path / "trap"
     trap.symlink_to(elsewhere)
-    refused = run_module(monkeypatch, {"path": str(trap / "preflight"), "run_dir": str(trap)})
+    refused = start_call(monkeypatch, {"path": str(trap / "preflight"), "run_dir": str(trap)})
     assert refused.failed and "is a symbolic link" in refused.result["msg"]
     assert list(elsewhere.iterdir()) == []  # nothing was made through the link
 
@@ -315,11 +293,11 @@ def test_the_python_probe_runs_beside_the_listeners_and_comes_back_with_the_stop
     }  # fmt: skip
     python = fake_python(tmp_path, f"sleep 0.5; echo 'import noise'; echo '{json.dumps(facts)}'")
     began = time.monotonic()
-    started = run_module(
+    started = start_call(
         monkeypatch, {"path": str(listen_dir), "listeners": ring(1), "python": python}
     )
     assert not started.failed and time.monotonic() - began < 0.4
-    stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+    stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
     assert not stopped.failed, stopped.result
     assert stopped.result["python"] == facts
     assert time.monotonic() - began >= 0.5
@@ -330,8 +308,8 @@ def test_a_failing_missing_or_hanging_python_probe_says_why(
 ) -> None:
     def probe(python: str, timeout: float = 60) -> dict:
         args = {"path": str(listen_dir), "python": python, "python_timeout": timeout}
-        assert not run_module(monkeypatch, args).failed
-        stopped = run_module(monkeypatch, {"path": str(listen_dir), "state": "stopped"})
+        assert not start_call(monkeypatch, args).failed
+        stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
         assert not stopped.failed, stopped.result
         return stopped.result["python"]
 
@@ -345,16 +323,28 @@ def test_a_failing_missing_or_hanging_python_probe_says_why(
     assert "did not finish in time; it was killed" in hanging["reason"]
 
 
-def test_the_real_interpreter_reports_the_torch_it_imports(
+def facts_call(preflight: dict) -> dict:
+    """nccl_facts' arguments with the pre-flight and without the slow or GPU parts of the facts."""
+    return {"query_python": False, "query_gpus": False, "gpu_health": False, "preflight": preflight}
+
+
+def test_the_facts_call_probes_the_torch_of_its_own_interpreter(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
+    """nccl_facts' preflight option without ``python``: the torch probe runs with the interpreter
+    that runs the module (what nccl_env_python will be), beside the listeners."""
     torch = pytest.importorskip("torch")
-    run_module(monkeypatch, {"path": str(listen_dir), "python": sys.executable})
-    # The stop waits for the probe (import torch: seconds, more on a loaded machine); as the
-    # module's docs say, its stop_timeout stays above python_timeout (60 s by default).
-    stopped = run_module(
-        monkeypatch, {"path": str(listen_dir), "state": "stopped", "stop_timeout": 70}
+    started = run_module_main(
+        monkeypatch, nccl_facts.main, facts_call({"path": str(listen_dir), "listeners": ring(1)})
     )
+    assert not started.failed and "nccl" in started.result["ansible_facts"]
+    preflight = started.result["preflight"]
+    assert "failed" not in preflight and started.result["changed"] is True, preflight
+    assert preflight["pid"] == pid_record(listen_dir)[0] and "fabric_address" in preflight
+    assert preflight["ports"]["ring"]["error"] == ""
+    # The stop waits for the probe (import torch: seconds, more on a loaded machine); as the
+    # facts call's docs say, its stop_timeout stays above python_timeout (60 s by default).
+    stopped = stop_call(monkeypatch, {"path": str(listen_dir), "stop_timeout": 70})
     assert stopped.result["python"]["torch_version"] == str(torch.__version__)
     assert stopped.result["python"]["executable"] == sys.executable
 
@@ -364,21 +354,17 @@ def test_the_stop_removes_the_run_directory_when_no_launch_follows(
 ) -> None:
     run_dir = tmp_path / "run"
     listen = run_dir / "preflight"
-    started = run_module(
+    started = start_call(
         monkeypatch, {"path": str(listen), "run_dir": str(run_dir), "listeners": ring(1)}
     )
     pid = started.result["pid"]
-    stopped = run_module(
-        monkeypatch, {"path": str(listen), "state": "stopped", "remove_run_dir": str(run_dir)}
-    )
+    stopped = stop_call(monkeypatch, {"path": str(listen), "remove_run_dir": str(run_dir)})
     assert not stopped.failed, stopped.result
     assert stopped.result["run_dir_removed"] is True and not run_dir.exists()
     assert stopped.result["ended"] == "stop file" and not is_alive(pid, None)
     # A failed stop (nothing was started) still removes it: the run is over on this host.
     run_dir.mkdir()
-    failed = run_module(
-        monkeypatch, {"path": str(listen), "state": "stopped", "remove_run_dir": str(run_dir)}
-    )
+    failed = stop_call(monkeypatch, {"path": str(listen), "remove_run_dir": str(run_dir)})
     assert failed.failed and failed.result["run_dir_removed"] is True and not run_dir.exists()
 
 
@@ -387,11 +373,10 @@ def test_the_stop_removes_only_the_directory_that_holds_the_listeners_and_no_lin
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "preflight").mkdir(parents=True)
-    outside = run_module(
+    outside = stop_call(
         monkeypatch,
         {
             "path": str(elsewhere / "preflight"),
-            "state": "stopped",
             "remove_run_dir": str(tmp_path / "x"),
         },
     )
@@ -399,9 +384,9 @@ def test_the_stop_removes_only_the_directory_that_holds_the_listeners_and_no_lin
     assert elsewhere.exists()
     link = tmp_path / "run"
     link.symlink_to(elsewhere)
-    linked = run_module(
+    linked = stop_call(
         monkeypatch,
-        {"path": str(link / "preflight"), "state": "stopped", "remove_run_dir": str(link)},
+        {"path": str(link / "preflight"), "remove_run_dir": str(link)},
     )
     assert linked.result["run_dir_removed"] is False
     assert "is a symbolic link: left in place" in linked.result["remove_error"]
@@ -416,19 +401,19 @@ def test_proc_stat_with_a_tricky_command_name() -> None:
     assert proc_stat(2**22 + 1) is None
 
 
-def test_through_ansible_the_module_returns_while_its_listener_lives_on(tmp_path: Path) -> None:
+def test_through_ansible_the_facts_call_returns_while_its_listener_lives_on(tmp_path: Path) -> None:
     """ansible's local connection, like ssh, waits for EOF on the module's stdout and stderr: a
-    listener holding them would keep the task running until its timeout (60 s here)."""
+    listener holding them would keep the facts task running until its timeout (60 s here)."""
     path = tmp_path / "preflight"
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}
     ansible = str(Path(sys.executable).parent / "ansible")
 
-    def module(args: dict) -> dict:
+    def module(name: str, args: dict) -> dict:
         """One ad-hoc run; -o prints `localhost | CHANGED => {result as JSON}`."""
         proc = subprocess.run(
             [
                 *(ansible, "localhost", "-o", "-e", f"ansible_python_interpreter={sys.executable}"),
-                *("-m", "nccl_preflight_listen", "-a", json.dumps(args)),
+                *("-m", name, "-a", json.dumps(args)),
             ],
             capture_output=True,
             text=True,
@@ -440,12 +425,18 @@ def test_through_ansible_the_module_returns_while_its_listener_lives_on(tmp_path
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return json.loads(proc.stdout.split(" => ", 1)[1])
 
+    # A quick stand-in for the node's Python: the torch probe is not what this test is about.
+    python = fake_python(tmp_path, "echo '{}'")
     start = time.monotonic()
-    started = module({"path": str(path), "listeners": ring(1), "timeout": 60})
+    facts = module(
+        "nccl_facts",
+        facts_call({"path": str(path), "listeners": ring(1), "timeout": 60, "python": python}),
+    )
     assert time.monotonic() - start < 30
+    started = facts["preflight"]
     assert alive(path) and started["pid"] == pid_record(path)[0]
     port = started["ports"]["ring"]["port"]
     assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
-    stopped = module({"path": str(path), "state": "stopped"})
+    stopped = module("nccl_tcp_probe", {"collect": {"path": str(path)}})["collect"]
     assert stopped["ended"] == "complete" and stopped["listeners"][0]["accepted"] == ["127.0.0.1"]
     assert not alive(path)

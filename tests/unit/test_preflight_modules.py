@@ -3,8 +3,8 @@
 """The pre-flight modules: nccl_tcp_probe's firewall read (through patch_module_args, tools answered
 from fixtures),
 the port owner look-up of module_utils/nccl_preflight_proc.py (recorded /proc/net/tcp, a fake
-/proc tree, a real socket), nccl_tcp_probe and nccl_preflight_listen (their socket functions, on
-loopback only; the listener process itself: tests/unit/test_preflight_listener.py)."""
+/proc tree, a real socket), nccl_tcp_probe and module_utils/nccl_listener.py (their socket
+functions, on loopback only; the listener process itself: tests/unit/test_preflight_listener.py)."""
 
 from __future__ import annotations
 

@@ -12,18 +12,14 @@ counted such a host with the default, plan.json with its slots).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
 from nccl_layout import nccl_rank_layout
 
+from tests.playbook_run import run_play_with_facts
 from tests.unit.test_nccl_env_role import read_env, report_env, spark
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def summary(layout: dict) -> list[tuple]:
@@ -156,48 +152,14 @@ def gpus(n: int) -> list[dict]:
 
 
 def run_layout_playbook(tmp_path: Path, hostfile: str, gpu_counts: dict, unreachable: list):
-    inventory = tmp_path / "inventory"
-    (inventory / "group_vars").mkdir(parents=True)
-    (inventory / "hostfile").write_text(hostfile)
-    (inventory / "group_vars" / "all.yml").write_text(
-        "ansible_connection: local\n"
-        f"ansible_python_interpreter: {sys.executable}\n"
-        "nccl_fabric_cidr: 192.168.100.0/24\n"
-        f"nccl_run_root: {tmp_path}\n"
-        f"nccl_report_root: {tmp_path / 'reports'}\n"
-    )
     facts = {}
     for i, (host, count) in enumerate(gpu_counts.items()):
         facts[host] = spark(f"fab{i}", f"192.168.100.{10 + i}", f"10.20.0.{5 + i}")
         facts[host]["gpus"] = gpus(count)
-    (tmp_path / "facts.json").write_text(json.dumps(facts))
-    playbook = ROOT / "playbooks" / f".test-layout-{os.getpid()}.yml"
-    playbook.write_text(PLAYBOOK)
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    extra_vars = {
-        "facts_file": str(tmp_path / "facts.json"),
-        "nccl_run_id": "t1",
-        "unreachable": unreachable,
-    }
-    try:
-        return subprocess.run(
-            [
-                str(Path(sys.executable).parent / "ansible-playbook"),
-                str(playbook),
-                "-i",
-                str(inventory),
-                "-e",
-                json.dumps(extra_vars),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=180,
-            check=False,
-        )
-    finally:
-        playbook.unlink()
+    extra_vars = {"unreachable": unreachable}
+    return run_play_with_facts(
+        tmp_path, PLAYBOOK, "layout", hostfile, facts, extra_vars, timeout=180
+    )
 
 
 def test_nccl_env_and_the_plan_agree_with_an_unreachable_host_of_its_own_slots(

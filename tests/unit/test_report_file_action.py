@@ -6,14 +6,12 @@ controller's worker; no module is sent), and its pure helpers."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.playbook_run import ansible_playbook
 
 
 def run_playbook(tmp_path: Path, tasks: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -21,23 +19,7 @@ def run_playbook(tmp_path: Path, tasks: str, *extra: str) -> subprocess.Complete
     playbook.write_text(
         "- name: Write report files\n  hosts: localhost\n  gather_facts: false\n  tasks:\n" + tasks
     )
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}
-    argv = [
-        str(Path(sys.executable).parent / "ansible-playbook"),
-        "-i",
-        "localhost,",
-        "-c",
-        "local",
-    ]
-    return subprocess.run(
-        [*argv, str(playbook), *extra],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    return ansible_playbook("-i", "localhost,", "-c", "local", str(playbook), *extra)
 
 
 def test_data_becomes_sorted_indented_json_in_new_directories(tmp_path: Path) -> None:

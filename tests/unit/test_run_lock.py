@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -24,21 +23,15 @@ from ansible.module_utils.nccl_run_lock import (
 )
 from nccl_run_owner import nccl_run_owner, started_at
 
+from tests.polling import wait_for
+from tests.preflight_calls import start_call, stop_call
+
 OWNER = {
     "run_id": "20261123T013002-abc123",
     "started_at": "2026-11-23T01:30:02Z",
     "control_host": "ctl",
     "control_user": "alice",
 }
-
-
-def wait_for(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 @pytest.fixture
@@ -171,13 +164,9 @@ def _free_port() -> int:
 def test_the_listeners_start_leaves_master_port_to_the_run_holding_the_lock(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """nccl_preflight_listen state=started with lock: the first run takes it and binds
+    """The facts call's pre-flight start with lock: the first run takes it and binds
     MASTER_PORT; a second run (another run directory) is refused and binds no master listener,
     so none of its probes can reach the first run's port; check mode only looks."""
-    import nccl_preflight_listen
-
-    from tests.module_exit import run_module_main
-
     port = _free_port()
     lock = tmp_path / lock_file_name("127.0.0.1", port)
 
@@ -192,17 +181,15 @@ def test_the_listeners_start_leaves_master_port_to_the_run_holding_the_lock(
             ],
             "timeout": 30,
             "lock": {"path": str(lock), "run_id": run, "control_user": "alice"},
-            "_ansible_check_mode": check_mode,
         }
-        return run_module_main(monkeypatch, nccl_preflight_listen.main, args).result
+        return start_call(monkeypatch, args, check_mode).result
 
     def stop(run: str) -> None:
         args = {
             "path": str(tmp_path / run / "preflight"),
-            "state": "stopped",
             "remove_run_dir": str(tmp_path / run),
         }
-        run_module_main(monkeypatch, nccl_preflight_listen.main, args)
+        stop_call(monkeypatch, args)
 
     looked = start("first", check_mode=True)
     assert looked["lock"]["would_take"] and not lock.exists()

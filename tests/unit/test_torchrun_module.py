@@ -265,22 +265,23 @@ def test_started_returns_at_once_and_the_timeout_ends_every_process(
     began = time.monotonic()
     started = finish(
         start_module(
-            module_args(run_dir, fake_python, timeout=4, environment={"FAKE_MODE": "hang"}),
+            module_args(run_dir, fake_python, timeout=10, environment={"FAKE_MODE": "hang"}),
             tmp_path,
         )
     )
-    assert time.monotonic() - began < 3, "state=started must not wait for the run"
+    # Bounds with room for a loaded machine, still well under the 10 s run it must not wait for.
+    assert time.monotonic() - began < 8, "state=started must not wait for the run"
     assert started["changed"] is True and pid_alive(started["supervisor_pid"])
     # torchrun + 2 workers + 2 grandchildren run after the module returned.
     wait_for(lambda: len(tagged_processes(run_dir)) == 5)
     result = finish(start_module(finished_args(run_dir), tmp_path, "wait"))
     elapsed = time.monotonic() - began
     assert result["timed_out"] is True
-    assert elapsed < 4 + 2 + 5, f"took {elapsed:.1f}s"
+    assert elapsed < 10 + 2 + 15, f"took {elapsed:.1f}s"
     assert len(result["killed_pids"]) == 5 and result["ended_now"] == []
     assert tagged_processes(run_dir) == [] and not pid_alive(started["supervisor_pid"])
     launch = json.loads((run_dir / "launch.json").read_text())
-    assert launch["timed_out"] is True and launch["timeout_s"] == 4
+    assert launch["timed_out"] is True and launch["timeout_s"] == 10
     assert sorted(launch["killed_pids"]) == sorted(result["killed_pids"])
     assert launch["rc"] == -signal.SIGTERM
     recorded = json.loads((run_dir / "torchrun.pids").read_text())
@@ -543,7 +544,7 @@ def test_a_busy_master_port_fails_the_start_with_what_to_do(
                 tmp_path,
             )
         )
-    assert time.monotonic() - began < 5
+    assert time.monotonic() - began < 20  # gave up after its 1 s, not a hang
     assert result["failed"] is True
     assert f"MASTER_PORT {port} on 127.0.0.1 is still in use after 1 s" in result["msg"]
     assert f"ss -ltnp 'sport = :{port}'" in result["msg"]
@@ -567,7 +568,7 @@ def test_only_node_rank_0_waits_for_the_master_port(
         )
         began = time.monotonic()
         started = finish(start_module(args, tmp_path))
-        assert time.monotonic() - began < 5 and started["changed"] is True
+        assert time.monotonic() - began < 20 and started["changed"] is True  # not the 30 s wait
     finish(start_module(finished_args(run_dir), tmp_path, "wait"))
 
 
@@ -763,3 +764,28 @@ def test_the_supervisor_ends_a_run_nobody_looks_at_any_more(
     wait_for(lambda: tagged_processes(run_dir) == [], timeout=30)
     # Nobody will come to collect: the supervisor leaves nothing behind.
     wait_for(lambda: not run_dir.exists(), timeout=15)
+
+
+def test_a_diagnosis_is_a_look_the_supervisor_waits_for(
+    tmp_path: Path, fake_python: Path, run_dir: Path
+) -> None:
+    """The controller diagnosing a stall (its call, the wait for the other hosts' evidence, the
+    stop call) is still there: a diagnose call of a watched run renews the watch mark (the one
+    the supervisor reads, tested above) for its watch_stale_s; of a run nobody watches it adds
+    none."""
+    start_hanging_run(tmp_path, fake_python, run_dir, timeout=120)
+    probe = {"ifname": "lo", "probes": []}
+    diag = finish(start_module(finished_args(run_dir, diagnose=probe), tmp_path, "d0"))
+    assert diag["running"] is True and not (run_dir / "watch.json").exists()
+    look = finish(
+        start_module(finished_args(run_dir, watch_s=0.2, watch_stale_s=60), tmp_path, "look")
+    )
+    assert look["running"] is True
+    before = time.time()
+    args = finished_args(run_dir, diagnose=probe, watch_stale_s=77)
+    diag = finish(start_module(args, tmp_path, "d1"))
+    assert diag["running"] is True and len(tagged_processes(run_dir)) == 5
+    mark = json.loads((run_dir / "watch.json").read_text())
+    assert mark["stale_after_s"] == 77 and mark["at"] >= before, mark
+    stop = finish(start_module(finished_args(run_dir, stop_reason="stalled: x"), tmp_path, "s"))
+    assert stop["running"] is False and tagged_processes(run_dir) == []

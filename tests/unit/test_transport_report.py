@@ -14,6 +14,7 @@ from ansible.module_utils import nccl_junit
 from ansible.module_utils.nccl_transport_report import analyze_run, read_nccl_logs
 
 from tests.jenkins_schema import validate_report_junit
+from tests.report_build import build_report
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "nccl_logs"
 IB = {"expect": "ib", "reason": "active RDMA port(s) mlx5_10:1 on the fabric"}
@@ -66,10 +67,7 @@ def make_run(tmp_path: Path, logs: dict[str, str | None], expect=IB, preflight=N
 
 
 def report(run_dir: Path) -> dict:
-    run = nccl_junit.read_run(run_dir)
-    files = nccl_junit.build_suites(run)
-    summary = nccl_junit.summarize(run, files)
-    nccl_junit.write_report(run_dir, run, files, summary)
+    summary = build_report(run_dir)
     validate_report_junit(run_dir)
     return summary
 

@@ -30,18 +30,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ansible.module_utils
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-# Action plugins run on the control machine, where ansible.module_utils holds only Ansible's own:
-# the project's standard-library module_utils are imported from their folder (nccl_files.py,
-# nccl_run_watch.py).
-if (_MODULE_UTILS := str(Path(__file__).resolve().parents[3] / "module_utils")) not in sys.path:
-    sys.path.append(_MODULE_UTILS)
+# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
+# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
+if (_MODULE_UTILS := str(Path(__file__).resolve().parents[3] / "module_utils")) not in (
+    ansible.module_utils.__path__
+):
+    ansible.module_utils.__path__.append(_MODULE_UTILS)
 
-import nccl_run_watch as watch_rules
-from nccl_files import write_atomically
+from ansible.module_utils import nccl_run_watch as watch_rules
+from ansible.module_utils.nccl_files import write_atomically
 
 display = Display()
 
@@ -82,6 +84,10 @@ def unpack_results(archive: bytes, dest: Path) -> list[str]:
 LINK_DOWN_PATIENCE_S = 10.0
 # How long a host that found the stall waits for every other host's evidence.
 DIAGNOSE_WAIT_S = 8.0
+# The least time without a look before the supervisor ends the run (the control machine is
+# gone). Between two looks a loaded control machine takes a module's return and the next start:
+# 8-10 s on 2 cores at load 25; a diagnosis adds its call and DIAGNOSE_WAIT_S.
+WATCH_STALE_MIN_S = 30.0
 
 
 def read_states(report_dir: Path, hosts: list[str]) -> dict[str, dict[str, Any]]:
@@ -142,6 +148,7 @@ class RunWatch:
         self.terminal = stdout_is_terminal() if mode == "auto" else mode == "terminal"
         self.quiet = mode in ("off", "false", "no")
         self.mine = next((h for h in self.hosts if h["host"] == self.host), {"ranks": []})
+        self.stale_s = max(WATCH_STALE_MIN_S, 4 * self.interval)
         now = time.time()
         self.state: dict[str, Any] = {
             "host": self.host,
@@ -167,7 +174,7 @@ class RunWatch:
     def run(self, task_vars: dict[str, Any]) -> dict[str, Any]:
         look = {
             "watch_s": self.interval,
-            "watch_stale_s": max(12.0, 4 * self.interval),
+            "watch_stale_s": self.stale_s,
             "watch_ifname": self.mine.get("ifname") or None,
         }
         while True:
@@ -278,7 +285,9 @@ class RunWatch:
             "source": mine.get("address"),
             **spec,
         }
-        answer = self.call(task_vars, diagnose=probe)
+        # A look too: the node's supervisor must not take the wait for the others' evidence and
+        # the stop call after it for a control machine that is gone.
+        answer = self.call(task_vars, diagnose=probe, watch_stale_s=self.stale_s + DIAGNOSE_WAIT_S)
         self.state["diagnosis"] = answer.get("diagnosis") or {"error": answer.get("msg")}
         write_state(self.report_dir, self.state)
         deadline = time.time() + DIAGNOSE_WAIT_S
