@@ -83,26 +83,6 @@ options:
     default: false
   preflight:
     description:
-<<<<<<< HEAD
-      - Also start the pre-flight in this call (one SSH session and Python start less per host) -
-        make the run directory, look at MASTER_PORT, take the run lock, bind the listeners and
-        start the torch probe in a detached process; the options of M(nccl_preflight_listen) with
-        O(nccl_preflight_listen#module:state=started) (see C(module_utils/nccl_preflight_calls)),
-        its result in RV(preflight). M(nccl_tcp_probe) O(nccl_tcp_probe#module:collect) collects
-        them.
-      - C(python) empty - the torch probe runs with the interpreter that runs this module.
-      - With O(query_xpu) asked (no NVIDIA GPU or Ascend NPU found) and the same Python as
-        O(python), the torch probe runs in this call instead, and also answers the XPU question -
-        torch is imported once for both; the detached process keeps its result.
-      - A listener address C(fabric) - this host's fabric address, chosen from the facts just read
-        with C(fabric.socket_ifname) and C(fabric.cidr) as roles/nccl_env will choose it
-        (C(module_utils/nccl_fabric_choice)); C({fabric_address}) in C(lock.path) is filled in
-        with it. Without a fabric address those listeners and the lock are left out.
-      - C(backend) (default C(auto); the playbook passes C(nccl_backend)) - a listener with a
-        C(backend) (the C(hccl) one) is held only where this node would use that backend - the
-        backend set, or with C(auto) the one this node's own facts call for (C(hccl) where Ascend
-        NPUs and no NVIDIA GPU were found; C(module_utils/nccl_preflight_calls) C(node_backend)).
-=======
       - Also start the pre-flight in this call (one SSH session and Python start less per host;
         C(module_utils/nccl_preflight_calls) C(start)), its result in RV(preflight).
         M(nccl_tcp_probe) O(nccl_tcp_probe#module:collect) collects it.
@@ -118,7 +98,10 @@ options:
       - The listener process also runs O(preflight.python) with a short script that imports
         torch and prints the torch, CUDA, NCCL and torch_npu versions (what O(query_python)
         does); the collect returns them. Importing torch takes seconds; here it overlaps the
-        environment play and the probes.
+        environment play and the probes. Where O(query_xpu) asks torch (no NVIDIA GPU or Ascend
+        NPU found) with the same Python as O(preflight.python), this call runs that script
+        instead (it also reads torch.xpu), so torch is imported once for both, and the listener
+        process keeps its result (no C(python-probe.out) then).
       - The listener process accepts connections until each listener got its
         O(preflight.listeners[].expect) connections, C(<path>/listener.stop) appears,
         O(preflight.path) is removed, or O(preflight.timeout) seconds passed, whichever comes
@@ -128,7 +111,6 @@ options:
         with its error; it does not fail the module, so the other checks still run.
       - Every file lives in O(preflight.path) - C(listener.pid), C(listener.stop),
         C(listener.json), C(listener.log), C(python-probe.out), C(python-probe.err).
->>>>>>> main
       - Not given - nothing is started or made on the host.
     type: dict
     suboptions:
