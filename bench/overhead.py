@@ -64,6 +64,12 @@ def run(workdir: Path, repeats: int) -> dict[str, Any]:
                 "tasks": pb.tasks,
             }
         )
+    return summarize(runs)
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The medians of ``runs`` (each a floor and a playbook run); also used by bench/same_load.py
+    on runs that other `bench.run` calls made."""
     floor = median([r["floor_s"] for r in runs])
     playbook = median([r["playbook_s"] for r in runs])
     ratio = median([r["ratio"] for r in runs])
@@ -94,5 +100,5 @@ def run(workdir: Path, repeats: int) -> dict[str, Any]:
         "floor_cpu_s": median([r["floor_cpu_s"] for r in runs]),
         "all_passed": all(r["playbook_rc"] == 0 and not any(r["floor_rcs"]) for r in runs),
         "runs": runs,
-        "repeats": repeats,
+        "repeats": len(runs),
     }

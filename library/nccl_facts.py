@@ -98,7 +98,10 @@ options:
       - The listener process also runs O(preflight.python) with a short script that imports
         torch and prints the torch, CUDA, NCCL and torch_npu versions (what O(query_python)
         does); the collect returns them. Importing torch takes seconds; here it overlaps the
-        environment play and the probes.
+        environment play and the probes. Where O(query_xpu) asks torch (no NVIDIA GPU or Ascend
+        NPU found) with the same Python as O(preflight.python), this call runs that script
+        instead (it also reads torch.xpu), so torch is imported once for both, and the listener
+        process keeps its result (no C(python-probe.out) then).
       - The listener process accepts connections until each listener got its
         O(preflight.listeners[].expect) connections, C(<path>/listener.stop) appears,
         O(preflight.path) is removed, or O(preflight.timeout) seconds passed, whichever comes
@@ -453,9 +456,10 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_accel_facts import read_npus, read_xpus
+from ansible.module_utils.nccl_accel_facts import read_npus, read_xpus, xpus_of_python_probe
 from ansible.module_utils.nccl_fabric_facts import gather_fabric
 from ansible.module_utils.nccl_gpu_health_read import read_gpu_health
+from ansible.module_utils.nccl_listener import run_python_probe
 from ansible.module_utils.nccl_parse import (
     NVIDIA_SMI_FIELDS,
     PYTHON_PROBE,
@@ -583,8 +587,12 @@ def gather_python(module: AnsibleModule, python: str) -> dict:
     return python_facts_from_run(tool, rc, out, err)
 
 
-def gather_accelerators(module: AnsibleModule, gpus: list) -> dict:
-    """Ascend NPUs (npu-smi) and, when asked and no GPU or NPU was found, Intel XPUs."""
+def gather_accelerators(module: AnsibleModule, gpus: list, shared: dict | None = None) -> dict:
+    """Ascend NPUs (npu-smi) and, when asked and no GPU or NPU was found, Intel XPUs.
+
+    ``shared`` ({python, timeout}): read the XPUs through the pre-flight's torch probe, run here
+    with that Python (one torch import for both); its run is kept in ``shared["run"]``.
+    """
     params = module.params
 
     def run(argv: list[str]) -> tuple[int, str, str]:
@@ -599,6 +607,15 @@ def gather_accelerators(module: AnsibleModule, gpus: list) -> dict:
             "xpus_reason": "not asked: GPUs or NPUs found",
             "torch_npu_version": None,
         }
+    elif shared is not None:
+        shared["run"] = run_python_probe(shared["python"], shared["timeout"])
+        done = shared["run"]
+        xpus = xpus_of_python_probe(
+            -1 if done["rc"] is None else done["rc"],
+            done["stdout"],
+            done["stderr"] or done["error"],
+            shared["python"],
+        )
     else:
         xpus = read_xpus(run, _find_tool(module, params["python"] or sys.executable))
     try:  # HCCL's host ports must be reserved (pre-flight check hccl_ports)
@@ -609,7 +626,7 @@ def gather_accelerators(module: AnsibleModule, gpus: list) -> dict:
     return {**found, **xpus, "ip_local_reserved_ports": reserved}
 
 
-def gather(module: AnsibleModule) -> dict:
+def gather(module: AnsibleModule, shared: dict | None = None) -> dict:
     params = module.params
     hostname, hostname_addresses, hostname_reason = gather_hostname()
     interfaces, interfaces_reason = gather_interfaces(module)
@@ -640,7 +657,7 @@ def gather(module: AnsibleModule) -> dict:
         "gpus_reason": gpus_reason,
         "gpu_health": gather_gpu_health(module, gpus),
         # Ascend NPUs and Intel XPUs (module_utils/nccl_accel_facts.py).
-        "accelerators": gather_accelerators(module, gpus),
+        "accelerators": gather_accelerators(module, gpus, shared),
         "python": python,
         # RDMA ports, GPUDirect, limits, NCCL configuration (module_utils/nccl_fabric_facts.py).
         "fabric": gather_fabric(SYS_ROOT, PROC_ROOT),
@@ -670,12 +687,23 @@ def main() -> None:
             "set it to the master's address, e.g. route_to: 192.168.100.10",
             route_to=module.params["route_to"],
         )
-    facts = gather(module)
     pre = module.params["preflight"]
+    # The pre-flight's torch probe and the XPU probe both import torch (seconds of CPU): with the
+    # same Python, one run of the pre-flight's probe answers both (it reads torch.xpu too).
+    shared = None
+    if pre is not None and not module.check_mode:
+        python = pre["python"] or sys.executable
+        if python == (module.params["python"] or sys.executable):
+            shared = {"python": python, "timeout": pre["python_timeout"]}
+    facts = gather(module, shared)
     if pre is None:
         module.exit_json(changed=False, ansible_facts={"nccl": facts})
     pre = for_fabric({**pre, "python": pre["python"] or sys.executable}, facts)
-    preflight = {**start_preflight(pre, module.check_mode), "fabric_address": pre["fabric_address"]}
+    done = (shared or {}).get("run")
+    preflight = {
+        **start_preflight(pre, module.check_mode, python_done=done),
+        "fabric_address": pre["fabric_address"],
+    }
     module.exit_json(
         changed=bool(preflight.get("changed")), ansible_facts={"nccl": facts}, preflight=preflight
     )

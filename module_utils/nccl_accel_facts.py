@@ -201,6 +201,30 @@ def read_xpus(run: Runner, python: str | None) -> dict[str, Any]:
     if python is None:
         return {"xpus": [], "xpus_reason": "no Python to ask torch.xpu", "torch_npu_version": None}
     rc, out, err = run(["timeout", "-k", "5", "60", python, "-c", XPU_PROBE])
+    return xpus_of_probe(rc, out, err, python)
+
+
+def xpus_of_python_probe(rc: int, out: str, err: str, python: str) -> dict[str, Any]:
+    """What :func:`read_xpus` returns, from one run of nccl_parse.PYTHON_PROBE instead, which
+    reads torch.xpu the same way (xpu_names, xpu_reason): where nccl_facts needs both the
+    pre-flight's torch probe and the XPUs, torch is imported once for both."""
+    try:
+        doc = json.loads(out.strip().splitlines()[-1]) if rc == 0 and out.strip() else None
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or "xpu_names" not in doc:
+        return xpus_of_probe(rc, out, err, python)
+    probe = {
+        "torch_version": doc.get("torch_version"),
+        "xpu_names": doc.get("xpu_names") or [],
+        "torch_npu_version": doc.get("npu_version"),
+        "reason": doc.get("xpu_reason") or "",
+    }
+    return xpus_of_probe(0, json.dumps(probe), "", python)
+
+
+def xpus_of_probe(rc: int, out: str, err: str, python: str) -> dict[str, Any]:
+    """xpus, xpus_reason, torch_npu_version from one run of XPU_PROBE (rc, its two streams)."""
     try:
         probe = json.loads(out.strip().splitlines()[-1]) if rc == 0 and out.strip() else None
     except ValueError:

@@ -203,6 +203,34 @@ def finish_python_probe(
     }
 
 
+def run_python_probe(python: str, timeout: float) -> dict:
+    """Run ``python -c PYTHON_PROBE`` here and now, at most ``timeout`` s; -> {rc, stdout, stderr,
+    error} as :func:`finish_python_probe` gives them (the facts call, which needs torch.xpu
+    before the listeners start, runs the probe itself and hands the run to the listener)."""
+    try:
+        done = subprocess.run(
+            [python, "-c", PYTHON_PROBE],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        error = f"{python} -c <probe> (import torch) did not finish in time; it was killed"
+        return {"rc": None, "stdout": "", "stderr": "", "error": error}
+    except OSError as exc:
+        error = f"cannot run {python}: {exc.strerror or exc}"
+        return {"rc": None, "stdout": "", "stderr": "", "error": error}
+    return {
+        "rc": done.returncode,
+        "stdout": done.stdout[-20000:],
+        "stderr": done.stderr[-2000:],
+        "error": "",
+    }
+
+
 def python_facts(python_run: dict) -> dict:
     """The python fact (as nccl_facts returns it) from the probe run in listener.json."""
     executable = python_run["executable"]
@@ -227,13 +255,17 @@ def _listener_body(
     write_json(os.path.join(path, PID_FILE), {"pid": pid, "start_time": start_time(pid)})
     report(notify, {"pid": pid})
     probe, probe_error = None, ""
-    if python:
+    # "done": the facts call already ran the probe (it needed torch.xpu too): its run, as is.
+    done = (python or {}).get("done")
+    if python and not done:
         probe, probe_error = start_python_probe(path, python["executable"])
         probe_deadline = min(deadline, time.monotonic() + python["timeout"])
     stop_file = os.path.join(path, STOP_FILE)
     ended = serve(entries, socks, deadline, stop_file) if socks else "nothing bound"
     python_run = None
-    if python:
+    if done:
+        python_run = {"executable": python["executable"], "error": "", **done}
+    elif python:
         if ended == "run directory removed":
             probe_deadline = time.monotonic()  # nobody waits for it any more
         python_run = finish_python_probe(
@@ -252,9 +284,10 @@ def spawn_listener(
     deadline: float,
     python: dict | None = None,
 ) -> int:
-    """Serve the bound ``socks`` (and run the ``python`` probe, {executable, timeout}) in a
-    detached process; -> its pid, once it wrote its pid file and let go of this process's standard
-    streams (0 when it died before that)."""
+    """Serve the bound ``socks`` (and run the ``python`` probe, {executable, timeout}, unless it
+    holds the run already done: {done: {rc, stdout, stderr, error}}) in a detached process; -> its
+    pid, once it wrote its pid file and let go of this process's standard streams (0 when it died
+    before that)."""
 
     def body(notify: int) -> int:
         return _listener_body(path, entries, socks, deadline, python, notify)

@@ -21,22 +21,32 @@ NVIDIA_SMI_FIELDS = ("index", "name", "driver_version", "memory.total", "uuid", 
 _NOT_AVAILABLE = {"[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]", ""}
 
 # Run as `python -c PYTHON_PROBE` with the node's Python: prints one JSON object, never fails
-# because torch (or CUDA, or torch_npu) is missing - it says why in "reason" instead.
+# because torch (or CUDA, or torch_npu) is missing - it says why in "reason" instead. It also
+# reads torch.xpu as module_utils/nccl_accel_facts.XPU_PROBE does (xpu_names, xpu_reason), so
+# that one torch import serves both where nccl_facts needs both (xpus_of_python_probe).
 PYTHON_PROBE = r"""
 import json, platform, sys
 out = {"executable": sys.executable, "version": platform.python_version(),
        "torch_version": None, "cuda_available": False, "cuda_version": None,
        "nccl_version": None, "device_count": 0, "npu_available": False,
-       "npu_version": None, "reason": ""}
+       "npu_version": None, "reason": "",
+       "xpu_names": [], "xpu_reason": ""}
 reasons = []
 try:
     import torch
 except Exception as exc:
     reasons.append("torch is not importable: %s: %s" % (type(exc).__name__, exc))
+    out["xpu_reason"] = "%s: %s" % (type(exc).__name__, exc)
     torch = None
 if torch is not None:
     out["torch_version"] = str(torch.__version__)
-    out["cuda_version"] = getattr(torch.version, "cuda", None)
+    try:
+        xpu = getattr(torch, "xpu", None)
+        if xpu is not None and xpu.is_available():
+            out["xpu_names"] = [str(xpu.get_device_name(i)) for i in range(int(xpu.device_count()))]
+    except Exception as exc:
+        out["xpu_reason"] = "%s: %s" % (type(exc).__name__, exc)
+    out["cuda_version"] = getattr(getattr(torch, "version", None), "cuda", None)
     try:
         out["cuda_available"] = bool(torch.cuda.is_available())
         if out["cuda_available"]:
@@ -58,6 +68,7 @@ if torch is not None:
     except Exception as exc:
         torch_npu = None
         reasons.append("torch_npu failed to import: %s: %s" % (type(exc).__name__, exc))
+        out["xpu_reason"] += " torch_npu: %s: %s" % (type(exc).__name__, exc)
     if torch_npu is not None:
         out["npu_version"] = str(getattr(torch_npu, "__version__", "unknown"))
         try:

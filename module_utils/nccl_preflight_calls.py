@@ -169,8 +169,12 @@ def for_fabric(p: dict, facts: dict) -> dict:
     return {**p, "listeners": listeners, "lock": lock, "fabric_address": address}
 
 
-def start(p: dict, check_mode: bool) -> dict:
-    """Start the listeners and the torch probe as ``p`` (:data:`START_SPEC`) says; -> result."""
+def start(p: dict, check_mode: bool, python_done: dict | None = None) -> dict:
+    """Start the listeners and the torch probe as ``p`` (:data:`START_SPEC`) says; -> result.
+
+    ``python_done``: the probe's run ({rc, stdout, stderr, error}) when the caller already ran
+    it (nccl_facts, which reads torch.xpu through it): the listener process then only keeps it.
+    """
     path = p["path"]
     owner = port_owner(p["check_port"]) if p["check_port"] is not None else {}
     specs = p["listeners"]
@@ -215,6 +219,8 @@ def start(p: dict, check_mode: bool) -> dict:
     result = {"listeners": entries, "ports": ports, "port_owner": owner, **extra}
     pid = None
     python = {"executable": p["python"], "timeout": p["python_timeout"]} if p["python"] else None
+    if python and python_done is not None:
+        python["done"] = python_done
     if socks or python:
         pid = spawn_listener(path, entries, socks, deadline, python)
         if not pid:

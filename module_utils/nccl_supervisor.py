@@ -48,8 +48,10 @@ LAUNCH_FILE = "launch.json"
 TORCHRUN_LOG = "torchrun.log"
 RESULTS_DIR = "results"
 LOGS_DIR = "logs"
-# The supervisor looks at its tree this often.
-POLL_S = 0.25
+# The supervisor looks at its tree this often (a look reads every process's /proc/<pid>/stat,
+# twice: about 8 ms of CPU on a node with 150 processes, 3% of a core at 0.25 s). Between looks
+# it blocks on torchrun, so its end is still seen at once.
+POLL_S = 1.0
 # state=finished looks at the supervisor this often.
 FINISH_POLL_S = 0.2
 # state=finished waits at most this long beyond the run's own bound (timeout + kill_grace).
@@ -196,7 +198,11 @@ class Supervision:
             if self.stopped_by:
                 return
             reap_children(keep=self.proc.pid)
-            time.sleep(POLL_S)
+            try:
+                self.proc.wait(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                continue
+            return
 
     def end(self, rank_offset: int) -> None:
         """End what is left of the tree, join the logs, write launch.json."""

@@ -366,3 +366,36 @@ def test_the_xpu_probe_finds_the_xpus_of_a_stand_in_torch_and_auto_explains_xccl
         "reason": f"2 Intel XPU(s) (torch.xpu: 2 x {name}): xccl",
         "devices": 2,
     }
+
+
+@pytest.mark.parametrize("standin", [False, True], ids=["this-torch", "stand-in-with-xpus"])
+def test_the_preflight_probe_answers_the_xpu_question_as_the_xpu_probe(
+    tmp_path: Path, standin: bool
+) -> None:
+    """nccl_facts runs the pre-flight's torch probe instead of the XPU probe where it needs both
+    (one torch import): from the same Python, the XPU facts must come out the same, with this
+    machine's torch (no XPU) and with the stand-in torch that sees two XPUs."""
+    import subprocess
+
+    from ansible.module_utils.nccl_accel_facts import xpus_of_python_probe
+    from ansible.module_utils.nccl_parse import PYTHON_PROBE
+
+    env = dict(os.environ)
+    if standin:
+        (tmp_path / "torch").mkdir()
+        (tmp_path / "torch" / "__init__.py").write_text(STANDIN_TORCH_XPU)
+        env["PYTHONPATH"] = str(tmp_path)
+
+    def run_here(argv: list[str]) -> tuple[int, str, str]:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=150, check=False, env=env
+        )
+        return done.returncode, done.stdout, done.stderr
+
+    expected = read_xpus(run_here, sys.executable)
+    assert bool(expected["xpus"]) is standin
+    rc, out, err = run_here([sys.executable, "-c", PYTHON_PROBE])
+    assert xpus_of_python_probe(rc, out, err, sys.executable) == expected
+    # A probe that failed says so as the XPU probe's failure does.
+    failed = xpus_of_python_probe(1, "", "Segmentation fault", sys.executable)
+    assert failed["xpus"] == [] and "failed (rc=1): Segmentation fault" in failed["xpus_reason"]
