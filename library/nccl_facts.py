@@ -456,7 +456,7 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_accel_facts import read_npus, read_xpus, xpus_of_python_probe
+from ansible.module_utils.nccl_accel_facts import read_npus, read_xpus, xpus_of_probe
 from ansible.module_utils.nccl_fabric_facts import gather_fabric
 from ansible.module_utils.nccl_gpu_health_read import read_gpu_health
 from ansible.module_utils.nccl_listener import run_python_probe
@@ -610,7 +610,7 @@ def gather_accelerators(module: AnsibleModule, gpus: list, shared: dict | None =
     elif shared is not None:
         shared["run"] = run_python_probe(shared["python"], shared["timeout"])
         done = shared["run"]
-        xpus = xpus_of_python_probe(
+        xpus = xpus_of_probe(
             -1 if done["rc"] is None else done["rc"],
             done["stdout"],
             done["stderr"] or done["error"],
@@ -688,8 +688,8 @@ def main() -> None:
             route_to=module.params["route_to"],
         )
     pre = module.params["preflight"]
-    # The pre-flight's torch probe and the XPU probe both import torch (seconds of CPU): with the
-    # same Python, one run of the pre-flight's probe answers both (it reads torch.xpu too).
+    # The XPU question and the pre-flight's versions are the same torch probe (seconds of CPU to
+    # import torch): with the same Python it runs once, and the listener process keeps its run.
     shared = None
     if pre is not None and not module.check_mode:
         python = pre["python"] or sys.executable

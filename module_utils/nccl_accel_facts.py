@@ -24,6 +24,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ansible.module_utils.nccl_parse import PYTHON_PROBE
+
 VERSION_RE = re.compile(r"npu-smi\s+(\S+)\s+Version:\s+(\S+)")
 BUS_RE = re.compile(r"^[0-9A-Fa-fx]{4,8}:[0-9A-Fa-fx]{2}:[0-9A-Fa-fx]{2}\.[0-7]$")
 USAGE_RE = re.compile(r"(\d+)\s*/\s*(\d+)\s*$")
@@ -32,31 +34,6 @@ FIELD_RE = re.compile(r"^\s*([A-Za-z][^:]*?)\s*:\s*(.*?)\s*$")
 # some products, per its reference).
 NOT_READ = {"", "NA", "N/A", "UNKNOWN"}
 MAX_BOARDS = 16
-
-# A probe for the node's Python: torch.xpu and torch_npu without starting any device work.
-XPU_PROBE = r"""
-import json
-out = {"torch_version": None, "xpu_available": False, "xpu_count": 0, "xpu_names": [],
-       "torch_npu_version": None, "reason": ""}
-try:
-    import torch
-    out["torch_version"] = str(torch.__version__)
-    xpu = getattr(torch, "xpu", None)
-    if xpu is not None and xpu.is_available():
-        out["xpu_available"] = True
-        out["xpu_count"] = int(xpu.device_count())
-        out["xpu_names"] = [str(xpu.get_device_name(i)) for i in range(out["xpu_count"])]
-except Exception as exc:
-    out["reason"] = "%s: %s" % (type(exc).__name__, exc)
-try:
-    import torch_npu
-    out["torch_npu_version"] = str(getattr(torch_npu, "__version__", "unknown"))
-except ImportError:
-    pass
-except Exception as exc:
-    out["reason"] += " torch_npu: %s: %s" % (type(exc).__name__, exc)
-print(json.dumps(out))
-"""
 
 
 def _cells(line: str) -> list[str] | None:
@@ -197,47 +174,30 @@ def _no_npus(reason: str) -> dict[str, Any]:
 
 
 def read_xpus(run: Runner, python: str | None) -> dict[str, Any]:
-    """xpus, xpus_reason, torch_npu_version through the node's torch (a few seconds)."""
+    """xpus, xpus_reason, torch_npu_version through the node's torch (a few seconds): one run of
+    nccl_parse.PYTHON_PROBE, the pre-flight's torch probe, which reads torch.xpu too."""
     if python is None:
         return {"xpus": [], "xpus_reason": "no Python to ask torch.xpu", "torch_npu_version": None}
-    rc, out, err = run(["timeout", "-k", "5", "60", python, "-c", XPU_PROBE])
+    rc, out, err = run(["timeout", "-k", "5", "60", python, "-c", PYTHON_PROBE])
     return xpus_of_probe(rc, out, err, python)
 
 
-def xpus_of_python_probe(rc: int, out: str, err: str, python: str) -> dict[str, Any]:
-    """What :func:`read_xpus` returns, from one run of nccl_parse.PYTHON_PROBE instead, which
-    reads torch.xpu the same way (xpu_names, xpu_reason): where nccl_facts needs both the
-    pre-flight's torch probe and the XPUs, torch is imported once for both."""
-    try:
-        doc = json.loads(out.strip().splitlines()[-1]) if rc == 0 and out.strip() else None
-    except ValueError:
-        doc = None
-    if not isinstance(doc, dict) or "xpu_names" not in doc:
-        return xpus_of_probe(rc, out, err, python)
-    probe = {
-        "torch_version": doc.get("torch_version"),
-        "xpu_names": doc.get("xpu_names") or [],
-        "torch_npu_version": doc.get("npu_version"),
-        "reason": doc.get("xpu_reason") or "",
-    }
-    return xpus_of_probe(0, json.dumps(probe), "", python)
-
-
 def xpus_of_probe(rc: int, out: str, err: str, python: str) -> dict[str, Any]:
-    """xpus, xpus_reason, torch_npu_version from one run of XPU_PROBE (rc, its two streams)."""
+    """xpus, xpus_reason, torch_npu_version from one run of nccl_parse.PYTHON_PROBE (rc, its two
+    streams): its xpu_names, xpu_reason, torch_version and npu_version."""
     try:
         probe = json.loads(out.strip().splitlines()[-1]) if rc == 0 and out.strip() else None
     except ValueError:
         probe = None
-    if probe is None:
+    if not isinstance(probe, dict) or "xpu_names" not in probe:
         tail = (out + err).strip()[-300:]
         reason = f"{python} -c <torch.xpu probe> failed (rc={rc}): {tail}"
         return {"xpus": [], "xpus_reason": reason, "torch_npu_version": None}
     xpus = [{"index": i, "name": n} for i, n in enumerate(probe["xpu_names"])]
-    if probe["torch_version"] is None:
-        reason = f"torch is not importable by {python}: {probe['reason']}"
+    if probe.get("torch_version") is None:
+        reason = f"torch is not importable by {python}: {probe.get('xpu_reason', '')}"
     elif not xpus:
         reason = f"torch {probe['torch_version']} sees no XPU (torch.xpu.is_available() is False)"
     else:
         reason = ""
-    return {"xpus": xpus, "xpus_reason": reason, "torch_npu_version": probe["torch_npu_version"]}
+    return {"xpus": xpus, "xpus_reason": reason, "torch_npu_version": probe.get("npu_version")}

@@ -22,8 +22,8 @@ _NOT_AVAILABLE = {"[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown 
 
 # Run as `python -c PYTHON_PROBE` with the node's Python: prints one JSON object, never fails
 # because torch (or CUDA, or torch_npu) is missing - it says why in "reason" instead. It also
-# reads torch.xpu as module_utils/nccl_accel_facts.XPU_PROBE does (xpu_names, xpu_reason), so
-# that one torch import serves both where nccl_facts needs both (xpus_of_python_probe).
+# reads torch.xpu (xpu_names, xpu_reason): the XPU facts come from this same probe
+# (module_utils/nccl_accel_facts.read_xpus), so one torch import serves both in nccl_facts.
 PYTHON_PROBE = r"""
 import json, platform, sys
 out = {"executable": sys.executable, "version": platform.python_version(),
