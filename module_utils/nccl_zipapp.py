@@ -108,7 +108,7 @@ def check_entry(entry: Path) -> None:
     stem = entry.stem
     if entry.suffix != ".py":
         raise BundleError(f"the rank script {entry} must be a .py file")
-    if not stem.isidentifier() or stem == MAIN or stem in sys.stdlib_module_names:
+    if not stem.isidentifier() or stem == MAIN or stem in getattr(sys, "stdlib_module_names", ()):
         raise BundleError(
             f"the rank script {entry} cannot run from a zipapp under the module name {stem!r} "
             f"(not a Python identifier, or a name of the standard library): rename it"
