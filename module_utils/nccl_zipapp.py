@@ -49,6 +49,7 @@ import importlib.util
 import linecache
 import runpy
 import sys
+import threading
 import traceback
 
 ENTRY = {entry!r}
@@ -67,7 +68,18 @@ def excepthook(kind, value, tb):
     traceback.print_exception(kind, value, start or tb)
 
 
+def thread_excepthook(args):
+    """An exception that ends a thread, as threading prints it, with the source lines."""
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else threading.get_ident()
+    print(f"Exception in thread {{name}}:", file=sys.stderr, flush=True)
+    traceback.print_exception(args.exc_type, args.exc_value, args.exc_traceback)
+    sys.stderr.flush()
+
+
 sys.excepthook = excepthook
+threading.excepthook = thread_excepthook
 runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)
 '''
 

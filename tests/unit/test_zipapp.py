@@ -219,6 +219,23 @@ def test_a_crash_reads_as_in_the_script_with_the_zip_in_the_path(
     assert f'File "{pyz}/check.py", line 11, in crash' in shipped.stderr
 
 
+def test_an_exception_in_a_thread_reads_as_in_the_script(tmp_path: Path) -> None:
+    entry = tmp_path / "threads.py"
+    entry.write_text(
+        "import threading\n\n\ndef work():\n    raise ValueError('in a thread')\n\n\n"
+        "worker = threading.Thread(target=work, name='watchdog')\nworker.start()\nworker.join()\n"
+        "print('main goes on')\n"
+    )
+    pyz = tmp_path / "node" / "threads.pyz"
+    pyz.parent.mkdir()
+    pyz.write_bytes(build_zipapp(entry))
+    by_hand, shipped = run([str(entry)], tmp_path), run([str(pyz)], tmp_path)
+    assert "Exception in thread watchdog:" in by_hand.stderr
+    assert "    raise ValueError('in a thread')\n" in by_hand.stderr
+    assert (shipped.returncode, shipped.stdout) == (0, "main goes on\n")
+    assert shipped.stderr == by_hand.stderr.replace(str(entry), f"{pyz}/threads.py")
+
+
 def test_make_rank_script_writes_the_same_file_the_launch_ships(
     scripts: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
