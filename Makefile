@@ -19,7 +19,7 @@ LAB ?= dev
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help demo test lint unit lab-test apt-lab lab-up lab-down demo-lab bench clean
+.PHONY: help demo test lint unit lab-test apt-lab lab-up lab-down demo-lab bench clean rank-script
 
 help:  ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ demo-lab: $(VENV)/.dev-installed apt-lab  ## Bring up an N-host lab, validate it
 
 bench: $(VENV)/.dev-installed apt-lab  ## Run the benchmarks and rewrite BENCHMARKS.md.
 	$(BIN)/python -m bench.run
+
+rank-script:  ## build/nccl_check.pyz: the rank check in one file, as the launch ships it.
+	$(PYTHON) module_utils/nccl_zipapp.py files/nccl_check.py -o build/nccl_check.pyz
 
 clean:  ## Remove the venv and the reports.
 	rm -rf $(VENV) reports

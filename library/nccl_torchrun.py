@@ -74,13 +74,30 @@ options:
     description: The node's Python that has torch. Required with O(state=started).
     type: path
   script:
-    description: The script torchrun runs in every worker. Required with O(state=started).
+    description:
+      - The script torchrun runs in every worker. Required with O(state=started), unless
+        O(script_zipapp) is given (default then C(<run_dir>/nccl_check.pyz)).
     type: path
   script_content:
     description:
       - Text written to O(script) (mode 0600) before the start, so the script needs no copy of its
         own. Not shown in the task's C(invocation).
     type: str
+  script_zipapp:
+    description:
+      - Base64 of a zipapp (the rank script and the sibling modules it imports, built on the
+        control machine by C(module_utils/nccl_zipapp.py)), written to O(script) (mode 0600)
+        before the start; torchrun runs it as it would run the C(.py) (C(python -u <script>
+        args)). Not shown in the task's C(invocation). Mutually exclusive with O(script_content).
+      - Set by the action plugin of roles/launch from O(script_src).
+    type: str
+  script_src:
+    description:
+      - Path of the rank script on the control machine (C(launch_script)). The action plugin of
+        roles/launch bundles it and the modules beside it that it imports into one zipapp and
+        passes it as O(script_zipapp); a file it cannot read or parse fails the task, naming
+        the file, before anything is written on the node. Never seen by the node.
+    type: path
   script_args:
     description: Arguments for the script.
     type: list
@@ -229,8 +246,7 @@ EXAMPLES = r"""
     state: started
     run_dir: "{{ nccl_env_run_dir }}"
     python: "{{ nccl_env_python }}"
-    script: "{{ nccl_env_run_dir }}/nccl_check.py"
-    script_content: "{{ lookup('ansible.builtin.file', 'files/nccl_check.py', rstrip=false) }}"
+    script_src: files/nccl_check.py  # shipped as <run_dir>/nccl_check.pyz
     script_args: ["--out-dir", "{{ nccl_env_run_dir }}/results"]
     nnodes: "{{ nccl_env_nnodes }}"
     node_rank: "{{ nccl_env_node_rank }}"
@@ -302,6 +318,11 @@ cmd:
   returned: when O(state=started)
   type: list
   elements: str
+script:
+  description: The script torchrun runs (written from O(script_zipapp) or O(script_content)).
+  returned: when O(state=started)
+  type: str
+  sample: /tmp/nccl-preflight-20261122T010203-abc123-spark-1/nccl_check.pyz
 supervisor_pid:
   description: The detached process that runs and bounds torchrun.
   returned: when O(state=started)
@@ -373,10 +394,13 @@ run_dir_removed:
 """
 
 import base64
+import binascii
+import io
 import os
 import shutil
 import socket
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -427,6 +451,35 @@ START_NEEDS = (
 # ------------------------------------------------------------------------------------------------
 # state=started
 # ------------------------------------------------------------------------------------------------
+
+# Where O(script_zipapp) goes without O(script): the one file of the rank script and its modules.
+ZIPAPP_NAME = "nccl_check.pyz"
+
+
+def script_payload(module: AnsibleModule) -> bytes | str | None:
+    """What state=started writes to ``script``: the decoded zipapp, script_content, or None
+    (the script is there already). Sets ``script`` to <run_dir>/nccl_check.pyz for a zipapp
+    without one. Fails before anything is written."""
+    params = module.params
+    if params["script_zipapp"] is None:
+        if params["script_src"] is not None:
+            module.fail_json(
+                msg=f"script_src {params['script_src']} is a path on the control machine: the "
+                "action plugin of roles/launch bundles it into script_zipapp, so run this module "
+                "through the role's action plugin, or pass script_zipapp yourself"
+            )
+        return params["script_content"]
+    try:
+        data = base64.b64decode(params["script_zipapp"], validate=True)
+    except (binascii.Error, ValueError) as exc:
+        module.fail_json(msg=f"script_zipapp is not base64: {exc}")
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        module.fail_json(
+            msg="script_zipapp is not a zip file (build it with module_utils/nccl_zipapp.py)"
+        )
+    if params["script"] is None:
+        params["script"] = os.path.join(params["run_dir"], ZIPAPP_NAME)
+    return data
 
 
 def check_start_params(module: AnsibleModule) -> tuple[int, int, str | None]:
@@ -540,10 +593,11 @@ def wait_master_port(module: AnsibleModule) -> None:
 def run_started(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     run_dir = Path(params["run_dir"])
+    script = script_payload(module)
     created, env_file = prepare_run_dir(module)
     env = run_environment(module, env_file)
-    if params["script_content"] is not None:
-        write_atomically(params["script"], params["script_content"], 0o600)
+    if script is not None:
+        write_atomically(params["script"], script, 0o600)
     wait_master_port(module)
     argv = build_argv(params)
     (run_dir / RESULTS_DIR).mkdir(exist_ok=True)
@@ -563,6 +617,7 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
         "changed": True,
         "run_dir_created": created,
         "env_file": env_file,
+        "script": params["script"],
         "cmd": argv,
         "supervisor_pid": ready["supervisor_pid"],
         "torchrun_pid": ready["torchrun_pid"],
@@ -693,6 +748,8 @@ def main() -> None:
             "python": {"type": "path"},
             "script": {"type": "path"},
             "script_content": {"type": "str", "no_log": True},
+            "script_zipapp": {"type": "str", "no_log": True},
+            "script_src": {"type": "path"},
             "script_args": {"type": "list", "elements": "str", "default": []},
             "nnodes": {"type": "int"},
             "node_rank": {"type": "int"},
@@ -721,6 +778,7 @@ def main() -> None:
             "diagnose": {"type": "dict"},
             "stop_details": {"type": "dict"},
         },
+        mutually_exclusive=[("script_content", "script_zipapp")],
         supports_check_mode=False,
     )
     run = {"started": run_started, "finished": run_finished, "stopped": run_stopped}

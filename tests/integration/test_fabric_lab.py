@@ -255,6 +255,7 @@ target = os.environ["NCCL_DEBUG_FILE"].replace("%h", socket.gethostname())
 with open(target.replace("%p", str(os.getpid())), "w") as out, open({fixture!r}) as src:
     out.write(src.read())
 sys.argv[0] = {check!r}
+sys.path.insert(0, os.path.dirname({check!r}))  # its modules beside it (files/nccl_check_*.py)
 runpy.run_path({check!r}, run_name="__main__")
 """
 

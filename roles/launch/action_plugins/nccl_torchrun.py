@@ -42,8 +42,10 @@ if (_MODULE_UTILS := str(Path(__file__).resolve().parents[3] / "module_utils")) 
 ):
     ansible.module_utils.__path__.append(_MODULE_UTILS)
 
+from ansible.errors import AnsibleError
 from ansible.module_utils import nccl_run_watch as watch_rules
 from ansible.module_utils.nccl_files import write_atomically
+from ansible.module_utils.nccl_zipapp import BundleError, build_zipapp
 
 display = Display()
 
@@ -305,6 +307,13 @@ class RunWatch:
         return f"stalled: {message}", details
 
 
+def zipapp_argument(src: str) -> str:
+    """state=started's ``script_src`` (the rank script on this machine) as ``script_zipapp``:
+    base64 of the zipapp of it and the modules beside it that it imports
+    (module_utils/nccl_zipapp.py). BundleError names a file that cannot be read or parsed."""
+    return base64.b64encode(build_zipapp(src)).decode("ascii")
+
+
 class ActionModule(ActionBase):
     """Run nccl_torchrun on the node; unpack its collected archive on the control machine."""
 
@@ -318,6 +327,12 @@ class ActionModule(ActionBase):
         module_args = dict(self._task.args)
         collect_to = module_args.pop("collect_to", None)
         watch = module_args.pop("watch", None)
+        if module_args.get("script_src") and module_args.get("state") == "started":
+            try:
+                module_args["script_zipapp"] = zipapp_argument(self.script_path(module_args))
+            except BundleError as exc:  # before anything is written on the node
+                return {**result, "failed": True, "msg": f"script_src (launch_script): {exc}"}
+            del module_args["script_src"]
         if collect_to:
             module_args["collect"] = True
         watching = (
@@ -351,3 +366,14 @@ class ActionModule(ActionBase):
             return result
         result["collected_to"] = str(dest)
         return result
+
+    def script_path(self, module_args: dict[str, Any]) -> str:
+        """script_src on this machine: as it is when absolute, else found as
+        lookup('file') finds it (the role's and the playbook's files/ folders)."""
+        src = os.path.expanduser(to_text(module_args["script_src"]))
+        if os.path.isabs(src):
+            return src
+        try:
+            return self._find_needle("files", src)
+        except AnsibleError as exc:
+            raise BundleError(f"cannot find the rank script {src}: {exc.message}") from None
