@@ -67,6 +67,7 @@ from nccl_check_expect import (
     ring_exchange,
     sum_of_tags,
 )
+from nccl_check_sweep import Sweep, gbps, judge_sweep, sig4, sweep_sizes, timed
 
 SCHEMA = 1
 GRACE_S = 5.0  # a phase may overrun --timeout by this much before the watchdog ends the rank
@@ -334,14 +335,6 @@ def accelerator_type() -> str | None:
         return acc.type if acc is not None and acc.type in ("cuda", "npu", "xpu") else None
     modules = {kind: getattr(torch, kind, None) for kind in ("cuda", "npu", "xpu")}
     return next((k for k, m in modules.items() if m is not None and m.is_available()), None)
-
-
-def synchronize(device: torch.device) -> None:
-    """Wait for the device's queued work: timing must not stop before the collective ends."""
-    if device.type != "cpu" and hasattr(torch, "accelerator"):
-        torch.accelerator.synchronize(device)
-    elif device.type != "cpu":
-        getattr(torch, device.type).synchronize(device)
 
 
 def versions() -> dict[str, str | None]:
@@ -842,31 +835,12 @@ def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support
 
 
 # --------------------------------------------------------------------------------------------
-# 9. Bandwidth sweep, nccl-tests style
+# 9. Bandwidth sweep, nccl-tests style (sizes, timing, verdict: nccl_check_sweep.py)
 # --------------------------------------------------------------------------------------------
-
-Thunk = Callable[[], object]
-
-
-def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
-    sizes, size = [], min_bytes
-    while size <= max_bytes:
-        sizes.append(size)
-        size *= factor
-    return sizes
 
 
 def busbw(collective: str, algbw: float, world_size: int) -> float:
     return algbw * COLLECTIVES[collective].busbw(world_size)
-
-
-def sig4(value: float) -> float:
-    """4 significant digits (a pair at 20 KB/s is 2.048e-05 GB/s, not 0)."""
-    return float(f"{value:.4g}")
-
-
-def gbps(nbytes: int, seconds: float) -> float:
-    return sig4(nbytes / seconds / 1e9)
 
 
 def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
@@ -883,33 +857,6 @@ def message_shape(collective: str, size_bytes: int, elem: int, world_size: int) 
     if COLLECTIVES[collective].split:
         count = max(world_size, count - count % world_size)
     return count, count * elem
-
-
-@dataclass
-class Sweep:
-    ctx: Context
-    sizes: list[int]
-    iters: int
-    warmup: int
-    type_name: str
-    thresholds: dict[str, float | None]  # collective -> --min-busbw(-for)
-    arm: Callable[[str, int], None]
-
-
-def timed(
-    call: Thunk, device: torch.device, warmup: int, iters: int, start: Thunk = lambda: None
-) -> float:
-    """Seconds per call on this rank: `warmup` untimed calls, `start()` (a barrier), then the
-    average of `iters` timed ones, each time waiting for the device's queued work."""
-    for _ in range(warmup):
-        call()
-    synchronize(device)
-    start()
-    started = time.perf_counter()
-    for _ in range(iters):
-        call()
-    synchronize(device)
-    return (time.perf_counter() - started) / iters
 
 
 def measure(sweep: Sweep, collective: str) -> Details:
@@ -951,31 +898,6 @@ def measure(sweep: Sweep, collective: str) -> Details:
             }
         )
     return judge_sweep(collective, rows, sweep.thresholds[collective])
-
-
-def judge_sweep(collective: str, rows: list[Details], threshold: float | None) -> Details:
-    """The test's details; Fail on a wrong element, or a busbw under the threshold at the
-    largest size."""
-    avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
-    details: Details = {"bandwidth": rows, "avg_busbw_gbps": sig4(avg)}
-    if threshold is not None:
-        details["threshold_gbps"] = threshold
-    if bad := [row for row in rows if row["wrong"]]:
-        raise Fail(
-            f"{collective}: {bad[0]['wrong']} of {bad[0]['count']} elements wrong at "
-            f"{bad[0]['size_bytes']} B: data is corrupted in transit; rerun the correctness "
-            "tests with --verbose to find the rank",
-            details,
-        )
-    if threshold is not None and rows and rows[-1]["busbw_gbps"] < threshold:
-        raise Fail(
-            f"{collective} busbw {rows[-1]['busbw_gbps']:g} GB/s at {rows[-1]['size_bytes']} B is "
-            f"below the required {threshold:g} GB/s: check which interface carries the traffic "
-            "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_DEBUG=INFO) and the link speed "
-            "(ethtool, ibstat) on every host",
-            details,
-        )
-    return details
 
 
 def bandwidth_table(

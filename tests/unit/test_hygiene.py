@@ -106,7 +106,7 @@ FUNCTION_LIMIT = 80
 # The one offender left, capped at its size now so it cannot grow: files/nccl_check.py, issue 16
 # item 2, taken from 2,709 lines to the figure here; the rest of the way to 1,500 is still open.
 OVER_LIMIT = {
-    "files/nccl_check.py": 1541,
+    "files/nccl_check.py": 1463,
 }
 
 

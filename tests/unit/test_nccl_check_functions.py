@@ -18,6 +18,7 @@ from tests.check.support import load_part, load_script
 
 nc = load_script()
 ex = load_part("nccl_check_expect")
+sw = load_part("nccl_check_sweep")
 
 
 # --- the documented examples, through the script's expected-value functions ------------------
@@ -197,7 +198,7 @@ def test_every_collective_is_one_record_looked_up_by_name() -> None:
 
 
 def test_sizes_and_message_shapes() -> None:
-    assert nc.sweep_sizes(1024, 1 << 20, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]
+    assert sw.sweep_sizes(1024, 1 << 20, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]
     assert nc.message_shape("all_reduce", 1024, 4, 3) == (256, 1024)
     assert nc.message_shape("all_gather", 1024, 4, 3) == (255, 1020)  # a multiple of n
     assert nc.message_shape("all_to_all", 4, 4, 3) == (3, 12)
