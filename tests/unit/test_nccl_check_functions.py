@@ -1,6 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Pure functions of files/nccl_check.py: closed-form expected values, options, the record."""
+"""Pure functions of the rank script: closed-form expected values (files/nccl_check_expect.py),
+options and the record (files/nccl_check.py)."""
 
 from __future__ import annotations
 
