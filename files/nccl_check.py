@@ -8,8 +8,11 @@
              --nproc_per_node=8 nccl_check.py --out-dir /tmp/r                   # GPU nodes, nccl
     python nccl_check.py --init-method tcp://HOST:PORT --rank R --world-size N
 
-Sections 1 to 10 read top to bottom. The record and the exit status: docs/design.md, "Rank
-result"; exact inputs, Collective records and never hanging: "Inside the rank script".
+Sections 1 to 10 read top to bottom; whole concerns are modules beside this file, each a leaf
+that never imports it: the correctness checks (nccl_check_expect.py), timing (nccl_check_sweep.py)
+and the pairwise rounds (nccl_check_pairwise.py). The record and the exit status: docs/design.md,
+"Rank result"; the files, exact inputs, Collective records and never hanging: "Inside the rank
+script".
 """
 
 from __future__ import annotations
@@ -572,6 +575,11 @@ def describe_missing(
     return [{"rank": r, "node_rank": nodes[r], "host": hosts.get(nodes[r])} for r in missing]
 
 
+# --------------------------------------------------------------------------------------------
+# 6. Running one test: its outcome as a record entry (the checks: nccl_check_expect.py)
+# --------------------------------------------------------------------------------------------
+
+
 def unsupported(exc: BaseException) -> bool:
     """True when the backend refused the operation as not implemented (its own message)."""
     return isinstance(exc, RuntimeError | NotImplementedError | TypeError) and bool(
@@ -614,7 +622,7 @@ def first_line(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# 8. The collectives: one record each, looked up by name
+# 7. The collectives: one record each, looked up by name
 # --------------------------------------------------------------------------------------------
 
 
@@ -835,7 +843,7 @@ def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support
 
 
 # --------------------------------------------------------------------------------------------
-# 9. Bandwidth sweep, nccl-tests style (sizes, timing, verdict: nccl_check_sweep.py)
+# 8. Bandwidth sweep, nccl-tests style (sizes, timing, verdict: nccl_check_sweep.py)
 # --------------------------------------------------------------------------------------------
 
 
@@ -924,7 +932,7 @@ def bandwidth_table(
 
 
 # --------------------------------------------------------------------------------------------
-# 9b. Pairwise rounds: which node, which rail (--pairwise; docs/design.md, "Pairwise rounds").
+# 9. Pairwise rounds: which node, which rail (--pairwise; docs/design.md, "Pairwise rounds").
 # The rounds themselves: nccl_check_pairwise.py.
 # --------------------------------------------------------------------------------------------
 
