@@ -8,8 +8,11 @@
              --nproc_per_node=8 nccl_check.py --out-dir /tmp/r                   # GPU nodes, nccl
     python nccl_check.py --init-method tcp://HOST:PORT --rank R --world-size N
 
-Sections 1 to 10 read top to bottom. The record and the exit status: docs/design.md, "Rank
-result"; exact inputs, Collective records and never hanging: "Inside the rank script".
+Sections 1 to 10 read top to bottom; whole concerns are modules beside this file, each a leaf
+that never imports it: the correctness checks (nccl_check_expect.py), timing (nccl_check_sweep.py)
+and the pairwise rounds (nccl_check_pairwise.py). The record and the exit status: docs/design.md,
+"Rank result"; the files, exact inputs, Collective records and never hanging: "Inside the rank
+script".
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import platform
 import re
 import signal
 import socket
-import statistics
 import sys
 import tempfile
 import threading
@@ -44,6 +46,31 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
 import torch
 import torch.distributed as dist
+
+# The script's own modules, beside it (its directory is sys.path[0]); none imports this one.
+from nccl_check_expect import (
+    Context,
+    Details,
+    Fail,
+    Skip,
+    all_gather_single,
+    check_all_gather,
+    check_all_reduce,
+    check_all_to_all,
+    check_barrier,
+    check_broadcast,
+    check_gather,
+    check_reduce,
+    check_reduce_scatter,
+    check_scatter,
+    check_send_recv,
+    exact_pattern,
+    reduce_scatter_single,
+    ring_exchange,
+    sum_of_tags,
+)
+from nccl_check_pairwise import Pairwise
+from nccl_check_sweep import Sweep, judge_sweep, sig4, sweep_sizes, timed
 
 SCHEMA = 1
 GRACE_S = 5.0  # a phase may overrun --timeout by this much before the watchdog ends the rank
@@ -64,9 +91,6 @@ UNSUPPORTED = re.compile(
     r"does not support|Cannot use ReduceOp\.\w+ with|not (?:yet )?(?:supported|implemented)"
     r"|result type \w+ can't be cast to the desired output type"
 )
-CHECK_ELEMENTS = 1027  # elements per rank (per chunk) in correctness tests; odd on purpose
-SMALL_WORLD = 16  # up to this many ranks, gather and scatter are checked from every root
-BARRIER_LATE_S = 0.05  # how late the last rank enters each round of the barrier check
 TCP_URL = re.compile(r"tcp://(?:\[([0-9a-fA-F:]+)\]|([^:/\[\]]+)):(\d{1,5})")  # IPv6 in [ ]
 
 
@@ -316,14 +340,6 @@ def accelerator_type() -> str | None:
     return next((k for k, m in modules.items() if m is not None and m.is_available()), None)
 
 
-def synchronize(device: torch.device) -> None:
-    """Wait for the device's queued work: timing must not stop before the collective ends."""
-    if device.type != "cpu" and hasattr(torch, "accelerator"):
-        torch.accelerator.synchronize(device)
-    elif device.type != "cpu":
-        getattr(torch, device.type).synchronize(device)
-
-
 def versions() -> dict[str, str | None]:
     nccl = None
     if torch.cuda.is_available() and hasattr(torch.cuda, "nccl"):
@@ -560,452 +576,8 @@ def describe_missing(
 
 
 # --------------------------------------------------------------------------------------------
-# 6. Inputs and expected values: closed forms a reader can check by hand
+# 6. Running one test: its outcome as a record entry (the checks: nccl_check_expect.py)
 # --------------------------------------------------------------------------------------------
-# Reductions: x_r[i] = base[i] + step * tag(r), tag(r) = r mod P, so SUM = n * base + step *
-# sum_of_tags(n). Data movement: p_r[i] = base[(i + r) mod len(base)] + step * tag(r) names its
-# source rank. PRODUCT, MIN, MAX: owner_input(). P and the base: exact_pattern() (docs/design.md,
-# "Exactness of the inputs").
-
-Floats = Sequence[float]
-
-
-def exact_integer_limit(dtype: torch.dtype) -> int:
-    """Largest L such that every integer 0..L is exactly representable in dtype."""
-    if dtype.is_floating_point:
-        return round(2 / torch.finfo(dtype).eps)  # 2 ** (mantissa bits + 1)
-    return int(torch.iinfo(dtype).max)
-
-
-def exact_pattern(world_size: int, dtype: torch.dtype) -> tuple[int, int] | None:
-    """(A, P): base[i] = 1 + i mod A, tag(r) = r mod P, n times the largest input A + P - 1 within
-    exact_integer_limit(dtype); None when even all-ones would overflow (use a wider --dtype)."""
-    budget = exact_integer_limit(dtype) // world_size
-    if budget < 1:
-        return None
-    base_period = min(8, budget)
-    return base_period, max(1, min(world_size, budget - base_period + 1))
-
-
-def base_pattern(count: int, base_period: int) -> list[int]:
-    return [1 + i % base_period for i in range(count)]
-
-
-def sum_of_tags(world_size: int, period: int) -> int:
-    """tag(0) + ... + tag(n-1): q full cycles of 0..P-1, then 0..rem-1."""
-    full, rem = divmod(world_size, period)
-    return full * period * (period - 1) // 2 + rem * (rem - 1) // 2
-
-
-def reduction_input(base: Floats, step: int, rank: int, period: int) -> list[float]:
-    return [b + step * (rank % period) for b in base]
-
-
-def expected_sum(base: Floats, step: int, n: int, period: int) -> list[float]:
-    return [n * b + step * sum_of_tags(n, period) for b in base]
-
-
-def expected_reduce_scatter(base: Floats, step: int, n: int, period: int, rank: int) -> list[float]:
-    """Chunk `rank` (of n equal chunks) of the SUM."""
-    chunk = len(base) // n
-    return expected_sum(base, step, n, period)[rank * chunk : (rank + 1) * chunk]
-
-
-def all_to_all_chunk(base: Floats, step: int, src: int, dst: int, period: int) -> list[float]:
-    """What src sends to dst: the payload of src rotated once more by dst."""
-    width = len(base)
-    return [base[(i + src + dst) % width] + step * (src % period) for i in range(width)]
-
-
-def payload(base: Floats, step: int, rank: int, period: int) -> list[float]:
-    """What rank r sends: every rank's result of a broadcast from r, r's chunk of a scatter."""
-    return all_to_all_chunk(base, step, rank, 0, period)
-
-
-expected_scatter = payload
-
-
-def expected_all_gather(base: Floats, step: int, n: int, period: int) -> list[float]:
-    """Chunk j is rank j's payload (also gather's result on the root)."""
-    return [v for j in range(n) for v in payload(base, step, j, period)]
-
-
-def expected_all_to_all(base: Floats, step: int, n: int, period: int, rank: int) -> list[float]:
-    return [v for s in range(n) for v in all_to_all_chunk(base, step, s, rank, period)]
-
-
-def expected_send_recv(base: Floats, step: int, n: int, period: int, rank: int) -> list[float]:
-    """Ring: rank r receives the payload of rank r-1."""
-    return payload(base, step, (rank - 1) % n, period)
-
-
-def owner_input(count: int, rank: int, world_size: int) -> list[int]:
-    """PRODUCT/MIN/MAX: element i is 2 on rank i mod n (its owner), h(i) = 3 on even and 5 on odd
-    elements on rank i+1 mod n, 1 on every other rank."""
-
-    def value(i: int) -> int:
-        if rank == i % world_size:
-            return 2
-        return (3 if i % 2 == 0 else 5) if rank == (i + 1) % world_size else 1
-
-    return [value(i) for i in range(count)]
-
-
-def expected_owner(op: str, count: int, world_size: int) -> list[int]:
-    """PRODUCT = 2h, MAX = h, MIN = 2 with 2 ranks, else 1 (one rank: 2). SUM would be h + n, AVG
-    (h + n) / n: PRODUCT meets SUM only at n = h, never for both h: every two reductions differ."""
-    if world_size == 1:
-        return [2] * count
-    high = [3 if i % 2 == 0 else 5 for i in range(count)]
-    if op == "min":
-        return [2 if world_size == 2 else 1] * count
-    return [2 * h for h in high] if op == "product" else high
-
-
-# --------------------------------------------------------------------------------------------
-# Comparing, and naming the source rank of a wrong element
-# --------------------------------------------------------------------------------------------
-
-Source = Callable[[int, float], str]  # (index, value found) -> where the value came from
-ByRank = Callable[[int], Floats]  # rank -> its own input (or payload)
-REDUCTIONS = dict(sum=sum, product=math.prod, min=min, max=max, avg=lambda v: sum(v) / len(v))
-
-
-def number(value: float) -> int | float:
-    return int(value) if float(value).is_integer() else float(value)
-
-
-def mismatch(got: torch.Tensor, expected: Floats, source: Source, ulps: int = 0) -> Details | None:
-    """First wrong index (within `ulps` for floats), expected vs got, and the suspect source rank;
-    None when equal."""
-    want = torch.tensor(expected, dtype=torch.float64)
-    got64 = got.detach().cpu().double().flatten()
-    if ulps and got.dtype.is_floating_point:
-        wrong = (got64 - want).abs() > ulps * torch.finfo(got.dtype).eps * want.abs()
-    else:
-        wrong = got64 != want
-    wrong |= torch.isnan(got64)
-    if not wrong.any():
-        return None
-    i = int(wrong.nonzero()[0])
-    found = number(float(got64[i]))
-    return {
-        "first_wrong_index": i,
-        "expected": number(float(want[i])),
-        "got": found,
-        "wrong": int(wrong.sum()),
-        "elements": got.numel(),
-        "source": source(i, float(found)),
-    }
-
-
-def mismatch_message(details: Details) -> str:
-    return (
-        f"{details['wrong']} of {details['elements']} elements wrong; first at index "
-        f"{details['first_wrong_index']}: expected {details['expected']}, got {details['got']} "
-        f"({details['source']})"
-    )
-
-
-def ranks_holding(values: Floats, value: float, but: int = -1) -> str:
-    return " or ".join(str(r) for r, v in enumerate(values) if v == value and r != but)
-
-
-def source_rule(
-    op: str, inputs: ByRank, n: int, want: Floats = (), width: int = 0, src: int = -1
-) -> Source:
-    """One rule for every check: which rank's own input (inputs(rank), by the closed forms of
-    section 6) gives the value found. "copy": element i comes from rank `src` (-1: i // width),
-    is the value another's? "sum": is it off by one rank's input? "avg": the SUM it divides.
-    PRODUCT/MIN/MAX: which other reduction of the inputs gives it?"""
-
-    def explain(index: int, got: float) -> str:
-        values = [inputs(r)[index % width if width else index] for r in range(n)]
-        if op == "copy":
-            home = index // width if src < 0 else src
-            others = ranks_holding(values, got, but=home)
-            tail = f"; the value is rank {others}'s" if others else ""
-            return f"this element comes from rank {home}{tail}"
-        if op == "avg":
-            return f"AVG = SUM / n = {number(sum(values))} / {n}; compare all_reduce_sum"
-        if op == "sum":
-            delta = got - want[index]
-            for value, what in ((-delta, "is missing"), (delta, "was added twice")):
-                if ranks := ranks_holding(values, value):
-                    return f"the contribution of rank {ranks} {what}"
-            return f"off by {number(delta)}: not one rank's contribution; data corrupted in transit"
-        applied = [k.upper() for k, f in REDUCTIONS.items() if k != op and f(values) == got]
-        if applied:
-            return (
-                f"{number(got)} is the {' or '.join(applied)} of the inputs, not the {op.upper()}"
-            )
-        return (
-            f"ranks {index % n} and {(index + 1) % n} hold 2 and {3 if index % 2 == 0 else 5} "
-            "here, every other rank 1; a contribution is wrong or missing"
-        )
-
-    return explain
-
-
-# --------------------------------------------------------------------------------------------
-# 7. One check per collective: closed-form expected values
-# --------------------------------------------------------------------------------------------
-
-Base = Sequence[float] | None  # a check's own inputs (section 6); None: the defaults
-Step = int | None
-Details = dict[str, Any]  # what a passed check records
-
-
-class Skip(Exception):
-    """The test does not apply here (the reason is the message)."""
-
-
-class Fail(Exception):
-    """The collective ran and the answer is wrong."""
-
-    def __init__(self, message: str, details: Details):
-        super().__init__(message)
-        self.details = details
-
-
-@dataclass
-class Context:
-    rank: int
-    world_size: int
-    device: torch.device
-    dtype: torch.dtype
-    count: int = CHECK_ELEMENTS
-    base_period: int = 8
-    period: int = 1
-    store: Any = None  # the check-in store (a dist.Store); None for mpi
-
-    @classmethod
-    def make(
-        cls, rank: int, world_size: int, device: torch.device, dtype: torch.dtype, store: Any = None
-    ) -> Context:
-        base_period, period = exact_pattern(world_size, dtype) or (1, 1)
-        count = max(CHECK_ELEMENTS, world_size)
-        return cls(rank, world_size, device, dtype, count, base_period, period, store)
-
-    def tensor(self, values: Floats) -> torch.Tensor:
-        return torch.tensor(values, dtype=torch.float64).to(self.dtype).to(self.device)
-
-    def empty(self, count: int) -> torch.Tensor:
-        """Zeros: never a valid result, as every input element is 1 or more."""
-        return torch.zeros(count, dtype=self.dtype, device=self.device)
-
-    def inputs(self, base: Base, step: Step, count: int = 0) -> tuple[list[float], int]:
-        """The test's own (base, step), or the defaults that are exact for this dtype and world."""
-        if exact_pattern(self.world_size, self.dtype) is None and base is None:
-            raise Skip(
-                f"{self.world_size} ranks exceed the exact integer range of {self.dtype} "
-                f"({exact_integer_limit(self.dtype)}): run this test with --dtype float32"
-            )
-        if base is None:
-            base = base_pattern(count or self.count, self.base_period)
-        return list(base), 1 if step is None else step
-
-    def payloads(self, base: Floats, step: int) -> Callable[[int], list[float]]:
-        return lambda rank: payload(base, step, rank, self.period)
-
-    def contributions(self, base: Floats, step: int) -> Callable[[int], list[float]]:
-        return lambda rank: reduction_input(base, step, rank, self.period)
-
-    def gather_roots(self) -> range | tuple[int, int]:
-        """gather/scatter cost n messages per root: every root in small worlds, else the ends."""
-        n = self.world_size
-        return range(n) if n <= SMALL_WORLD else (0, n - 1)
-
-
-def verify(
-    got: torch.Tensor, want: Floats, source: Source, case: str = "", ulps: int = 0
-) -> Details:
-    """Raise Fail on a mismatch; return the details of a correct result."""
-    details = mismatch(got, want, source, ulps)
-    if details is not None:
-        if case:
-            details["case"] = case
-        raise Fail((f"{case}: " if case else "") + mismatch_message(details), details)
-    head = [number(float(v)) for v in got.detach().cpu().flatten()[:8]]
-    return {"elements": got.numel(), "got_head": head}
-
-
-# torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; older torch has the old names.
-# Every backend gets the tensor API (docs/design.md, "Bandwidth notes").
-all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-REDUCE_OPS = {op: getattr(dist.ReduceOp, op.upper()) for op in REDUCTIONS}
-
-
-def check_all_reduce(ctx: Context, op: str, base: Base = None, step: Step = None) -> Details:
-    """all_reduce: SUM/AVG of the affine input; PRODUCT/MIN/MAX of the owner input."""
-    n = ctx.world_size
-    if op in ("product", "min", "max"):
-        count = len(base) if base is not None else ctx.count
-        inputs = functools.partial(owner_input, count, world_size=n)
-        want = expected_owner(op, count, n)
-    else:
-        base, step = ctx.inputs(base, step)
-        inputs, want = ctx.contributions(base, step), expected_sum(base, step, n, ctx.period)
-        if op == "avg":  # AVG = SUM / n; an integer AVG truncates, as NCCL's does
-            trunc = not ctx.dtype.is_floating_point
-            want = [float(math.trunc(s / n)) if trunc else s / n for s in want]
-    tensor = ctx.tensor(inputs(ctx.rank))
-    dist.all_reduce(tensor, op=REDUCE_OPS[op])
-    return verify(tensor, want, source_rule(op, inputs, n, want), ulps=int(op == "avg"))
-
-
-def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """broadcast from every root: every rank ends with payload(root)."""
-    base, step = ctx.inputs(base, step)
-    sent_by, n, r = ctx.payloads(base, step), ctx.world_size, ctx.rank
-    details: Details = {"roots": n}
-    for root in range(n):
-        tensor = ctx.tensor(sent_by(r)) if r == root else ctx.empty(len(base))
-        dist.broadcast(tensor, src=root)
-        source = source_rule("copy", sent_by, n, src=root)
-        details.update(verify(tensor, sent_by(root), source, f"root {root}"))
-    return details
-
-
-def check_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """reduce (SUM) to every root: the root holds n * base + step * sum_of_tags(n)."""
-    base, step = ctx.inputs(base, step)
-    inputs, n = ctx.contributions(base, step), ctx.world_size
-    want = expected_sum(base, step, n, ctx.period)
-    details: Details = {"roots": n}
-    for root in range(n):
-        tensor = ctx.tensor(inputs(ctx.rank))
-        dist.reduce(tensor, dst=root, op=dist.ReduceOp.SUM)
-        if ctx.rank == root:  # elsewhere the buffer's content is unspecified
-            source = source_rule("sum", inputs, n, want)
-            details.update(verify(tensor, want, source, f"root {root}"))
-    return details
-
-
-def check_all_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """all_gather: chunk j of the result is payload(j)."""
-    base, step = ctx.inputs(base, step)
-    sent_by, n, width = ctx.payloads(base, step), ctx.world_size, len(base)
-    out = ctx.empty(n * width)
-    all_gather_single(out, ctx.tensor(sent_by(ctx.rank)))
-    want = expected_all_gather(base, step, n, ctx.period)
-    return verify(out, want, source_rule("copy", sent_by, n, width=width))
-
-
-def check_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """gather to every root (see Context.gather_roots): on the root, chunk j is payload(j)."""
-    base, step = ctx.inputs(base, step)
-    sent_by, n, r, width = ctx.payloads(base, step), ctx.world_size, ctx.rank, len(base)
-    want = expected_all_gather(base, step, n, ctx.period)
-    source = source_rule("copy", sent_by, n, width=width)
-    roots = ctx.gather_roots()
-    details: Details = {"roots": len(roots)}
-    for root in roots:
-        chunks = [ctx.empty(width) for _ in range(n)] if r == root else None
-        dist.gather(ctx.tensor(sent_by(r)), chunks, dst=root)
-        if chunks is not None:
-            details.update(verify(torch.cat(chunks), want, source, f"root {root}"))
-    return details
-
-
-def check_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """scatter from every root (see Context.gather_roots): rank d receives payload(d); a wrong
-    value that is another rank's payload was meant for that rank."""
-    base, step = ctx.inputs(base, step)
-    sent_to, n, r = ctx.payloads(base, step), ctx.world_size, ctx.rank
-    want = expected_scatter(base, step, r, ctx.period)
-    roots = ctx.gather_roots()
-    details: Details = {"roots": len(roots)}
-    for root in roots:
-        chunks = [ctx.tensor(sent_to(d)) for d in range(n)] if r == root else None
-        out = ctx.empty(len(base))
-        dist.scatter(out, chunks, src=root)
-        source = source_rule("copy", sent_to, n, src=root)
-        details.update(verify(out, want, source, f"root {root}"))
-    return details
-
-
-def check_reduce_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """reduce_scatter (SUM): rank r gets chunk r of n * base + step * sum_of_tags(n)."""
-    n, r = ctx.world_size, ctx.rank
-    base, step = ctx.inputs(base, step, n * ctx.count)
-    if len(base) % n:
-        raise ValueError(f"reduce_scatter input of {len(base)} elements is not {n} equal chunks")
-    width = len(base) // n
-    out = ctx.empty(width)
-    reduce_scatter_single(out, ctx.tensor(reduction_input(base, step, r, ctx.period)))
-    want = expected_reduce_scatter(base, step, n, ctx.period, r)
-    mine = ctx.contributions(base[r * width : (r + 1) * width], step)
-    return verify(out, want, source_rule("sum", mine, n, want))
-
-
-def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """all_to_all: chunk s of the result on rank d is all_to_all_chunk(s, d)."""
-    base, step = ctx.inputs(base, step)
-    n, r, width = ctx.world_size, ctx.rank, len(base)
-    sent = [v for d in range(n) for v in all_to_all_chunk(base, step, r, d, ctx.period)]
-    out = ctx.empty(n * width)
-    dist.all_to_all_single(out, ctx.tensor(sent))
-    want = expected_all_to_all(base, step, n, ctx.period, r)
-    sent_to_me = lambda s: all_to_all_chunk(base, step, s, r, ctx.period)  # noqa: E731
-    return verify(out, want, source_rule("copy", sent_to_me, n, width=width))
-
-
-def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size: int) -> None:
-    """Send to rank+1 and receive from rank-1 at once, the receive posted first (docs/design.md,
-    "Bandwidth notes": gloo holds a late announcement behind the whole payload)."""
-    left, right = (rank - 1) % world_size, (rank + 1) % world_size
-    ops = [dist.P2POp(dist.irecv, recv, left), dist.P2POp(dist.isend, send, right)]
-    for work in dist.batch_isend_irecv(ops):
-        work.wait()
-
-
-def check_send_recv(ctx: Context, base: Base = None, step: Step = None) -> Details:
-    """send/recv ring: rank r receives payload(r-1), so every neighbour link carries data."""
-    n, r = ctx.world_size, ctx.rank
-    if n < 2:
-        raise Skip("send/recv needs at least 2 ranks")
-    base, step = ctx.inputs(base, step)
-    sent_by, left = ctx.payloads(base, step), (r - 1) % n
-    out = ctx.empty(len(base))
-    ring_exchange(ctx.tensor(sent_by(r)), out, r, n)
-    want = expected_send_recv(base, step, n, ctx.period, r)
-    details = verify(out, want, source_rule("copy", sent_by, n, src=left))
-    return {**details, "from": left, "to": (r + 1) % n}
-
-
-def check_barrier(ctx: Context) -> Details:
-    """Nobody leaves before the last rank arrived, counted in the store (no clocks compared): in
-    round k (one per Context.gather_roots) the late rank waits until the n - 1 others counted
-    their arrival in barrier/<k>, waits BARRIER_LATE_S more, counts itself and enters; a rank
-    that reads a count below n once it left left early."""
-    n, r, store = ctx.world_size, ctx.rank, ctx.store
-    if store is None:
-        dist.barrier()
-        raise Skip("no store to count arrivals in (the mpi backend): only ran dist.barrier()")
-    late_ranks = list(ctx.gather_roots())
-    early: list[dict[str, int]] = []
-    for round_no, late in enumerate(late_ranks):
-        key = f"barrier/{round_no}"
-        if r == late:
-            while store.add(key, 0) < n - 1:
-                time.sleep(0.005)
-            time.sleep(BARRIER_LATE_S)
-        store.add(key, 1)
-        dist.barrier()
-        if (arrived := store.add(key, 0)) < n:
-            early.append({"round": round_no, "late_rank": late, "arrived": arrived})
-    details = {"rounds": len(late_ranks), "late_by_s": BARRIER_LATE_S}
-    if early:
-        first = early[0]
-        raise Fail(
-            f"rank {r} left the barrier when {first['arrived']} of {n} ranks had arrived "
-            f"(round {first['round']}: rank {first['late_rank']} arrived last, "
-            f"{BARRIER_LATE_S:g} s after the others); {len(early)} of {len(late_ranks)} rounds",
-            {**details, "early": early},
-        )
-    return details
 
 
 def unsupported(exc: BaseException) -> bool:
@@ -1050,7 +622,7 @@ def first_line(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# 8. The collectives: one record each, looked up by name
+# 7. The collectives: one record each, looked up by name
 # --------------------------------------------------------------------------------------------
 
 
@@ -1271,31 +843,12 @@ def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support
 
 
 # --------------------------------------------------------------------------------------------
-# 9. Bandwidth sweep, nccl-tests style
+# 8. Bandwidth sweep, nccl-tests style (sizes, timing, verdict: nccl_check_sweep.py)
 # --------------------------------------------------------------------------------------------
-
-Thunk = Callable[[], object]
-
-
-def sweep_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
-    sizes, size = [], min_bytes
-    while size <= max_bytes:
-        sizes.append(size)
-        size *= factor
-    return sizes
 
 
 def busbw(collective: str, algbw: float, world_size: int) -> float:
     return algbw * COLLECTIVES[collective].busbw(world_size)
-
-
-def sig4(value: float) -> float:
-    """4 significant digits (a pair at 20 KB/s is 2.048e-05 GB/s, not 0)."""
-    return float(f"{value:.4g}")
-
-
-def gbps(nbytes: int, seconds: float) -> float:
-    return sig4(nbytes / seconds / 1e9)
 
 
 def bandwidth_note(backend: str, collective: str, world_size: int) -> str | None:
@@ -1312,33 +865,6 @@ def message_shape(collective: str, size_bytes: int, elem: int, world_size: int) 
     if COLLECTIVES[collective].split:
         count = max(world_size, count - count % world_size)
     return count, count * elem
-
-
-@dataclass
-class Sweep:
-    ctx: Context
-    sizes: list[int]
-    iters: int
-    warmup: int
-    type_name: str
-    thresholds: dict[str, float | None]  # collective -> --min-busbw(-for)
-    arm: Callable[[str, int], None]
-
-
-def timed(
-    call: Thunk, device: torch.device, warmup: int, iters: int, start: Thunk = lambda: None
-) -> float:
-    """Seconds per call on this rank: `warmup` untimed calls, `start()` (a barrier), then the
-    average of `iters` timed ones, each time waiting for the device's queued work."""
-    for _ in range(warmup):
-        call()
-    synchronize(device)
-    start()
-    started = time.perf_counter()
-    for _ in range(iters):
-        call()
-    synchronize(device)
-    return (time.perf_counter() - started) / iters
 
 
 def measure(sweep: Sweep, collective: str) -> Details:
@@ -1382,31 +908,6 @@ def measure(sweep: Sweep, collective: str) -> Details:
     return judge_sweep(collective, rows, sweep.thresholds[collective])
 
 
-def judge_sweep(collective: str, rows: list[Details], threshold: float | None) -> Details:
-    """The test's details; Fail on a wrong element, or a busbw under the threshold at the
-    largest size."""
-    avg = sum(row["busbw_gbps"] for row in rows) / len(rows) if rows else 0.0
-    details: Details = {"bandwidth": rows, "avg_busbw_gbps": sig4(avg)}
-    if threshold is not None:
-        details["threshold_gbps"] = threshold
-    if bad := [row for row in rows if row["wrong"]]:
-        raise Fail(
-            f"{collective}: {bad[0]['wrong']} of {bad[0]['count']} elements wrong at "
-            f"{bad[0]['size_bytes']} B: data is corrupted in transit; rerun the correctness "
-            "tests with --verbose to find the rank",
-            details,
-        )
-    if threshold is not None and rows and rows[-1]["busbw_gbps"] < threshold:
-        raise Fail(
-            f"{collective} busbw {rows[-1]['busbw_gbps']:g} GB/s at {rows[-1]['size_bytes']} B is "
-            f"below the required {threshold:g} GB/s: check which interface carries the traffic "
-            "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_DEBUG=INFO) and the link speed "
-            "(ethtool, ibstat) on every host",
-            details,
-        )
-    return details
-
-
 def bandwidth_table(
     collective: str, rows: list[Details], world_size: int, backend: str = ""
 ) -> str:
@@ -1431,236 +932,9 @@ def bandwidth_table(
 
 
 # --------------------------------------------------------------------------------------------
-# 9b. Pairwise rounds: which node, which rail (--pairwise; docs/design.md, "Pairwise rounds").
-# The controller judges (module_utils/nccl_pairwise.py); the suspects of the second pass are
-# picked here by the same rule (tests/unit/test_pairwise.py holds the two together).
+# 9. Pairwise rounds: which node, which rail (--pairwise; docs/design.md, "Pairwise rounds").
+# The rounds themselves: nccl_check_pairwise.py.
 # --------------------------------------------------------------------------------------------
-
-PairKey = tuple[int, int, int]  # (node a, node b, rail), a <= b
-
-
-def tournament(n: int) -> list[list[tuple[int, int]]]:
-    """Round-robin rounds of disjoint pairs of 0..n-1 (circle method); odd n: one node rests."""
-    if n < 2:
-        return []
-    players: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
-    rounds = []
-    for _ in range(len(players) - 1):
-        ends = zip(players[: len(players) // 2], reversed(players), strict=False)
-        rounds.append(sorted((min(a, b), max(a, b)) for a, b in ends if None not in (a, b)))
-        players = [players[0], players[-1], *players[1:-1]]
-    return rounds
-
-
-def pair_values(rows: Sequence[Details], pass_: int | str = 1) -> dict[PairKey, float]:
-    """(node a, node b, rail) -> busbw of the pair: the slower of its two ranks' own figures.
-    Within a node (pass "intra") the rail is the lower local rank of the pair."""
-    table: dict[PairKey, float] = {}
-    for row in (row for row in rows if row.get("pass") == pass_):
-        a, b = sorted((int(row["node"]), int(row["peer_node"])))
-        key = (a, b, min(int(row["rail"]), int(row.get("peer_local_rank", row["rail"]))))
-        table[key] = min(table.get(key, math.inf), float(row["busbw_gbps"]))
-    return table
-
-
-def node_medians(table: dict[PairKey, float]) -> dict[int, float]:
-    per_node: dict[int, list[float]] = {}
-    for (a, b, _), value in table.items():
-        for node in {a, b}:
-            per_node.setdefault(node, []).append(value)
-    return {node: statistics.median(values) for node, values in per_node.items()}
-
-
-def pair_reference(table: dict[PairKey, float]) -> float:
-    """The median over nodes of each node's median pair."""
-    return statistics.median(node_medians(table).values()) if table else 0.0
-
-
-def pair_suspects(table: dict[PairKey, float], min_ratio: float) -> dict[int, list[int]]:
-    """node -> rails on which more than half of its pairs are below min_ratio x reference."""
-    limit = min_ratio * pair_reference(table)
-    slow: dict[tuple[int, int], int] = {}
-    total: dict[tuple[int, int], int] = {}
-    for (a, b, rail), value in table.items():
-        for key in ((a, rail), (b, rail)):
-            slow[key] = slow.get(key, 0) + (value < limit)
-            total[key] = total.get(key, 0) + 1
-    suspects: dict[int, list[int]] = {}
-    for node, rail in sorted(key for key in total if 2 * slow[key] > total[key]):
-        suspects.setdefault(node, []).append(rail)
-    return suspects
-
-
-def fastest_node(table: dict[PairKey, float], exclude: Sequence[int]) -> int | None:
-    """The node with the highest median pair, not excluded (the lowest node on a tie)."""
-    candidates = [(-m, node) for node, m in node_medians(table).items() if node not in exclude]
-    return min(candidates)[1] if candidates else None
-
-
-def partner_in(pairs: Sequence[tuple[int, int]], me: int) -> int | None:
-    return next((b if me == a else a for a, b in pairs if me in (a, b)), None)
-
-
-@dataclass
-class PairPlan:
-    """Who is where: node rank -> {local rank: global rank}, and the hosts."""
-
-    ranks: dict[int, dict[int, int]]
-    hosts: dict[int, str]
-
-    def peer(self, pairs: Sequence[tuple[int, int]], node: int, local: int) -> int | None:
-        """The global rank this rank exchanges with in a round of node pairs, or None (rests)."""
-        partner = partner_in(pairs, node)
-        return None if partner is None else self.ranks[partner].get(local)
-
-
-class PairRound(NamedTuple):
-    pass_: int | str  # 1, 2 or "intra"
-    number: int
-    pairs: list[tuple[int, int]]  # node pairs (intra: local-rank pairs, node = this node)
-
-
-def trigger_reasons(tests: Sequence[Details], below: dict[str, float], min_bytes: int) -> list[str]:
-    """Why --pairwise auto runs on this rank: a failed bandwidth test, or a collective's busbw
-    at its largest size >= min_bytes under its --pair-trigger figure (pure)."""
-    reasons = []
-    for test in (t for t in tests if t["name"].startswith("bandwidth_")):
-        collective = test["name"].removeprefix("bandwidth_")
-        big = [r for r in test.get("bandwidth") or [] if r["size_bytes"] >= min_bytes]
-        if test["status"] == "failed":
-            reasons.append(f"{test['name']} failed")
-        elif collective in below and big and big[-1]["busbw_gbps"] < below[collective]:
-            reasons.append(
-                f"{collective} busbw {big[-1]['busbw_gbps']:g} GB/s at {big[-1]['size_bytes']} B "
-                f"is below {below[collective]:g} GB/s"
-            )
-    return reasons
-
-
-class Pairwise:
-    """The pairwise phase of one rank, after the tests (run_pairwise())."""
-
-    def __init__(self, run: Run, ctx: Context):
-        self.run, self.args, self.ctx = run, run.args, ctx
-        self.rows: list[Details] = []  # this rank's own figure for each pair it was in
-        self.settings: Details = {}  # what the test's details hold besides the rows
-        data = run.record.data
-        self.node, self.local = data["node_rank"], data["local_rank"]
-        self.plan = PairPlan({}, {})
-        for node, local, host, rank in self.gather((self.node, self.local, data["host"], ctx.rank)):
-            self.plan.ranks.setdefault(int(node), {})[int(local)] = int(rank)
-            self.plan.hosts[int(node)] = str(host)
-        self.nodes = sorted(self.plan.ranks)
-
-    def gather(self, mine: Any) -> list[Any]:
-        everyone: list[Any] = [None] * self.ctx.world_size
-        dist.all_gather_object(everyone, mine)
-        return everyone
-
-    def trigger(self) -> str:
-        """Why the phase runs ("" when it does not), agreed by every rank."""
-        if self.args.pairwise == "always":
-            return "--pairwise always"
-        below, min_bytes = dict(self.args.pair_trigger), self.args.pair_trigger_min_bytes
-        reasons = trigger_reasons(self.run.record.data["tests"], below, min_bytes)
-        flag = torch.tensor([float(bool(reasons))], dtype=torch.float32, device=self.ctx.device)
-        dist.all_reduce(flag)
-        if float(flag.cpu()) == 0:
-            return ""
-        return "; ".join(reasons) if reasons else "another rank's bandwidth test fell short"
-
-    def save(self, rnd: PairRound) -> None:
-        """The rows so far and the round under way in the record's "pairwise" (docs/design.md,
-        "Rank result"), so a round that hangs leaves the earlier ones and names its own pairs."""
-        saved = {**self.settings, "rows": list(self.rows)}
-        saved["under_way"] = {"pass": rnd.pass_, "round": rnd.number}
-        saved["under_way_pairs"] = [list(p) for p in rnd.pairs]
-        with self.run.record.lock:
-            self.run.record.data["pairwise"] = saved
-            self.run.record.write()
-
-    def exchange(self, peer: int, nbytes: int) -> tuple[float, int, int]:
-        """(seconds per exchange, bytes each way, wrong elements), both ways at once, batched on
-        the world communicator (docs/design.md, "Pairwise rounds", Transport)."""
-        ctx = self.ctx
-        elem = torch.empty(0, dtype=ctx.dtype).element_size()
-        count = max(1, nbytes // elem)
-        send = torch.full((count,), 1 + ctx.rank % ctx.period, dtype=ctx.dtype, device=ctx.device)
-        recv = torch.zeros(count, dtype=ctx.dtype, device=ctx.device)
-        ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
-        once = lambda: [request.wait() for request in dist.batch_isend_irecv(ops)]  # noqa: E731
-        seconds = timed(once, ctx.device, 1, self.args.pair_iters)  # the warm-up connects
-        return seconds, count * elem, int((recv != 1 + peer % ctx.period).sum())
-
-    def play(self, rnd: PairRound, nbytes: int) -> None:
-        """One round on every rank (the resting ones only wait at the barriers)."""
-        phase = f"pairwise pass {rnd.pass_} round {rnd.number}"
-        self.run.arm(phase)
-        self.save(rnd)
-        self.run.pause(phase)
-        node, local = self.node, self.local
-        if rnd.pass_ == "intra":  # the pairs are local ranks of this node
-            peer_node, peer_local = node, partner_in(rnd.pairs, local)
-            peer = None if peer_local is None else self.plan.ranks[node].get(peer_local)
-        else:
-            peer_node, peer_local = partner_in(rnd.pairs, node), local
-            peer = self.plan.peer(rnd.pairs, node, local)
-        dist.barrier()  # every pair of the round starts together
-        if peer is not None:
-            seconds, sent, wrong = self.exchange(peer, nbytes)
-            row = {"pass": rnd.pass_, "round": rnd.number, "rank": self.ctx.rank, "node": node}
-            row |= {"peer_node": peer_node, "rail": local, "peer_rank": peer}
-            row |= {
-                "peer_local_rank": peer_local,
-                "bytes": sent,
-                "time_us": round(seconds * 1e6, 2),
-            }
-            self.rows.append({**row, "busbw_gbps": gbps(sent, seconds), "wrong": wrong})
-            self.save(rnd)
-        dist.barrier()
-
-    def every_row(self) -> list[Details]:
-        return [row for part in self.gather(self.rows) for row in part]
-
-    def body(self, why: str) -> Details:
-        """Every round of both passes; this rank's details (rank 0 also keeps the table)."""
-        args, plan, nodes = self.args, self.plan, self.nodes
-        if len(nodes) < 2:
-            raise Skip("one node: there is no other node to pair it with")
-        nbytes = args.pair_bytes or (1 << 20 if self.ctx.device.type == "cpu" else 64 << 20)
-        pairs = [[(nodes[a], nodes[b]) for a, b in r] for r in tournament(len(nodes))]
-        rounds = [PairRound(1, i, r) for i, r in enumerate(pairs)]
-        if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
-            locals_ = max(len(r) for r in plan.ranks.values())
-            rounds.append(PairRound("intra", 0, [(i, i + 1) for i in range(0, locals_ - 1, 2)]))
-        hosts = [
-            {"node_rank": n, "host": plan.hosts[n], "local_ranks": len(plan.ranks[n])}
-            for n in nodes
-        ]
-        self.settings = {"mode": args.pairwise, "min_ratio": args.pair_min_ratio}
-        self.settings |= {"pair_bytes": nbytes, "iters": args.pair_iters, "nodes": hosts}
-        self.settings |= {"rounds": [[list(p) for p in r] for r in pairs], "why": why}
-        for rnd in rounds:
-            self.play(rnd, nbytes)
-        table = pair_values(self.every_row())
-        suspects = pair_suspects(table, args.pair_min_ratio) if len(nodes) >= 3 else {}
-        fastest = fastest_node(table, list(suspects))
-        second = [] if fastest is None else sorted(suspects)
-        for i, node in enumerate(second):
-            pair = (min(node, fastest), max(node, fastest))  # type: ignore[type-var]
-            self.play(PairRound(2, i, [pair]), nbytes)
-        every = self.every_row()  # a collective: every rank calls it
-        if self.ctx.rank == 0:
-            self.run.tables.append(pairwise_table(nbytes, every, plan))
-        details = {**self.settings, "suspects": {str(n): r for n, r in suspects.items()}}
-        details |= {"second_pass": [[n, fastest] for n in second], "rows": self.rows}
-        if wrong := [r for r in self.rows if r["wrong"]]:
-            raise Fail(
-                f"{wrong[0]['wrong']} elements wrong from rank {wrong[0]['peer_rank']} in pass "
-                f"{wrong[0]['pass']}: data is corrupted between these two ranks",
-                details,
-            )
-        return details
 
 
 def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
@@ -1675,30 +949,6 @@ def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
         with run.record.lock:  # the finished test holds the rows now
             run.record.data.pop("pairwise", None)
         run.record.add(entry)
-
-
-def pairwise_table(nbytes: int, every: list[Details], plan: PairPlan) -> str:
-    """Rank 0's text: the node x node matrix of the first pass (slowest rail), the second pass."""
-    table, hosts, nodes = pair_values(every), plan.hosts, sorted(plan.ranks)
-    width = max(8, *(len(hosts[n]) for n in nodes))
-    lines = [
-        f"# pairwise, {len(nodes)} nodes, {nbytes} B each way per exchange, "
-        f"busbw (GB/s) of the slowest rail, first pass",
-        "#" + " " * width + "".join(f" {hosts[n][-10:]:>10}" for n in nodes),
-    ]
-    for a in nodes:
-        cells = [
-            [v for (x, y, _), v in table.items() if a != b and {x, y} == {a, b}] for b in nodes
-        ]
-        row = " ".join(f"{min(c):>10.4g}" if c else f"{'-':>10}" for c in cells)
-        lines.append(f" {hosts[a]:>{width}} {row}")
-    for (a, b, rail), value in sorted(pair_values(every, 2).items()):
-        lines.append(f"# second pass: {hosts[a]} - {hosts[b]} rail {rail}: {value:.4g} GB/s")
-    for (a, _, rail), value in sorted(pair_values(every, "intra").items()):
-        lines.append(f"# within {hosts[a]}: local ranks {rail} and its pair: {value:.4g} GB/s")
-    if len(nodes) == 2:
-        lines.append("# Note: two nodes cannot tell which of them is bad")
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.check.support import load_script
+from tests.check.support import load_part
 
-nc = load_script()
+ex = load_part("nccl_check_expect")
 
 
 def main() -> None:
@@ -30,9 +30,9 @@ def main() -> None:
     n, rank = dist.get_world_size(), dist.get_rank()
     whole, part = torch.ones(4 * n), torch.empty(4)
     calls: dict[str, Callable[[], object]] = {
-        "reduce_scatter_single": lambda: nc.reduce_scatter_single(part, whole),
+        "reduce_scatter_single": lambda: ex.reduce_scatter_single(part, whole),
         "reduce_scatter_list": lambda: dist.reduce_scatter(part, list(whole.chunk(n))),
-        "all_gather_single": lambda: nc.all_gather_single(whole, part),
+        "all_gather_single": lambda: ex.all_gather_single(whole, part),
         "broadcast": lambda: dist.broadcast(whole, src=0),
     }
     ops: dict[str, list[str]] = {}

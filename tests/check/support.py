@@ -26,13 +26,22 @@ RUN_LIMIT_S = 150
 
 
 def load_script() -> ModuleType:
-    """files/nccl_check.py as a module, so tests use the script's own functions."""
+    """files/nccl_check.py as a module, so tests use the script's own functions; files/ goes on
+    sys.path, as the script's directory does when it runs, so its nccl_check_* modules import."""
+    if str(SCRIPT.parent) not in sys.path:
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("nccl_check", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("nccl_check", module)
     spec.loader.exec_module(module)
     return sys.modules["nccl_check"]
+
+
+def load_part(name: str) -> ModuleType:
+    """One of the script's own modules (files/nccl_check_<part>.py), the copy the script uses."""
+    load_script()
+    return importlib.import_module(name)
 
 
 def env() -> dict[str, str]:

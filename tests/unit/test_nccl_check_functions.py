@@ -1,6 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Pure functions of files/nccl_check.py: closed-form expected values, options, the record."""
+"""Pure functions of the rank script: closed-form expected values (files/nccl_check_expect.py),
+options and the record (files/nccl_check.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.check.support import load_script
+from tests.check.support import load_part, load_script
 
 nc = load_script()
+ex = load_part("nccl_check_expect")
+sw = load_part("nccl_check_sweep")
 
 
 # --- the documented examples, through the script's expected-value functions ------------------
@@ -24,26 +27,26 @@ nc = load_script()
 
 def test_reduce_of_rank_with_4_ranks_gives_6() -> None:
     # input [rank] = base [0] + 1 * rank
-    assert [nc.reduction_input([0], 1, r, 4) for r in range(4)] == [[0], [1], [2], [3]]
-    assert nc.expected_sum([0], 1, 4, 4) == [6]
+    assert [ex.reduction_input([0], 1, r, 4) for r in range(4)] == [[0], [1], [2], [3]]
+    assert ex.expected_sum([0], 1, 4, 4) == [6]
 
 
 def test_reduce_scatter_with_2_ranks_gives_4_and_6() -> None:
     # input [2r+1, 2r+2] = base [1, 2] + 2 * rank
-    assert nc.reduction_input([1, 2], 2, 1, 2) == [3, 4]
-    assert nc.expected_reduce_scatter([1, 2], 2, 2, 2, 0) == [4]
-    assert nc.expected_reduce_scatter([1, 2], 2, 2, 2, 1) == [6]
+    assert ex.reduction_input([1, 2], 2, 1, 2) == [3, 4]
+    assert ex.expected_reduce_scatter([1, 2], 2, 2, 2, 0) == [4]
+    assert ex.expected_reduce_scatter([1, 2], 2, 2, 2, 1) == [6]
 
 
 def test_scatter_of_ones_and_fives() -> None:
     # the root's chunks are payload(d) = [1, 1] + 4 * d
-    assert [nc.payload([1, 1], 4, d, 2) for d in range(2)] == [[1, 1], [5, 5]]
-    assert nc.expected_scatter([1, 1], 4, 0, 2) == [1, 1]
-    assert nc.expected_scatter([1, 1], 4, 1, 2) == [5, 5]
+    assert [ex.payload([1, 1], 4, d, 2) for d in range(2)] == [[1, 1], [5, 5]]
+    assert ex.expected_scatter([1, 1], 4, 0, 2) == [1, 1]
+    assert ex.expected_scatter([1, 1], 4, 1, 2) == [5, 5]
 
 
 def test_all_reduce_of_2_3_plus_2_rank_with_6_ranks_gives_42_48() -> None:
-    assert nc.expected_sum([2, 3], 2, 6, 6) == [42, 48]
+    assert ex.expected_sum([2, 3], 2, 6, 6) == [42, 48]
 
 
 # --- closed forms against brute force ----------------------------------------------------------
@@ -51,24 +54,24 @@ def test_all_reduce_of_2_3_plus_2_rank_with_6_ranks_gives_42_48() -> None:
 
 @pytest.mark.parametrize(("n", "period"), [(1, 1), (2, 2), (7, 7), (7, 3), (64, 9), (300, 1)])
 def test_closed_forms_match_brute_force(n: int, period: int) -> None:
-    base = nc.base_pattern(2 * n + 3, 5)
-    inputs = [nc.reduction_input(base, 3, r, period) for r in range(n)]
-    assert nc.sum_of_tags(n, period) == sum(r % period for r in range(n))
-    assert nc.expected_sum(base, 3, n, period) == [sum(col) for col in zip(*inputs, strict=True)]
-    payloads = [nc.payload(base, 3, r, period) for r in range(n)]
-    assert nc.expected_all_gather(base, 3, n, period) == [v for p in payloads for v in p]
-    assert nc.expected_send_recv(base, 3, n, period, 0) == payloads[-1]
-    assert nc.expected_all_to_all(base, 3, n, period, 1) == [
-        v for s in range(n) for v in nc.all_to_all_chunk(base, 3, s, 1, period)
+    base = ex.base_pattern(2 * n + 3, 5)
+    inputs = [ex.reduction_input(base, 3, r, period) for r in range(n)]
+    assert ex.sum_of_tags(n, period) == sum(r % period for r in range(n))
+    assert ex.expected_sum(base, 3, n, period) == [sum(col) for col in zip(*inputs, strict=True)]
+    payloads = [ex.payload(base, 3, r, period) for r in range(n)]
+    assert ex.expected_all_gather(base, 3, n, period) == [v for p in payloads for v in p]
+    assert ex.expected_send_recv(base, 3, n, period, 0) == payloads[-1]
+    assert ex.expected_all_to_all(base, 3, n, period, 1) == [
+        v for s in range(n) for v in ex.all_to_all_chunk(base, 3, s, 1, period)
     ]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 1000])
 def test_owner_input_closed_forms_match_brute_force(n: int) -> None:
-    columns = list(zip(*(nc.owner_input(7, r, n) for r in range(n)), strict=True))
+    columns = list(zip(*(ex.owner_input(7, r, n) for r in range(n)), strict=True))
     reduce = {"product": math.prod, "min": min, "max": max}
     for op, func in reduce.items():
-        assert [func(c) for c in columns] == nc.expected_owner(op, 7, n), op
+        assert [func(c) for c in columns] == ex.expected_owner(op, 7, n), op
     if n > 1:  # every two of SUM, PRODUCT, MIN, MAX, AVG differ on some element
         results = {op: [func(c) for c in columns] for op, func in reduce.items()}
         results["sum"] = [sum(c) for c in columns]
@@ -80,25 +83,25 @@ def test_owner_input_closed_forms_match_brute_force(n: int) -> None:
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int8, torch.float32])
 @pytest.mark.parametrize("n", [2, 3, 8, 17, 64, 100])
 def test_exact_pattern_keeps_every_partial_sum_exact(dtype: torch.dtype, n: int) -> None:
-    pattern = nc.exact_pattern(n, dtype)
+    pattern = ex.exact_pattern(n, dtype)
     if pattern is None:
-        assert n > nc.exact_integer_limit(dtype)
+        assert n > ex.exact_integer_limit(dtype)
         return
     base_period, period = pattern
-    base = nc.base_pattern(base_period, base_period)
-    rows = torch.tensor([nc.reduction_input(base, 1, r, period) for r in range(n)], dtype=dtype)
+    base = ex.base_pattern(base_period, base_period)
+    rows = torch.tensor([ex.reduction_input(base, 1, r, period) for r in range(n)], dtype=dtype)
     # accumulate in the dtype itself, rank by rank, as a ring reduction does
     acc = torch.zeros(len(base), dtype=dtype)
     for row in rows:
         acc = acc + row
-    assert acc.double().tolist() == [float(v) for v in nc.expected_sum(base, 1, n, period)]
+    assert acc.double().tolist() == [float(v) for v in ex.expected_sum(base, 1, n, period)]
 
 
 def test_exact_limits() -> None:
     limits = {torch.bfloat16: 256, torch.float16: 2048, torch.float32: 2**24, torch.uint8: 255}
-    assert {d: nc.exact_integer_limit(d) for d in limits} == limits
-    assert nc.exact_pattern(300, torch.bfloat16) is None
-    assert nc.exact_pattern(4, torch.float32) == (8, 4)
+    assert {d: ex.exact_integer_limit(d) for d in limits} == limits
+    assert ex.exact_pattern(300, torch.bfloat16) is None
+    assert ex.exact_pattern(4, torch.float32) == (8, 4)
 
 
 # --- comparing and naming the source -----------------------------------------------------------
@@ -106,35 +109,35 @@ def test_exact_limits() -> None:
 
 def test_a_missing_contribution_names_the_rank() -> None:
     base, n = [2, 3], 4
-    want = nc.expected_sum(base, 2, n, n)
-    got = torch.tensor([want[0], want[1] - nc.reduction_input(base, 2, 3, n)[1]])
-    source = nc.source_rule("sum", lambda r: nc.reduction_input(base, 2, r, n), n, want)
-    details = nc.mismatch(got, want, source)
+    want = ex.expected_sum(base, 2, n, n)
+    got = torch.tensor([want[0], want[1] - ex.reduction_input(base, 2, 3, n)[1]])
+    source = ex.source_rule("sum", lambda r: ex.reduction_input(base, 2, r, n), n, want)
+    details = ex.mismatch(got, want, source)
     assert details is not None
     assert (details["first_wrong_index"], details["expected"], details["got"]) == (1, 24, 15)
     assert details["source"] == "the contribution of rank 3 is missing"
-    message = nc.mismatch_message(details)
+    message = ex.mismatch_message(details)
     assert "1 of 2 elements wrong; first at index 1: expected 24, got 15" in message
 
 
 def test_data_from_the_wrong_rank_is_named() -> None:
-    base, n = nc.base_pattern(4, 4), 3
-    want = nc.expected_all_gather(base, 1, n, n)
+    base, n = ex.base_pattern(4, 4), 3
+    want = ex.expected_all_gather(base, 1, n, n)
     got = torch.tensor(want)
-    got[4:8] = torch.tensor(nc.payload(base, 1, 2, n))  # chunk 1 holds rank 2's payload
-    source = nc.source_rule("copy", lambda j: nc.payload(base, 1, j, n), n, width=4)
-    details = nc.mismatch(got, want, source)
+    got[4:8] = torch.tensor(ex.payload(base, 1, 2, n))  # chunk 1 holds rank 2's payload
+    source = ex.source_rule("copy", lambda j: ex.payload(base, 1, j, n), n, width=4)
+    details = ex.mismatch(got, want, source)
     assert details is not None and details["first_wrong_index"] == 4
     assert details["source"] == "this element comes from rank 1; the value is rank 2's"
 
 
 def test_equal_results_have_no_mismatch_and_avg_allows_one_ulp() -> None:
-    owner = nc.source_rule("product", lambda r: nc.owner_input(2, r, 2), 2)
-    assert nc.mismatch(torch.tensor([1.0, 2.0]), [1, 2], owner) is None
+    owner = ex.source_rule("product", lambda r: ex.owner_input(2, r, 2), 2)
+    assert ex.mismatch(torch.tensor([1.0, 2.0]), [1, 2], owner) is None
     close = torch.tensor([1.5 + 2**-23])  # one unit in the last place above
-    alone = nc.source_rule("product", lambda r: nc.owner_input(1, r, 1), 1)
-    assert nc.mismatch(close, [1.5], alone, ulps=1) is None
-    assert nc.mismatch(close, [1.5], alone) is not None
+    alone = ex.source_rule("product", lambda r: ex.owner_input(1, r, 1), 1)
+    assert ex.mismatch(close, [1.5], alone, ulps=1) is None
+    assert ex.mismatch(close, [1.5], alone) is not None
 
 
 def test_unsupported_is_only_the_backends_own_refusal() -> None:
@@ -157,7 +160,7 @@ def test_run_test_sorts_outcomes() -> None:
         raise RuntimeError("Connection closed by peer")
 
     def wrong() -> dict[str, object]:
-        raise nc.Fail("2 of 4 elements wrong", {"wrong": 2})
+        raise ex.Fail("2 of 4 elements wrong", {"wrong": 2})
 
     maybe = nc.Support("maybe", "mpi's reduce on CUDA tensors is '?'")
     skipped = nc.run_test("t", refuse, maybe)
@@ -190,13 +193,13 @@ def test_busbw_factors_are_nccl_tests() -> None:
 def test_every_collective_is_one_record_looked_up_by_name() -> None:
     timed = {name for name, c in nc.COLLECTIVES.items() if c.run is not None}
     assert sorted(nc.BANDWIDTH_COLLECTIVES) == sorted(timed)
-    assert nc.CORRECTNESS_TESTS[:5] == tuple(f"all_reduce_{op}" for op in nc.REDUCE_OPS)
+    assert nc.CORRECTNESS_TESTS[:5] == tuple(f"all_reduce_{op}" for op in ex.REDUCE_OPS)
     assert set(nc.CORRECTNESS_TESTS) == {t for c in nc.COLLECTIVES.values() for t in c.tests()}
     assert all(name == c.name for name, c in nc.COLLECTIVES.items())
 
 
 def test_sizes_and_message_shapes() -> None:
-    assert nc.sweep_sizes(1024, 1 << 20, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]
+    assert sw.sweep_sizes(1024, 1 << 20, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]
     assert nc.message_shape("all_reduce", 1024, 4, 3) == (256, 1024)
     assert nc.message_shape("all_gather", 1024, 4, 3) == (255, 1020)  # a multiple of n
     assert nc.message_shape("all_to_all", 4, 4, 3) == (3, 12)
@@ -395,16 +398,16 @@ def test_ranks_per_node_must_add_up_to_the_world(
 
 
 def test_check_all_reduce_fails_and_names_the_lost_rank(monkeypatch: pytest.MonkeyPatch) -> None:
-    ctx = nc.Context.make(0, 4, torch.device("cpu"), torch.float32)
-    base = nc.base_pattern(ctx.count, ctx.base_period)
+    ctx = ex.Context.make(0, 4, torch.device("cpu"), torch.float32)
+    base = ex.base_pattern(ctx.count, ctx.base_period)
 
     def all_reduce_without_rank_2(tensor: torch.Tensor, op: object = None) -> None:
-        inputs = [nc.reduction_input(base, 1, r, ctx.period) for r in (0, 1, 3)]
+        inputs = [ex.reduction_input(base, 1, r, ctx.period) for r in (0, 1, 3)]
         tensor.copy_(torch.tensor(inputs).sum(dim=0))
 
-    monkeypatch.setattr(nc.dist, "all_reduce", all_reduce_without_rank_2)
-    with pytest.raises(nc.Fail) as exc:
-        nc.check_all_reduce(ctx, "sum")
+    monkeypatch.setattr(ex.dist, "all_reduce", all_reduce_without_rank_2)
+    with pytest.raises(ex.Fail) as exc:
+        ex.check_all_reduce(ctx, "sum")
     details = exc.value.details
     assert (details["first_wrong_index"], details["wrong"]) == (0, ctx.count)
     assert (details["expected"], details["got"]) == (4 + 6, 4 + 6 - 3)
@@ -414,16 +417,16 @@ def test_check_all_reduce_fails_and_names_the_lost_rank(monkeypatch: pytest.Monk
 def test_check_all_gather_fails_on_a_chunk_from_the_wrong_rank(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ctx = nc.Context.make(1, 3, torch.device("cpu"), torch.int32)
-    base = nc.base_pattern(ctx.count, ctx.base_period)
+    ctx = ex.Context.make(1, 3, torch.device("cpu"), torch.int32)
+    base = ex.base_pattern(ctx.count, ctx.base_period)
 
     def all_gather_with_rank_0_twice(out: torch.Tensor, mine: torch.Tensor) -> None:
-        chunks = [nc.payload(base, 1, r, ctx.period) for r in (0, 1, 0)]
+        chunks = [ex.payload(base, 1, r, ctx.period) for r in (0, 1, 0)]
         out.copy_(torch.tensor([v for c in chunks for v in c]))
 
-    monkeypatch.setattr(nc, "all_gather_single", all_gather_with_rank_0_twice)
-    with pytest.raises(nc.Fail) as exc:
-        nc.check_all_gather(ctx)
+    monkeypatch.setattr(ex, "all_gather_single", all_gather_with_rank_0_twice)
+    with pytest.raises(ex.Fail) as exc:
+        ex.check_all_gather(ctx)
     details = exc.value.details
     assert details["first_wrong_index"] == 2 * ctx.count
     assert details["source"] == "this element comes from rank 2; the value is rank 0's"
@@ -439,9 +442,9 @@ def test_ring_exchange_posts_the_receive_before_the_send(monkeypatch: pytest.Mon
         return []
 
     # P2POp checks for a process group; the order of the list is what matters here.
-    monkeypatch.setattr(nc.dist, "P2POp", lambda op, tensor, peer: (op, tensor, peer))
-    monkeypatch.setattr(nc.dist, "batch_isend_irecv", batch_isend_irecv)
-    nc.ring_exchange(torch.zeros(2), torch.empty(2), rank=1, world_size=4)
+    monkeypatch.setattr(ex.dist, "P2POp", lambda op, tensor, peer: (op, tensor, peer))
+    monkeypatch.setattr(ex.dist, "batch_isend_irecv", batch_isend_irecv)
+    ex.ring_exchange(torch.zeros(2), torch.empty(2), rank=1, world_size=4)
     assert posted == [("irecv", 0), ("isend", 2)]
 
 
@@ -469,10 +472,10 @@ def inputs_of_every_rank(
         rows.append(tensor.clone())
         raise Captured
 
-    monkeypatch.setattr(nc.dist, "all_reduce", capture)
+    monkeypatch.setattr(ex.dist, "all_reduce", capture)
     for rank in range(n):
         with pytest.raises(Captured):
-            nc.check_all_reduce(nc.Context.make(rank, n, torch.device("cpu"), dtype), op)
+            ex.check_all_reduce(ex.Context.make(rank, n, torch.device("cpu"), dtype), op)
     return torch.stack(rows)
 
 
@@ -487,13 +490,13 @@ def test_all_reduce_fails_when_the_backend_applies_another_reduction(
         def all_reduce(tensor: torch.Tensor, op: object = None, apply=apply) -> None:
             tensor.copy_(apply(rows))
 
-        monkeypatch.setattr(nc.dist, "all_reduce", all_reduce)
-        ctx = nc.Context.make(0, n, torch.device("cpu"), torch.float32)
+        monkeypatch.setattr(ex.dist, "all_reduce", all_reduce)
+        ctx = ex.Context.make(0, n, torch.device("cpu"), torch.float32)
         if applied == asked:
-            assert nc.check_all_reduce(ctx, asked)["elements"] == ctx.count
+            assert ex.check_all_reduce(ctx, asked)["elements"] == ctx.count
             continue
-        with pytest.raises(nc.Fail) as exc:
-            nc.check_all_reduce(ctx, asked)
+        with pytest.raises(ex.Fail) as exc:
+            ex.check_all_reduce(ctx, asked)
         source = exc.value.details["source"]
         if applied != "avg":  # a float32 mean need not equal the exact one
             assert applied.upper() in source and f"not the {asked.upper()}" in source
@@ -506,9 +509,9 @@ def test_product_min_max_results_are_exact_in_narrow_dtypes(
     for op in ("product", "min", "max"):
         rows = inputs_of_every_rank(monkeypatch, op, 7, dtype)
         monkeypatch.setattr(
-            nc.dist, "all_reduce", lambda t, op=None, r=rows, f=APPLY[op]: t.copy_(f(r))
+            ex.dist, "all_reduce", lambda t, op=None, r=rows, f=APPLY[op]: t.copy_(f(r))
         )
-        assert nc.check_all_reduce(nc.Context.make(3, 7, torch.device("cpu"), dtype), op)
+        assert ex.check_all_reduce(ex.Context.make(3, 7, torch.device("cpu"), dtype), op)
 
 
 # --- barrier: a rank that leaves before the last one arrived is caught ---------------------------
@@ -518,15 +521,15 @@ def barrier_on_threads(
     monkeypatch: pytest.MonkeyPatch, n: int, barrier: object
 ) -> dict[int, object]:
     """check_barrier on n threads (one per rank) sharing one store; rank -> details or Fail."""
-    monkeypatch.setattr(nc.dist, "barrier", barrier)
+    monkeypatch.setattr(ex.dist, "barrier", barrier)
     store = torch.distributed.HashStore()
     results: dict[int, object] = {}
 
     def rank(r: int) -> None:
-        ctx = nc.Context.make(r, n, torch.device("cpu"), torch.float32, store=store)
+        ctx = ex.Context.make(r, n, torch.device("cpu"), torch.float32, store=store)
         try:
-            results[r] = nc.check_barrier(ctx)
-        except nc.Fail as exc:
+            results[r] = ex.check_barrier(ctx)
+        except ex.Fail as exc:
             results[r] = exc
 
     threads = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
@@ -554,7 +557,7 @@ def test_barrier_fails_when_a_rank_leaves_before_the_last_arrived(
     results = barrier_on_threads(monkeypatch, n, lambda: None)  # returns at once: no barrier
     # each round one rank arrives last, after the others are in: they all left too early
     for rank, result in results.items():
-        assert isinstance(result, nc.Fail), (rank, result)
+        assert isinstance(result, ex.Fail), (rank, result)
         assert f"rank {rank} left the barrier" in str(result)
         late = {r for r in range(n) if r != rank}
         assert {e["late_rank"] for e in result.details["early"]} == late, result.details

@@ -1,7 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Pairwise rounds: the tournament and suspects of files/nccl_check.py, and the controller's
-judgement, JUnit, summary and pairwise.json (module_utils/nccl_pairwise.py) on synthetic matrices.
+"""Pairwise rounds: the tournament and suspects of the rank script (files/nccl_check_pairwise.py),
+and the controller's judgement, JUnit, summary and pairwise.json (module_utils/nccl_pairwise.py) on
+synthetic matrices.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from typing import Any
 import pytest
 from ansible.module_utils import nccl_pairwise
 
-from tests.check.support import load_script
+from tests.check.support import load_part, load_script
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report as report
 from tests.report_build import build_verdict
 from tests.unit.test_report_junit import ROOT, module_result
 
 nc = load_script()
+pw = load_part("nccl_check_pairwise")
+sw = load_part("nccl_check_sweep")
 
 Speed = Callable[[int, int, int], float]  # (node a, node b, rail) -> GB/s of the pair
 
@@ -49,7 +52,7 @@ def rows_for(n: int, rails: int, speed: Speed, second: list[tuple[int, int]] = (
                             "peer_local_rank": rail,
                             "bytes": 1 << 20,
                             "time_us": 1.0,
-                            "busbw_gbps": nc.gbps(int(value * jitter * 1e9), 1.0),
+                            "busbw_gbps": sw.gbps(int(value * jitter * 1e9), 1.0),
                             "wrong": 0,
                         }
                     )
@@ -82,7 +85,7 @@ def statuses(verdict: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize("n", range(1, 11))
 def test_tournament_meets_every_pair_once_in_disjoint_rounds(n: int) -> None:
-    rounds = nc.tournament(n)
+    rounds = pw.tournament(n)
     pairs = [p for r in rounds for p in r]
     assert sorted(pairs) == list(itertools.combinations(range(n), 2))
     for r in rounds:
@@ -103,23 +106,23 @@ def test_rank_script_and_controller_pick_the_same_suspects(seed: int) -> None:
         return rng.uniform(0.2, 0.3) if slow else rng.uniform(0.8, 1.2)
 
     rows = rows_for(n, rails, speed)
-    table = nc.pair_values(rows)
+    table = pw.pair_values(rows)
     assert table == nccl_pairwise.pair_values(rows)
-    assert nc.pair_reference(table) == pytest.approx(nccl_pairwise.pair_reference(table))
-    assert nc.pair_suspects(table, 0.8) == nccl_pairwise.pair_suspects(table, 0.8)
+    assert pw.pair_reference(table) == pytest.approx(nccl_pairwise.pair_reference(table))
+    assert pw.pair_suspects(table, 0.8) == nccl_pairwise.pair_suspects(table, 0.8)
 
 
 def test_fastest_node_excludes_suspects() -> None:
     rows = rows_for(4, 1, lambda a, b, r: 10.0 + a + b)
-    table = nc.pair_values(rows)
-    assert nc.fastest_node(table, []) == 3
+    table = pw.pair_values(rows)
+    assert pw.fastest_node(table, []) == 3
     # Without 3: nodes 1 and 2 both have their own pair (13) as median; the lower one wins.
-    assert nc.fastest_node(table, [3]) == 1
-    assert nc.fastest_node(table, [0, 1, 2, 3]) is None
+    assert pw.fastest_node(table, [3]) == 1
+    assert pw.fastest_node(table, [0, 1, 2, 3]) is None
 
 
 def test_pair_plan_peer_is_the_same_local_rank_of_the_partner() -> None:
-    plan = nc.PairPlan({0: {0: 0, 1: 1}, 1: {0: 2, 1: 3}, 2: {0: 4}}, {0: "a", 1: "b", 2: "c"})
+    plan = pw.PairPlan({0: {0: 0, 1: 1}, 1: {0: 2, 1: 3}, 2: {0: 4}}, {0: "a", 1: "b", 2: "c"})
     assert plan.peer([(0, 1)], 0, 1) == 3
     assert plan.peer([(0, 1)], 2, 0) is None  # rests this round
     assert plan.peer([(1, 2)], 1, 1) is None  # the partner has no rail 1
@@ -350,12 +353,12 @@ def test_auto_triggers_on_a_failed_test_or_a_busbw_below_its_trigger_at_large_si
         bw("broadcast", "passed", [(mib, 0.01)]),  # never reached a judged size
         bw("all_gather", "failed", [(mib, 0.01)]),
     ]
-    reasons = nc.trigger_reasons(tests, {"all_reduce": 10.0, "broadcast": 10.0}, 32 * mib)
+    reasons = pw.trigger_reasons(tests, {"all_reduce": 10.0, "broadcast": 10.0}, 32 * mib)
     assert reasons == [
         "all_reduce busbw 9 GB/s at 67108864 B is below 10 GB/s",
         "bandwidth_all_gather failed",
     ]
-    assert nc.trigger_reasons(tests[:3], {"all_reduce": 8.0}, 32 * mib) == []
+    assert pw.trigger_reasons(tests[:3], {"all_reduce": 8.0}, 32 * mib) == []
     argv = ["--rank", "0", "--world-size", "1", "--pair-trigger=all_reduce=0.2"]
     args = nc.parse_args([*argv, "--pair-trigger-min-bytes", "4M"])
     assert args.pair_trigger == [("all_reduce", 0.2)] and args.pair_trigger_min_bytes == 4 * mib
@@ -424,7 +427,7 @@ def test_the_run_s_own_pairwise_rounds_win_over_a_relaunch(tmp_path: Path) -> No
 def stop_in_first_round(run_dir: Path, n: int, dead: int) -> list[tuple[int, int]]:
     """Rewrite write_run's records as ranks stopped by their watchdog in round 0 of pass 1: the
     pair with `dead` never finished, the round's other pairs did (saved as the rounds went)."""
-    first = nc.tournament(n)[0]
+    first = pw.tournament(n)[0]
     for path in sorted(run_dir.glob("*/rank-*.json")):
         doc = json.loads(path.read_text())
         details = doc["tests"][0]["details"]
@@ -503,9 +506,9 @@ def test_unfinished_pairs_are_those_of_the_round_under_way_without_a_row() -> No
 
 
 def test_a_very_slow_pair_is_recorded_with_significant_digits_not_as_zero() -> None:
-    assert nc.gbps(64 << 10, 3.2) == pytest.approx(2.048e-5)  # 20 KB/s
-    assert nc.gbps(1 << 20, 1e-4) == 10.49
-    rows = rows_for(3, 1, lambda a, b, r: nc.gbps(64 << 10, 3.2) if 1 in (a, b) else 10.0)
+    assert sw.gbps(64 << 10, 3.2) == pytest.approx(2.048e-5)  # 20 KB/s
+    assert sw.gbps(1 << 20, 1e-4) == 10.49
+    rows = rows_for(3, 1, lambda a, b, r: sw.gbps(64 << 10, 3.2) if 1 in (a, b) else 10.0)
     verdict = judge(3, rows)
     assert "2.05e-05" in verdict["verdicts"][1]["message"]
 
