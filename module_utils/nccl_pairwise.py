@@ -48,7 +48,7 @@ PairKey = tuple[int, int, int]  # (node a, node b, rail), a < b (intra: a == b, 
 
 
 # --------------------------------------------------------------------------------------------
-# The rule (the same as pair_values/pair_reference/pair_suspects in files/nccl_check.py)
+# The rule (the same as pair_values/pair_reference/pair_suspects in files/nccl_check_pairwise.py)
 # --------------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The backend x operation support table of files/nccl_check.py, read on the control machine.
 
-nccl_check.py (the one file the ranks run; torch + standard library) holds the table as plain
+nccl_check.py (the ranks' entry script; torch + standard library) holds the table as plain
 literals: SUPPORT, SUPPORT_RULES and SUPPORT_SOURCE, beside its COLLECTIVES records and
 BANDWIDTH_COLLECTIVES. The control machine may have no torch, so this module reads those
 literals from the script's text with ``ast`` (never importing or running it) and predicts,
