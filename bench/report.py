@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import pairwise
+from bench import ansible_floor, pairwise
 from bench.common import PHASES, fmt, median
 
 
@@ -60,6 +60,7 @@ def render(stored: dict[str, Any]) -> str:
     ]
     for name, measured in (
         ("overhead", _overhead_line),
+        ("ansible_floor", ansible_floor.line),
         ("scaling", _scaling_line),
         ("fidelity", _fidelity_line),
         ("detect", _detect_line),
@@ -75,6 +76,7 @@ def render(stored: dict[str, Any]) -> str:
     out.append("")
     for name, section in (
         ("overhead", _overhead),
+        ("ansible_floor", lambda r: ansible_floor.section(r, _header(r))),
         ("scaling", _scaling),
         ("tuning", _tuning),
         ("fidelity", _fidelity),
