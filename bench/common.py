@@ -170,7 +170,8 @@ def ansible_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env.update(
         {
             "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
-            "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACK_DIR),
+            # bench_timer beside the project's own callbacks (ansible.cfg's callback_plugins).
+            "ANSIBLE_CALLBACK_PLUGINS": f"{CALLBACK_DIR}:{PROJECT_ROOT / 'plugins' / 'callback'}",
             "ANSIBLE_CALLBACKS_ENABLED": "bench_timer",
             "ANSIBLE_NOCOLOR": "1",
             "PATH": f"{VENV_BIN}:{env.get('PATH', '')}",
@@ -186,8 +187,10 @@ def start_playbook(
     label: str,
     args: Sequence[str] = (),
     env: dict[str, str] | None = None,
+    playbook: Path = PLAYBOOK,
 ) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
-    """Start validate.yml against the lab in the background (reports go under workdir)."""
+    """Start validate.yml (or ``playbook``) against the lab in the background (reports go under
+    workdir)."""
     workdir.mkdir(parents=True, exist_ok=True)
     report_root = workdir / f"reports-{label}"
     timer_out = workdir / f"timer-{label}.json"
@@ -197,7 +200,7 @@ def start_playbook(
         str(VENV_BIN / "ansible-playbook"),
         "-i",
         str(lab.inventory_dir),
-        str(PLAYBOOK),
+        str(playbook),
         "-e",
         f"nccl_report_root={report_root}",
         *args,
@@ -274,10 +277,11 @@ def run_playbook(
     args: Sequence[str] = (),
     env: dict[str, str] | None = None,
     timeout: float = 900,
+    playbook: Path = PLAYBOOK,
 ) -> PlaybookRun:
-    """validate.yml against the lab, timed from process start to process end."""
+    """validate.yml (or ``playbook``) against the lab, timed from process start to process end."""
     before = node_cpu.usage_s() if node_cpu else None
-    proc, ctx = start_playbook(lab, workdir, label, args, env)
+    proc, ctx = start_playbook(lab, workdir, label, args, env, playbook)
     return finish_playbook(proc, ctx, node_cpu, before, timeout)
 
 

@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Run the benchmarks and rewrite BENCHMARKS.md.
 
-    python -m bench.run [--only overhead,scaling,fidelity,detect,tuning] [--repeats N]
-                        [--sizes 2,8,16,32] [--keep-work]
+    python -m bench.run [--only overhead,scaling,fidelity,detect,tuning,pairwise,ansible_floor]
+                        [--repeats N] [--sizes 2,8,16,32] [--keep-work]
 
 Every benchmark brings up its own lab and tears it down, also on failure. Results are merged into
 bench/results.json (the newest result of each benchmark, with its date and machine load), and
 BENCHMARKS.md is rendered from that file. Benchmarks measure; they never assert timings.
-`tuning` (the ansible knobs at 2 and 32 hosts) is not part of the default set: it takes long.
+`tuning` (the ansible knobs at 2 and 32 hosts), `pairwise` and `ansible_floor` (Ansible's own
+floor on the overhead lab) are not part of the default set: they take long.
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import detect, fidelity, overhead, pairwise, report, scaling
+from bench import ansible_floor, detect, fidelity, overhead, pairwise, report, scaling
 from bench.common import PROJECT_ROOT, log, machine_info, versions
 from tests.lab.harness import lab_unavailable_reason
 
 DEFAULT = ("overhead", "scaling", "fidelity", "detect")
-ALL = (*DEFAULT, "tuning", "pairwise")
+ALL = (*DEFAULT, "tuning", "pairwise", "ansible_floor")
 RESULTS = PROJECT_ROOT / "bench" / "results.json"
 OUTPUT = PROJECT_ROOT / "BENCHMARKS.md"
 
@@ -99,6 +100,8 @@ def run_one(name: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any
         return detect.run(workdir, args.repeats)
     if name == "pairwise":
         return pairwise.run(workdir, args.repeats)
+    if name == "ansible_floor":
+        return ansible_floor.run(workdir, args.repeats)
     raise ValueError(name)
 
 

@@ -52,7 +52,9 @@ LOGS_DIR = "logs"
 # twice: about 8 ms of CPU on a node with 150 processes, 3% of a core at 0.25 s). Between looks
 # it blocks on torchrun, so its end is still seen at once.
 POLL_S = 1.0
-# state=finished looks at the supervisor this often.
+# state=finished looks at the supervisor this often where the kernel has no pidfd (Linux < 5.3);
+# with one, the wait blocks on the supervisor's pidfd and on the output pipe, and so returns the
+# moment the supervisor exits or the control machine goes away (wait_supervisor).
 FINISH_POLL_S = 0.2
 # state=finished waits at most this long beyond the run's own bound (timeout + kill_grace).
 FINISH_MARGIN_S = 30
@@ -394,6 +396,20 @@ def reader_gone(fd: int) -> bool:
     return any(event & (select.POLLERR | select.POLLHUP) for _, event in watch.poll(0))
 
 
+def exit_watch(pid: int, out_fd: int) -> tuple[select.poll, int] | None:
+    """A poll that wakes when ``pid`` exits (its pidfd turns readable, zombie included) or when
+    whoever reads ``out_fd`` closes it, and the pidfd to close; None where the kernel or Python
+    has no pidfd_open, or ``pid`` is already gone."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+    watch = select.poll()
+    watch.register(pidfd, select.POLLIN)
+    watch.register(out_fd, 0)  # POLLERR and POLLHUP are reported whatever the mask
+    return watch, pidfd
+
+
 def wait_supervisor(
     run_dir: Path, margin: float, every: float = FINISH_POLL_S, until: float | None = None
 ) -> str | None:
@@ -401,7 +417,9 @@ def wait_supervisor(
 
     Returns why the run must be ended now (a signal that interrupted the wait: SIGTERM, SIGINT or
     SIGHUP; the bound passed; nobody reads our result any more), else None. With `until` (an
-    epoch), returns STILL_RUNNING when the run is still alive then.
+    epoch), returns STILL_RUNNING when the run is still alive then. It blocks on the supervisor's
+    pidfd and on our output pipe (``exit_watch``), so it returns as soon as either says so; where
+    there is no pidfd it looks every `every` seconds.
     """
     doc = read_pids(run_dir)
     if doc is None:
@@ -411,18 +429,30 @@ def wait_supervisor(
         return None
     bound = float(doc.get("timeout_s") or 0) + float(doc.get("kill_grace_s") or 0) + margin
     deadline = float(doc.get("started_epoch") or time.time()) + bound
+    out_fd = sys.stdout.fileno()
+    # Opened before the identity check below: a pid reused after the pidfd was opened is not ours.
+    watch = exit_watch(int(sup_pid), out_fd)
     _catch_stop_signals()
     try:
         while is_alive(sup_pid, sup_start):
-            if time.time() >= deadline:
+            now = time.time()
+            if now >= deadline:
                 return f"the run outlived timeout + kill_grace + {margin:.0f} s"
-            if reader_gone(sys.stdout.fileno()):
+            if reader_gone(out_fd):
                 return "the control machine went away (the session waiting for the run closed)"
-            if until is not None and time.time() >= until:
+            if until is not None and now >= until:
                 return STILL_RUNNING
-            time.sleep(every)
+            if watch is None:
+                time.sleep(every)
+                continue
+            wake = min(deadline, until if until is not None else deadline)
+            woke = watch[0].poll(max(0.0, wake - now) * 1000 + 1)
+            if any(event & select.POLLNVAL for _, event in woke):  # never busy-loop on a bad fd
+                time.sleep(every)
     except Stop as exc:
         return str(exc)
     finally:
         _ignore_stop_signals()
+        if watch is not None:
+            os.close(watch[1])
     return None

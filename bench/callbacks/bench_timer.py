@@ -16,6 +16,8 @@ short_description: Record play, task and host-result times to a JSON file (bench
 description:
   - "Writes C({events: [...]}) to the file named by E(BENCH_TIMER_OUT) when the playbook ends."
   - "Each event has t, kind, play, task, role, path, action, host; t is time.monotonic()."
+  - "A play_start also has hosts (the play's pattern); a task_start run_once and delegate_to
+    (as written, not templated), which bench/ansible_floor.py needs to mirror validate.yml."
 requirements:
   - enable it with E(ANSIBLE_CALLBACKS_ENABLED=bench_timer) and
     E(ANSIBLE_CALLBACK_PLUGINS=<project>/bench/callbacks)
@@ -53,6 +55,8 @@ class CallbackModule(CallbackBase):
                 path=task.get_path() or "",
                 action=task.action,
             )
+            if kind == "task_start":
+                event.update(run_once=bool(task.run_once), delegate_to=task.delegate_to)
         if host is not None:
             event["host"] = host
         self._events.append(event)
@@ -63,6 +67,8 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_play_start(self, play: Any) -> None:
         self._play = play.get_name()
         self._add("play_start")
+        hosts = play.hosts
+        self._events[-1]["hosts"] = hosts if isinstance(hosts, (str, list)) else str(hosts)
 
     def v2_playbook_on_task_start(self, task: Any, is_conditional: bool) -> None:
         self._add("task_start", task)
@@ -84,6 +90,15 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_unreachable(self, result: Any) -> None:
         self._result("unreachable", result)
+
+    def v2_runner_item_on_ok(self, result: Any) -> None:
+        self._result("item_ok", result)
+
+    def v2_runner_item_on_failed(self, result: Any) -> None:
+        self._result("item_failed", result)
+
+    def v2_runner_item_on_skipped(self, result: Any) -> None:
+        self._result("item_skipped", result)
 
     def v2_playbook_on_stats(self, stats: Any) -> None:
         self._add("stats")
