@@ -201,8 +201,8 @@ def rank_suites(junit: Path) -> dict[str, ET.Element]:
 
 
 def validate(report_dir: Path) -> None:
-    """Every JUnit file of the report against the Jenkins schema; without the schema the test
-    is skipped naming where it looked (tests/jenkins_schema.py), never passed unvalidated."""
+    """Every JUnit file of the report against the Jenkins schema that ships in tests/schemas/
+    (tests/jenkins_schema.py)."""
     assert validate_report_junit(report_dir), report_dir
 
 
