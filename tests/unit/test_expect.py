@@ -147,14 +147,15 @@ def test_baseline_names_the_collective_that_dropped(tmp_path: Path) -> None:
     run_dir = write_run(
         tmp_path,
         "now",
-        {"all_reduce": {MIB: 0.5}, "broadcast": {MIB: 0.95}},
+        {"all_reduce": {MIB: 0.6}, "broadcast": {MIB: 0.95}},
         expect={"baseline": str(base)},
     )
     summary = report(run_dir)
     assert summary["verdict"] == "failed"
     failure = bandwidth_cases(run_dir)[("bandwidth.baseline", "baseline")].find("failure")
     assert failure is not None
-    assert "all_reduce at 1048576 B: 0.5 GB/s, was 1 (50%)" in failure.get("message")
+    # The percent is now's share of then: 60%, not the 40% it dropped.
+    assert "all_reduce at 1048576 B: 0.6 GB/s, was 1 (60%)" in failure.get("message")
     assert "broadcast" not in failure.get("message")  # 5% is within the 10%
     validate_report_junit(run_dir)
 
@@ -171,15 +172,15 @@ def test_baseline_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
 def test_baseline_compares_node_pairs() -> None:
     pair = {"pass": 1, "a": "h0", "b": "h1", "rail": 0}
     drops = nccl_expect.compare_baseline(
-        [], [], [{**pair, "busbw_gbps": 1.0}], [{**pair, "busbw_gbps": 2.0}]
+        [], [], [{**pair, "busbw_gbps": 1.5}], [{**pair, "busbw_gbps": 2.0}]
     )
     assert drops == [
         {
             "what": "pair h0 - h1 rail 0",
             "size_bytes": None,
-            "now_gbps": 1.0,
+            "now_gbps": 1.5,
             "then_gbps": 2.0,
-            "percent": 50.0,
+            "percent": 75.0,
         }
     ]
 

@@ -130,6 +130,34 @@ def test_roce_fabric_address_must_be_in_a_v2_gid():
     assert "3=10.100.216.2" in r["message"]
 
 
+def test_roce_v1_gid_alone_does_not_carry_the_fabric_address():
+    """A port whose fabric address is only in a RoCE v1 GID fails: NCCL's default GID type is
+    v2, so a v1 GID for the same address is not enough (the Spark fixture has both types for
+    10.100.216.2; here its v2 GIDs for it are gone, its v1 GIDs stay)."""
+
+    def drop_v2_for_fabric_address(host_obs: dict) -> None:
+        for device in host_obs["facts"]["fabric"]["rdma"]:
+            for port in device["ports"]:
+                port["gids"] = [
+                    g
+                    for g in port["gids"]
+                    if not (g["type"] == "v2" and g["address"] == "10.100.216.2")
+                ]
+
+    obs = spark_pair(node2=drop_v2_for_fabric_address)
+    v1 = [
+        g
+        for device in obs["node2"]["facts"]["fabric"]["rdma"]
+        for port in device["ports"]
+        for g in port["gids"]
+        if g["type"] == "v1" and g["address"] == "10.100.216.2"
+    ]
+    assert v1, "the fixture must keep a v1 GID carrying the address for this test to mean much"
+    r = results(obs, "node2")["rdma"]
+    assert r["status"] == "failed"
+    assert "no RoCE v2 GID carrying the fabric address 10.100.216.2" in r["message"]
+
+
 # ------------------------------------------------------------------------------------ NCCL_IB_HCA
 def test_ib_hca_unset_is_skipped():
     r = results(spark_pair(), "node1")["nccl_ib_hca"]
