@@ -124,18 +124,6 @@ def read_npu_firmware(
     return firmware, "; ".join(problems)
 
 
-def empty_accelerators(npu_reason: str, xpu_reason: str) -> dict[str, Any]:
-    return {
-        "npus": [],
-        "npus_reason": npu_reason,
-        "npu_firmware_reason": npu_reason,
-        "npu_smi_version": None,
-        "xpus": [],
-        "xpus_reason": xpu_reason,
-        "torch_npu_version": None,
-    }
-
-
 Runner = Callable[[list[str]], tuple[int, str, str]]
 
 

@@ -31,7 +31,6 @@ _FALLEN_RE = re.compile(
     r"NVRM: .*?GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})"
     r"(?:\.\d)?.*fallen off the bus"
 )
-_TOPO_REL_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
 
 
 def reported(value: str | None) -> str | None:
@@ -248,11 +247,6 @@ def parse_topology(text: str) -> dict:
             }
         )
     return {"nics": [names[c] for c in nic_columns], "gpus": gpus}
-
-
-def relation_rank(relation: str) -> int:
-    """How far a NIC is from a GPU: PIX 0 < PXB 1 < PHB 2 < NODE 3 < SYS 4 (unknown 5)."""
-    return _TOPO_REL_RANK.get(relation.upper(), 5)
 
 
 # --------------------------------------------------------------------------- nvlink -s

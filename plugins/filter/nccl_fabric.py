@@ -609,7 +609,6 @@ class FilterModule:
 
     def filters(self) -> dict[str, Any]:
         return {
-            "nccl_fabric_results": nccl_fabric_results,
             "nccl_fabric_judge": nccl_fabric_judge,
             "nccl_expect_net": nccl_expect_net,
             "nccl_rdma_plan": nccl_rdma_plan,

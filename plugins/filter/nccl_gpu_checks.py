@@ -231,16 +231,6 @@ def _busy(gpu: dict) -> bool:
     return gpu.get("performance_state") == "P0" and idle is False
 
 
-def _pcie_text(pcie: dict) -> str:
-    def fmt(value: Any, prefix: str) -> str:
-        return f"{prefix}{value}" if value is not None else "?"
-
-    return (
-        f"Gen{fmt(pcie.get('gen_current'), '')} x{fmt(pcie.get('width_current'), '')} "
-        f"(max Gen{fmt(pcie.get('gen_max'), '')} x{fmt(pcie.get('width_max'), '')})"
-    )
-
-
 def _pcie_summary(obs: dict) -> str | None:
     """'7 GPUs x16, 1 GPU x4': the current link widths of a host, widest first."""
     widths = Counter(
@@ -638,6 +628,5 @@ class FilterModule:
 
     def filters(self) -> dict[str, Any]:
         return {
-            "nccl_gpu_health_results": nccl_gpu_health_results,
             "nccl_gpu_health_add": nccl_gpu_health_add,
         }
