@@ -3,10 +3,9 @@
 """Replace a file atomically: the one way our code writes what another process reads.
 
 Standard library only: shipped to the nodes inside every module that imports it
-(``ansible.module_utils.nccl_files``). The action plugins run on the control machine, where
-``ansible.module_utils`` holds only Ansible's own: they import it as ``nccl_files`` after putting
-this folder on ``sys.path`` (plugins/action/nccl_report_file.py,
-roles/launch/action_plugins/nccl_torchrun.py).
+(``ansible.module_utils.nccl_files``). The action plugins on the control machine import it by
+the same name, after adding this folder to ``ansible.module_utils.__path__``
+(plugins/action/nccl_report_file.py, roles/launch/action_plugins/nccl_torchrun.py).
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """A run's private directory on a node: make it, or refuse one somebody else could control.
 
-Standard library only: shipped to the nodes inside every module that imports it. Used by
-library/nccl_run_dir.py, by the pre-flight's start (module_utils/nccl_preflight_calls.py, inside
-the facts call) and by the launch's start (library/nccl_torchrun.py), so whichever reaches a
-node first makes the directory with the same checks.
+Standard library only: shipped to the nodes inside every module that imports it. Used by the
+pre-flight's start (module_utils/nccl_preflight_calls.py, inside the facts call) and by the
+launch's start (library/nccl_torchrun.py), so whichever reaches a node first makes the directory
+with the same checks.
 """
 
 from __future__ import annotations
