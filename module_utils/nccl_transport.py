@@ -143,6 +143,8 @@ def _empty(name: str) -> dict[str, Any]:
         "assigned_plugins": {},
         "net_failed": [],
         "net_line": None,
+        "ib_line": None,
+        "socket_line": None,
         "ib_devices": [],
         "ib_no_device": False,
         "oob": None,
@@ -217,15 +219,18 @@ def _parse_net_lines(out: dict[str, Any], line: str) -> bool:
         out["net_line"] = line.strip()
     elif match := _NET_IB.search(line):
         out["ib_devices"] = [_ib_device(d) for d in _IB_DEVICE.finditer(match.group("devices"))]
+        out["ib_line"] = line.strip()
         out["oob"] = {"ifname": match.group("ifname"), "address": match.group("address")}
     elif match := _NET_IB_OLD_DEVICE.search(line):
         # NCCL 2.3 lists one device a line, each rank on its own: keep each (index, name) once.
         device = _IB_DEVICE.match(match.group("device"))
         if device:
             _add_unique(out["ib_devices"], _ib_device(device))
+            out["ib_line"] = line.strip()
     elif _NET_IB_NONE.search(line):
         out["ib_no_device"] = True
     elif match := _NET_SOCKET.search(line):
+        out["socket_line"] = line.strip()
         out["socket_devices"] = [
             {
                 "index": int(d.group("index")),
@@ -293,7 +298,8 @@ def _parse_line(out: dict[str, Any], line: str) -> None:
 
 
 def _infer_net(out: dict[str, Any], net_channels: list[dict[str, Any]]) -> str | None:
-    """The network when no "Using network" line was kept: NCCL before 2.6 prints none."""
+    """The network when no "Using network" line was kept (NCCL before 2.6 prints none); the
+    line that says so becomes net_line."""
     if out["net"]:
         return out["net"]
     if net_channels:
@@ -303,11 +309,13 @@ def _infer_net(out: dict[str, Any], net_channels: list[dict[str, Any]]) -> str |
         return out["assigned_plugins"]["NET"]
     if out["ib_devices"]:
         # NET/IB initialised (before 2.6 NET/Socket's line is the bootstrap's): IB is used.
+        out["net_line"] = out["ib_line"]
         return "IB"
     ib_unusable = (
         out["ib_no_device"] or "IB" in out["net_failed"] or out["env"].get("NCCL_IB_DISABLE") == "1"
     )
     if out["socket_devices"] and ib_unusable:
+        out["net_line"] = out["socket_line"]
         return "Socket"
     return None
 
