@@ -198,3 +198,25 @@ def test_a_rank_that_never_ran_gets_no_transport_testcase(tmp_path):
     root = ET.parse(run_dir / "junit" / "rank-1.xml").getroot()
     assert "transport" not in [c.get("name") for c in root.iter("testcase")]
     assert transport(run_dir, 0) is not None
+
+
+def test_nccl_2_4_logs_are_judged_like_new_ones(tmp_path):
+    # NCCL 2.4 prints no "Using network" line and Ring lines without bus ids (issue 25 item 8):
+    # node1's ring crossed NET/IB, node2 fell back to Socket without libibverbs.
+    run_dir = make_run(
+        tmp_path,
+        {"node1": "ring-2.4.7-ib-no-gdrdma.log", "node2": "socket-2.4.8-no-libibverbs-warn.log"},
+    )
+    summary = report(run_dir)
+    assert summary["verdict"] == "failed"
+    out = transport(run_dir, 0).find("system-out").text
+    assert out == (
+        "rank 0 on node1: NET/IB #0 without GDRDMA; inside the node P2P/IPC (warning: no GDRDMA: "
+        "see the pre-flight check gpudirect)"
+    )
+    message = transport(run_dir, 1).find("failure").get("message")
+    assert message.startswith(
+        "rank 1 on node2 used Socket where IB was expected (active RDMA port(s) mlx5_10:1 on the "
+        "fabric): aliyun:82174:82321 [0] NCCL INFO NET/Socket : Using [0]eth0:192.168.0.172<0>"
+    )
+    assert "Likely cause: NCCL WARN: Failed to open libibverbs.so[.1]" in message
