@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.lab.base import (
+    NETNS_DIR,
     HostRef,
     LabCommandError,
     LabError,
@@ -58,6 +58,7 @@ CONTROLLER_HOST = 2  # the controller's address on the management bridge: 198.18
 SLURMCTLD_PORT = 6817
 SLURM_PARTITION = "lab"
 STOP_WAIT = 5.0  # seconds a daemon gets after SIGTERM before SIGKILL
+_LIVE_JOB_STATES = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "RESIZING"}
 _START_SCRIPT = 'hostname "$1" || exit 1; shift; exec "$@"'
 
 
@@ -134,7 +135,16 @@ class LabSlurm:
             "binaries": binaries,
             "pids": {"munged": None, "slurmctld": None, "slurmd": {}},
         }
+        # the controller's namespace resolves the lab's names without DNS, like every host
+        etc = NETNS_DIR / self.switch_netns
+        self._state["netns_etc_dirs"].append(str(etc))  # recorded before it is made
         self._save_state()
+        etc.mkdir(mode=0o755)
+        (etc / "hosts").write_text(
+            self.default_hosts_text()
+            + f"{self.slurm_controller_addr}\t{self.slurm_controller_hostname}\n"
+        )
+        (etc / "resolv.conf").write_text("# nccl-preflight lab: no DNS inside the lab\n")
         for sub in ("munge", "ctld", "jobs", *self.slurm_nodes):
             (d / sub).mkdir(mode=0o700, parents=True)
         for node in self.slurm_nodes:
@@ -189,7 +199,7 @@ class LabSlurm:
         """One slurmd per host (their addresses are up), then wait until every node is idle."""
         if not self.slurm:
             return
-        self._slurm_wait(self._slurmctld_answers, f"slurmctld on {self.slurm_controller_addr}")
+        self._slurm_wait(self._slurmctld_listens, f"slurmctld on {self.slurm_controller_addr}")
         slurmd = self._state["slurm"]["binaries"]["slurmd"]
         for h in self.hosts:
             self._slurm_start(
@@ -307,11 +317,19 @@ class LabSlurm:
                 )
             time.sleep(0.02)
 
-    def _slurmctld_answers(self) -> bool:
-        addr = (self.slurm_controller_addr, SLURMCTLD_PORT)
-        with contextlib.suppress(OSError), socket.create_connection(addr, 0.2):
-            return True
-        return False
+    def _slurmctld_listens(self) -> bool:
+        """Whether slurmctld listens on its port (read from its namespace's /proc/net/tcp, so
+        that no probe connection shows up as an error in its log)."""
+        pid = self.slurm_pids().get("slurmctld")
+        try:
+            table = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+        except OSError:
+            return False
+        port = f":{SLURMCTLD_PORT:04X}"
+        return any(
+            fields[1].endswith(port) and fields[3] == "0A"  # 0A: LISTEN
+            for fields in (line.split() for line in table)
+        )
 
     def slurm_node_states(self) -> dict[str, str]:
         """{node name: state} as `sinfo -N` says it (idle, alloc, drain, idle*, down*, ...)."""
@@ -392,11 +410,36 @@ class LabSlurm:
     def sbatch(self, script: str, *args: str, wait: bool = False, timeout: float = 120) -> str:
         """Submit a batch script (its text) from the control machine; returns the job id.
 
-        wait=True returns once the job ended (sbatch --wait), raising LabCommandError if it failed.
-        The job's output goes to <slurm dir>/jobs/slurm-<id>.out unless args say otherwise."""
-        flags = ["--parsable", *(["--wait"] if wait else []), *args]
-        out = self.slurm_cmd("sbatch", *flags, input=script, timeout=timeout)
-        return out.stdout.strip().split(";")[0]
+        The job's output goes to <slurm dir>/jobs/slurm-<id>.out unless args say otherwise.
+        wait=True returns once the job ended and raises LabError unless it COMPLETED."""
+        job_id = self.slurm_cmd("sbatch", "--parsable", *args, input=script).stdout.strip()
+        job_id = job_id.split(";")[0]
+        if wait:
+            state = self.slurm_wait_job(job_id, timeout)
+            if state != "COMPLETED":
+                out = self.slurm_dir / "jobs" / f"slurm-{job_id}.out"
+                text = out.read_text(errors="replace")[-2000:] if out.exists() else ""
+                raise LabError(f"job {job_id} of lab {self.name} ended {state}: {text}")
+        return job_id
+
+    def slurm_job_state(self, job_id: str) -> str:
+        """The job's state as slurmctld says it (PENDING, RUNNING, COMPLETED, CANCELLED, ...)."""
+        out = self.scontrol("show", "job", "-o", job_id).stdout
+        for field in out.split():
+            if field.startswith("JobState="):
+                return field.split("=", 1)[1]
+        raise LabError(f"lab {self.name}: no JobState for job {job_id} in {out!r}")
+
+    def slurm_wait_job(self, job_id: str, timeout: float = 120) -> str:
+        """Until the job left PENDING, RUNNING, CONFIGURING, COMPLETING; returns its state."""
+        states: list[str] = []
+
+        def ended() -> bool:
+            states.append(self.slurm_job_state(job_id))
+            return states[-1] not in _LIVE_JOB_STATES
+
+        self._slurm_wait(ended, f"end of job {job_id}", timeout)
+        return states[-1]
 
     def scontrol(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """`scontrol args...` from the control machine."""

@@ -198,17 +198,20 @@ def test_scancel_leaves_no_job_process_on_any_node(slurm3: Lab) -> None:
     job = slurm3.sbatch("#!/bin/sh\nsrun sleep 600\n", "-N2")
 
     def sleeping() -> bool:
+        assert slurm3.slurm_job_state(job) in {"PENDING", "CONFIGURING", "RUNNING"}
         now = host_processes(slurm3)
-        return all(
-            any(c.startswith("sleep 600") for c in commands(now[h.name] - baseline[h.name]))
-            for h in slurm3.hosts[:2]
+        return (
+            sum(  # the two nodes the job got
+                any(c.endswith("sleep 600") for c in commands(now[h.name] - baseline[h.name]))
+                for h in slurm3.hosts
+            )
+            == 2
         )
 
     wait_for(sleeping, f"job {job}'s sleep on two nodes")
     slurm3.slurm_cmd("scancel", job)
     wait_for(lambda: host_processes(slurm3) == baseline, f"job {job}'s processes to end")
-    state = slurm3.scontrol("show", "job", job).stdout
-    assert "JobState=CANCELLED" in state
+    assert slurm3.slurm_job_state(job) == "CANCELLED"
     slurm3.slurm_wait_idle()
 
 
