@@ -23,8 +23,9 @@ lab made: the processes inside its namespaces, its namespaces, its root link, it
 
 This file holds the Lab: its names, its state file, up and down. Each of its jobs has a file:
 base.py (names, errors, commands, /proc), network.py (namespaces and links), sshd.py (keys,
-sshd per host, ssh), inventory.py (the inventory and ansible-playbook), faults.py (faults and
-their undo). The names tests import from here are re-exported.
+sshd per host, ssh), slurm.py (with slurm=True: munged, slurmctld and one slurmd per host),
+inventory.py (the inventory and ansible-playbook), faults.py (faults and their undo). The names
+tests import from here are re-exported.
 """
 
 from __future__ import annotations

@@ -145,6 +145,12 @@ class LabSlurm:
             + f"{self.slurm_controller_addr}\t{self.slurm_controller_hostname}\n"
         )
         (etc / "resolv.conf").write_text("# nccl-preflight lab: no DNS inside the lab\n")
+        self._slurm_write_files()
+        self._slurm_start_controller(binaries)
+
+    def _slurm_write_files(self) -> None:
+        """The munge key, slurm.conf, cgroup.conf and plugstack.conf, and the daemons' dirs."""
+        d = self.slurm_dir
         for sub in ("munge", "ctld", "jobs", *self.slurm_nodes):
             (d / sub).mkdir(mode=0o700, parents=True)
         for node in self.slurm_nodes:
@@ -157,6 +163,11 @@ class LabSlurm:
             "# nccl-preflight lab: no cgroups (see tests/lab/slurm.py)\nCgroupPlugin=cgroup/v1\n"
         )
         (d / "plugstack.conf").write_text("")
+
+    def _slurm_start_controller(self, binaries: dict[str, str]) -> None:
+        """The controller's address on the management bridge, munged, then slurmctld."""
+        d = self.slurm_dir
+        key = d / "munge" / "munge.key"
         ip = _which("ip") or "ip"
         _run(
             [
@@ -177,6 +188,8 @@ class LabSlurm:
             [
                 binaries["munged"],
                 "-F",
+                # the lab's directories are root's alone (0700): munged refuses a socket that
+                # not every user can reach unless forced; only root uses this lab's Slurm
                 "--force",
                 "--num-threads=2",
                 f"--key-file={key}",

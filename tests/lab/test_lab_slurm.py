@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ import pytest
 
 from tests.lab import harness, slurm
 from tests.lab.base import _pids_in_netns
-from tests.lab.fixtures import LabFactory
+from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab, LabError
 from tests.lab.test_lab import assert_restored, snapshot
 
@@ -47,12 +48,6 @@ dist.all_reduce(value)
 dist.destroy_process_group()
 print(json.dumps({"rank": rank, "world": world, "host": socket.gethostname(), "sum": value.item()}))
 """
-
-
-def require_slurm() -> None:
-    reason = slurm.slurm_unavailable_reason()
-    if reason:
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -289,3 +284,31 @@ def test_failed_slurmd_in_up_removes_every_daemon(
     assert not lab_processes(str(lab.state_dir))
     assert not lab.state_dir.exists()
     assert_restored(before, snapshot(), lab.index, lab.name)
+
+
+@pytest.mark.lab
+def test_down_stops_slurmd_then_slurmctld_then_munged_each_on_term(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    require_slurm()
+    lab = Lab(2, slurm=True)
+    signals: list[tuple[int, int]] = []
+    real_kill = os.kill
+
+    def spy(pid: int, sig: int) -> None:
+        signals.append((pid, sig))
+        real_kill(pid, sig)
+
+    try:
+        lab.up()
+        pids = lab.slurm_pids()
+        slurmd = set(pids["slurmd"].values())
+        monkeypatch.setattr(slurm.os, "kill", spy)
+    finally:
+        lab.down()
+    daemons = [*slurmd, pids["slurmctld"], pids["munged"]]
+    to_daemons = [(pid, sig) for pid, sig in signals if pid in daemons]
+    assert to_daemons[:2] and {pid for pid, _ in to_daemons[:2]} == slurmd
+    assert to_daemons[2:] == [(pids["slurmctld"], signal.SIGTERM), (pids["munged"], signal.SIGTERM)]
+    assert all(sig == signal.SIGTERM for _, sig in to_daemons)  # none needed a SIGKILL
+    assert not [pid for pid in daemons if harness._pid_alive(pid)]
