@@ -43,7 +43,6 @@ from typing import Any
 from tests.lab.base import (
     NETNS_DIR,
     HostRef,
-    LabCommandError,
     LabError,
     _pid_alive,
     _run,
@@ -399,20 +398,14 @@ class LabSlurm:
             raise LabError(f"lab {self.name} has no Slurm: make it with Lab(..., slurm=True)")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_"))}
         env.update(self.slurm_env())
-        argv = [_which(tool) or tool, *args]
-        proc = subprocess.run(
-            argv,
+        return _run(
+            [_which(tool) or tool, *args],
             input=input,
-            capture_output=True,
-            text=True,
+            check=check,
             timeout=timeout,
-            check=False,
             env=env,
             cwd=self.slurm_dir / "jobs",
         )
-        if check and proc.returncode != 0:
-            raise LabCommandError(proc.returncode, argv, proc.stdout, proc.stderr)
-        return proc
 
     def srun(
         self, *args: str, check: bool = True, timeout: float = 120

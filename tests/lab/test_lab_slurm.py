@@ -140,6 +140,20 @@ def test_srun_runs_on_every_lab_host(slurm3: Lab) -> None:
 
 
 @pytest.mark.lab
+def test_a_fault_in_a_host_reaches_its_slurm_jobs(slurm3: Lab) -> None:
+    first, second = slurm3.hosts[0], slurm3.hosts[1]
+    lookup = ["-w", second.hostname, "getent", "ahostsv4", first.hostname]
+    # a job resolves the lab hostnames to fabric addresses, as torch's ranks do
+    assert slurm3.srun(*lookup).stdout.split()[0] == first.fabric_addr
+    undo = slurm3.write_hosts_file(second, "127.0.0.1\tlocalhost\n")
+    try:
+        assert slurm3.srun(*lookup, check=False).returncode == 2  # getent: not found
+    finally:
+        undo()
+    assert slurm3.srun(*lookup).stdout.split()[0] == first.fabric_addr
+
+
+@pytest.mark.lab
 def test_torch_gloo_all_reduce_over_the_fabric(slurm3: Lab) -> None:
     first, second = slurm3.hosts[0], slurm3.hosts[1]
     assert first.fabric_ifname == second.fabric_ifname
