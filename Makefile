@@ -13,6 +13,8 @@ PIP_FLAGS := --disable-pip-version-check -q $(if $(wildcard $(WHEELS)/*.whl),--f
 LAB_APT := openssh-server iproute2 iptables nftables iperf3
 # Headless browser for the report.html tests (tests/browser.py).
 BROWSER_APT := chromium
+# Debian's Slurm and munge for the lab's Slurm (tests/lab/slurm.py starts and stops every daemon).
+SLURM_APT := slurmctld slurmd slurm-client munge
 N ?= 4
 LAB ?= dev
 
@@ -41,6 +43,12 @@ apt-lab:  ## Install the lab's system packages and chromium (as root; skipped ot
 	  if [ -n "$$missing" ]; then \
 	    echo "Installing $$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  fi; \
+	  missing=$$(for p in $(SLURM_APT); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    echo "Installing $$missing (the lab's Slurm)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends $$missing >/dev/null; \
 	  fi; \
 	else echo "Not root: the multi-host lab and browser tests will be skipped."; fi
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The lab's command line: python -m tests.lab {up,down,status,run,demo} ...
 
-python -m tests.lab up --hosts 4 [--fabric-ifnames enp1s0f0np0,enp1s0f1np1] [--name dev]
+python -m tests.lab up --hosts 4 [--fabric-ifnames enp1s0f0np0,enp1s0f1np1] [--name dev] [--slurm]
 python -m tests.lab status [--json]
 python -m tests.lab run node01 [--name dev] -- ip -br addr
 python -m tests.lab down [--name dev | --all]
@@ -54,6 +54,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         python=args.python,
         slots=args.slots,
         keep=True,  # the lab outlives this command; `down` removes it
+        slurm=args.slurm,
     )
     lab.up()  # removes what it made if it fails or is interrupted
     print(lab.describe())
@@ -89,6 +90,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 "index": lab.index,
                 "hosts": len(lab.hosts),
                 "sshd_running": sum(1 for pid in sshd.values() if _pid_alive(pid)),
+                "slurm_running": lab.slurm_running(),
                 "owner_pid": lab._state.get("owner_pid"),
                 "mgmt_cidr": lab.mgmt_cidr,
                 "fabric_cidr": lab.fabric_cidr,
@@ -102,8 +104,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"no labs recorded in {state_root()}")
     for r in rows:
         owner = f"test session pid {r['owner_pid']}" if r["owner_pid"] else "kept (CLI)"
+        daemons = f", {r['slurm_running']} Slurm daemons" if r["slurm_running"] is not None else ""
         print(
-            f"{r['name']}: {r['status']}, {r['hosts']} hosts ({r['sshd_running']} sshd running), "
+            f"{r['name']}: {r['status']}, {r['hosts']} hosts ({r['sshd_running']} sshd running"
+            f"{daemons}), "
             f"mgmt {r['mgmt_cidr']}, fabric {r['fabric_cidr']}, {owner}\n"
             f"  inventory: {r['inventory']}"
         )
@@ -157,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--name", default=None, help="lab name (default lab<index>)")
     up.add_argument("--python", default=sys.executable, help="ansible_python_interpreter")
     up.add_argument("--slots", type=int, default=1, help="slots=N in the hostfile (0: omit)")
+    up.add_argument(
+        "--slurm",
+        action="store_true",
+        help="also munged, slurmctld and one slurmd per host (tests/lab/slurm.py)",
+    )
     up.set_defaults(func=cmd_up)
 
     down = sub.add_parser("down", help="remove a lab (or every recorded lab)")

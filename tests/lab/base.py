@@ -141,6 +141,7 @@ def _run(
     check: bool = True,
     timeout: float = 60,
     env: dict[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         list(argv),
@@ -150,6 +151,7 @@ def _run(
         timeout=timeout,
         check=False,
         env=env,
+        cwd=cwd,
     )
     if check and proc.returncode != 0:
         raise LabCommandError(proc.returncode, list(argv), proc.stdout, proc.stderr)

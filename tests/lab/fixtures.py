@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.lab.harness import Lab, lab_unavailable_reason
+from tests.lab.slurm import slurm_unavailable_reason
 
 # lab4 has heterogeneous fabric interface names, as on a real mixed cluster.
 LAB4_FABRIC_IFNAMES = ["enp1s0f0np0", "enp1s0f1np1"]
@@ -30,6 +31,14 @@ LabFactory = Callable[..., Lab]
 def require_lab() -> None:
     """Skip the calling test (or fixture) when no lab can be built on this machine."""
     reason = lab_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def require_slurm() -> None:
+    """Skip the calling test when no lab with Slurm can be built here (the lab's reason, or
+    Debian's Slurm packages missing)."""
+    reason = slurm_unavailable_reason()
     if reason:
         pytest.skip(reason)
 

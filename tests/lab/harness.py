@@ -23,8 +23,9 @@ lab made: the processes inside its namespaces, its namespaces, its root link, it
 
 This file holds the Lab: its names, its state file, up and down. Each of its jobs has a file:
 base.py (names, errors, commands, /proc), network.py (namespaces and links), sshd.py (keys,
-sshd per host, ssh), inventory.py (the inventory and ansible-playbook), faults.py (faults and
-their undo). The names tests import from here are re-exported.
+sshd per host, ssh), slurm.py (with slurm=True: munged, slurmctld and one slurmd per host),
+inventory.py (the inventory and ansible-playbook), faults.py (faults and their undo). The names
+tests import from here are re-exported.
 """
 
 from __future__ import annotations
@@ -77,12 +78,14 @@ from tests.lab.faults import LabFaults
 from tests.lab.inventory import LabInventory
 from tests.lab.network import LabNetwork, _indices_in_use_on_machine
 from tests.lab.network import _netns_names as _netns_names
+from tests.lab.slurm import LabSlurm, slurm_unavailable_reason
 from tests.lab.sshd import LabSshd
 from tests.lab.sshd import _ssh_banners as _ssh_banners
 
 
-class Lab(LabNetwork, LabSshd, LabInventory, LabFaults):
-    """N hosts, each a network namespace with sshd; see the module docstring."""
+class Lab(LabNetwork, LabSshd, LabSlurm, LabInventory, LabFaults):
+    """N hosts, each a network namespace with sshd (and slurmd with slurm=True); see the module
+    docstring and tests/lab/slurm.py."""
 
     def __init__(
         self,
@@ -96,6 +99,7 @@ class Lab(LabNetwork, LabSshd, LabInventory, LabFaults):
         keep: bool = False,
         ready_timeout: float = 30.0,
         host_env: dict[int | str, dict[str, str]] | None = None,
+        slurm: bool = False,
     ) -> None:
         if not 1 <= n_hosts <= MAX_HOSTS:
             raise ValueError(f"n_hosts must be 1..{MAX_HOSTS}, got {n_hosts}")
@@ -141,6 +145,7 @@ class Lab(LabNetwork, LabSshd, LabInventory, LabFaults):
         self.ready_timeout = ready_timeout
         # Per-host environment of every SSH session (sshd's SetEnv), by rank (0-based) or name.
         self.host_env = {ref: dict(env) for ref, env in (host_env or {}).items()}
+        self.slurm = slurm  # munged, slurmctld and one slurmd per host (tests/lab/slurm.py)
         self.index: int | None = None
         self.hosts: list[LabHost] = []
         self.up_seconds: float | None = None
@@ -259,6 +264,7 @@ class Lab(LabNetwork, LabSshd, LabInventory, LabFaults):
             mgmt_ifname=state["mgmt_ifname"],
             slots=state["slots"],
             keep=True,
+            slurm=bool(state.get("slurm")),
         )
         lab.index = state["index"]
         lab.hosts = [LabHost(**h) for h in state["hosts"]]
@@ -284,7 +290,7 @@ class Lab(LabNetwork, LabSshd, LabInventory, LabFaults):
 
     def up(self) -> Lab:
         """Build the lab; returns once every sshd answers. Removes what it built on error."""
-        reason = lab_unavailable_reason()
+        reason = slurm_unavailable_reason() if self.slurm else lab_unavailable_reason()
         if reason:
             raise LabError(reason)
         if self._is_up:
@@ -359,6 +365,7 @@ class Lab(LabNetwork, LabSshd, LabInventory, LabFaults):
         host_key = self._make_keys(d)
         self._write_netns_files()
         self._build_switch(d, ip)
+        self._slurm_begin()  # munged and slurmctld start while the hosts come up
 
         # every host at once: addresses, hostname, sshd (one process per host, no waits).
         for h in self.hosts:
@@ -376,6 +383,7 @@ class Lab(LabNetwork, LabSshd, LabInventory, LabFaults):
             self._start_sshd(h, ip, sshd, setup=True)
         self._save_state()
         self._wait_for_sshd()
+        self._slurm_finish()  # one slurmd per host, then every node idle
         self._write_inventory()
         self._state["status"] = "up"
         self._save_state()
@@ -394,6 +402,7 @@ class Lab(LabNetwork, LabSshd, LabInventory, LabFaults):
             if self.name is None or not self._state:
                 return
             state = self._state
+            self._stop_slurm(state)  # slurmd's, slurmctld, munged, in that order
             self._remove_network(state)
             state_dir = state_root() / state["name"]
             if state_dir.is_dir() and (self._made_state_dir or (state_dir / "state.json").exists()):
@@ -418,6 +427,8 @@ class Lab(LabNetwork, LabSshd, LabInventory, LabFaults):
             )
         if self.hosts:
             lines.append(f"  ssh: {' '.join(map(_shquote, self.ssh_argv(0)))}")
+        if self.slurm and self.hosts:
+            lines += self.slurm_describe()
         lines.append(f"  down: python -m tests.lab down --name {self.name}")
         return "\n".join(lines)
 
