@@ -31,7 +31,9 @@ def _plain_lines(value: Any) -> list[str]:
     return [plain(line) for line in str(value).splitlines()] or [""]
 
 
-def table(header: list[str], rows: list[list[Any]], right: frozenset[int] = frozenset()) -> list[str]:
+def table(
+    header: list[str], rows: list[list[Any]], right: frozenset[int] = frozenset()
+) -> list[str]:
     """Columns two spaces apart, each as wide as its widest cell; ``right``: the columns (by
     index) aligned to the right (numbers)."""
     cells = [[plain(c) for c in header]] + [[plain(c) for c in row] for row in rows]
@@ -102,7 +104,7 @@ def _finding_lines(result: dict[str, Any]) -> list[str]:
         what = _plain_lines(item.get("what") or "")
         after = " (a consequence of the above)" if item.get("consequence") else ""
         lines.append(f"{INDENT}{number}. {where} {plain(item.get('test') or '')}{after}: {what[0]}")
-        lines += [f"{INDENT}     {line}" for line in what[1:] if line]
+        lines += [f"{INDENT}   {line}" for line in what[1:] if line]
         fix = _plain_lines(item.get("fix") or "")
         lines.append(f"{INDENT}   fix: {fix[0]}")
         lines += [f"{INDENT}        {line}" for line in fix[1:] if line]

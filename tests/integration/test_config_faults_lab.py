@@ -27,7 +27,12 @@ from ansible.module_utils.nccl_junit import host_label
 
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
-from tests.playbook_run import ANSIBLE_PLAYBOOK, ansible_playbook, playbook_env
+from tests.playbook_run import (
+    ANSIBLE_PLAYBOOK,
+    ansible_playbook,
+    assert_plain_console,
+    playbook_env,
+)
 
 pytestmark = pytest.mark.lab
 
@@ -332,4 +337,10 @@ def test_a_renamed_fabric_interface_is_named_in_the_fix(
     assert finding["fix"].startswith(fix), finding
     # The hosts whose interface was found get no fix of their own.
     assert all(f["host"] == name for f in verdict["findings"]), verdict["findings"]
+    # The console's last word: the verdict, the failure with its fix, where the report is.
+    lines = assert_plain_console(output, run_id, "FAILED")
+    assert "Failures (1):" in lines
+    assert any(line.startswith(f"  1. {name} environment: {name}: ") for line in lines), lines
+    assert f"     fix: {finding['fix']}" in lines, lines
+    assert f"Report: {tmp_path / run_id / 'report.html'}" in lines, lines
     assert left_on_hosts(lab3, run_id) == []
