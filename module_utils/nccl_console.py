@@ -70,7 +70,9 @@ def _host_status(row: dict[str, Any], failing: set[str]) -> str:
     failed = int(row.get("ranks_failed") or 0)
     if failed:
         return f"FAILED: {failed} of {ranks} ranks failed"
-    return "FAILED" if row.get("host") in failing else "ok"
+    if row.get("host") in failing:
+        return "FAILED"
+    return "ok" if ranks else "ok, not launched"
 
 
 def _host_lines(result: dict[str, Any]) -> list[str]:

@@ -140,8 +140,14 @@ def test_hostile_text_from_the_nodes_reaches_no_terminal_control() -> None:
 
 
 def test_check_mode_and_a_passing_run_without_failures() -> None:
-    lines = console_lines(result(verdict="passed", check_mode=True, findings=[], html=""))
+    hosts = [{**row, "ranks": [], "ranks_failed": 0} for row in result()["hosts"]]
+    lines = console_lines(
+        result(verdict="passed", check_mode=True, findings=[], html="", hosts=hosts)
+    )
     assert lines[0] == "nccl-preflight run 20261126T004807-af5379: PASSED (check mode)"
+    rows = section(lines, "Hosts:")[1:]
+    assert rows[1].split()[:3] == ["n2", "1", "-"], rows
+    assert rows[1].endswith("10 passed, 1 failed, 2 skipped  ok, not launched"), rows
     assert not any(line.startswith("Failures") for line in lines)
     assert "Report: /srv/reports/20261126T004807-af5379/summary.md" in lines
 
