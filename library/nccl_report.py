@@ -160,6 +160,14 @@ summary_lines:
   returned: always
   type: list
   elements: str
+console:
+  description:
+    - "The run's closing summary as plain aligned lines (module_utils/nccl_console.py): verdict,
+      hosts, failures with their fixes, bus bandwidth, where the report is."
+    - "plugins/callback/nccl_console.py prints them after the play recap."
+  returned: always
+  type: list
+  elements: str
 exit_class:
   description: The class of the run (module_utils/nccl_exit_classes.py), most severe finding.
   returned: always

@@ -88,3 +88,28 @@ def nccl_fabric_choice(
         }
     reason = facts.get("route_reason") or "no route to the master"
     return {"ifname": "", "address": "", "reason": reason}
+
+
+def fabric_network(interface: dict[str, Any], address: str) -> str:
+    """The network (CIDR) of ``address`` as ``interface`` holds it ('10.0.1.0/24'); "" if not."""
+    for entry in interface.get("ipv4", []) + interface.get("ipv6", []):
+        if entry.get("address") == address and entry.get("prefixlen") is not None:
+            return str(ipaddress.ip_interface(f"{address}/{entry['prefixlen']}").network)
+    return ""
+
+
+def nccl_fabric_candidate(interfaces: dict[str, dict[str, Any]], networks: list[str]) -> str:
+    """The one interface holding a routable address inside any of ``networks``; "" when no
+    interface or more than one does (then no interface can be named for certain)."""
+    wanted = [ipaddress.ip_network(n, strict=False) for n in networks if n]
+    found = [
+        name
+        for name in sorted(interfaces)
+        if any(
+            not (ip := ipaddress.ip_address(address)).is_link_local
+            and not ip.is_loopback
+            and any(ip.version == net.version and ip in net for net in wanted)
+            for address in _addresses(interfaces[name] or {})
+        )
+    ]
+    return found[0] if len(found) == 1 else ""

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.nccl_console import console_lines
 from ansible.module_utils.nccl_junit import (
     JUNIT_XML_IMPORT_ERROR,
     build_suites,
@@ -90,7 +91,7 @@ def run_report(p: dict, check_mode: bool) -> dict:
     written, html = _write(p, run_dir, run, files, summary, verdict) if not check_mode else ([], "")
     if p["verdict_copy"]:
         write_verdict(Path(p["verdict_copy"]), verdict, name="")
-    return {
+    result = {
         "changed": bool(written),
         "run_id": run.run_id,
         "report_dir": str(run_dir),
@@ -109,3 +110,5 @@ def run_report(p: dict, check_mode: bool) -> dict:
         "findings": verdict["findings"],
         "html": html,
     }
+    # The closing summary a person reads (plugins/callback/nccl_console.py prints it).
+    return {**result, "console": console_lines(result)}

@@ -87,3 +87,41 @@ def run_play_with_facts(
         )
     finally:
         playbook.unlink()
+
+
+def closing_lines(output: str) -> list[str]:
+    """What ansible-playbook printed after its PLAY RECAP's host lines: the closing summary
+    (plugins/callback/nccl_console.py); [] when there is no recap."""
+    lines = output.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("PLAY RECAP")]
+    if not starts:
+        return []
+    rest = lines[starts[-1] + 1 :]
+    while rest and rest[0].strip():  # the recap's host lines
+        rest = rest[1:]
+    while rest and not rest[0].strip():
+        rest = rest[1:]
+    return rest
+
+
+def column_starts(header: str, names: list[str]) -> list[int]:
+    """Where each of ``names`` starts in a table's ``header`` line."""
+    return [header.index(name) for name in names]
+
+
+def assert_plain_console(output: str, run_id: str, verdict: str) -> list[str]:
+    """The closing summary is the last thing printed, as plain lines: the verdict first, no
+    quoted YAML string, no escapes, no colour, the hosts table aligned; -> its lines."""
+    lines = closing_lines(output)
+    assert lines, output[-4000:]
+    assert lines[0] == f"nccl-preflight run {run_id}: {verdict}", lines
+    text = "\n".join(lines)
+    assert "\\n" not in output and "msg: '#" not in output and "\x1b" not in output
+    assert "| host |" not in output  # no Markdown table anywhere on the console
+    hosts = lines[lines.index("Hosts:") + 1 :]
+    hosts = hosts[: hosts.index("")] if "" in hosts else hosts
+    starts = column_starts(hosts[0], ["host", "ranks", "pre-flight", "status"])
+    for row in hosts[1:]:
+        assert all(row[s] != " " and row[s - 1] == " " for s in starts[1:]), hosts
+    assert any(line.startswith("Report: ") and run_id in line for line in lines), text
+    return lines

@@ -22,7 +22,17 @@ from typing import Any
 if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
     sys.path.append(_HERE)
 
+import ansible.module_utils
 from nccl_check_result import check_result
+
+# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
+# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
+if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in (
+    ansible.module_utils.__path__
+):
+    ansible.module_utils.__path__.append(_MODULE_UTILS)
+
+from ansible.module_utils.nccl_fabric_choice import fabric_network, nccl_fabric_candidate
 
 CHECK = "environment"
 
@@ -51,7 +61,7 @@ def host_problem(host: str, choice: dict[str, Any] | None, facts: dict[str, Any]
         return f"{host}: unreachable or failed before the environment stage"
     if choice.get("address"):
         return ""
-    interfaces = ((facts or {}).get("nccl") or {}).get("interfaces") or {}
+    interfaces = _interfaces(facts)
     has = interface_table(interfaces)
     cidr, wanted = choice.get("cidr") or "", choice.get("socket_ifname") or ""
     ifname = choice.get("ifname") or ""
@@ -69,9 +79,41 @@ def host_problem(host: str, choice: dict[str, Any] | None, facts: dict[str, Any]
     return f"{host}: no fabric interface: {reason}; its interfaces: {has}"
 
 
-def _hint(host: str, choice: dict[str, Any] | None) -> str:
+def _interfaces(facts: dict[str, Any]) -> dict[str, Any]:
+    return ((facts or {}).get("nccl") or {}).get("interfaces") or {}
+
+
+def fabric_networks(
+    host: str,
+    choices: dict[str, dict[str, Any] | None],
+    facts: dict[str, dict[str, Any]],
+) -> list[str]:
+    """nccl_fabric_cidr (when set) and the networks the other hosts' fabric addresses are in."""
+    own = choices.get(host) or {}
+    networks = [own["cidr"]] if own.get("cidr") else []
+    for peer, choice in choices.items():
+        if peer == host or not choice or not choice.get("address"):
+            continue
+        interface = _interfaces(facts.get(peer) or {}).get(choice.get("ifname") or "") or {}
+        network = fabric_network(interface, choice["address"])
+        if network and network not in networks:
+            networks.append(network)
+    return networks
+
+
+def _hint(host: str, choice: dict[str, Any] | None, candidate: str, networks: list[str]) -> str:
     if choice is None:
         return f"ansible {host} -m ansible.builtin.ping; see the play output above"
+    if candidate:
+        cidr = choice.get("cidr") or ""
+        where = [f"nccl_fabric_cidr {cidr}"] if cidr else []
+        peers = [n for n in networks if n != cidr]
+        if peers:
+            where.append(f"{', '.join(peers)}, the other hosts' fabric network")
+        return (
+            f"set nccl_socket_ifname for {host} to {candidate}: the one interface of {host} "
+            f"with an address in {' or '.join(where)}"
+        )
     if choice.get("socket_ifname"):
         return (
             f"ip -br addr show  (on {host}); set nccl_socket_ifname for {host} to the interface "
@@ -81,6 +123,21 @@ def _hint(host: str, choice: dict[str, Any] | None) -> str:
         f"ip -br addr show  (on {host}); set nccl_fabric_cidr to the network the fabric "
         "addresses above are in, or nccl_socket_ifname per host"
     )
+
+
+def _fix(
+    host: str,
+    choices: dict[str, dict[str, Any] | None],
+    facts: dict[str, dict[str, Any]],
+) -> str:
+    """The hint for a host whose environment could not be worked out: the interface to name
+    when exactly one of its interfaces is in the fabric's network."""
+    choice = choices.get(host)
+    networks = fabric_networks(host, choices, facts) if choice is not None else []
+    candidate = nccl_fabric_candidate(_interfaces(facts.get(host) or {}), networks)
+    if choice is not None and candidate == (choice.get("ifname") or ""):
+        candidate = ""
+    return _hint(host, choice, candidate, networks)
 
 
 def nccl_env_findings(
@@ -114,7 +171,7 @@ def nccl_env_findings(
                 "error",
                 problems[host] + extra + ". The run stopped at the environment stage: nothing "
                 "was started on any host",
-                _hint(host, choices.get(host)),
+                _fix(host, choices, facts),
             )
         else:
             results[host] = _result(

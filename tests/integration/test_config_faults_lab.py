@@ -18,6 +18,7 @@ import subprocess
 import time
 import uuid
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,12 @@ from ansible.module_utils.nccl_junit import host_label
 
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
-from tests.playbook_run import ANSIBLE_PLAYBOOK, ansible_playbook, playbook_env
+from tests.playbook_run import (
+    ANSIBLE_PLAYBOOK,
+    ansible_playbook,
+    assert_plain_console,
+    playbook_env,
+)
 
 pytestmark = pytest.mark.lab
 
@@ -304,3 +310,37 @@ def test_an_interface_absent_on_one_host_stops_the_run_naming_that_host(
     assert skipped is not None and bad.inventory_name in skipped.get("message", "")
     validate_report_junit(tmp_path / run_id)
     assert left_on_hosts(lab2, run_id) == []
+
+
+def test_a_renamed_fabric_interface_is_named_in_the_fix(
+    lab_factory: Callable[..., Lab], tmp_path: Path
+) -> None:
+    lab3 = lab_factory(3)
+    third = lab3.hosts[2]
+    run_id = f"envren-{uuid.uuid4().hex[:8]}"
+    undo = lab3.rename_interface(third, "fabX")
+    try:
+        result = validate(
+            lab3, tmp_path, run_id, nccl_fabric_cidr="", nccl_socket_ifname=third.fabric_ifname
+        )
+    finally:
+        undo()
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    name = third.inventory_name
+    assert f"{name}: nccl_socket_ifname {third.fabric_ifname} names no interface" in output
+    assert f"fabX {third.fabric_addr}/24" in output  # what it has instead
+    fix = f"set nccl_socket_ifname for {name} to fabX: the one interface of {name}"
+    assert f"fix: {fix}" in output, output[-4000:]
+    verdict = json.loads((tmp_path / run_id / "verdict.json").read_text())
+    (finding,) = [f for f in verdict["findings"] if f["host"] == name]
+    assert finding["fix"].startswith(fix), finding
+    # The hosts whose interface was found get no fix of their own.
+    assert all(f["host"] == name for f in verdict["findings"]), verdict["findings"]
+    # The console's last word: the verdict, the failure with its fix, where the report is.
+    lines = assert_plain_console(output, run_id, "FAILED")
+    assert "Failures (1):" in lines
+    assert any(line.startswith(f"  1. {name} environment: {name}: ") for line in lines), lines
+    assert f"     fix: {finding['fix']}" in lines, lines
+    assert f"Report: {tmp_path / run_id / 'report.html'}" in lines, lines
+    assert left_on_hosts(lab3, run_id) == []

@@ -45,6 +45,7 @@ from tests.lab.runs import (
     validate,
     wait_for_record,
 )
+from tests.playbook_run import assert_plain_console
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -241,6 +242,11 @@ def test_embedded_local_inventory_passes_without_a_gpu(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     suites = rank_suites(tmp_path / run_id / "junit.xml")
     assert set(suites) == {"nccl.localhost.rank0", "nccl.localhost.rank1"}
+    # The console's last word: the closing summary as plain aligned lines.
+    lines = assert_plain_console(result.stdout, run_id, "PASSED")
+    assert f"Report: {tmp_path / run_id / 'report.html'}" in lines
+    assert any(line.split()[:3] == ["localhost", "0", "0-1"] for line in lines), lines
+    assert "Bus bandwidth at the largest size (GB/s, each rank's own time):" in lines
     validate(tmp_path / run_id)
     assert leftovers(run_id) == []
 

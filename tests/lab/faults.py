@@ -1,8 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Faults a test puts into a lab host, each with its undo: a firewall drop, a held port, a link
-down, a rate limit, an MTU, a killed process, an /etc/hosts, a fake torch version (a mixin of
-tests/lab/harness.py's Lab; Lab.reset_faults undoes whatever is left)."""
+down, a renamed interface, a rate limit, an MTU, a killed process, an /etc/hosts, a fake torch
+version (a mixin of tests/lab/harness.py's Lab; Lab.reset_faults undoes whatever is left)."""
 
 from __future__ import annotations
 
@@ -223,6 +223,20 @@ class LabFaults:
         """Bring the host's fabric link up again."""
         h = self.host(host)
         _run([_which("ip") or "ip", "-n", h.netns, "link", "set", "dev", h.fabric_ifname, "up"])
+
+    def rename_interface(self, host: HostRef, name: str) -> Callable[[], None]:
+        """Rename the host's fabric interface to ``name`` (its address kept, the link up again);
+        returns the undo. LabHost.fabric_ifname keeps the lab's own name."""
+        h = self.host(host)
+        ip = _which("ip") or "ip"
+
+        def rename(old: str, new: str) -> None:
+            _run([ip, "-n", h.netns, "link", "set", "dev", old, "down"])
+            _run([ip, "-n", h.netns, "link", "set", "dev", old, "name", new])
+            _run([ip, "-n", h.netns, "link", "set", "dev", new, "up"])
+
+        rename(h.fabric_ifname, name)
+        return self._once(lambda: rename(name, h.fabric_ifname))
 
     def rate_limit(
         self, host: HostRef, rate: str | int = "1gbit", burst: int | None = None

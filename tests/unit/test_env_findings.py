@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible.module_utils.nccl_fabric_choice import nccl_fabric_candidate
 from nccl_env_findings import interface_table, nccl_env_findings, nccl_env_stop_text
 from nccl_network import nccl_fabric_choice
 
@@ -88,3 +89,69 @@ def test_the_interface_table_says_down_and_no_address() -> None:
     table = interface_table({"b": {"state": "down", "ipv4": []}, "a": {"state": "up"}})
     assert table == "a no address, b (down) no address"
     assert interface_table({}) == "no interface at all"
+
+
+THREE = {
+    "node1": facts(eth0="198.18.3.2", fab0="10.0.3.11", lo="127.0.0.1"),
+    "node2": facts(eth0="198.18.3.3", fab0="10.0.3.12", lo="127.0.0.1"),
+    # fab0 renamed fabX, its address kept.
+    "node3": facts(eth0="198.18.3.4", fabX="10.0.3.13", lo="127.0.0.1"),
+}
+
+
+def three_choices(hosts: dict[str, Any], cidr: str = "", ifname: str = "") -> dict[str, dict]:
+    return {
+        h: {**nccl_fabric_choice(f["nccl"], ifname, cidr), "cidr": cidr, "socket_ifname": ifname}
+        for h, f in hosts.items()
+    }
+
+
+def test_the_fix_names_the_one_interface_in_the_other_hosts_fabric_network() -> None:
+    found = nccl_env_findings(three_choices(THREE, ifname="fab0"), THREE, list(THREE))
+    assert found["node3"]["status"] == "error"
+    hint = found["node3"]["hint"]
+    assert hint.startswith("set nccl_socket_ifname for node3 to fabX: "), hint
+    assert "10.0.3.0/24, the other hosts' fabric network" in hint
+    assert "the interface of the fabric" not in hint
+    assert "fix: set nccl_socket_ifname for node3 to fabX" in nccl_env_stop_text(found)
+
+
+def test_two_interfaces_in_the_fabric_network_name_none() -> None:
+    hosts = {**THREE, "node3": facts(eth0="198.18.3.4", fabX="10.0.3.13", fabY="10.0.3.23")}
+    hint = nccl_env_findings(three_choices(hosts, ifname="fab0"), hosts, list(hosts))["node3"][
+        "hint"
+    ]
+    assert "to the interface of the fabric" in hint
+    assert "fabX" not in hint and "fabY" not in hint
+
+
+def test_no_interface_in_the_fabric_network_names_none() -> None:
+    hosts = {**THREE, "node3": facts(eth0="198.18.3.4", fabX="10.0.9.13")}
+    hint = nccl_env_findings(three_choices(hosts, ifname="fab0"), hosts, list(hosts))["node3"][
+        "hint"
+    ]
+    assert "to the interface of the fabric" in hint and "fabX" not in hint
+
+
+def test_the_one_interface_in_nccl_fabric_cidr_is_named_when_no_other_host_has_one() -> None:
+    # Every host was given an interface it lacks: no peer network, but the CIDR.
+    found = nccl_env_findings(
+        three_choices(THREE, cidr="10.0.3.0/24", ifname="fab9"), THREE, list(THREE)
+    )
+    hint = found["node3"]["hint"]
+    assert hint == (
+        "set nccl_socket_ifname for node3 to fabX: the one interface of node3 with an address "
+        "in nccl_fabric_cidr 10.0.3.0/24"
+    )
+    assert found["node1"]["hint"].endswith(
+        "to fab0: the one interface of node1 with an address in nccl_fabric_cidr 10.0.3.0/24"
+    )
+
+
+def test_the_candidate_choice_counts_routable_addresses_in_the_networks() -> None:
+    interfaces = THREE["node3"]["nccl"]["interfaces"]
+    assert nccl_fabric_candidate(interfaces, ["10.0.3.0/24"]) == "fabX"
+    assert nccl_fabric_candidate(interfaces, ["10.0.3.0/24", "198.18.3.0/24"]) == ""  # two
+    assert nccl_fabric_candidate(interfaces, ["10.7.0.0/16"]) == ""  # none
+    assert nccl_fabric_candidate(interfaces, ["127.0.0.0/8"]) == ""  # loopback never
+    assert nccl_fabric_candidate(interfaces, []) == ""
