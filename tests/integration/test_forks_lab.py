@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.lab.fixtures import LabFactory
 from tests.lab.harness import Lab
 from tests.lab.runs import assert_nothing_left, label, playbook, validate
 
@@ -53,7 +54,7 @@ def run_one_fork(lab: Lab, tmp_path: Path, *args: str) -> tuple[str, subprocess.
 
 
 def test_a_healthy_lab_with_more_hosts_than_forks_passes(
-    lab_factory, tmp_path: Path
+    lab_factory: LabFactory, tmp_path: Path
 ) -> None:
     lab = lab_factory(3)
     run_id, result = run_one_fork(lab, tmp_path)
@@ -81,7 +82,7 @@ def test_a_healthy_lab_with_more_hosts_than_forks_passes(
 
 
 def test_a_dropped_master_port_with_more_hosts_than_forks_fails_naming_it(
-    lab_factory, tmp_path: Path
+    lab_factory: LabFactory, tmp_path: Path
 ) -> None:
     lab = lab_factory(3)
     master = lab.hosts[0]
