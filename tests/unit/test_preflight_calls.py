@@ -10,6 +10,7 @@ detached listener processes on loopback.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -24,6 +25,8 @@ from ansible.module_utils.nccl_preflight_calls import (
     start,
     stop,
 )
+
+from tests.playbook_run import ROOT, ansible_playbook
 
 FACTS = {
     "interfaces": {
@@ -240,3 +243,28 @@ def test_the_probe_call_waits_only_when_every_host_probes_at_once() -> None:
     assert not nccl_fits_forks(1000, {"forks": 50})
     # No -f on the command line's arguments: the configured forks (ansible.cfg's 50 here).
     assert run_forks({}) == 50
+
+
+def test_the_forks_of_the_command_line_reach_the_filter() -> None:
+    """-f and ANSIBLE_FORKS, as ansible-playbook runs the pre-flight's probe task."""
+    play = ROOT / "playbooks" / f".test-forks-{os.getpid()}.yml"
+    play.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        '    - ansible.builtin.debug:\n        msg: "fits={{ 3 | nccl_fits_forks }}"\n'
+    )
+    try:
+        runs = {
+            "-f 1": ansible_playbook(str(play), "-f", "1"),
+            "-f 3": ansible_playbook(str(play), "-f", "3"),
+            "ANSIBLE_FORKS=2": ansible_playbook(str(play), env={"ANSIBLE_FORKS": "2"}),
+            "ansible.cfg": ansible_playbook(str(play)),
+        }
+    finally:
+        play.unlink()
+    fits = {how: ("fits=True" in r.stdout, "fits=False" in r.stdout) for how, r in runs.items()}
+    assert fits == {
+        "-f 1": (False, True),
+        "-f 3": (True, False),
+        "ANSIBLE_FORKS=2": (False, True),
+        "ansible.cfg": (True, False),
+    }, {how: r.stdout + r.stderr for how, r in runs.items()}
