@@ -390,9 +390,11 @@ FINDINGS = [
     "with the environment play's own function, module_utils/nccl_fabric_choice.py) and the "
     "torch probe: importing torch overlaps the environment play and the probes |",
     "| pre-flight | 3 calls | 1 | nccl_tcp_probe's `collect` option: after the probes and the "
-    "firewall read, waits until every expected probe came (all hosts probe at once), stops "
-    "the listeners, returns torch's versions and the clock, and with no launch after it "
-    "removes the run directory |",
+    "firewall read, collects the listeners once every expected probe came (waiting up to "
+    "preflight_collect_wait when all hosts probe at once), returns torch's versions and the "
+    "clock, and with no launch after it removes the run directory; listeners still waiting for "
+    "a later batch's probe (more hosts than forks) get one stop call after every host's "
+    "probes |",
     "| report | a module run on the control machine | no process | nccl_report is an action "
     "(plugins/action/nccl_report.py): the JUnit is built in the controller process |",
     "",

@@ -117,6 +117,17 @@ options:
             did. C(0) - stop at once.
         type: float
         default: 0
+      leave_unfinished:
+        description:
+          - Listeners that did not end by themselves within O(collect.wait) seconds (a peer's
+            probe is still to come - its host runs this task in a later batch of C(forks)
+            hosts) are left running, with the run directory; RV(collect) is then only
+            C(pending) (true), C(clock) and C(waited). A later call with O(collect) (after
+            every host's probes) stops them.
+          - Their life stays bounded on the node without this controller - the start's
+            C(timeout) (C(preflight_listen_timeout)).
+        type: bool
+        default: false
       stop_timeout:
         description:
           - Seconds to wait for the listener process to exit after the stop file; after that it
@@ -227,7 +238,8 @@ collect:
       RV(nccl_facts#module:ansible_facts.nccl.python), with C(reason) saying why a value is
       empty), C(clock) (this host's C(time.time()) when the module started, also when the
       collect fails), C(waited) (with O(collect.wait) - C(seconds), C(ended_alone)),
-      C(run_dir_removed) (with O(collect.remove_run_dir); C(remove_error) says why not).
+      C(run_dir_removed) (with O(collect.remove_run_dir); C(remove_error) says why not),
+      C(pending) (with O(collect.leave_unfinished) - the listeners were left running).
     - C(failed) and C(msg) when the listeners could not be collected (this module does not fail
       for it); C(listeners) is then empty.
   returned: with O(collect)

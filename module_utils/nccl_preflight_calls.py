@@ -12,6 +12,9 @@ rides on calls that run anyway:
 - :func:`stop` - wait (bounded) until the listeners got every expected connection, stop them and
   return who connected, what torch reported and the clock, optionally removing the run directory -
   runs inside ``nccl_tcp_probe`` after its probes (its ``collect`` option, :data:`STOP_SPEC`).
+  With ``leave_unfinished`` listeners still waiting for a peer's probe are not stopped: the result
+  says ``pending`` and a later call (after every host's probes, however ``forks`` batched the
+  hosts) stops them.
 
 Their options are documented in those two modules' DOCUMENTATION. Both return a result dict;
 ``failed: True`` with ``msg`` where the pre-flight could not start or be collected (the calling
@@ -101,6 +104,7 @@ FABRIC_FIELD = "{fabric_address}"
 STOP_SPEC: dict[str, dict] = {
     "path": {"type": "path", "required": True},
     "wait": {"type": "float", "default": 0.0},
+    "leave_unfinished": {"type": "bool", "default": False},
     "stop_timeout": {"type": "float", "default": 10.0},
     "remove_run_dir": {"type": "path"},
 }
@@ -257,7 +261,10 @@ def _end(result: dict, run_dir: str | None, check_mode: bool) -> dict:
 
 def stop(p: dict, check_mode: bool) -> dict:
     """Stop the listeners of ``p["path"]`` (:data:`STOP_SPEC`) once they ended by themselves or
-    ``p["wait"]`` s passed, and collect what they saw; -> result (with this host's clock)."""
+    ``p["wait"]`` s passed, and collect what they saw; -> result (with this host's clock).
+
+    ``leave_unfinished``: listeners still waiting after ``p["wait"]`` s are left running with the
+    run directory, and the result is only ``{pending: True, clock, waited}``."""
     clock = time.time()
     path, run_dir = p["path"], p["remove_run_dir"]
     if run_dir and os.path.commonpath([run_dir, path]) != run_dir:
@@ -277,7 +284,11 @@ def stop(p: dict, check_mode: bool) -> dict:
             run_dir,
             check_mode,
         )
-    ended_alone = wait_for_end(path, p["wait"]) if p["wait"] > 0 else False
+    leave = p.get("leave_unfinished", False)
+    ended_alone = wait_for_end(path, p["wait"]) if p["wait"] > 0 or leave else False
+    if leave and not ended_alone:  # a peer's probe is still to come: a later stop collects them
+        waited = {"seconds": p["wait"], "ended_alone": False}
+        return {"changed": False, "clock": clock, "pending": True, "waited": waited}
     outcome = stop_listener(path, p["stop_timeout"])
     result = outcome["result"]
     if result is None:

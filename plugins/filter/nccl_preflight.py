@@ -321,15 +321,16 @@ def _probe_failure_text(p: dict) -> str:
 
 
 def _stopped_early(observations: dict, p: dict) -> str:
-    """Why a refused probe may be no fault of the path: the peer's listeners were stopped after
-    waiting preflight_collect_wait seconds for every probe (``waited``), before this one came."""
-    waited = ((observations.get(p.get("host")) or {}).get("listeners") or {}).get("waited") or {}
-    if p.get("error_kind") != "refused" or waited.get("ended_alone", True):
+    """Why a refused probe may be no fault of the path: the peer's listeners had ended at their
+    bound on the node (preflight_listen_timeout, ``ended`` "timeout") before this probe came.
+    They are otherwise stopped only after every host's probes, so a refusal is the path's."""
+    listeners = (observations.get(p.get("host")) or {}).get("listeners") or {}
+    if p.get("error_kind") != "refused" or listeners.get("ended") != "timeout":
         return ""
     return (
-        f" (the listeners on {p.get('host')} were stopped after waiting {waited.get('seconds')} s "
-        "for every probe, before this one came: this host's probe started late, raise "
-        "preflight_collect_wait)"
+        f" (the listeners on {p.get('host')} had already ended at their bound, "
+        "preflight_listen_timeout, before this probe came: the run took longer than that bound "
+        "between the facts play and the probes)"
     )
 
 

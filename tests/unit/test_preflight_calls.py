@@ -10,6 +10,7 @@ detached listener processes on loopback.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -24,6 +25,8 @@ from ansible.module_utils.nccl_preflight_calls import (
     start,
     stop,
 )
+
+from tests.playbook_run import ROOT, ansible_playbook
 
 FACTS = {
     "interfaces": {
@@ -50,10 +53,11 @@ def start_params(path: Path, listeners: list[dict], **extra: object) -> dict:
     }
 
 
-def stop_params(path: Path, wait: float, remove: bool = False) -> dict:
+def stop_params(path: Path, wait: float, remove: bool = False, leave: bool = False) -> dict:
     return {
         "path": str(path / "preflight"),
         "wait": wait,
+        "leave_unfinished": leave,
         "stop_timeout": 5.0,
         "remove_run_dir": str(path) if remove else None,
     }
@@ -165,6 +169,30 @@ def test_collect_stops_listeners_still_waiting_after_the_bound_and_says_so(
     assert refused["error_kind"] == "refused"  # a peer coming later finds nothing
 
 
+@pytest.mark.parametrize("wait", [0.0, 0.3])
+def test_a_collect_leaves_listeners_waiting_for_a_later_batch_running_until_the_last_stop(
+    tmp_path: Path, wait: float
+) -> None:
+    """More hosts than forks: a peer probes only after this host's probe call ended. The call
+    leaves the waiting listeners (and the run directory) to the stop after every host's probes."""
+    run_dir = tmp_path / "run"
+    ring = [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 2}]
+    started = start(start_params(run_dir, ring), check_mode=False)
+    port = started["ports"]["ring"]["port"]
+    assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    left = stop(stop_params(run_dir, wait=wait, remove=True, leave=True), check_mode=False)
+    assert left["pending"] is True and not left["changed"], left
+    assert left["waited"] == {"seconds": wait, "ended_alone": False}
+    assert isinstance(left["clock"], float) and "listeners" not in left
+    assert run_dir.is_dir()
+    # The peer of the later batch probes after that call ended: the listener is still there.
+    assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    collected = stop(stop_params(run_dir, wait=0, remove=True), check_mode=False)
+    assert (collected["ended"], collected["timed_out"]) == ("complete", False), collected
+    assert collected["listeners"][0]["accepted"] == ["127.0.0.1", "127.0.0.1"]
+    assert collected["run_dir_removed"] is True and not run_dir.exists()
+
+
 @pytest.mark.parametrize("check_mode", [True, False])
 def test_a_collect_of_listeners_never_started_is_recorded_not_raised(
     tmp_path: Path, check_mode: bool
@@ -177,7 +205,7 @@ def test_a_collect_of_listeners_never_started_is_recorded_not_raised(
         assert collected["failed"] and "the listeners were not started" in collected["msg"]
 
 
-def test_a_probe_refused_by_listeners_stopped_early_says_so() -> None:
+def test_a_probe_refused_by_listeners_that_reached_their_bound_says_so() -> None:
     from nccl_preflight import _probe_check  # plugins/filter, on the tests' path
 
     probe = {
@@ -190,13 +218,53 @@ def test_a_probe_refused_by_listeners_stopped_early_says_so() -> None:
         "error_kind": "refused",
         "source": "10.9.0.5",
     }
-    stopped = {"listeners": {"waited": {"seconds": 32.0, "ended_alone": False}}}
+    stopped = {"listeners": {"ended": "timeout", "timed_out": True}}
     observations = {"a": {"probes": [probe]}, "b": stopped}
     result = _probe_check("tcp_ring", observations, "a", "ring", "the ring neighbour")
     assert result["status"] == "failed"
-    assert "the listeners on b were stopped after waiting 32.0 s" in result["message"]
-    assert "preflight_collect_wait" in result["message"]
-    # Listeners that got every probe in time: a refusal is the path's, nothing added.
-    observations["b"] = {"listeners": {"waited": {"seconds": 32.0, "ended_alone": True}}}
-    result = _probe_check("tcp_ring", observations, "a", "ring", "the ring neighbour")
-    assert "stopped after waiting" not in result["message"]
+    assert "the listeners on b had already ended at their bound" in result["message"]
+    assert "preflight_listen_timeout" in result["message"]
+    # Listeners stopped after every host's probes (the stop file): the refusal is the path's,
+    # whatever the probe call waited; no advice to tune a wait.
+    for waited in ({"seconds": 8.0, "ended_alone": False}, {"seconds": 8.0, "ended_alone": True}):
+        observations["b"] = {"listeners": {"ended": "stop file", "waited": waited}}
+        result = _probe_check("tcp_ring", observations, "a", "ring", "the ring neighbour")
+        assert result["status"] == "failed"
+        assert "ended at their bound" not in result["message"]
+        assert "preflight_collect_wait" not in result["message"]
+
+
+def test_the_probe_call_waits_only_when_every_host_probes_at_once() -> None:
+    """nccl_fits_forks: no more hosts than -f (else the configured forks) run a task at once."""
+    from nccl_run_owner import nccl_fits_forks, run_forks  # plugins/filter, on the tests' path
+
+    assert nccl_fits_forks(3, {"forks": 3}) and nccl_fits_forks("1", {"forks": 3})
+    assert not nccl_fits_forks(3, {"forks": 1})
+    assert not nccl_fits_forks(1000, {"forks": 50})
+    # No -f on the command line's arguments: the configured forks (ansible.cfg's 50 here).
+    assert run_forks({}) == 50
+
+
+def test_the_forks_of_the_command_line_reach_the_filter() -> None:
+    """-f and ANSIBLE_FORKS, as ansible-playbook runs the pre-flight's probe task."""
+    play = ROOT / "playbooks" / f".test-forks-{os.getpid()}.yml"
+    play.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        '    - ansible.builtin.debug:\n        msg: "fits={{ 3 | nccl_fits_forks }}"\n'
+    )
+    try:
+        runs = {
+            "-f 1": ansible_playbook(str(play), "-f", "1"),
+            "-f 3": ansible_playbook(str(play), "-f", "3"),
+            "ANSIBLE_FORKS=2": ansible_playbook(str(play), env={"ANSIBLE_FORKS": "2"}),
+            "ansible.cfg": ansible_playbook(str(play)),
+        }
+    finally:
+        play.unlink()
+    fits = {how: ("fits=True" in r.stdout, "fits=False" in r.stdout) for how, r in runs.items()}
+    assert fits == {
+        "-f 1": (False, True),
+        "-f 3": (True, False),
+        "ANSIBLE_FORKS=2": (False, True),
+        "ansible.cfg": (True, False),
+    }, {how: r.stdout + r.stderr for how, r in runs.items()}

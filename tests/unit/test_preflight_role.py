@@ -58,9 +58,14 @@ PLAYBOOK = ROOT / "playbooks" / "validate.yml"
 LAUNCH = ROOT / "roles" / "launch" / "tasks" / "run.yml"
 
 
+# The pre-flight's stop of listeners its probe call left waiting for a later batch's probe (more
+# hosts than forks): one more call, only on those hosts.
+LATE_STOP_WHEN = "preflight_probe.collect.pending | default(false)"
+
+
 def node_calls(path: Path) -> list[str]:
     """The module calls a tasks file makes on a node (the always-block's stop, which only runs
-    when the launch failed, left out)."""
+    when the launch failed, and the pre-flight's late stop left out)."""
     tasks = tasks_of(yaml.safe_load(path.read_text()))
     return [
         action_of(t)
@@ -68,6 +73,7 @@ def node_calls(path: Path) -> list[str]:
         if action_of(t) not in CONTROLLER_ACTIONS
         and t.get("delegate_to") != "localhost"
         and "launch_result is not defined" not in str(t.get("when", ""))
+        and t.get("when") != LATE_STOP_WHEN
     ]
 
 
@@ -77,11 +83,20 @@ def test_one_module_call_per_host_in_the_preflight_play_and_no_async() -> None:
     assert node_calls(TASKS) == ["nccl_tcp_probe"]
     # The firewall is read by the probe's call, with become when asked for; the same call
     # collects the listeners, and never fails the host for it.
-    [probe] = [t for t in tasks if action_of(t) == "nccl_tcp_probe"]
+    probe, late = [t for t in tasks if action_of(t) == "nccl_tcp_probe"]
     assert "firewall" in probe["nccl_tcp_probe"]
     assert probe["nccl_tcp_probe"]["collect"]["path"] == "{{ preflight_run_dir }}"
     assert probe["become"] == "{{ preflight_become_firewall }}"
     assert probe.get("ignore_errors") is True and "when" not in probe
+    # It leaves listeners still waiting for a peer's probe running; the next task, after every
+    # host's probes (linear strategy), stops them, on those hosts only, with collect alone.
+    assert probe["nccl_tcp_probe"]["collect"]["leave_unfinished"] is True
+    assert tasks.index(late) == tasks.index(probe) + 1
+    assert late["when"] == LATE_STOP_WHEN and late.get("ignore_errors") is True
+    assert late["nccl_tcp_probe"].keys() == {"collect"}
+    assert "leave_unfinished" not in late["nccl_tcp_probe"]["collect"]
+    assert late["nccl_tcp_probe"]["collect"]["path"] == "{{ preflight_run_dir }}"
+    assert late["register"] == "preflight_late_collect"
     assert [t["name"] for t in tasks if {"async", "poll"} & t.keys()] == []
     assert [t["name"] for t in tasks if "async_status" in action_of(t)] == []
     assert [t["name"] for t in tasks if "until" in t] == []  # no polling loop either
