@@ -193,7 +193,11 @@ def context(
 ) -> dict[str, Any]:
     """Everything the template shows; plain data, escaped by the template."""
     found = verdict.get("findings") or []
-    causes = [f for f in found if not f.get("consequence")]
+    causes = [
+        {**f, "consequences": [c for c in found if (c.get("cause") or {}).get("id") == f.get("id")]}
+        for f in found
+        if not f.get("consequence")
+    ]
     failing_hosts = list(dict.fromkeys(f["host"] for f in causes if f.get("host")))
     plots, plots_note = busbw_plots(run)
     files = [
@@ -209,7 +213,8 @@ def context(
         "check_mode": bool(verdict.get("check_mode")),
         "failing_hosts": failing_hosts,
         "causes": causes,
-        "consequences": [f for f in found if f.get("consequence")],
+        # Consequences without a pointer (nothing found explains them): listed after the causes.
+        "consequences": [f for f in found if f.get("consequence") and not f.get("cause")],
         "plan": run.plan,
         "totals": summary.get("totals", {}),
         "hosts": summary.get("hosts", []),

@@ -29,6 +29,7 @@ from ansible.module_utils.nccl_run_data import (  # noqa: F401 - part of this mo
     RunData,
     read_run,
 )
+from ansible.module_utils.nccl_run_stop import run_stop
 from ansible.module_utils.nccl_summary import (  # noqa: F401 - part of this module's interface
     bandwidth_table,
     predicted_skip_lines,
@@ -156,20 +157,23 @@ def _launch_timeout(launch: dict[str, Any] | None) -> str:
 
 
 def classify_missing(
-    host: HostData, rank: int, launch_skipped: str | None, reported_missing_by: list[int]
+    host: HostData, rank: int, stopped: str | None, reported_missing_by: list[int]
 ) -> tuple[str, str]:
-    """Why a rank has no result: ("never started" | "hung" | "crashed", message)."""
+    """Why a rank has no result: ("never started" | "hung" | "crashed", message).
+
+    ``stopped``: "the run stopped at <stage>: <cause>" when a stage stopped the run before any
+    rank started (stop_text)."""
     where = f"rank {rank} on {host.host}"
     seen = ""
     if reported_missing_by:
         by = ", ".join(str(r) for r in sorted(reported_missing_by))
         seen = f" Rank(s) {by} reported that it never checked in."
+    if stopped:
+        return "never started", f"{where} never started: {stopped}."
     if not host.reachable:
         return "never started", (
             f"{where} never started: the host was unreachable or failed before launch.{seen}"
         )
-    if launch_skipped:
-        return "never started", f"{where} never started: launch was skipped ({launch_skipped})."
     launch = host.launch
     if launch is None:
         return "never started", (
@@ -213,13 +217,13 @@ def _log_for(host: HostData, rank: int) -> str:
 def _missing_rank_suite(
     host: HostData,
     rank: int,
-    launch_skipped: str | None,
+    stopped: str | None,
     reported_missing_by: list[int] | None,
     hints: dict[str, str] | None,
 ) -> TestSuite:
     """The suite of a rank without a result: one error saying why (classify_missing)."""
     classname = f"nccl.{host_label(host.host)}.rank{rank}"
-    kind, message = classify_missing(host, rank, launch_skipped, reported_missing_by or [])
+    kind, message = classify_missing(host, rank, stopped, reported_missing_by or [])
     message = _with_hint(message, (hints or {}).get(MISSING))
     case = TestCase("result", classname=classname)
     case.add_error_info(message=message, output=clean_text(_log_for(host, rank)), error_type=kind)
@@ -308,14 +312,15 @@ def _run_error_case(host: HostData, rank: int, message: str) -> TestCase:
 def rank_suite(
     host: HostData,
     rank: int,
-    launch_skipped: str | None = None,
+    stopped: str | None = None,
     reported_missing_by: list[int] | None = None,
     hints: dict[str, str] | None = None,
 ) -> TestSuite:
-    """One testsuite for one rank: a testcase per test, or an error saying why there is none."""
+    """One testsuite for one rank: a testcase per test, or an error saying why there is none
+    (``stopped``: classify_missing)."""
     result = host.ranks.get(rank)
     if result is None:
-        return _missing_rank_suite(host, rank, launch_skipped, reported_missing_by, hints)
+        return _missing_rank_suite(host, rank, stopped, reported_missing_by, hints)
     classname = f"nccl.{host_label(host.host)}.rank{rank}"
     tests = result.get("tests") or []
     cases = [_test_case(test, classname, hints) for test in tests]
@@ -344,6 +349,20 @@ def rank_suite(
     )
 
 
+def stop_text(run: RunData) -> str | None:
+    """ "the run stopped at <stage>: <cause>" (module_utils/nccl_run_stop.py), or None."""
+    stop = run_stop(run)
+    return f"the run stopped at {stop.stage}: {stop.cause}" if stop else None
+
+
+def _of(item: dict[str, Any]) -> str:
+    """What a consequence's failure is a consequence of (plugins/filter/nccl_causes.py)."""
+    cause = item.get("cause") or {}
+    if not cause or item.get("status") not in ("failed", "error"):
+        return ""
+    return f" (a consequence of {cause.get('host')}'s failed {cause.get('check')} check)"
+
+
 def preflight_suite(host: HostData) -> TestSuite | None:
     """One testsuite per host: a testcase per pre-flight check (+ reachability)."""
     classname = f"preflight.{host_label(host.host)}"
@@ -360,7 +379,8 @@ def preflight_suite(host: HostData) -> TestSuite | None:
         )
         cases.append(case)
     for item in (host.preflight or {}).get("results") or []:
-        message = clean_text(_with_hint(str(item.get("message") or ""), item.get("hint")))
+        what = str(item.get("message") or "") + _of(item)
+        message = clean_text(_with_hint(what, item.get("hint")))
         # What a passed check saw ("fab0 up, mtu 9000") is worth reading too.
         case = TestCase(
             str(item.get("check") or "unnamed"),
@@ -393,7 +413,7 @@ class SuiteFile:
 
 def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
     """Every suite of the run: per host the pre-flight suite, then one per rank."""
-    launch_skipped = run.plan.get("launch_skipped") or None
+    stopped = stop_text(run)
     missing_by: dict[int, list[int]] = {}
     for host in run.hosts:
         for rank, result in host.ranks.items():
@@ -411,7 +431,7 @@ def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
             )
     for host in run.hosts:
         for rank in host.expected_ranks():
-            suite = rank_suite(host, rank, launch_skipped, missing_by.get(rank), hints.get(rank))
+            suite = rank_suite(host, rank, stopped, missing_by.get(rank), hints.get(rank))
             files.append(SuiteFile(f"junit/rank-{rank}.xml", suite, "rank", host.host, rank))
     add_transport_cases(run, files)  # a `transport` testcase per rank (nccl_transport_report)
     files += [SuiteFile(p, s, "pairwise", h) for p, s, h in pairwise_suites(run)]

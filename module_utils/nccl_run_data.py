@@ -72,6 +72,17 @@ def _read_text(path: Path) -> str | None:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
+def _planned_by_environment(data: HostData, layout: Any) -> None:
+    """A host's place in the rank layout from its environment-stage record (roles/nccl_env
+    writes it into preflight/<host>.json when the run stops there, and no plan.json follows)."""
+    if not isinstance(layout, dict) or data.rank_offset is not None:
+        return
+    for key in ("node_rank", "nproc_per_node", "rank_offset"):
+        value = layout.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(data, key, value)
+
+
 def read_run(report_dir: Path) -> RunData:
     """Read plan.json, preflight/<host>.json and <host>/{rank-*.json,rank-*.log,...}."""
     plan: dict[str, Any] = {}
@@ -99,7 +110,9 @@ def read_run(report_dir: Path) -> RunData:
             if not isinstance(doc, dict):
                 continue
             name = str(doc.get("host") or path.stem)
-            hosts.setdefault(name, HostData(host=name)).preflight = doc
+            data = hosts.setdefault(name, HostData(host=name))
+            data.preflight = doc
+            _planned_by_environment(data, doc.get("layout"))
 
     reserved = {"preflight", "junit"}
     for sub in sorted(p for p in report_dir.iterdir() if p.is_dir() and p.name not in reserved):

@@ -17,6 +17,7 @@ from ansible.module_utils.nccl_pairwise import pairwise_markdown
 from ansible.module_utils.nccl_run_data import RunData
 from ansible.module_utils.nccl_text import md_escape
 from ansible.module_utils.nccl_transport_report import analyze_run, transport_lines
+from ansible.module_utils.nccl_verdict import findings
 
 if TYPE_CHECKING:  # only in annotations: nccl_junit imports this module
     from ansible.module_utils.nccl_junit import SuiteFile
@@ -41,15 +42,43 @@ def _suite_ok(suite: TestSuite) -> bool:
     return counts["failures"] == 0 and counts["errors"] == 0
 
 
-def _problems(suite: TestSuite) -> list[str]:
-    """One line per failed or erroneous testcase of the suite: every finding, not the first."""
+def _problems(item: SuiteFile) -> list[tuple[tuple[Any, ...], str]]:
+    """One line per failed or erroneous testcase of the suite: every finding, not the first;
+    each with the key (host, rank, test) of its finding in verdict.json."""
     found = []
-    for case in suite.test_cases:
+    for case in item.suite.test_cases:
         for info in case.errors + case.failures:
             if info.get("message"):
                 first = str(info["message"]).splitlines()[0]
-                found.append(f"{case.classname} {case.name}: {first}")
+                key = (item.host, item.rank, case.name)
+                found.append((key, f"{case.classname} {case.name}: {first}"))
     return found
+
+
+def folded_problem_lines(
+    problems: list[tuple[tuple[Any, ...], str]], found: list[dict[str, Any]]
+) -> list[str]:
+    """summary.md's problems: each cause, the lines of its consequences indented under it
+    (verdict.json's ``cause``); a line whose cause has no line of its own stays on top."""
+    by_key = {(f["host"], f["rank"], f["test"]): f for f in found}
+    under: dict[str, list[str]] = {}
+    top: list[tuple[str, str]] = []  # (the finding's id or "", line)
+    for key, line in problems:
+        finding = by_key.get(key) or {}
+        cause = finding.get("cause") or {}
+        if cause:
+            under.setdefault(cause["id"], []).append(line)
+        else:
+            top.append((finding.get("id", ""), line))
+    shown = {fid for fid, _ in top if fid}
+    lines = []
+    for fid, line in top:
+        lines.append(f"- {md_escape(line)}")
+        lines += [f"  - consequence: {md_escape(c)}" for c in under.get(fid, []) if fid]
+    for cause_id, rest in under.items():
+        if cause_id not in shown:
+            lines += [f"- {md_escape(c)}" for c in rest]
+    return lines
 
 
 def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
@@ -208,12 +237,13 @@ def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) ->
 
     ``check_mode``: the run was ``ansible-playbook --check`` (only reads on the nodes); the
     summary says so and carries ``check_mode: true``."""
-    problems: list[str] = []
+    keyed: list[tuple[tuple[Any, ...], str]] = []
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for item in files:
         for key, value in _counts(item.suite).items():
             totals[key] += value
-        problems += _problems(item.suite)
+        keyed += _problems(item)
+    problems = [line for _, line in keyed]
     hosts = host_rows(run, files)
     failed = totals["failures"] + totals["errors"] > 0 or not files
     bandwidth = bandwidth_table(run)
@@ -224,7 +254,9 @@ def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) ->
     lines += expectation_markdown(run) + pairwise_markdown(run)
     lines += predicted_skip_lines(run.plan)
     if problems:
-        lines += ["", "Problems:", ""] + [f"- {md_escape(p)}" for p in problems]
+        # Each cause, the problems that are its consequences indented under it.
+        lines += ["", "Problems:", ""]
+        lines += folded_problem_lines(keyed, findings(run, files))
     return {
         "verdict": "failed" if failed else "passed",
         "check_mode": check_mode,

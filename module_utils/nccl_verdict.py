@@ -17,6 +17,7 @@ from typing import Any
 from ansible.module_utils.nccl_exit_classes import BY_NAME, code_table, most_severe
 from ansible.module_utils.nccl_files import write_atomically
 from ansible.module_utils.nccl_hints import is_below_threshold
+from ansible.module_utils.nccl_run_stop import UNREACHABLE_CHECK, run_stop
 
 VERDICT_SCHEMA = 1
 _HINT = " Hint: "
@@ -36,10 +37,11 @@ def _preflight_findings(run: Any) -> list[dict[str, Any]]:
         if not host.reachable:
             found.append(
                 {
+                    "id": finding_id(host.host, UNREACHABLE_CHECK),
                     "class": "unreachable",
                     "host": host.host,
                     "rank": None,
-                    "test": "host reachable",
+                    "test": UNREACHABLE_CHECK,
                     "what": f"{host.host} was unreachable or failed before launch",
                     "fix": (
                         f"ansible {host.host} -m ansible.builtin.ping -i <inventory> shows why "
@@ -51,16 +53,23 @@ def _preflight_findings(run: Any) -> list[dict[str, Any]]:
         for item in (host.preflight or {}).get("results") or []:
             if item.get("status") not in ("failed", "error"):
                 continue
+            cause = item.get("cause") or {}
+            test = str(item.get("check") or "unnamed")
             found.append(
                 {
+                    "id": finding_id(host.host, test),
                     "class": "preflight_failed",
                     "host": host.host,
                     "rank": None,
-                    "test": str(item.get("check") or "unnamed"),
+                    "test": test,
                     "what": str(item.get("message") or item.get("status")),
                     "fix": str(item.get("hint") or "")
                     or "see the check's message; rerun with --tags preflight once fixed",
-                    "consequence": False,
+                    "consequence": bool(cause),
+                    # resolved by _link_causes: the id of the causing finding
+                    "cause": finding_id(str(cause.get("host")), str(cause.get("check")))
+                    if cause
+                    else None,
                 }
             )
     return found
@@ -78,7 +87,7 @@ def _rank_class(run: Any, host: Any, test: dict[str, Any] | None, kind: str) -> 
         skipped = str(run.plan.get("launch_skipped") or "")
         if not host.reachable or skipped.startswith("static rendezvous"):
             return "unreachable", True
-        if skipped:
+        if skipped or run_stop(run) is not None:  # _link_causes gives it its cause's class
             return "preflight_failed", True
     return "rank_lost", False
 
@@ -105,6 +114,11 @@ def _rank_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
                     fix = "fix the finding that skipped the launch (above), then run again"
                 found.append(
                     {
+                        "id": finding_id(
+                            item.host or "run",
+                            *([f"rank-{item.rank}"] if item.rank is not None else []),
+                            case.name,
+                        ),
                         "class": cls,
                         "host": item.host,
                         "rank": item.rank,
@@ -128,10 +142,12 @@ def _pairwise_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
             for info in case.failures:
                 what, fix = split_hint(str(info.get("message") or ""))
                 timed_out = info.get("type") == "pair timed out"
+                host = labels.get(str(case.classname), str(case.classname))
                 found.append(
                     {
+                        "id": finding_id("pairwise", host, case.name),
                         "class": "rank_lost" if timed_out else "bandwidth",
-                        "host": labels.get(str(case.classname), str(case.classname)),
+                        "host": host,
                         "rank": None,
                         "test": case.name,
                         "what": what or "slow node",
@@ -162,10 +178,48 @@ def _two_nodes(run: Any, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def finding_id(*parts: str) -> str:
+    """A finding's id in verdict.json: host/check, host/rank-R/test, pairwise/host/test."""
+    return "/".join(parts)
+
+
+def _rank_cause(run: Any, finding: dict[str, Any], causes: dict[str, Any]) -> str | None:
+    """The id of the finding that kept a rank from starting: its own host's part in what
+    stopped the run, else the most severe of the others (module_utils/nccl_run_stop.py)."""
+    host = next((h for h in run.hosts if h.host == finding["host"]), None)
+    if host is not None and not host.reachable:
+        return finding_id(host.host, UNREACHABLE_CHECK)
+    stop = run_stop(run)
+    ids = [finding_id(h, check) for h, check in (stop.causes if stop else [])]
+    own = [i for i in ids if i in causes and causes[i]["host"] == finding["host"]]
+    order = list(code_table())
+    others = sorted((i for i in ids if i in causes), key=lambda i: order.index(causes[i]["class"]))
+    return (own + others + [None])[0]
+
+
+def _link_causes(run: Any, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every consequence gets ``cause: {id, host, test}`` and its cause's class; a finding whose
+    cause is not among the findings is a cause of its own. A rank that never started keeps its
+    class and no pointer when nothing found explains it."""
+    causes = {f["id"]: f for f in found if not f["consequence"]}
+    linked = []
+    for f in found:
+        if not f["consequence"]:
+            linked.append({**f, "cause": None})
+            continue
+        cause = causes.get(f["cause"] if f["rank"] is None else _rank_cause(run, f, causes))
+        if cause is None:
+            linked.append({**f, "cause": None, "consequence": f["rank"] is not None})
+            continue
+        pointer = {"id": cause["id"], "host": cause["host"], "test": cause["test"]}
+        linked.append({**f, "class": cause["class"], "cause": pointer})
+    return linked
+
+
 def findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
     """Every finding, most severe class first, causes before consequences, in host order."""
     found = _preflight_findings(run) + _rank_findings(run, files) + _pairwise_findings(run, files)
-    found = _two_nodes(run, found)
+    found = _link_causes(run, _two_nodes(run, found))
     order = list(code_table())
     return sorted(found, key=lambda f: (f["consequence"], order.index(f["class"])))
 

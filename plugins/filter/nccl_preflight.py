@@ -723,7 +723,9 @@ def nccl_preflight_failures_text(results_by_host: dict[str, list[dict]]) -> str:
             continue
         lines = [f"{host}: {len(failed)} check(s) failed"]
         for r in failed:
-            lines.append(f"  [{r['check']}] {r['message']}".replace("\n", "\n    "))
+            cause = r.get("cause") or {}
+            of = f" (a consequence of {cause['host']}'s {cause['check']})" if cause else ""
+            lines.append(f"  [{r['check']}] {r['message']}{of}".replace("\n", "\n    "))
             if r.get("hint"):
                 lines.append(f"    fix: {r['hint']}")
         blocks.append("\n".join(lines))

@@ -109,7 +109,19 @@ def test_a_cidr_or_interface_that_matches_nothing_stops_at_the_environment_stage
         assert error is not None, sorted(cases)
         assert named in error.get("message", "")
         assert host.fabric_addr in error.get("message", "")
-    assert not any(c.startswith("nccl.") for c, _ in cases), sorted(cases)
+    # Every planned rank is in the JUnit (a Jenkins trend keeps its test count), as an error
+    # that names the stage and the cause.
+    ranks = {c: case.find("error") for (c, _), case in cases.items() if c.startswith("nccl.")}
+    assert len(ranks) == len(lab2.hosts), sorted(cases)
+    for error in ranks.values():
+        assert error is not None and error.get("type") == "never started"
+        message = error.get("message", "")
+        assert "never started: the run stopped at the environment stage: " in message
+        assert named in message
+    verdict = json.loads((report_dir / "verdict.json").read_text())
+    rank_findings = [f for f in verdict["findings"] if f["rank"] is not None]
+    assert len(rank_findings) == len(lab2.hosts)
+    assert all(f["consequence"] and f["cause"]["test"] == "environment" for f in rank_findings)
     validate_report_junit(report_dir)
     assert left_on_hosts(lab2, run_id) == []
 
@@ -162,7 +174,7 @@ def test_a_second_run_of_the_same_cluster_is_refused_naming_the_first(
     # to the verdict is the pre-flight's own (seconds on a quiet machine), never a launch timeout.
     refusal = output.index("another validation of this master and port is running")
     assert refusal < output.index("Connect over TCP") < output.index("PLAY [Launch")
-    assert "never started: launch was skipped (the pre-flight failed on" in output
+    assert f"never started: the run stopped at the pre-flight: {master} master_port_free" in output
     cases = junit_cases(tmp_path / second_id / "junit.xml")
     failure = cases[(f"preflight.{host_label(master)}", "master_port_free")].find("failure")
     assert failure is not None and first_id in failure.get("message", "")

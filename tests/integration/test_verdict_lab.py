@@ -73,14 +73,15 @@ def test_preflight_failure_skips_the_launch_and_every_rank_says_why(
     failure = firewall.find("failure")
     assert failure is not None
     assert str(MASTER_PORT) in failure.get("message", "") + (failure.text or "")
-    # Both hosts' ranks are in the JUnit, as errors that say the launch was skipped and why.
+    # Both hosts' ranks are in the JUnit, as errors that name the stage and the cause.
     rank_errors = [
         case.find("error")
         for (classname, _), case in cases.items()
         if classname.startswith("nccl.") and case.find("error") is not None
     ]
     assert len({c for c, _ in cases if c.startswith("nccl.")}) == len(lab2.hosts)
-    assert rank_errors and all("launch was skipped" in e.get("message", "") for e in rank_errors)
+    stopped = f"the run stopped at the pre-flight: {master.inventory_name} firewall: "
+    assert rank_errors and all(stopped in e.get("message", "") for e in rank_errors)
     validate_report_junit(report_dir)
     # Nothing of the run is left on the nodes.
     assert not [p for p in Path("/tmp").glob(f"nccl-preflight-{run_id}-*")]
