@@ -63,7 +63,7 @@ def rank_span(ranks: list[Any]) -> str:
     return ",".join(spans) or "-"
 
 
-def _host_status(row: dict[str, Any], failing: set[str]) -> str:
+def _host_status(row: dict[str, Any], failing: set[str], affected: set[str]) -> str:
     if not row.get("reachable", True):
         return "UNREACHABLE"
     ranks = len(row.get("ranks") or [])
@@ -72,21 +72,32 @@ def _host_status(row: dict[str, Any], failing: set[str]) -> str:
         return f"FAILED: {failed} of {ranks} ranks failed"
     if row.get("host") in failing:
         return "FAILED"
+    if row.get("host") in affected:
+        return "affected (a consequence of another host's failure)"
     return "ok" if ranks else "ok, not launched"
+
+
+def is_cause(item: dict[str, Any], ids: set[str]) -> bool:
+    """A finding no other finding of the run explains (verdict.json's ``cause`` pointer)."""
+    cause = item.get("cause")
+    return not cause or cause.get("id") not in ids
 
 
 def _host_lines(result: dict[str, Any]) -> list[str]:
     hosts = result.get("hosts") or []
     if not hosts:
         return []
-    failing = {str(f.get("host")) for f in result.get("findings") or []}
+    findings = result.get("findings") or []
+    ids = {str(f.get("id")) for f in findings if f.get("id")}
+    failing = {str(f.get("host")) for f in findings if is_cause(f, ids)}
+    affected = {str(f.get("host")) for f in findings} - failing
     rows = [
         [
             row.get("host"),
             "-" if row.get("node_rank") is None else row["node_rank"],
             rank_span(row.get("ranks") or []),
             row.get("preflight") or "",
-            _host_status(row, failing),
+            _host_status(row, failing, affected),
         ]
         for row in hosts
     ]
@@ -94,24 +105,40 @@ def _host_lines(result: dict[str, Any]) -> list[str]:
     return ["", "Hosts:", *table(header, rows, right=frozenset({1}))]
 
 
+def _where(item: dict[str, Any]) -> str:
+    where = plain(item.get("host") or "")
+    if item.get("rank") is not None:
+        where += f" rank {plain(item['rank'])}"
+    return f"{where} {plain(item.get('test') or '')}"
+
+
 def _finding_lines(result: dict[str, Any]) -> list[str]:
+    """Each cause numbered with its fix; the findings it explains folded under it, without a fix
+    of their own (verdict.json's ``cause`` pointers; module_utils/nccl_verdict.py)."""
     findings = result.get("findings") or []
     if not findings:
         return []
-    lines = ["", f"Failures ({len(findings)}):"]
-    for number, item in enumerate(findings[:MAX_FINDINGS], 1):
-        where = plain(item.get("host") or "")
-        if item.get("rank") is not None:
-            where += f" rank {plain(item['rank'])}"
+    ids = {str(f.get("id")) for f in findings if f.get("id")}
+    causes = [f for f in findings if is_cause(f, ids)]
+    under: dict[str, list[dict[str, Any]]] = {}
+    for item in findings:
+        if not is_cause(item, ids):
+            under.setdefault(str(item["cause"]["id"]), []).append(item)
+    folded = len(findings) - len(causes)
+    counts = f"{len(causes)}" + (f", plus {folded} folded under their causes" if folded else "")
+    lines = ["", f"Failures ({counts}):"]
+    for number, item in enumerate(causes[:MAX_FINDINGS], 1):
         what = _plain_lines(item.get("what") or "")
-        after = " (a consequence of the above)" if item.get("consequence") else ""
-        lines.append(f"{INDENT}{number}. {where} {plain(item.get('test') or '')}{after}: {what[0]}")
+        lines.append(f"{INDENT}{number}. {_where(item)}: {what[0]}")
         lines += [f"{INDENT}   {line}" for line in what[1:] if line]
         fix = _plain_lines(item.get("fix") or "")
         lines.append(f"{INDENT}   fix: {fix[0]}")
         lines += [f"{INDENT}        {line}" for line in fix[1:] if line]
-    if len(findings) > MAX_FINDINGS:
-        lines.append(f"{INDENT}... and {len(findings) - MAX_FINDINGS} more in verdict.json")
+        for consequence in under.get(str(item.get("id")), []):
+            first = _plain_lines(consequence.get("what") or "")[0]
+            lines.append(f"{INDENT}   consequence: {_where(consequence)}: {first}")
+    if len(causes) > MAX_FINDINGS:
+        lines.append(f"{INDENT}... and {len(causes) - MAX_FINDINGS} more in verdict.json")
     return lines
 
 

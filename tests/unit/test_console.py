@@ -191,3 +191,40 @@ def test_the_callback_prints_nothing_without_a_report() -> None:
     callback = load_callback()
     callback.v2_playbook_on_stats(None)
     assert callback.console == []
+
+
+def test_consequences_are_folded_under_their_cause_and_their_hosts_not_failing() -> None:
+    cause = {
+        "id": "n2/firewall",
+        "class": "preflight_failed",
+        "host": "n2",
+        "rank": None,
+        "test": "firewall",
+        "what": "n2: drops its own ephemeral range 32768-60999",
+        "fix": "iptables -D INPUT -p tcp --dport 32768:60999 -j DROP  (on n2)",
+        "consequence": False,
+        "cause": None,
+    }
+    probe = {
+        "id": "node-a.example/tcp_ring",
+        "class": "preflight_failed",
+        "host": "node-a.example",
+        "rank": None,
+        "test": "tcp_ring",
+        "what": "node-a.example: cannot open TCP to n2 at 29555: timed out",
+        "fix": "open the port on n2",
+        "consequence": True,
+        "cause": {"id": "n2/firewall", "host": "n2", "test": "firewall"},
+    }
+    hosts = [{**row, "ranks_failed": 0} for row in result()["hosts"]]
+    lines = console_lines(result(findings=[probe, cause], hosts=hosts))
+    failures = section(lines, "Failures (1, plus 1 folded under their causes):")
+    assert failures == [
+        "  1. n2 firewall: n2: drops its own ephemeral range 32768-60999",
+        "     fix: iptables -D INPUT -p tcp --dport 32768:60999 -j DROP  (on n2)",
+        "     consequence: node-a.example tcp_ring: node-a.example: cannot open TCP to n2 at "
+        "29555: timed out",
+    ]
+    rows = section(lines, "Hosts:")
+    assert rows[1].endswith("affected (a consequence of another host's failure)")
+    assert rows[2].endswith("FAILED")
