@@ -345,13 +345,15 @@ def test_a_renamed_fabric_interface_is_named_in_the_fix(
     fix = f"set nccl_socket_ifname for {name} to fabX: the one interface of {name}"
     assert f"fix: {fix}" in output, output[-4000:]
     verdict = json.loads((tmp_path / run_id / "verdict.json").read_text())
-    (finding,) = [f for f in verdict["findings"] if f["host"] == name]
-    assert finding["fix"].startswith(fix), finding
-    # The hosts whose interface was found get no fix of their own.
-    assert all(f["host"] == name for f in verdict["findings"]), verdict["findings"]
+    (finding,) = [f for f in verdict["findings"] if f["cause"] is None]
+    assert finding["host"] == name and finding["fix"].startswith(fix), finding
+    # The hosts whose interface was found get no finding of their own: every other finding is
+    # a planned rank that never started, folded under the one cause.
+    others = [f for f in verdict["findings"] if f is not finding]
+    assert len(others) == 3 and all(f["cause"]["id"] == finding["id"] for f in others), others
     # The console's last word: the verdict, the failure with its fix, where the report is.
     lines = assert_plain_console(output, run_id, "FAILED")
-    assert "Failures (1):" in lines
+    assert "Failures (1, plus 3 folded under their causes):" in lines, lines
     assert any(line.startswith(f"  1. {name} environment: {name}: ") for line in lines), lines
     assert f"     fix: {finding['fix']}" in lines, lines
     assert f"Report: {tmp_path / run_id / 'report.html'}" in lines, lines
