@@ -7,6 +7,8 @@ SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
+# The lab hosts' Python: a node's, from requirements-node.txt alone (torch and nothing else).
+NODE_VENV ?= .venv-node
 # The CPU build of torch may lie on local disk; pip looks there first when it does.
 WHEELS ?= /opt/wheels
 PIP_FLAGS := --disable-pip-version-check -q $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS))
@@ -20,8 +22,11 @@ LAB ?= dev
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
+# tests/lab (and bench/) run every lab host on it: no lab run can lean on the control venv.
+export NCCL_LAB_NODE_PYTHON := $(CURDIR)/$(NODE_VENV)/bin/python
 
-.PHONY: help demo test lint unit lab-test apt-lab lab-up lab-down demo-lab bench clean rank-script
+.PHONY: help demo test lint unit lab-test apt-lab lab-up lab-down demo-lab bench clean rank-script \
+	node-venv
 
 help:  ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -36,6 +41,14 @@ $(VENV)/.demo-installed: requirements.txt requirements-node.txt | $(BIN)/python
 $(VENV)/.dev-installed: requirements.txt requirements-node.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install $(PIP_FLAGS) -r requirements-dev.txt
 	touch $@ $(VENV)/.demo-installed
+
+$(NODE_VENV)/.node-installed: requirements-node.txt
+	rm -rf $(NODE_VENV)
+	$(PYTHON) -m venv $(NODE_VENV)
+	$(NODE_VENV)/bin/pip install $(PIP_FLAGS) -r requirements-node.txt
+	touch $@
+
+node-venv: $(NODE_VENV)/.node-installed  ## The lab hosts' Python: .venv-node from requirements-node.txt alone.
 
 apt-lab:  ## Install the lab's system packages and chromium (as root; skipped otherwise).
 	@if [ "$$(id -u)" = 0 ]; then \
@@ -66,23 +79,23 @@ lint: $(VENV)/.dev-installed  ## ruff, yamllint, ansible-lint (production profil
 unit: $(VENV)/.dev-installed  ## Unit tests only (no root, no lab).
 	$(BIN)/python -m pytest tests/unit
 
-test: $(VENV)/.dev-installed apt-lab lint  ## Lint, then every test (lab tests need root).
+test: $(VENV)/.dev-installed apt-lab node-venv lint  ## Lint, then every test (lab tests need root).
 	$(BIN)/python -m pytest
 
-lab-up: $(VENV)/.dev-installed apt-lab  ## Bring up a lab of N hosts named LAB (make lab-up N=4).
+lab-up: $(VENV)/.dev-installed apt-lab node-venv  ## Bring up a lab of N hosts named LAB (make lab-up N=4).
 	$(BIN)/python -m tests.lab up --hosts $(N) --name $(LAB)
 
 lab-down:  ## Tear down the lab named LAB (default dev).
 	$(BIN)/python -m tests.lab down --name $(LAB)
 
-demo-lab: $(VENV)/.dev-installed apt-lab  ## Bring up an N-host lab, validate it, show the report.
+demo-lab: $(VENV)/.dev-installed apt-lab node-venv  ## Bring up an N-host lab, validate it, show the report.
 	$(BIN)/python -m tests.lab demo --hosts $(N)
 
-bench: $(VENV)/.dev-installed apt-lab  ## Run the benchmarks and rewrite BENCHMARKS.md.
+bench: $(VENV)/.dev-installed apt-lab node-venv  ## Run the benchmarks and rewrite BENCHMARKS.md.
 	$(BIN)/python -m bench.run
 
 rank-script:  ## build/nccl_check.pyz: the rank check in one file, as the launch ships it.
 	$(PYTHON) module_utils/nccl_zipapp.py files/nccl_check.py -o build/nccl_check.pyz
 
-clean:  ## Remove the venv and the reports.
-	rm -rf $(VENV) reports
+clean:  ## Remove the venvs and the reports.
+	rm -rf $(VENV) $(NODE_VENV) reports

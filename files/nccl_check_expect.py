@@ -11,6 +11,7 @@ rank script".
 from __future__ import annotations
 
 import functools
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -276,6 +277,21 @@ class Context:
 
     def contributions(self, base: Floats, step: int) -> Callable[[int], list[float]]:
         return lambda rank: reduction_input(base, step, rank, self.period)
+
+    def all_gather_json(self, mine: Any) -> list[Any]:
+        """Every rank's `mine` (JSON: tuples come back as lists), in rank order. The bytes travel
+        in uint8 tensors on the device, a length exchange first: all_gather_object would pickle
+        through NumPy, which a node need not have (torch and the standard library only)."""
+        sent = torch.frombuffer(bytearray(json.dumps(mine).encode()), dtype=torch.uint8)
+        length = torch.tensor([sent.numel()], dtype=torch.int64, device=self.device)
+        lengths = [torch.zeros_like(length) for _ in range(self.world_size)]
+        dist.all_gather(lengths, length)
+        sizes = [int(n.item()) for n in lengths]
+        padded = torch.zeros(max(sizes), dtype=torch.uint8, device=self.device)
+        padded[: sent.numel()] = sent.to(self.device)
+        parts = [torch.empty_like(padded) for _ in range(self.world_size)]
+        dist.all_gather(parts, padded)
+        return [json.loads(bytes(p[:n].cpu().tolist())) for p, n in zip(parts, sizes, strict=True)]
 
     def gather_roots(self) -> range | tuple[int, int]:
         """gather/scatter cost n messages per root: every root in small worlds, else the ends."""

@@ -152,15 +152,12 @@ class Pairwise:
         data = run.record.data
         self.node, self.local = data["node_rank"], data["local_rank"]
         self.plan = PairPlan({}, {})
-        for node, local, host, rank in self.gather((self.node, self.local, data["host"], ctx.rank)):
+        for node, local, host, rank in ctx.all_gather_json(
+            (self.node, self.local, data["host"], ctx.rank)
+        ):
             self.plan.ranks.setdefault(int(node), {})[int(local)] = int(rank)
             self.plan.hosts[int(node)] = str(host)
         self.nodes = sorted(self.plan.ranks)
-
-    def gather(self, mine: Any) -> list[Any]:
-        everyone: list[Any] = [None] * self.ctx.world_size
-        dist.all_gather_object(everyone, mine)
-        return everyone
 
     def trigger(self) -> str:
         """Why the phase runs ("" when it does not), agreed by every rank."""
@@ -225,7 +222,7 @@ class Pairwise:
         dist.barrier()
 
     def every_row(self) -> list[Details]:
-        return [row for part in self.gather(self.rows) for row in part]
+        return [row for part in self.ctx.all_gather_json(self.rows) for row in part]
 
     def body(self, why: str) -> Details:
         """Every round of both passes; this rank's details (rank 0 also keeps the table)."""

@@ -48,6 +48,19 @@ def env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
+def env_without_numpy(tmp: Path) -> dict[str, str]:
+    """env() for a Python where `import numpy` fails, as on a node with torch and nothing else
+    (requirements-node.txt): a numpy.py that raises goes first on PYTHONPATH."""
+    blocker = tmp / "no-numpy"
+    blocker.mkdir(exist_ok=True)
+    (blocker / "numpy.py").write_text(
+        'raise ModuleNotFoundError("numpy is blocked here: a node has torch and the '
+        'standard library")\n'
+    )
+    path = os.pathsep.join(filter(None, [str(blocker), os.environ.get("PYTHONPATH", "")]))
+    return {**env(), "PYTHONPATH": path}
+
+
 def torchrun_argv(nproc: int, script: Path, *args: str) -> list[str]:
     return [
         sys.executable,

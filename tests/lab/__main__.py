@@ -25,6 +25,7 @@ from tests.lab.harness import (
     _pid_alive,
     down_all,
     lab_unavailable_reason,
+    machine_unavailable_reason,
     state_root,
 )
 
@@ -159,7 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated fabric interface names, cycled over the hosts (default fab0)",
     )
     up.add_argument("--name", default=None, help="lab name (default lab<index>)")
-    up.add_argument("--python", default=sys.executable, help="ansible_python_interpreter")
+    up.add_argument(
+        "--python",
+        default=None,
+        help="the hosts' ansible_python_interpreter (default: $NCCL_LAB_NODE_PYTHON, else "
+        ".venv-node/bin/python: `make node-venv`)",
+    )
     up.add_argument("--slots", type=int, default=1, help="slots=N in the hostfile (0: omit)")
     up.add_argument(
         "--slurm",
@@ -216,11 +222,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.slots = None
     if args.command == "run" and args.host.isdigit():
         args.host = int(args.host)
-    if args.command in {"up", "down", "run", "demo"}:
-        reason = lab_unavailable_reason()
-        if reason:
-            print(f"error: {reason}", file=sys.stderr)
-            return 2
+    reason = None
+    if args.command in {"up", "demo"}:  # a new lab: its hosts' Python too
+        reason = lab_unavailable_reason(getattr(args, "python", None))
+    elif args.command in {"down", "run"}:
+        reason = machine_unavailable_reason()
+    if reason:
+        print(f"error: {reason}", file=sys.stderr)
+        return 2
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)  # so `finally` and up()'s own clean-up run
     try:

@@ -21,6 +21,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STATE_ROOT_ENV = "NCCL_LAB_STATE_ROOT"
 DEFAULT_STATE_ROOT = "/tmp/nccl-lab"
 DISABLE_ENV = "NCCL_LAB"  # NCCL_LAB=0 disables the lab (tests skip with that reason)
+# The lab hosts' Python (ansible_python_interpreter): a node's, made from requirements-node.txt
+# alone (`make node-venv`), so every lab run proves a node needs torch and nothing else.
+NODE_PYTHON_ENV = "NCCL_LAB_NODE_PYTHON"
+DEFAULT_NODE_PYTHON = PROJECT_ROOT / ".venv-node" / "bin" / "python"
 PREFIX = "ncclab"  # kernel object names: ncclab<I> (root link), ncclab<I>-sw, ncclab<I>-node01
 MGMT_NET = "198.18.{index}.0/24"  # RFC 2544 benchmarking range: never routed anywhere real
 FABRIC_NET = "198.19.{index}.0/24"
@@ -75,8 +79,31 @@ def _which(name: str) -> str | None:
     return shutil.which(name, path=os.environ.get("PATH", "") + ":" + SBIN_PATH)
 
 
-def lab_unavailable_reason() -> str | None:
-    """Why a lab cannot be built on this machine, or None when it can. Cheap, no side effects."""
+def node_python() -> str:
+    """The lab hosts' Python: $NCCL_LAB_NODE_PYTHON, else .venv-node/bin/python (not resolved: a
+    venv's python is a link to the base interpreter, and only the link's path is the venv)."""
+    return os.environ.get(NODE_PYTHON_ENV, "").strip() or str(DEFAULT_NODE_PYTHON)
+
+
+def node_python_missing(python: str) -> str | None:
+    """Why `python` cannot be the lab hosts' interpreter, or None when it can."""
+    if os.path.isfile(python) and os.access(python, os.X_OK):
+        return None
+    return (
+        f"the lab hosts' Python {python} does not exist: the lab runs the nodes on an "
+        "interpreter made from requirements-node.txt alone; `make node-venv` builds .venv-node "
+        f"(or set {NODE_PYTHON_ENV} to one)"
+    )
+
+
+def lab_unavailable_reason(python: str | None = None) -> str | None:
+    """Why a lab cannot be built on this machine, or None when it can. Cheap, no side effects.
+    `python`: the hosts' interpreter (default node_python())."""
+    return machine_unavailable_reason() or node_python_missing(python or node_python())
+
+
+def machine_unavailable_reason() -> str | None:
+    """Why this machine cannot hold a lab (root, namespaces, tools), or None when it can."""
     if os.environ.get(DISABLE_ENV, "").strip().lower() in {"0", "no", "false", "off"}:
         return f"the multi-host lab is disabled by {DISABLE_ENV}={os.environ[DISABLE_ENV]}"
     if not sys.platform.startswith("linux"):

@@ -37,7 +37,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -66,6 +65,7 @@ from tests.lab.base import (
     _shquote,
     _which,
     lab_unavailable_reason,
+    node_python,
     state_root,
 )
 from tests.lab.base import PROJECT_ROOT as PROJECT_ROOT
@@ -73,6 +73,7 @@ from tests.lab.base import SBIN_PATH as SBIN_PATH
 from tests.lab.base import STATE_ROOT_ENV as STATE_ROOT_ENV
 from tests.lab.base import LabCommandError as LabCommandError
 from tests.lab.base import _pid_alive as _pid_alive
+from tests.lab.base import machine_unavailable_reason as machine_unavailable_reason
 from tests.lab.faults import HeldPort as HeldPort
 from tests.lab.faults import LabFaults
 from tests.lab.inventory import LabInventory
@@ -92,7 +93,7 @@ class Lab(LabNetwork, LabSshd, LabSlurm, LabInventory, LabFaults):
         n_hosts: int = 2,
         fabric_ifnames: Sequence[str] | str | None = None,
         name: str | None = None,
-        python: str = sys.executable,
+        python: str | None = None,
         *,
         mgmt_ifname: str = DEFAULT_MGMT_IFNAME,
         slots: int | None = 1,
@@ -139,7 +140,7 @@ class Lab(LabNetwork, LabSshd, LabSlurm, LabInventory, LabFaults):
         self.fabric_ifnames = [fabric_ifnames[i % len(fabric_ifnames)] for i in range(n_hosts)]
         self.mgmt_ifname = mgmt_ifname
         self.name: str | None = name
-        self.python = str(python)
+        self.python = str(python or node_python())  # the hosts' ansible_python_interpreter
         self.slots = slots
         self.keep = keep
         self.ready_timeout = ready_timeout
@@ -290,7 +291,11 @@ class Lab(LabNetwork, LabSshd, LabSlurm, LabInventory, LabFaults):
 
     def up(self) -> Lab:
         """Build the lab; returns once every sshd answers. Removes what it built on error."""
-        reason = slurm_unavailable_reason() if self.slurm else lab_unavailable_reason()
+        reason = (
+            slurm_unavailable_reason(self.python)
+            if self.slurm
+            else lab_unavailable_reason(self.python)
+        )
         if reason:
             raise LabError(reason)
         if self._is_up:

@@ -61,9 +61,10 @@ _LIVE_JOB_STATES = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDE
 _START_SCRIPT = 'hostname "$1" || exit 1; shift; exec "$@"'
 
 
-def slurm_unavailable_reason() -> str | None:
-    """Why the lab cannot run Slurm here, or None when it can (cheap, no side effects)."""
-    reason = lab_unavailable_reason()
+def slurm_unavailable_reason(python: str | None = None) -> str | None:
+    """Why the lab cannot run Slurm here, or None when it can (cheap, no side effects).
+    `python`: the hosts' interpreter (lab_unavailable_reason's default when None)."""
+    reason = lab_unavailable_reason(python)
     if reason:
         return reason
     missing = [tool for tool in SLURM_TOOLS if _slurm_binary(tool) is None]

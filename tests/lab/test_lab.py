@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.lab import harness
+from tests.lab import base, harness
 from tests.lab.__main__ import main as cli_main
 from tests.lab.fixtures import LAB4_FABRIC_IFNAMES, require_lab
 from tests.lab.harness import Lab, LabError, lab_unavailable_reason
@@ -129,6 +129,23 @@ def test_unavailable_reason_names_root_when_not_root(monkeypatch: pytest.MonkeyP
         require_lab()
     with pytest.raises(LabError, match="needs root"):
         Lab(2).up()
+
+
+def test_without_a_node_python_the_lab_says_how_to_build_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(base, "machine_unavailable_reason", lambda: None)
+    monkeypatch.setenv(base.NODE_PYTHON_ENV, str(tmp_path / "no-such-venv" / "bin" / "python"))
+    assert Lab(2).python == str(tmp_path / "no-such-venv" / "bin" / "python")
+    reason = lab_unavailable_reason()
+    assert reason is not None and "no-such-venv" in reason and "make node-venv" in reason
+    with pytest.raises(pytest.skip.Exception, match=r"requirements-node\.txt alone"):
+        require_lab()
+    with pytest.raises(LabError, match="make node-venv"):
+        Lab(2).up()
+    assert lab_unavailable_reason(sys.executable) is None  # an explicit, existing one will do
+    monkeypatch.delenv(base.NODE_PYTHON_ENV)
+    assert base.node_python() == str(ROOT / ".venv-node" / "bin" / "python")
 
 
 def test_lab_can_be_disabled_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -247,7 +264,7 @@ def test_inventory_works_with_ansible(lab2: Lab) -> None:
     ]
     gv = yaml.safe_load((inv / "group_vars" / "all.yml").read_text())
     assert gv["ansible_user"] == "root"
-    assert gv["ansible_python_interpreter"] == sys.executable
+    assert gv["ansible_python_interpreter"] == lab2.python == harness.node_python()
     assert gv["nccl_fabric_cidr"] == lab2.fabric_cidr
     assert gv["nccl_backend"] == "gloo" and gv["nccl_require_gpu"] is False
     assert Path(gv["ansible_ssh_private_key_file"]).is_file()
@@ -531,6 +548,20 @@ def test_fake_python_reports_another_torch(lab2: Lab) -> None:
     out = lab2.ssh(1, [fake, "-c", code], timeout=120).stdout.split()
     assert out[:2] == ["2.12.0", "2.12.0"]
     assert "tensor([2.])" in " ".join(out)  # the real torch underneath still works
+
+
+@pytest.mark.lab
+def test_hosts_run_a_node_python_with_torch_and_without_numpy(lab2: Lab) -> None:
+    """The lab's hosts run the nodes' interpreter (requirements-node.txt alone): every lab run
+    proves the node side needs torch and the standard library, nothing else (issue 25)."""
+    code = (
+        "import importlib.util, torch\n"
+        "print(torch.__version__, *(importlib.util.find_spec(m) is None for m in NOT_ON_NODES))"
+    ).replace("NOT_ON_NODES", repr(("numpy", "matplotlib", "ansible", "junit_xml")))
+    out = lab2.ssh(1, [lab2.python, "-c", code], timeout=120).stdout.split()
+    assert out == [importlib.metadata.version("torch"), "True", "True", "True", "True"]
+    numpy = lab2.ssh(1, [lab2.python, "-c", "import numpy"], check=False, timeout=120)
+    assert numpy.returncode == 1 and "ModuleNotFoundError" in numpy.stderr
 
 
 @pytest.mark.lab
