@@ -10,6 +10,7 @@ from typing import Any
 
 from ansible.module_utils.nccl_run_watch import (
     STALL_MARGIN,
+    adopted_stop,
     advance,
     all_in_tests,
     any_running,
@@ -136,6 +137,26 @@ def test_a_rank_killed_elsewhere_ends_this_run_a_failed_check_does_not() -> None
     assert (
         failure_elsewhere("n1", {"n2": torchrun_killed}) == "torchrun on n2 was killed by SIGKILL"
     )
+
+
+def test_a_run_being_stopped_elsewhere_ends_this_one_and_keeps_its_named_cause() -> None:
+    """A host's watch writes `ending` before its stop call: the others end theirs at once, and a
+    stall adopted from there keeps its details (its culprits: the cause stays named)."""
+    reason = "stalled: n2: fab0 is DOWN (was UP at the pre-flight) — rank 0 waited on rank 1"
+    stop = {"kind": "stall", "culprits": {"n2": ["fab0 is DOWN (was UP at the pre-flight)"]},
+            "test": "bandwidth_all_reduce", "size_bytes": 4 << 20}  # fmt: skip
+    ending = {"updated": 5.0, "running": True, "ending": {"stopped_by": reason, "stop": stop},
+              "ended": None}  # fmt: skip
+    states = {"n1": {}, "n2": ending}
+    assert failure_elsewhere("n1", states) == reason
+    assert adopted_stop(reason, states) == {**stop, "message": reason, "seen_on": "n2"}
+    # Ended by now: the same.
+    ended = {"updated": 6.0, "ended": {"rc": -15, "stopped_by": reason, "stop": stop}}
+    assert adopted_stop(reason, {"n1": {}, "n2": ended})["culprits"] == stop["culprits"]
+    # A stall whose details are gone is still a stall; a death elsewhere is what it was.
+    assert adopted_stop(reason, {"n1": {}}) == {
+        "kind": "stall", "message": reason, "seen_on": "another host"}  # fmt: skip
+    assert adopted_stop("rank 1 on n2 killed by SIGKILL", states)["kind"] == "failure_elsewhere"
 
 
 HOSTS = [
