@@ -281,6 +281,22 @@ def culprits_of(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) 
     return unreachable
 
 
+def cause_named(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) -> bool:
+    """Whether a stall's evidence names a cause no relaunch could pass: a host's fabric link
+    down or without carrier, or a ring probe that got a definite error (no route to the host,
+    network unreachable). A probe that only got no answer in time is not one: a link slowed to
+    a few hundred kbit/s delays a SYN that long, and the pairwise relaunch names that node."""
+    for info in hosts:
+        diagnosis = (states.get(info["host"]) or {}).get("diagnosis") or {}
+        if _link_words(info, diagnosis):
+            return True
+        for probe in diagnosis.get("probes") or []:
+            answer = str(probe.get("answer") or "")
+            if not probe.get("ok") and not probe.get("timed_out", answer.startswith("no answer")):
+                return True
+    return False
+
+
 def stall_message(
     hosts: list[dict[str, Any]],
     states: dict[str, dict[str, Any]],
@@ -329,6 +345,7 @@ def stall_message(
         "stalled_s": round(stalled_s, 1),
         "limit_s": round(limit_s, 1),
         "culprits": culprits,
+        "cause_named": cause_named(hosts, states),
         "suspect_ranks": sorted(suspects),
         "waiting_ranks": waiting,
         "test": (running[(waiting or sorted(running))[0]].get("test") if running else None),

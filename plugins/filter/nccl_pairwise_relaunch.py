@@ -26,15 +26,17 @@ RELAUNCH_OWNS = ("--tests", "--pairwise", "--pair-bytes", "--pair-iters")
 def named_cause(results: list[dict[str, Any]]) -> str:
     """What ended the run when something named it ("" when nothing did).
 
-    A stall the watch diagnosed with culprits (``stop.culprits`` of launch.json: a fabric link
-    down or a peer that did not answer, module_utils/nccl_run_watch.py's culprits_of), or a rank
-    killed by a signal in a run that ended by itself (torchrun saw the death; a run that the
-    watch, a timeout or a stop call ended had its ranks killed by us)."""
+    A stall the watch diagnosed with a named cause (launch.json's ``stop``: ``cause_named``, a
+    fabric link down or a peer with no route, module_utils/nccl_run_watch.py's cause_named; its
+    ``culprits`` say it), or a rank killed by a signal in a run that ended by itself (torchrun
+    saw the death; a run that the watch, a timeout or a stop call ended had its ranks killed by
+    us). A peer that only did not answer in time is no named cause: a slow link does that."""
     for row in results or []:
-        culprits = (row.get("stop") or {}).get("culprits") or {}
-        if culprits:
-            return "; ".join(f"{host}: {', '.join(map(str, words))}"
-                             for host, words in culprits.items())  # fmt: skip
+        stop = row.get("stop") or {}
+        culprits = stop.get("culprits") or {}
+        if stop.get("cause_named"):
+            words = [f"{host}: {', '.join(map(str, said))}" for host, said in culprits.items()]
+            return "; ".join(words) or "the stall's cause"
     for row in results or []:
         if row.get("timed_out") or row.get("stopped_by"):
             continue

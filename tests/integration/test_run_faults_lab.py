@@ -294,6 +294,7 @@ def test_three_hosts_a_link_cut_ends_the_play_at_once_without_the_pairwise_relau
         assert launched["timed_out"] is False
         # Every host's stop keeps the culprit, adopted or found there (the relaunch reads it).
         assert name in launched["stop"]["culprits"], (host, launched["stop"])
+        assert launched["stop"]["cause_named"] is True, (host, launched["stop"])
     # Long before nccl_run_timeout (300 s) and before a relaunch could have ended (its bound is
     # launch_relaunch_timeout, 120 s, after the 10 s of patience); the goal (30 s) is measured
     # by bench/detect.py (BENCHMARKS.md), not here.

@@ -14,6 +14,7 @@ from ansible.module_utils.nccl_run_watch import (
     advance,
     all_in_tests,
     any_running,
+    cause_named,
     failure_elsewhere,
     format_size,
     predicted_s,
@@ -197,6 +198,7 @@ def test_a_stall_names_the_host_whose_link_went_down_and_where_the_ranks_waited(
         "bandwidth_all_reduce at 4 MiB; no rank advanced for 31 s"
     ), message
     assert details["culprits"] == {"node2": ["fab0 is DOWN (was UP at the pre-flight)"]}
+    assert details["cause_named"] is True  # no pairwise relaunch after it
     assert (details["suspect_ranks"], details["waiting_ranks"]) == ([1], [0, 2])
     assert (details["test"], details["size_bytes"]) == ("bandwidth_all_reduce", 4 << 20)
 
@@ -239,3 +241,24 @@ def test_no_stall_once_every_rank_finished() -> None:
     assert not any_running(done)
     done["b"]["progress"] = [rank(1, "barrier")]
     assert any_running(done)
+
+
+def test_a_named_cause_is_a_link_down_or_a_definite_probe_error_not_a_slow_answer() -> None:
+    """What ends a stalled run without the pairwise relaunch (plugins/filter/
+    nccl_pairwise_relaunch.py): a link down or without carrier, a probe with no route; not a
+    probe that only got no answer in time (a slow link delays the SYN that long)."""
+    up = {"ifname": "fab0", "state": "up", "carrier": True}
+    assert cause_named(HOSTS, states({"ifname": "fab0", "state": "down", "carrier": None}))
+    assert cause_named(HOSTS, states({**up, "carrier": False}))
+
+    def probe(answer: str, timed_out: bool) -> dict[str, list]:
+        return {"node1": [{"host": "node2", "address": "10.0.0.2", "port": 29500, "ok": False,
+                           "answer": answer, "timed_out": timed_out}]}  # fmt: skip
+
+    assert cause_named(HOSTS, states(up, probe("No route to host", False)))
+    slow = states(up, probe("no answer in 2 s", True))
+    assert not cause_named(HOSTS, slow)
+    message, details = stall_message(HOSTS, slow, 40.0, 30.0)
+    assert message.startswith("node2: unreachable from node1") and not details["cause_named"]
+    # Nothing wrong with the network: the rank behind is no named cause either.
+    assert not cause_named(HOSTS, states(up))
