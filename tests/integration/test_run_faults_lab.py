@@ -74,6 +74,27 @@ def looks_saw_bandwidth(report: Path, hosts: list[Any]) -> bool:
     return True
 
 
+# Enough work that the ranks are still inside the collectives when a link is cut.
+LONG_SWEEP = ["--max-bytes", "4M", "--iters", "40", "--warmup", "1"]
+
+
+def link_cut_in_bandwidth(
+    lab: Lab, report: Path, victim: Any, cut: dict[str, float], undo: list[Callable[[], None]]
+) -> Callable[[], None]:
+    """An action for `during`: take the victim's fabric link down once rank 0 times a bandwidth
+    size and the looks of every host saw it (not a fixed sleep: a look takes 6-10 s on a loaded
+    control machine); the time of the cut goes into `cut`, the link's undo into `undo`."""
+    record = rank_record(report.name, lab.hosts[0], 0)
+
+    def cut_link() -> None:
+        wait_for(lambda: at_bandwidth(record) and looks_saw_bandwidth(report, lab.hosts),
+                 timeout=PHASE_WAIT_S)  # fmt: skip
+        undo.append(lab.link_down(victim))
+        cut["at"] = time.time()
+
+    return cut_link
+
+
 @pytest.mark.lab
 def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
     lab2: Lab, tmp_path: Path
@@ -144,20 +165,9 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
     The progress lines of the ranks were printed while they ran."""
     run_id = new_run_id()
     victim = lab2.hosts[1]
-    record = rank_record(run_id, lab2.hosts[0], 0)
     cut: dict[str, float] = {}
     undo: list[Callable[[], None]] = []
-
-    def cut_link() -> None:
-        # Once the looks of every host saw its ranks time a collective (not a fixed sleep: a
-        # look takes 6-10 s on a loaded control machine).
-        report = tmp_path / run_id
-        wait_for(lambda: at_bandwidth(record) and looks_saw_bandwidth(report, lab2.hosts),
-                 timeout=PHASE_WAIT_S)  # fmt: skip
-        undo.append(lab2.link_down(victim))
-        cut["at"] = time.time()
-
-    with during(cut_link, undo):
+    with during(link_cut_in_bandwidth(lab2, tmp_path / run_id, victim, cut, undo), undo):
         result = launch(
             lab2,
             run_id,
@@ -167,8 +177,7 @@ def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
                 "nccl_run_timeout": 300,
                 "nccl_master_port": 29573,
                 "launch_progress": "log",
-                # Enough work that the ranks are still inside the collectives at the cut.
-                "nccl_check_args": ["--max-bytes", "4M", "--iters", "40", "--warmup", "1"],
+                "nccl_check_args": LONG_SWEEP,
             },
         )
     assert "at" in cut, result.stdout[-3000:]
@@ -252,18 +261,9 @@ def test_three_hosts_a_link_cut_ends_the_play_at_once_without_the_pairwise_relau
     lab3 = lab_factory(3)
     run_id = new_run_id()
     victim = lab3.hosts[1]
-    record = rank_record(run_id, lab3.hosts[0], 0)
     cut: dict[str, float] = {}
     undo: list[Callable[[], None]] = []
-
-    def cut_link() -> None:
-        report = tmp_path / run_id
-        wait_for(lambda: at_bandwidth(record) and looks_saw_bandwidth(report, lab3.hosts),
-                 timeout=PHASE_WAIT_S)  # fmt: skip
-        undo.append(lab3.link_down(victim))
-        cut["at"] = time.time()
-
-    with during(cut_link, undo):
+    with during(link_cut_in_bandwidth(lab3, tmp_path / run_id, victim, cut, undo), undo):
         result = playbook(
             lab3,
             run_id,
@@ -274,11 +274,10 @@ def test_three_hosts_a_link_cut_ends_the_play_at_once_without_the_pairwise_relau
                 "nccl_run_timeout": 300,
                 "nccl_master_port": 29577,
                 "launch_progress": "log",
-                "nccl_check_args": ["--max-bytes", "4M", "--iters", "40", "--warmup", "1"],
+                "nccl_check_args": LONG_SWEEP,
             },
         )
         ended = time.time()
-    print(f"play ended {ended - cut.get('at', ended):.1f} s after the cut")
     output = result.stdout + result.stderr
     assert "at" in cut, output[-3000:]
     assert result.returncode != 0, output[-3000:]
