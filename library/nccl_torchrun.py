@@ -292,6 +292,12 @@ stopped_by:
   description: Why the run was ended early (a signal name or O(stop_reason)), else null.
   returned: always
   type: str
+stop:
+  description:
+    - What the watch knew when it ended the run (O(stop_details), as C(stop) in C(launch.json)),
+      else null. A stall's C(culprits) name its cause (a link down, a peer that does not answer).
+  returned: state=finished and state=stopped, once the run ended
+  type: dict
 killed_pids:
   description:
     - Recorded processes that were still alive at the end of the run and were ended (by the

@@ -259,7 +259,7 @@ def tcp_probe(
 ) -> dict[str, Any]:
     """Does the peer's TCP stack answer? Connected or refused both mean it is reachable."""
     started = time.monotonic()
-    answer, ok = "connected", True
+    answer, ok, timed_out = "connected", True, False
     try:
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         with socket.socket(family, socket.SOCK_STREAM) as sock:
@@ -270,7 +270,7 @@ def tcp_probe(
     except ConnectionRefusedError:
         answer = "refused (the host answers)"
     except TimeoutError:
-        answer, ok = f"no answer in {timeout:g} s", False
+        answer, ok, timed_out = f"no answer in {timeout:g} s", False, True
     except OSError as exc:
         answer, ok = exc.strerror or str(exc), False
     return {
@@ -278,6 +278,8 @@ def tcp_probe(
         "port": port,
         "ok": ok,
         "answer": answer,
+        # No answer in time: a peer that is gone, or a link too slow to carry the SYN in time.
+        "timed_out": timed_out,
         "seconds": round(time.monotonic() - started, 3),
     }
 

@@ -200,10 +200,12 @@ def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
     stopped on another host (a stall found there is adopted word for word), then torchrun
     itself killed; earliest first. A rank that ended by itself (a failed check: exit 1, its
     watchdog: 124) ends nothing elsewhere: the other ranks finish or time out on their own.
+    A run being stopped (``ending``: its watch named why and makes the stop call) counts as
+    ended: the other hosts stop theirs without waiting for that call.
     """
     found: list[tuple[int, float, str]] = []
     for host, state in states.items():
-        ended = state.get("ended")
+        ended = state.get("ended") or state.get("ending")
         if host == me or not ended:
             continue
         at = float(state.get("updated") or 0.0)
@@ -219,6 +221,20 @@ def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
         elif isinstance(ended.get("rc"), int) and ended["rc"] < 0:
             found.append((2, at, f"torchrun on {host} was {describe_rc(ended['rc'])}"))
     return min(found)[2] if found else None
+
+
+def adopted_stop(reason: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """launch.json's ``stop`` for a run ended because of ``reason`` (failure_elsewhere's). A
+    stall adopted from another host keeps that host's details (its culprits, test and size): a
+    cause named there stays named here (plugins/filter/nccl_pairwise_relaunch.py reads it)."""
+    if reason.startswith("stalled:"):
+        for host, state in states.items():
+            ended = state.get("ended") or state.get("ending") or {}
+            found = ended.get("stop")
+            if ended.get("stopped_by") == reason and isinstance(found, dict):
+                return {**found, "message": reason, "seen_on": host}
+        return {"kind": "stall", "message": reason, "seen_on": "another host"}
+    return {"kind": "failure_elsewhere", "message": reason, "seen_on": "another host"}
 
 
 def describe_rc(rc: int) -> str:
@@ -263,6 +279,22 @@ def culprits_of(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) 
                     f"({probe['answer']})"
                 )
     return unreachable
+
+
+def cause_named(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) -> bool:
+    """Whether a stall's evidence names a cause no relaunch could pass: a host's fabric link
+    down or without carrier, or a ring probe that got a definite error (no route to the host,
+    network unreachable). A probe that only got no answer in time is not one: a link slowed to
+    a few hundred kbit/s delays a SYN that long, and the pairwise relaunch names that node."""
+    for info in hosts:
+        diagnosis = (states.get(info["host"]) or {}).get("diagnosis") or {}
+        if _link_words(info, diagnosis):
+            return True
+        for probe in diagnosis.get("probes") or []:
+            answer = str(probe.get("answer") or "")
+            if not probe.get("ok") and not probe.get("timed_out", answer.startswith("no answer")):
+                return True
+    return False
 
 
 def stall_message(
@@ -313,6 +345,7 @@ def stall_message(
         "stalled_s": round(stalled_s, 1),
         "limit_s": round(limit_s, 1),
         "culprits": culprits,
+        "cause_named": cause_named(hosts, states),
         "suspect_ranks": sorted(suspects),
         "waiting_ranks": waiting,
         "test": (running[(waiting or sorted(running))[0]].get("test") if running else None),

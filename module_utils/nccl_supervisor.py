@@ -379,6 +379,7 @@ def stop_run(
         "torchrun_rc": launch.get("rc"),
         "timed_out": bool(launch.get("timed_out")),
         "stopped_by": launch.get("stopped_by"),
+        "stop": launch.get("stop"),
         # Ended by the supervisor at the timeout or by this call: the whole run's record.
         "killed_pids": sorted(set(launch.get("killed_pids") or []) | set(killed)),
         "ended_now": killed,

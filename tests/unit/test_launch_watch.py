@@ -29,12 +29,18 @@ class FakeNode:
     def __init__(self, looks: list[dict[str, Any]], diagnosis: dict[str, Any] | None = None):
         self.looks, self.diagnosis = looks, diagnosis
         self.calls: list[dict[str, Any]] = []
+        # What this host's progress.json said when the stop call came (set by the test).
+        self.report: Path | None = None
+        self.state_at_stop: dict[str, Any] | None = None
         self._task = SimpleNamespace(action="nccl_torchrun")
 
     def _execute_module(self, module_name: str, module_args: dict, task_vars: dict) -> dict:
         assert module_name == "nccl_torchrun"
         self.calls.append(module_args)
         if module_args.get("stop_reason"):
+            if self.report is not None:
+                path = self.report / "a" / "progress.json"
+                self.state_at_stop = json.loads(path.read_text())
             return {"running": False, "torchrun_rc": -15, "stopped_by": module_args["stop_reason"]}
         if module_args.get("diagnose") is not None:
             return {"running": True, "progress": [], "diagnosis": self.diagnosis}
@@ -127,6 +133,32 @@ def test_a_stall_with_a_link_down_is_diagnosed_and_named(tmp_path: Path, shown: 
     assert "(10 s once a fabric link is down)" in reason
     details = node.calls[-1]["stop_details"]
     assert details["kind"] == "stall" and details["suspect_ranks"] == [1]
+
+
+def test_a_stop_is_written_before_its_call_and_adopted_with_its_culprits(
+    tmp_path: Path, shown: list[str]
+) -> None:
+    """Host b's watch is ending its run for a stall it named: host a's next look ends a's run
+    at once (not after b's stop call), with b's details: the cause stays named for the relaunch
+    decision (plugins/filter/nccl_pairwise_relaunch.py). And a's own `ending` is on disk before
+    a's stop call, for the hosts after it."""
+    reason = "stalled: b: fab0 is DOWN (was UP at the pre-flight) — rank 0 waited on rank 1"
+    stop = {"kind": "stall", "culprits": {"b": ["fab0 is DOWN (was UP at the pre-flight)"]}}
+    other = {"host": "b", "updated": 1.0, "running": True, "progress": [], "history": {},
+             "ending": {"stopped_by": reason, "stop": stop}, "ended": None}  # fmt: skip
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "progress.json").write_text(json.dumps(other))
+    # Without the stop the run would end by itself after three looks.
+    running = look("bandwidth_all_reduce", 4 << 20, 0.5)
+    node = FakeNode([running, running, running, {"running": False, "progress": []}])
+    node.report = tmp_path
+    watch(node, tmp_path).run({})
+    assert [c.get("stop_reason") for c in node.calls if "stop_reason" in c] == [reason]
+    assert not any("diagnose" in c for c in node.calls)
+    details = node.calls[-1]["stop_details"]
+    assert details["culprits"] == stop["culprits"] and details["seen_on"] == "b"
+    assert node.state_at_stop is not None
+    assert node.state_at_stop["ending"] == {"stopped_by": reason, "stop": details}
 
 
 def test_no_stall_while_a_rank_is_still_checking_in(tmp_path: Path, shown: list[str]) -> None:

@@ -10,9 +10,11 @@ from typing import Any
 
 from ansible.module_utils.nccl_run_watch import (
     STALL_MARGIN,
+    adopted_stop,
     advance,
     all_in_tests,
     any_running,
+    cause_named,
     failure_elsewhere,
     format_size,
     predicted_s,
@@ -138,6 +140,26 @@ def test_a_rank_killed_elsewhere_ends_this_run_a_failed_check_does_not() -> None
     )
 
 
+def test_a_run_being_stopped_elsewhere_ends_this_one_and_keeps_its_named_cause() -> None:
+    """A host's watch writes `ending` before its stop call: the others end theirs at once, and a
+    stall adopted from there keeps its details (its culprits: the cause stays named)."""
+    reason = "stalled: n2: fab0 is DOWN (was UP at the pre-flight) — rank 0 waited on rank 1"
+    stop = {"kind": "stall", "culprits": {"n2": ["fab0 is DOWN (was UP at the pre-flight)"]},
+            "test": "bandwidth_all_reduce", "size_bytes": 4 << 20}  # fmt: skip
+    ending = {"updated": 5.0, "running": True, "ending": {"stopped_by": reason, "stop": stop},
+              "ended": None}  # fmt: skip
+    states = {"n1": {}, "n2": ending}
+    assert failure_elsewhere("n1", states) == reason
+    assert adopted_stop(reason, states) == {**stop, "message": reason, "seen_on": "n2"}
+    # Ended by now: the same.
+    ended = {"updated": 6.0, "ended": {"rc": -15, "stopped_by": reason, "stop": stop}}
+    assert adopted_stop(reason, {"n1": {}, "n2": ended})["culprits"] == stop["culprits"]
+    # A stall whose details are gone is still a stall; a death elsewhere is what it was.
+    assert adopted_stop(reason, {"n1": {}}) == {
+        "kind": "stall", "message": reason, "seen_on": "another host"}  # fmt: skip
+    assert adopted_stop("rank 1 on n2 killed by SIGKILL", states)["kind"] == "failure_elsewhere"
+
+
 HOSTS = [
     {"host": "node1", "ranks": [0, 2], "ifname": "fab0", "preflight_state": "up"},
     {"host": "node2", "ranks": [1], "ifname": "fab0", "preflight_state": "up"},
@@ -176,6 +198,7 @@ def test_a_stall_names_the_host_whose_link_went_down_and_where_the_ranks_waited(
         "bandwidth_all_reduce at 4 MiB; no rank advanced for 31 s"
     ), message
     assert details["culprits"] == {"node2": ["fab0 is DOWN (was UP at the pre-flight)"]}
+    assert details["cause_named"] is True  # no pairwise relaunch after it
     assert (details["suspect_ranks"], details["waiting_ranks"]) == ([1], [0, 2])
     assert (details["test"], details["size_bytes"]) == ("bandwidth_all_reduce", 4 << 20)
 
@@ -218,3 +241,24 @@ def test_no_stall_once_every_rank_finished() -> None:
     assert not any_running(done)
     done["b"]["progress"] = [rank(1, "barrier")]
     assert any_running(done)
+
+
+def test_a_named_cause_is_a_link_down_or_a_definite_probe_error_not_a_slow_answer() -> None:
+    """What ends a stalled run without the pairwise relaunch (plugins/filter/
+    nccl_pairwise_relaunch.py): a link down or without carrier, a probe with no route; not a
+    probe that only got no answer in time (a slow link delays the SYN that long)."""
+    up = {"ifname": "fab0", "state": "up", "carrier": True}
+    assert cause_named(HOSTS, states({"ifname": "fab0", "state": "down", "carrier": None}))
+    assert cause_named(HOSTS, states({**up, "carrier": False}))
+
+    def probe(answer: str, timed_out: bool) -> dict[str, list]:
+        return {"node1": [{"host": "node2", "address": "10.0.0.2", "port": 29500, "ok": False,
+                           "answer": answer, "timed_out": timed_out}]}  # fmt: skip
+
+    assert cause_named(HOSTS, states(up, probe("No route to host", False)))
+    slow = states(up, probe("no answer in 2 s", True))
+    assert not cause_named(HOSTS, slow)
+    message, details = stall_message(HOSTS, slow, 40.0, 30.0)
+    assert message.startswith("node2: unreachable from node1") and not details["cause_named"]
+    # Nothing wrong with the network: the rank behind is no named cause either.
+    assert not cause_named(HOSTS, states(up))

@@ -747,6 +747,8 @@ def test_a_look_returns_the_progress_while_the_run_goes_on(
         )
     )
     assert stop["running"] is False and tagged_processes(run_dir) == []
+    # In the result too: the watch and the relaunch decision read a named cause from it.
+    assert stop["stopped_by"] == "stalled: x" and stop["stop"] == details
     launch = json.loads((run_dir / "launch.json").read_text())
     assert launch["stopped_by"] == "stalled: x" and launch["stop"] == details
     assert launch["rank_exits"] == []

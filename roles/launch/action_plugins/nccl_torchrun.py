@@ -162,6 +162,7 @@ class RunWatch:
             "history": {},
             "interface": None,
             "diagnosis": None,
+            "ending": None,
             "ended": None,
         }
         self.shown: dict[str, Any] = {}
@@ -191,6 +192,9 @@ class RunWatch:
                 reason, details = stop
                 # Said before the stop call, which takes the kill grace and the collect.
                 display.display(f"{self.host}: ending the run: {reason}", color="red")
+                # The other hosts' watches end theirs at their next look, not after this call.
+                self.state["ending"] = {"stopped_by": reason, "stop": details}
+                write_state(self.report_dir, self.state)
                 result = self.call(task_vars, stop_reason=reason, stop_details=details)
                 self.note(result)
                 return result
@@ -215,7 +219,7 @@ class RunWatch:
             state["running"] = False
             state["ended"] = {
                 key: result.get(key)
-                for key in ("torchrun_rc", "timed_out", "stopped_by", "rank_exits")
+                for key in ("torchrun_rc", "timed_out", "stopped_by", "stop", "rank_exits")
             }
             state["ended"]["rc"] = result.get("torchrun_rc")
         write_state(self.report_dir, state)
@@ -242,8 +246,7 @@ class RunWatch:
         states[self.host] = self.state
         reason = watch_rules.failure_elsewhere(self.host, states)
         if reason:
-            kind = "stall" if reason.startswith("stalled:") else "failure_elsewhere"
-            return reason, {"kind": kind, "message": reason, "seen_on": "another host"}
+            return reason, watch_rules.adopted_stop(reason, states)
         if self.stall_timeout <= 0:
             return None
         now = time.time()
