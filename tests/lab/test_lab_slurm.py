@@ -100,7 +100,7 @@ def wait_for(condition, what: str, timeout: float = 60) -> None:  # type: ignore
 
 
 def test_reason_names_the_missing_packages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(slurm, "lab_unavailable_reason", lambda: None)
+    monkeypatch.setattr(slurm, "lab_unavailable_reason", lambda python=None: None)
     monkeypatch.setattr(slurm, "_slurm_binary", lambda name: None if name == "slurmd" else name)
     reason = slurm.slurm_unavailable_reason()
     assert reason is not None
@@ -110,12 +110,14 @@ def test_reason_names_the_missing_packages(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_reason_is_the_lab_reason_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(slurm, "lab_unavailable_reason", lambda: "no root here")
+    monkeypatch.setattr(slurm, "lab_unavailable_reason", lambda python=None: "no root here")
     assert slurm.slurm_unavailable_reason() == "no root here"
 
 
 def test_slurm_lab_refuses_to_start_without_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(harness, "slurm_unavailable_reason", lambda: "the lab's Slurm needs x")
+    monkeypatch.setattr(
+        harness, "slurm_unavailable_reason", lambda python=None: "the lab's Slurm needs x"
+    )
     with pytest.raises(LabError, match="the lab's Slurm needs x"):
         Lab(2, slurm=True).up()
 
