@@ -21,7 +21,10 @@ from tests.lab.runs import QUICK, assert_nothing_left, label, new_run_id, playbo
 pytestmark = pytest.mark.lab
 
 CHECK_ARGS = [*QUICK, "--tests", "all_reduce_sum,bandwidth_all_reduce"]
-CHECK_ARGS += ["--pair-bytes", "256K", "--pair-iters", "2"]
+CHECK_ARGS += ["--pair-bytes", "1M", "--pair-iters", "3"]
+# Every fabric link at the same rate, so the link and not the shared CPUs sets each pair's figure
+# (as test_pairwise_lab.py's healthy case): a healthy cluster must name nobody slow.
+LINK_RATE = "200mbit"
 
 
 def test_three_nodes_without_numpy_pass_with_pairwise_rounds(
@@ -33,7 +36,12 @@ def test_three_nodes_without_numpy_pass_with_pairwise_rounds(
         assert lab3.ssh(host, [lab3.python, "-c", probe], timeout=120).stdout.strip() == "no numpy"
     run_id = new_run_id()
     variables = {"nccl_check_args": CHECK_ARGS, "nccl_run_timeout": 240}
-    result = playbook(lab3, run_id, tmp_path, variables, "-e", "nccl_pairwise=always")
+    undo = [lab3.rate_limit(host, LINK_RATE) for host in lab3.hosts]
+    try:
+        result = playbook(lab3, run_id, tmp_path, variables, "-e", "nccl_pairwise=always")
+    finally:
+        for step in undo:
+            step()
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
     assert "Numpy is not available" not in output
