@@ -11,9 +11,12 @@ import ansible.module_utils
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Modules in library/ and plugins import our module_utils as ansible.module_utils.<name>, exactly
-# as Ansible ships them to a node; make that import work under pytest too.
-ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+# The modules in library/ import the node room as ansible.module_utils.nccl_preflight.node.<name>,
+# the name Ansible ships it under (ansible.cfg: module_utils = src); pytest imports those modules
+# as files, so only this makes that name resolve (the one loader step left, tests only). The
+# plugins, bench/ and the tests import nccl_preflight.core / .node normally (the venv installs it).
+ansible.module_utils.__path__.append(str(ROOT / "src"))
+# Ansible loads modules and plugins by their file path; the tests import them by file name.
 for extra in (ROOT / "library", ROOT / "plugins" / "inventory", ROOT / "plugins" / "filter"):
     sys.path.insert(0, str(extra))
 

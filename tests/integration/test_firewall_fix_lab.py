@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_firewall_common as fw
-from ansible.module_utils import nccl_firewall_iptables as ipt
-from ansible.module_utils import nccl_firewall_nft as nft
+from ansible.module_utils.nccl_preflight.node import firewall_common as fw
+from ansible.module_utils.nccl_preflight.node import firewall_iptables as ipt
+from ansible.module_utils.nccl_preflight.node import firewall_nft as nft
 
 from tests.lab.harness import Lab, lab_unavailable_reason
 
