@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # The modules in library/ import the node room as ansible.module_utils.nccl_preflight.node.<name>,
 # the name Ansible ships it under (ansible.cfg: module_utils = src); pytest imports those modules
 # as files, so only this makes that name resolve (the one loader step left, tests only). The
-# plugins, bench/ and the tests import nccl_preflight.core / .node normally (the venv installs it).
+# plugins, bench/ and the tests import nccl_preflight.core / .node normally (the venv installs it);
+# a test of a library/ module imports the node modules that module calls by the module's name for
+# them, so that a patch reaches the very module object the module uses.
 ansible.module_utils.__path__.append(str(ROOT / "src"))
 # Ansible loads modules and plugins by their file path; the tests import them by file name.
 for extra in (ROOT / "library", ROOT / "plugins" / "inventory", ROOT / "plugins" / "filter"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
-from ansible.module_utils.nccl_preflight.node.fabric_facts import (
+from nccl_preflight.node.fabric_facts import (
     gather_fabric,
     gid_address,
     gid_type,

@@ -6,7 +6,7 @@ chain's policy takes what is left, an undecidable rule never accepts."""
 
 from __future__ import annotations
 
-from ansible.module_utils.nccl_preflight.node.firewall_chains import Ruleset, Step, walk
+from nccl_preflight.node.firewall_chains import Ruleset, Step, walk
 
 ALL = [(0, 65535)]
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import nccl_gpu_checks as checks
 import pytest
-from ansible.module_utils.nccl_preflight.node import gpu_health as parse
-from ansible.module_utils.nccl_preflight.node.parse import parse_nvidia_smi_csv
+
+from nccl_preflight.node import gpu_health as parse
+from nccl_preflight.node.parse import parse_nvidia_smi_csv
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_preflight.node import gpu_health_read as read
+
+from nccl_preflight.node import gpu_health_read as read
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_preflight.node import listener as nccl_listener
+
+from nccl_preflight.node import listener as nccl_listener
 
 
 @pytest.fixture

@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_preflight.node import files as nccl_files
-from ansible.module_utils.nccl_preflight.node.files import write_atomically
+
+from nccl_preflight.node import files as nccl_files
+from nccl_preflight.node.files import write_atomically
 
 
 def test_the_mode_is_exact_whatever_the_umask(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_preflight.node import parse as p
+
+from nccl_preflight.node import parse as p
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

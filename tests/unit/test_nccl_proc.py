@@ -18,8 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_preflight.node import files as nccl_files
-from ansible.module_utils.nccl_preflight.node.proc import (
+
+from nccl_preflight.node import files as nccl_files
+from nccl_preflight.node.proc import (
     descendants,
     detach,
     end_processes,
@@ -35,7 +36,6 @@ from ansible.module_utils.nccl_preflight.node.proc import (
     text_tail,
     write_json,
 )
-
 from tests.polling import wait_for
 
 # A parent that starts a child in its own session (as torchrun starts its workers); the child

@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_preflight.node.run_dir import (
+
+from nccl_preflight.node.run_dir import (
     bad_file_name,
     file_is_current,
     make_private_dir,

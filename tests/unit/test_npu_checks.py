@@ -7,12 +7,12 @@ from __future__ import annotations
 import copy
 
 import nccl_npu_checks as npu
-from ansible.module_utils.nccl_preflight.node.accel_facts import (
+
+from nccl_preflight.node.accel_facts import (
     board_firmware,
     parse_npu_smi_board,
     parse_npu_smi_info,
 )
-
 from tests.unit.test_nccl_facts import fixture
 
 B2 = parse_npu_smi_info(fixture("npu-smi/910b2-info.txt"))

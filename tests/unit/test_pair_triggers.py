@@ -13,7 +13,6 @@ from typing import Any
 import nccl_fabric as fc
 import pytest
 import yaml
-from ansible.module_utils.nccl_preflight.node.fabric_facts import read_rdma
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import filter_loader
 from ansible.template import Templar, trust_as_template
@@ -21,6 +20,7 @@ from nccl_inputs import COLLECTIVES
 from nccl_pair_triggers import nccl_pair_trigger_args, nccl_pair_trigger_note, nccl_pair_triggers
 
 from nccl_preflight.core import expect as nccl_expect
+from nccl_preflight.node.fabric_facts import read_rdma
 from tests.check.support import load_script
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,13 +12,13 @@ from typing import Any
 
 import nccl_fabric as fc
 import pytest
-from ansible.module_utils.nccl_preflight.node.fabric_facts import read_rdma
 
 from nccl_preflight.core import expect as nccl_expect
 from nccl_preflight.core import junit as nccl_junit
 from nccl_preflight.core import rdma_expect as nccl_rdma_expect
 from nccl_preflight.core.rdma_expect import cluster_figure, nics_used, rdma_figure
 from nccl_preflight.core.transport import parse_nccl_log
+from nccl_preflight.node.fabric_facts import read_rdma
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MIB = 1024 * 1024

@@ -11,7 +11,7 @@ import socket
 import time
 from pathlib import Path
 
-from ansible.module_utils.nccl_preflight.node.run_observe import (
+from nccl_preflight.node.run_observe import (
     describe_exit,
     describe_rank_exits,
     find_oom_line,

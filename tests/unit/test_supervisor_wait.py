@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_preflight.node import supervisor as nccl_supervisor
-from ansible.module_utils.nccl_preflight.node.proc import proc_stat, write_json
-from ansible.module_utils.nccl_preflight.node.supervisor import (
+
+from nccl_preflight.node import supervisor as nccl_supervisor
+from nccl_preflight.node.proc import proc_stat, write_json
+from nccl_preflight.node.supervisor import (
     PIDS_FILE,
     STILL_RUNNING,
     wait_supervisor,
