@@ -191,6 +191,8 @@ html:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+# The core room, as the installed package: this module never leaves the control machine (its
+# action plugin, plugins/action/nccl_report.py, builds the report in-process instead).
 from nccl_preflight.core.report_run import (  # noqa: F401 - resolve_run_dir: the tests' too
     ARGUMENT_SPEC,
     resolve_run_dir,

@@ -287,6 +287,47 @@ def test_core_imports_nothing_from_ansible() -> None:
     assert offences == []
 
 
+# library/nccl_report.py alone runs on the control machine (in its action plugin's stead).
+CONTROL_MODULES = {"library/nccl_report.py"}
+
+
+def shipped_module_offences(where: str, source: str) -> list[str]:
+    """A module shipped to a node imports project code only from the node room, by the name
+    Ansible ships it under."""
+    return [
+        f"{where}: imports {name}"
+        for level, name in imports_of(source)
+        if level == 0
+        and "nccl_preflight" in name
+        and not name.startswith("ansible.module_utils.nccl_preflight.node")
+    ]
+
+
+def test_a_shipped_module_imports_the_node_room_only() -> None:
+    assert (
+        shipped_module_offences(
+            "m.py", "from ansible.module_utils.nccl_preflight.node.files import write_atomically\n"
+        )
+        == []
+    )
+    assert shipped_module_offences(
+        "m.py",
+        "from ansible.module_utils.nccl_preflight.core.verdict import x\n"
+        "from nccl_preflight.node import files\n",
+    ) == [
+        "m.py: imports ansible.module_utils.nccl_preflight.core.verdict",
+        "m.py: imports nccl_preflight.node",
+    ]
+    modules = sorted([*ROOT.glob("library/*.py"), *ROOT.glob("roles/*/library/*.py")])
+    assert len(modules) >= 4
+    offences = []
+    for path in modules:
+        where = str(path.relative_to(ROOT))
+        if where not in CONTROL_MODULES:
+            offences += shipped_module_offences(where, path.read_text(encoding="utf-8"))
+    assert offences == []
+
+
 def test_no_loader_prelude_anywhere() -> None:
     files = subprocess.run(
         ["git", "ls-files", "*.py", "bin/*"], cwd=ROOT, capture_output=True, text=True, check=True
