@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # a test of a library/ module imports the node modules that module calls by the module's name for
 # them, so that a patch reaches the very module object the module uses.
 ansible.module_utils.__path__.append(str(ROOT / "src"))
+# Every Python a test starts (ansible-playbook and its plugins, bin/nccl-preflight) imports this
+# checkout's package, not another checkout's that a shared venv may have installed editable.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+)
 # Ansible loads modules and plugins by their file path; the tests import them by file name.
 for extra in (ROOT / "library", ROOT / "plugins" / "inventory", ROOT / "plugins" / "filter"):
     sys.path.insert(0, str(extra))
