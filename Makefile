@@ -34,12 +34,18 @@ help:  ## Show the targets.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.demo-installed: requirements.txt requirements-node.txt | $(BIN)/python
+# The project's own package (src/nccl_preflight: the node and core rooms), editable, from this
+# tree alone: no index, no build environment (requirements.txt brings setuptools).
+INSTALL_SELF = $(BIN)/pip install $(PIP_FLAGS) --no-deps --no-build-isolation -e .
+
+$(VENV)/.demo-installed: requirements.txt requirements-node.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install $(PIP_FLAGS) -r requirements.txt -r requirements-node.txt
+	$(INSTALL_SELF)
 	touch $@
 
-$(VENV)/.dev-installed: requirements.txt requirements-node.txt requirements-dev.txt | $(BIN)/python
+$(VENV)/.dev-installed: requirements.txt requirements-node.txt requirements-dev.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install $(PIP_FLAGS) -r requirements-dev.txt
+	$(INSTALL_SELF)
 	touch $@ $(VENV)/.demo-installed
 
 $(NODE_VENV)/.node-installed: requirements-node.txt
@@ -95,7 +101,7 @@ bench: $(VENV)/.dev-installed apt-lab node-venv  ## Run the benchmarks and rewri
 	$(BIN)/python -m bench.run
 
 rank-script:  ## build/nccl_check.pyz: the rank check in one file, as the launch ships it.
-	$(PYTHON) module_utils/nccl_zipapp.py files/nccl_check.py -o build/nccl_check.pyz
+	$(PYTHON) src/nccl_preflight/core/zipapp.py files/nccl_check.py -o build/nccl_check.pyz
 
 clean:  ## Remove the venvs and the reports.
 	rm -rf $(VENV) $(NODE_VENV) reports

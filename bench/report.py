@@ -406,7 +406,7 @@ FINDINGS = [
     "|---|---|---|---|",
     "| facts | 1 call | 1 call | nccl_facts' `preflight` option also makes the run directory, "
     "takes the run lock and starts the listeners (on the fabric address, chosen on the node "
-    "with the environment play's own function, module_utils/nccl_fabric_choice.py) and the "
+    "with the environment play's own function, src/nccl_preflight/node/fabric_choice.py) and the "
     "torch probe: importing torch overlaps the environment play and the probes |",
     "| pre-flight | 3 calls | 1 | nccl_tcp_probe's `collect` option: after the probes and the "
     "firewall read, collects the listeners once every expected probe came (waiting up to "

@@ -26,9 +26,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # `python bench/run.py`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench import ansible_floor, detect, fidelity, overhead, pairwise, report, scaling
 from bench.common import PROJECT_ROOT, log, machine_info, versions
 from tests.lab.harness import lab_unavailable_reason

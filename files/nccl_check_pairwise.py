@@ -4,8 +4,8 @@
 
 Round-robin rounds of disjoint node pairs, each pair exchanging both ways at once; with 2 nodes a
 round within each node; a second pass pairs each suspect with the fastest node. The controller
-judges (module_utils/nccl_pairwise.py); the suspects of the second pass are picked here by the same
-rule (tests/unit/test_pairwise.py holds the two together). docs/design.md, "Pairwise rounds".
+judges (src/nccl_preflight/core/pairwise.py); the suspects of the second pass are picked here by the
+same rule (tests/unit/test_pairwise.py holds the two together). docs/design.md, "Pairwise rounds".
 
 A leaf module of the rank script (torch and the standard library only; it never imports
 nccl_check, which runs as __main__): nccl_check.run_pairwise runs the phase with its own Run.

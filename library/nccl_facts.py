@@ -52,7 +52,7 @@ options:
     default: true
   gpu_health:
     description:
-      - When GPUs were found, also read their health (module_utils/nccl_gpu_health_read.py)
+      - When GPUs were found, also read their health (src/nccl_preflight/node/gpu_health_read.py)
         into C(nccl.gpu_health) - C(nvidia-smi -q), C(nvidia-smi topo -m),
         C(nvidia-smi nvlink -s), Xid events of the kernel log, the Fabric Manager service.
     type: bool
@@ -71,7 +71,7 @@ options:
   npu_smi:
     description:
       - Name (looked up on PATH) or path of Ascend's C(npu-smi); C(npu-smi info) fills
-        C(nccl.accelerators.npus) (module_utils/nccl_accel_facts.py).
+        C(nccl.accelerators.npus) (src/nccl_preflight/node/accel_facts.py).
     type: str
     default: npu-smi
   query_xpu:
@@ -84,15 +84,15 @@ options:
   preflight:
     description:
       - Also start the pre-flight in this call (one SSH session and Python start less per host;
-        C(module_utils/nccl_preflight_calls) C(start)), its result in RV(preflight).
+        C(src/nccl_preflight/node/preflight_calls.py) C(start)), its result in RV(preflight).
         M(nccl_tcp_probe) O(nccl_tcp_probe#module:collect) collects it.
-      - Makes O(preflight.run_dir) when given (with the checks of C(module_utils/nccl_run_dir) -
-        a private directory of this user, never a symbolic link) and O(preflight.path) inside it
-        (mode 0700) when missing, looks for a process already listening on
-        O(preflight.check_port), takes the run lock (O(preflight.lock)), binds one TCP listener
-        per entry of O(preflight.listeners) (MASTER_PORT on the master, a port the kernel picks
-        from C(net.ipv4.ip_local_port_range) on every host) and hands them to a detached listener
-        process (double fork, new session, standard streams to C(/dev/null) and
+      - Makes O(preflight.run_dir) when given (with the checks of
+        C(src/nccl_preflight/node/run_dir.py) - a private directory of this user, never a symbolic
+        link) and O(preflight.path) inside it (mode 0700) when missing, looks for a process already
+        listening on O(preflight.check_port), takes the run lock (O(preflight.lock)), binds one TCP
+        listener per entry of O(preflight.listeners) (MASTER_PORT on the master, a port the kernel
+        picks from C(net.ipv4.ip_local_port_range) on every host) and hands them to a detached
+        listener process (double fork, new session, standard streams to C(/dev/null) and
         C(<path>/listener.log)), so the module, and the SSH session that runs it, ends at once.
         The peers can connect as soon as it returns.
       - The listener process also runs O(preflight.python) with a short script that imports
@@ -154,8 +154,8 @@ options:
               - The literal local address to bind.
               - C(fabric) - this host's fabric address, chosen from the facts just read with
                 O(preflight.fabric) as roles/nccl_env will choose it
-                (C(module_utils/nccl_fabric_choice)). Without a fabric address the listener is
-                left out.
+                (C(src/nccl_preflight/node/fabric_choice.py)). Without a fabric address the listener
+                is left out.
             type: str
             required: true
           port:
@@ -182,9 +182,9 @@ options:
       lock:
         description:
           - Take the run lock C(lock.path) before binding (on the master; see
-            C(module_utils/nccl_run_lock)) and hand it to a detached keeper that holds it until
-            O(preflight.run_dir) is removed or C(lock.lifetime) seconds passed. Held by another
-            run - the listener on O(preflight.check_port) is not started and RV(preflight)
+            C(src/nccl_preflight/node/run_lock.py)) and hand it to a detached keeper that holds it
+            until O(preflight.run_dir) is removed or C(lock.lifetime) seconds passed. Held by
+            another run - the listener on O(preflight.check_port) is not started and RV(preflight)
             C(lock) names that run. A lock whose keeper is gone is taken over. Needs
             O(preflight.run_dir). In check mode the lock is only looked at.
           - C({fabric_address}) in C(lock.path) is filled in with this host's fabric address;
@@ -222,7 +222,8 @@ options:
           - The backend set (the playbook passes C(nccl_backend)). A listener with a C(backend)
             (the C(hccl) one) is held only where this node would use that backend - the backend
             set, or with C(auto) the one this node's own facts call for (C(nccl) with NVIDIA
-            GPUs, C(hccl) with Ascend NPUs; C(module_utils/nccl_preflight_calls) C(node_backend)).
+            GPUs, C(hccl) with Ascend NPUs; C(src/nccl_preflight/node/preflight_calls.py)
+            C(node_backend)).
         type: str
         default: auto
 attributes:
@@ -382,7 +383,7 @@ ansible_facts:
           sample: "nvidia-smi not found on PATH"
         gpu_health:
           description:
-            - The GPUs' health (see module_utils/nccl_gpu_health_read.py), only with
+            - The GPUs' health (see src/nccl_preflight/node/gpu_health_read.py), only with
               O(gpu_health) and GPUs found; otherwise empty. Each part is null with a
               C(<part>_reason) when it could not be read.
           type: dict
@@ -431,7 +432,7 @@ ansible_facts:
         fabric:
           description:
             - What the node offers NCCL below IP, from sysfs and /proc
-              (module_utils/nccl_fabric_facts.py, docs/design.md). C(rdma) every RDMA device
+              (src/nccl_preflight/node/fabric_facts.py, docs/design.md). C(rdma) every RDMA device
               and port (state, phys_state, rate, link_layer, netdevs, RoCE GIDs with type and
               address); C(gpudirect) (peer-memory module, dma-buf); C(limits) (RLIMIT_MEMLOCK,
               /dev/shm, ephemeral ports) as this session has them; C(nccl_config) (nccl.conf
@@ -456,11 +457,11 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_accel_facts import read_npus, read_xpus, xpus_of_probe
-from ansible.module_utils.nccl_fabric_facts import gather_fabric
-from ansible.module_utils.nccl_gpu_health_read import read_gpu_health
-from ansible.module_utils.nccl_listener import run_python_probe
-from ansible.module_utils.nccl_parse import (
+from ansible.module_utils.nccl_preflight.node.accel_facts import read_npus, read_xpus, xpus_of_probe
+from ansible.module_utils.nccl_preflight.node.fabric_facts import gather_fabric
+from ansible.module_utils.nccl_preflight.node.gpu_health_read import read_gpu_health
+from ansible.module_utils.nccl_preflight.node.listener import run_python_probe
+from ansible.module_utils.nccl_preflight.node.parse import (
     NVIDIA_SMI_FIELDS,
     PYTHON_PROBE,
     empty_python_facts,
@@ -473,8 +474,8 @@ from ansible.module_utils.nccl_parse import (
     read_speed_mbps,
     unique_addresses,
 )
-from ansible.module_utils.nccl_preflight_calls import FACTS_START_SPEC, for_fabric
-from ansible.module_utils.nccl_preflight_calls import start as start_preflight
+from ansible.module_utils.nccl_preflight.node.preflight_calls import FACTS_START_SPEC, for_fabric
+from ansible.module_utils.nccl_preflight.node.preflight_calls import start as start_preflight
 
 SYS_ROOT = "/sys"
 PROC_ROOT = "/proc"
@@ -656,10 +657,10 @@ def gather(module: AnsibleModule, shared: dict | None = None) -> dict:
         "gpus": gpus,
         "gpus_reason": gpus_reason,
         "gpu_health": gather_gpu_health(module, gpus),
-        # Ascend NPUs and Intel XPUs (module_utils/nccl_accel_facts.py).
+        # Ascend NPUs and Intel XPUs (src/nccl_preflight/node/accel_facts.py).
         "accelerators": gather_accelerators(module, gpus, shared),
         "python": python,
-        # RDMA ports, GPUDirect, limits, NCCL configuration (module_utils/nccl_fabric_facts.py).
+        # RDMA ports, GPUDirect, limits, NCCL configuration (nccl_preflight/node/fabric_facts.py).
         "fabric": gather_fabric(SYS_ROOT, PROC_ROOT),
     }
 

@@ -162,14 +162,14 @@ summary_lines:
   elements: str
 console:
   description:
-    - "The run's closing summary as plain aligned lines (module_utils/nccl_console.py): verdict,
-      hosts, failures with their fixes, bus bandwidth, where the report is."
+    - "The run's closing summary as plain aligned lines (src/nccl_preflight/core/console.py):
+      verdict, hosts, failures with their fixes, bus bandwidth, where the report is."
     - "plugins/callback/nccl_console.py prints them after the play recap."
   returned: always
   type: list
   elements: str
 exit_class:
-  description: The class of the run (module_utils/nccl_exit_classes.py), most severe finding.
+  description: The class of the run (src/nccl_preflight/core/exit_classes.py), most severe finding.
   returned: always
   type: str
   sample: wrong_data
@@ -190,7 +190,10 @@ html:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.nccl_report_run import (  # noqa: F401 - resolve_run_dir: the tests' too
+
+# The core room, as the installed package: this module never leaves the control machine (its
+# action plugin, plugins/action/nccl_report.py, builds the report in-process instead).
+from nccl_preflight.core.report_run import (  # noqa: F401 - resolve_run_dir: the tests' too
     ARGUMENT_SPEC,
     resolve_run_dir,
     run_report,

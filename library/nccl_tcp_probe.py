@@ -30,7 +30,7 @@ description:
     called C(listen) yet); a timeout is not retried.
   - Never fails for an unreachable target; each target's outcome is in the result.
   - With O(collect), then collects the pre-flight's listeners started by M(nccl_facts)
-    (O(nccl_facts#module:preflight)) in the same call (C(module_utils/nccl_preflight_calls)
+    (O(nccl_facts#module:preflight)) in the same call (C(src/nccl_preflight/node/preflight_calls.py)
     C(stop)) and returns that result in RV(collect) - optionally waits until the listeners got
     every expected connection, writes C(<path>/listener.stop), waits up to
     O(collect.stop_timeout) seconds for the listener process to exit (kills it after that; it
@@ -260,8 +260,8 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_firewall_read import PORTS_SPEC, read_firewall
-from ansible.module_utils.nccl_preflight_calls import STOP_SPEC, stop
+from ansible.module_utils.nccl_preflight.node.firewall_read import PORTS_SPEC, read_firewall
+from ansible.module_utils.nccl_preflight.node.preflight_calls import STOP_SPEC, stop
 
 
 def probe(address: str, port: int, source: str, timeout: float, refused_retry: float) -> dict:

@@ -12,14 +12,14 @@ module: nccl_torchrun
 short_description: Run torchrun on one node in time bounds, end its process tree, return its results
 description:
   - O(state=started) makes O(run_dir) when it is missing (mode O(run_dir_mode), with the checks of
-    C(module_utils/nccl_run_dir), which refuse a symbolic link, something that is not a directory,
-    or a directory owned by another user, and set the mode of one it finds exactly), writes
-    O(env_content) to O(env_file) and O(script_content) to O(script) (when given), waits on node
-    rank 0 until nothing accepts connections on O(master_addr):O(master_port) any more (a previous
-    run's store may still be closing; at most O(port_wait_timeout) seconds), then starts a detached
-    supervisor (double fork and C(setsid), standard streams to C(<run_dir>/torchrun.log), like
-    Ansible's C(async_wrapper)) and returns at once, so every node starts together whatever C(forks)
-    is.
+    C(src/nccl_preflight/node/run_dir.py), which refuse a symbolic link, something that is not a
+    directory, or a directory owned by another user, and set the mode of one it finds exactly),
+    writes O(env_content) to O(env_file) and O(script_content) to O(script) (when given), waits on
+    node rank 0 until nothing accepts connections on O(master_addr):O(master_port) any more (a
+    previous run's store may still be closing; at most O(port_wait_timeout) seconds), then starts a
+    detached supervisor (double fork and C(setsid), standard streams to C(<run_dir>/torchrun.log),
+    like Ansible's C(async_wrapper)) and returns at once, so every node starts together whatever
+    C(forks) is.
   - The supervisor starts C(python -m torch.distributed.run) with static rendezvous in its own
     session, records every process of its tree (pid and start time) in C(<run_dir>/torchrun.pids),
     and ends every recorded process still alive after O(timeout) seconds (SIGTERM, then SIGKILL
@@ -86,7 +86,7 @@ options:
   script_zipapp:
     description:
       - Base64 of a zipapp (the rank script and the sibling modules it imports, built on the
-        control machine by C(module_utils/nccl_zipapp.py)), written to O(script) (mode 0600)
+        control machine by C(src/nccl_preflight/core/zipapp.py)), written to O(script) (mode 0600)
         before the start; torchrun runs it as it would run the C(.py) (C(python -u <script>
         args)). Not shown in the task's C(invocation). Mutually exclusive with O(script_content).
       - Set by the action plugin of roles/launch from O(script_src).
@@ -411,23 +411,27 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_files import write_atomically
-from ansible.module_utils.nccl_proc import is_alive
-from ansible.module_utils.nccl_run_collect import pack_results
-from ansible.module_utils.nccl_run_dir import (
+from ansible.module_utils.nccl_preflight.node.files import write_atomically
+from ansible.module_utils.nccl_preflight.node.proc import is_alive
+from ansible.module_utils.nccl_preflight.node.run_collect import pack_results
+from ansible.module_utils.nccl_preflight.node.run_dir import (
     bad_file_name,
     make_private_dir,
     parse_mode,
     private_dir_problem,
 )
-from ansible.module_utils.nccl_run_observe import (
+from ansible.module_utils.nccl_preflight.node.run_observe import (
     interface_state,
     read_progress,
     tcp_probe,
     touch_watch,
 )
-from ansible.module_utils.nccl_run_start import build_argv, parse_env_file, wait_port_free
-from ansible.module_utils.nccl_supervisor import (
+from ansible.module_utils.nccl_preflight.node.run_start import (
+    build_argv,
+    parse_env_file,
+    wait_port_free,
+)
+from ansible.module_utils.nccl_preflight.node.supervisor import (
     FINISH_MARGIN_S,
     LAUNCH_FILE,
     PIDS_FILE,
@@ -481,7 +485,7 @@ def script_payload(module: AnsibleModule) -> bytes | str | None:
         module.fail_json(msg=f"script_zipapp is not base64: {exc}")
     if not zipfile.is_zipfile(io.BytesIO(data)):
         module.fail_json(
-            msg="script_zipapp is not a zip file (build it with module_utils/nccl_zipapp.py)"
+            msg="script_zipapp is not a zip file (build it with src/nccl_preflight/core/zipapp.py)"
         )
     if params["script"] is None:
         params["script"] = os.path.join(params["run_dir"], ZIPAPP_NAME)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,9 +12,19 @@ import ansible.module_utils
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Modules in library/ and plugins import our module_utils as ansible.module_utils.<name>, exactly
-# as Ansible ships them to a node; make that import work under pytest too.
-ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+# The modules in library/ import the node room as ansible.module_utils.nccl_preflight.node.<name>,
+# the name Ansible ships it under (ansible.cfg: module_utils = src); pytest imports those modules
+# as files, so only this makes that name resolve (the one loader step left, tests only). The
+# plugins, bench/ and the tests import nccl_preflight.core / .node normally (the venv installs it);
+# a test of a library/ module imports the node modules that module calls by the module's name for
+# them, so that a patch reaches the very module object the module uses.
+ansible.module_utils.__path__.append(str(ROOT / "src"))
+# Every Python a test starts (ansible-playbook and its plugins, bin/nccl-preflight) imports this
+# checkout's package, not another checkout's that a shared venv may have installed editable.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+)
+# Ansible loads modules and plugins by their file path; the tests import them by file name.
 for extra in (ROOT / "library", ROOT / "plugins" / "inventory", ROOT / "plugins" / "filter"):
     sys.path.insert(0, str(extra))
 

@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight's start and stop in a test, as the playbook's calls run them.
 
-The start is what nccl_facts runs for its ``preflight`` option: module_utils/nccl_preflight_calls'
-``start`` with the options validated against the same argument spec (``START_SPEC``, which
-``FACTS_START_SPEC`` extends). It is called directly rather than through nccl_facts' main() because
-the facts call always runs the torch probe (its ``python`` defaults to the module's interpreter);
-a test of the listeners alone passes no ``python``. The stop is nccl_tcp_probe's main() with only
-its ``collect`` option, exactly the probe call's collect.
+The start is what nccl_facts runs for its ``preflight`` option:
+src/nccl_preflight/node/preflight_calls.py' ``start`` with the options validated against the same
+argument spec (``START_SPEC``, which ``FACTS_START_SPEC`` extends). It is called directly rather
+than through nccl_facts' main() because the facts call always runs the torch probe (its ``python``
+defaults to the module's interpreter); a test of the listeners alone passes no ``python``. The stop
+is nccl_tcp_probe's main() with only its ``collect`` option, exactly the probe call's collect.
 
 Both return a :class:`~tests.module_exit.ModuleExit`: the pre-flight part of the result, and
 whether it failed (the facts and probe calls report a failed start or collect in their result
@@ -21,7 +21,7 @@ from typing import Any
 import nccl_tcp_probe
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.nccl_preflight_calls import START_SPEC, start
+from ansible.module_utils.nccl_preflight.node.preflight_calls import START_SPEC, start
 
 from tests.module_exit import ModuleExit, run_module_main
 

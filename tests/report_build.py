@@ -1,7 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The controller's report steps on a run directory a test wrote, in the order the report runs
-them (module_utils/nccl_run_data.py read_run, nccl_junit.build_suites, nccl_summary.summarize,
+them (src/nccl_preflight/core/run_data.py read_run, nccl_junit.build_suites, nccl_summary.summarize,
 nccl_junit.write_report; nccl_verdict.build_verdict for the verdict)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils import nccl_junit, nccl_verdict
+from nccl_preflight.core import junit as nccl_junit
+from nccl_preflight.core import verdict as nccl_verdict
 
 
 def build_report(run_dir: Path) -> dict[str, Any]:

@@ -3,25 +3,16 @@
 """Action plugin for nccl_report (library/nccl_report.py documents it): the report is built in the
 worker process that runs the task, on the control machine, instead of a module run through the
 local connection (an AnsiballZ payload and a Python start, about 0.4 s). Same options and result:
-both call module_utils/nccl_report_run.py.
+both call src/nccl_preflight/core/report_run.py.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import ansible.module_utils
 from ansible.plugins.action import ActionBase
 
-# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
-# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
-if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in (
-    ansible.module_utils.__path__
-):
-    ansible.module_utils.__path__.append(_MODULE_UTILS)
-
-from ansible.module_utils.nccl_report_run import ARGUMENT_SPEC, run_report
+from nccl_preflight.core.report_run import ARGUMENT_SPEC, run_report
 
 
 class ActionModule(ActionBase):

@@ -14,18 +14,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import ansible.module_utils
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.plugins.action import ActionBase
 
-# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
-# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
-if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in (
-    ansible.module_utils.__path__
-):
-    ansible.module_utils.__path__.append(_MODULE_UTILS)
-
-from ansible.module_utils.nccl_files import write_atomically
+from nccl_preflight.node.files import write_atomically
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "dest": {"type": "path", "required": True},

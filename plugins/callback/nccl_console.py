@@ -3,9 +3,9 @@
 """Callback plugin: print the run's closing summary as plain lines, after the play recap.
 
 The report task (roles/report, the nccl_report action) returns the summary already rendered
-(``console``: module_utils/nccl_console.py); this plugin keeps it and prints it line by line when
-the playbook ends, whatever the stdout callback, so that the last thing on a terminal or in a CI
-log is the verdict, the hosts, every failure with its fix and where the report is: no quoted
+(``console``: src/nccl_preflight/core/console.py); this plugin keeps it and prints it line by line
+when the playbook ends, whatever the stdout callback, so that the last thing on a terminal or in a
+CI log is the verdict, the hosts, every failure with its fix and where the report is: no quoted
 YAML string, no ``\\n`` escapes, no colour.
 """
 

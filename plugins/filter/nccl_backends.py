@@ -15,17 +15,10 @@ when nccl_backend is not auto.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
-# (nccl_check_result.py) is found through sys.path.
-if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
-    sys.path.append(_HERE)
-
-from nccl_check_result import append_results, check_result, rank_order
+from nccl_preflight.core.check_result import append_results, check_result, rank_order
 
 
 def _names(items: list[dict[str, Any]], key: str = "name") -> str:

@@ -22,8 +22,9 @@ from A's source address), in this order:
 
 A cause is never a probe itself, so there are no chains. Pure: the observations are the
 pre-flight's (plugins/filter/nccl_observation.py), the results those of nccl_preflight_judge and
-the judges appended after it. module_utils/nccl_verdict.py turns the pointer into verdict.json's
-``cause``; the JUnit, summary.md and report.html say what a consequence is a consequence of.
+the judges appended after it. src/nccl_preflight/core/verdict.py turns the pointer into
+verdict.json's ``cause``; the JUnit, summary.md and report.html say what a consequence is a
+consequence of.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 
 # The probe checks and the nccl_tcp_probe target name each one judges.
 PROBE_CHECKS = {"tcp_master_port": "master", "tcp_ring": "ring", "tcp_hccl_port": "hccl"}
-UNREACHABLE_CHECK = "host reachable"  # module_utils/nccl_verdict.py's finding of such a host
+UNREACHABLE_CHECK = "host reachable"  # src/nccl_preflight/core/verdict.py's finding of such a host
 EPHEMERAL_LABEL = "ephemeral range"  # roles/preflight's firewall query of the ephemeral range
 
 

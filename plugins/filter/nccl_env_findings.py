@@ -13,26 +13,10 @@ shape of a pre-flight check result, ``{check: "environment", host, status, messa
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
-# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
-# (nccl_check_result.py) is found through sys.path.
-if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
-    sys.path.append(_HERE)
-
-import ansible.module_utils
-from nccl_check_result import check_result
-
-# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
-# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
-if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in (
-    ansible.module_utils.__path__
-):
-    ansible.module_utils.__path__.append(_MODULE_UTILS)
-
-from ansible.module_utils.nccl_fabric_choice import fabric_network, nccl_fabric_candidate
+from nccl_preflight.core.check_result import check_result
+from nccl_preflight.node.fabric_choice import fabric_network, nccl_fabric_candidate
 
 CHECK = "environment"
 

@@ -4,9 +4,9 @@
 
 Pure functions of the observations the pre-flight role gathers (docs/design.md, "Pre-flight
 results"); each host's ``facts.fabric`` is library/nccl_facts.py's ``ansible_facts.nccl.fabric``
-(module_utils/nccl_fabric_facts.py). ``nccl_fabric_judge`` appends these checks to the results
-of plugins/filter/nccl_preflight.py's ``nccl_preflight_judge``, so every host gets every check.
-``nccl_expect_net`` says which network NCCL should use on a host (plan.json, the transport
+(src/nccl_preflight/node/fabric_facts.py). ``nccl_fabric_judge`` appends these checks to the results
+of plugins/filter/nccl_preflight_judge.py's ``nccl_preflight_judge``, so every host gets every
+check. ``nccl_expect_net`` says which network NCCL should use on a host (plan.json, the transport
 verdict of the report).
 
 Settings (besides nccl_preflight's): extra_env_by_host ({host: nccl_extra_env}).
@@ -16,19 +16,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
-# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
-# (nccl_check_result.py) is found through sys.path.
-if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
-    sys.path.append(_HERE)
-
-from nccl_check_result import append_results, no_observation, rank_order
-from nccl_check_result import check_result as _result
-from nccl_check_result import host_table as _table
-from nccl_check_result import reference_value as _reference
+from nccl_preflight.core.check_result import append_results, no_observation, rank_order
+from nccl_preflight.core.check_result import check_result as _result
+from nccl_preflight.core.check_result import host_table as _table
+from nccl_preflight.core.check_result import reference_value as _reference
 
 FABRIC_CHECKS = ("rdma", "nccl_ib_hca", "gpudirect", "limits", "nccl_config", "fabric")
 GIB = 1024**3
@@ -572,7 +565,8 @@ def nccl_expect_net(facts: dict, ifname: str, setting: str = "auto") -> dict[str
 
 def nccl_rdma_plan(facts: dict, extra_env: dict | None = None) -> dict | None:
     """plan.json's ``rdma`` of a host: its active RDMA ports with their rate, each ``selected``
-    when NCCL_IB_HCA leaves it to NCCL (module_utils/nccl_rdma_expect.py); None without one."""
+    when NCCL_IB_HCA leaves it to NCCL (src/nccl_preflight/core/rdma_expect.py); None without
+    one."""
     obs = {"facts": facts or {}}
     active = [p for p in rdma_ports(obs) if _active(p)]
     if not active:

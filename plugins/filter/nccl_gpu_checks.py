@@ -21,20 +21,13 @@ because idle GPUs drop to Gen1 to save power.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
-# (nccl_check_result.py) is found through sys.path.
-if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
-    sys.path.append(_HERE)
-
-from nccl_check_result import append_results, no_observation, rank_order
-from nccl_check_result import check_result as _result
-from nccl_check_result import host_table as _table
-from nccl_check_result import reference_value as _reference
+from nccl_preflight.core.check_result import append_results, no_observation, rank_order
+from nccl_preflight.core.check_result import check_result as _result
+from nccl_preflight.core.check_result import host_table as _table
+from nccl_preflight.core.check_result import reference_value as _reference
 
 GPU_CHECKS = (
     "gpu_memory",

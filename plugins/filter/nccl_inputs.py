@@ -8,6 +8,8 @@ import ipaddress
 import re
 from typing import Any
 
+from nccl_preflight.core.collectives import COLLECTIVES
+
 # The kernel refuses empty names, "." and "..", names longer than IFNAMSIZ-1 (15), and names with
 # "/", ":" or white space. We also refuse every shell metacharacter: names reach nccl.env and logs.
 _IFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")
@@ -111,18 +113,6 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
         check("nccl_python", f"is {python!r}, not an absolute path without spaces")
     problems += pairwise_problems(values)
     return problems
-
-
-# The collectives files/nccl_check.py times (its BANDWIDTH_COLLECTIVES).
-COLLECTIVES = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-    "broadcast",
-    "reduce",
-    "send_recv",
-)
 
 
 def pairwise_problems(values: dict[str, Any]) -> list[str]:

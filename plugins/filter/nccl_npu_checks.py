@@ -4,7 +4,7 @@
 
 Appended by `nccl_npu_checks_add` to the pre-flight's results (roles/preflight, the judge task),
 one result per check and host, from each host's observation: `facts.accelerators`
-(module_utils/nccl_accel_facts.py: npu-smi info), `facts.ip_local_port_range`, `python_facts`
+(src/nccl_preflight/node/accel_facts.py: npu-smi info), `facts.ip_local_port_range`, `python_facts`
 (the pre-flight's torch probe: torch and torch_npu versions, torch.npu.is_available()).
 Every check is skipped, with the reason, unless the run's backend is hccl.
 
@@ -26,23 +26,16 @@ Every check is skipped, with the reason, unless the run's backend is hccl.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
-# Ansible loads a filter file by its path, not as a package: the judges' shared code beside it
-# (nccl_check_result.py) is found through sys.path.
-if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
-    sys.path.append(_HERE)
-
-from nccl_check_result import (
+from nccl_preflight.core.check_result import (
     append_results,
     host_table,
     rank_order,
     reference_value,
     too_few_devices,
 )
-from nccl_check_result import check_result as _result
+from nccl_preflight.core.check_result import check_result as _result
 
 HCCL_DEFAULT_BASE_PORT = 60000
 HCCL_PORTS = 16

@@ -3,7 +3,7 @@
 """The pre-flight observation of one host: what it showed, in one dict. The contract.
 
 roles/preflight keeps it as the fact ``preflight_observation``; the verdicts
-(plugins/filter/nccl_preflight.py ``nccl_preflight_judge``, then nccl_gpu_checks.py,
+(plugins/filter/nccl_preflight_judge.py ``nccl_preflight_judge``, then nccl_gpu_checks.py,
 nccl_fabric.py and nccl_npu_checks.py) read every host's, keyed by inventory name (the judge
 adds ``host``). Built on the control machine by ``nccl_preflight_observation`` from the host's
 facts, its nccl_env values and the results its module calls registered (in
@@ -113,7 +113,7 @@ def nccl_preflight_observation(
     python); ``probe``: nccl_tcp_probe's result (results, firewall); ``stopped``: the
     pre-flight's stop, nccl_tcp_probe's RV collect (listeners, python, clock, waited; failed and
     msg when it could not collect); ``probe_skip``: preflight_probe_plan.skip. The start and the
-    stop are module_utils/nccl_preflight_calls.py's start and stop.
+    stop are src/nccl_preflight/node/preflight_calls.py's start and stop.
     """
     env = env or {}
     started, probe, stopped = _result(started), _result(probe), _result(stopped)

@@ -3,9 +3,9 @@
 """What makes ``nccl_pairwise=auto`` run the pairwise rounds: one ``--pair-trigger`` per timed
 collective (docs/design.md, "Pairwise rounds").
 
-The figure is the expectation the controller judges the run with after it (module_utils/
-nccl_expect.py), times ``nccl_busbw_warn``: ``nccl_expected_busbw[collective]`` when given, else
-the slowest host's fabric x ``nccl_busbw_efficiency`` (module_utils/nccl_rdma_expect.py
+The figure is the expectation the controller judges the run with after it (src/nccl_preflight/
+core/expect.py), times ``nccl_busbw_warn``: ``nccl_expected_busbw[collective]`` when given, else
+the slowest host's fabric x ``nccl_busbw_efficiency`` (src/nccl_preflight/core/rdma_expect.py
 ``cluster_figure``) from plan.json's host rows (roles/launch/tasks/plan.yml). Before the run no
 NCCL log says which NICs were used, so an RDMA host counts the ports NCCL_IB_HCA selects (every
 active one without it), a host without RDMA its fabric link speed; the source says which. A host
@@ -15,24 +15,10 @@ whose speed is unknown gives no fabric figure, so no collective is triggered fro
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
-import ansible.module_utils
-
-# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
-# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
-if (_MODULE_UTILS := str(Path(__file__).resolve().parents[2] / "module_utils")) not in (
-    ansible.module_utils.__path__
-):
-    ansible.module_utils.__path__.append(_MODULE_UTILS)
-# Ansible loads a filter file by its path: its sibling (nccl_inputs.py) is found through sys.path.
-if (_HERE := str(Path(__file__).resolve().parent)) not in sys.path:
-    sys.path.append(_HERE)
-
-from ansible.module_utils.nccl_rdma_expect import cluster_figure
-from nccl_inputs import COLLECTIVES
+from nccl_preflight.core.collectives import COLLECTIVES
+from nccl_preflight.core.rdma_expect import cluster_figure
 
 
 def _figure(value: float) -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-STALL_WORDS = "no rank advanced"  # every stall message of module_utils/nccl_run_watch.py
+STALL_WORDS = "no rank advanced"  # every stall message of src/nccl_preflight/core/run_watch.py
 WATCHDOG_EXIT = 124  # files/nccl_check.py's watchdog: a phase overran --timeout
 # Options of nccl_check_args the relaunch sets itself (what to run, and the pairwise settings).
 RELAUNCH_OWNS = ("--tests", "--pairwise", "--pair-bytes", "--pair-iters")
@@ -27,8 +27,8 @@ def named_cause(results: list[dict[str, Any]]) -> str:
     """What ended the run when something named it ("" when nothing did).
 
     A stall the watch diagnosed with a named cause (launch.json's ``stop``: ``cause_named``, a
-    fabric link down or a peer with no route, module_utils/nccl_run_watch.py's cause_named; its
-    ``culprits`` say it), or a rank killed by a signal in a run that ended by itself (torchrun
+    fabric link down or a peer with no route, src/nccl_preflight/core/run_watch.py's cause_named;
+    its ``culprits`` say it), or a rank killed by a signal in a run that ended by itself (torchrun
     saw the death; a run that the watch, a timeout or a stop call ended had its ranks killed by
     us). A peer that only did not answer in time is no named cause: a slow link does that."""
     for row in results or []:

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Who runs this validation, for the run lock on the master (module_utils/nccl_run_lock.py):
+"""Who runs this validation, for the run lock on the master (src/nccl_preflight/node/run_lock.py):
 a second run of the same master and port is refused naming this run, its start, the control
 machine and the user; and how many hosts it runs a task on at once (``forks``), for the
 pre-flight's collect (roles/preflight/tasks/main.yml). Runs on the control machine, where the

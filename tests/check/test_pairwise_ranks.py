@@ -72,7 +72,7 @@ def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) 
     """Rank 2 (node 2) stops before round 1 (pair 0-2); the watchdogs end every rank. Round 0
     (pair 1-2) is in every record's ``pairwise``, with the round under way, and the controller
     names nodes 0 and 2 as timed out, node 1 not."""
-    from ansible.module_utils import nccl_pairwise
+    from nccl_preflight.core import pairwise as nccl_pairwise
 
     port, nodes = free_port(), 3
     procs = []

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils.nccl_junit import host_label
 
+from nccl_preflight.core.junit import host_label
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
 from tests.playbook_run import (

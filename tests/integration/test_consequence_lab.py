@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils.nccl_junit import host_label
 
+from nccl_preflight.core.junit import host_label
 from tests.integration.test_config_faults_lab import junit_cases, left_on_hosts, validate
 from tests.integration.test_preflight_lab import ephemeral_range
 from tests.jenkins_schema import validate_report_junit

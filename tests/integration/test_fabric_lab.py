@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_junit import host_label
 
+from nccl_preflight.core.junit import host_label
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import NETNS_DIR, Lab
 

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_firewall_common as fw
-from ansible.module_utils import nccl_firewall_iptables as ipt
-from ansible.module_utils import nccl_firewall_nft as nft
 
+from nccl_preflight.node import firewall_common as fw
+from nccl_preflight.node import firewall_iptables as ipt
+from nccl_preflight.node import firewall_nft as nft
 from tests.lab.harness import Lab, lab_unavailable_reason
 
 pytestmark = pytest.mark.lab

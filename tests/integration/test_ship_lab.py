@@ -1,7 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The rank script reaches the nodes as one zipapp with the modules beside it that it imports
-(module_utils/nccl_zipapp.py), on the lab: real ansible-playbook over SSH, real torchrun.
+(src/nccl_preflight/core/zipapp.py), on the lab: real ansible-playbook over SSH, real torchrun.
 
 A `launch_script` of one's own under tmp_path imports a sibling module (as files/nccl_check.py
 imports its files/nccl_check_*.py) and then runs the project's check. The sibling is nowhere on

@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_junit import host_label
 
+from nccl_preflight.core.junit import host_label
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
 from tests.lab.runs import inventory_with_unreachable_host

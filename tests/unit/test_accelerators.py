@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_accel_facts import (
+from ansible.module_utils.nccl_preflight.node.accel_facts import (
     parse_npu_smi_board,
     parse_npu_smi_info,
     read_npus,
@@ -302,7 +302,7 @@ def test_fixture_readme_names_the_npu_recordings() -> None:
 
 
 def test_at_most_16_cards_are_asked_for_their_firmware() -> None:
-    from ansible.module_utils.nccl_accel_facts import read_npu_firmware
+    from ansible.module_utils.nccl_preflight.node.accel_facts import read_npu_firmware
 
     asked: list[str] = []
 

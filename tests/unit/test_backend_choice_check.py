@@ -5,9 +5,9 @@ a host that would choose another backend than the master fails by name with what
 
 from __future__ import annotations
 
-from ansible.module_utils.nccl_accel_facts import parse_npu_smi_info
 from nccl_backends import nccl_backend_checks_add
 
+from nccl_preflight.node.accel_facts import parse_npu_smi_info
 from tests.unit.test_nccl_facts import fixture
 
 H100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * 8, "accelerators": {}}

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils import nccl_firewall_common as fw
-from ansible.module_utils import nccl_firewall_iptables as ipt
 from nccl_causes import nccl_preflight_causes
-from nccl_preflight import nccl_preflight_judge
+from nccl_preflight_judge import nccl_preflight_judge
 
+from nccl_preflight.node import firewall_common as fw
+from nccl_preflight.node import firewall_iptables as ipt
 from tests.jenkins_schema import validate_report_junit
 from tests.unit.test_report_junit import RunDir, case, suites
 from tests.unit.test_report_verdict import page, report

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The run's closing summary on the console (module_utils/nccl_console.py,
+"""The run's closing summary on the console (src/nccl_preflight/core/console.py,
 plugins/callback/nccl_console.py): plain aligned lines, the verdict, every failure with its fix,
 the bandwidth table and where the report is; nothing a node answered moves a terminal's cursor."""
 
@@ -12,8 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ansible.module_utils.nccl_console import console_lines, plain, rank_span, table
-
+from nccl_preflight.core.console import console_lines, plain, rank_span, table
 from tests.playbook_run import column_starts
 
 ROOT = Path(__file__).resolve().parents[2]

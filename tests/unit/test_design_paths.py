@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """docs/design.md names only what exists in the tree.
 
-Every repository path it names (``module_utils/x.py``, ``roles/...``, ``tests/...``, backticked or
-not; ``<placeholder>`` and ``*`` match any name) must exist, and every bare ``name.py`` it names
-must be a file somewhere in the tree. It once named ``playbooks/group_vars/all`` for the defaults.
+Every repository path it names (``src/nccl_preflight/node/x.py``, ``roles/...``, ``tests/...``,
+backticked or not; ``<placeholder>`` and ``*`` match any name) must exist, and every bare
+``name.py`` it names must be a file somewhere in the tree. It once named
+``playbooks/group_vars/all`` for the defaults.
 """
 
 from __future__ import annotations
@@ -65,23 +66,27 @@ def test_design_names_only_paths_that_exist() -> None:
 
 
 def test_a_path_that_is_not_there_is_named(tmp_path: Path) -> None:
-    for path in ("module_utils/nccl_run_dir.py", "roles/nccl_defaults/defaults/main/launch.yml"):
+    for path in (
+        "src/nccl_preflight/node/run_dir.py",
+        "roles/nccl_defaults/defaults/main/launch.yml",
+    ):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
     (tmp_path / "playbooks").mkdir()
     text = (
         "Defaults in `playbooks/group_vars/all/*.yml` and roles/nccl_defaults/defaults/main/.\n"
-        "module_utils/nccl_run_dir.py refuses links; module_utils/nccl_firewall_<tool>.py judges.\n"
-        "The parser (nccl_run_dir.py, gone.py) and reports/<run-id>/plan.json.\n"
+        "src/nccl_preflight/node/run_dir.py refuses links; "
+        "src/nccl_preflight/node/firewall_<tool>.py judges.\n"
+        "The parser (run_dir.py, gone.py) and reports/<run-id>/plan.json.\n"
     )
     assert named_paths(text, top_dirs(tmp_path)) == [
         "playbooks/group_vars/all/*.yml",
         "roles/nccl_defaults/defaults/main/",
-        "module_utils/nccl_run_dir.py",
-        "module_utils/nccl_firewall_<tool>.py",
+        "src/nccl_preflight/node/run_dir.py",
+        "src/nccl_preflight/node/firewall_<tool>.py",
     ]
     assert missing(text, tmp_path) == [
         "playbooks/group_vars/all/*.yml",
-        "module_utils/nccl_firewall_<tool>.py",
+        "src/nccl_preflight/node/firewall_<tool>.py",
         "gone.py",
     ]

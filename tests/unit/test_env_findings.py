@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible.module_utils.nccl_fabric_choice import nccl_fabric_candidate
 from nccl_env_findings import interface_table, nccl_env_findings, nccl_env_stop_text
 from nccl_network import nccl_fabric_choice
+
+from nccl_preflight.node.fabric_choice import nccl_fabric_candidate
 
 
 def facts(**interfaces: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_expect.py: busbw against the expected figure (explicit or from the fabric
+"""src/nccl_preflight/core/expect.py: busbw against the expected figure (explicit or from the fabric
 link), two thresholds, and the baseline; through nccl_junit's hooks (JUnit valid for Jenkins)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils import nccl_expect
 
+from nccl_preflight.core import expect as nccl_expect
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report as report
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import nccl_fabric as fc
 import pytest
-from ansible.module_utils.nccl_fabric_facts import read_gpudirect, read_rdma
 from nccl_network import nccl_fabric_choice
+
+from nccl_preflight.node.fabric_facts import read_gpudirect, read_rdma
 
 SYSFS = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
 HOSTS = ["node1", "node2"]

@@ -1,13 +1,14 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_fabric_facts.py on the sysfs trees of tests/fixtures/sysfs (see README)."""
+"""src/nccl_preflight/node/fabric_facts.py on the sysfs trees of tests/fixtures/sysfs (see
+README)."""
 
 from __future__ import annotations
 
 import resource
 from pathlib import Path
 
-from ansible.module_utils.nccl_fabric_facts import (
+from nccl_preflight.node.fabric_facts import (
     gather_fabric,
     gid_address,
     gid_type,

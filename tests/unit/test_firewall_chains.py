@@ -1,12 +1,12 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_firewall_chains.py, the walker iptables and nft share, on rulesets written
-as data: jump comes back, goto does not, RETURN and running off a user chain return, a base
+"""src/nccl_preflight/node/firewall_chains.py, the walker iptables and nft share, on rulesets
+written as data: jump comes back, goto does not, RETURN and running off a user chain return, a base
 chain's policy takes what is left, an undecidable rule never accepts."""
 
 from __future__ import annotations
 
-from ansible.module_utils.nccl_firewall_chains import Ruleset, Step, walk
+from nccl_preflight.node.firewall_chains import Ruleset, Step, walk
 
 ALL = [(0, 65535)]
 

@@ -16,11 +16,11 @@ import re
 import shlex
 from pathlib import Path
 
-from ansible.module_utils import nccl_firewall_common as fw
-from ansible.module_utils import nccl_firewall_firewalld as fwd
-from ansible.module_utils import nccl_firewall_iptables as ipt
-from ansible.module_utils import nccl_firewall_nft as nft
-from ansible.module_utils import nccl_firewall_ufw as ufw
+from nccl_preflight.node import firewall_common as fw
+from nccl_preflight.node import firewall_firewalld as fwd
+from nccl_preflight.node import firewall_iptables as ipt
+from nccl_preflight.node import firewall_nft as nft
+from nccl_preflight.node import firewall_ufw as ufw
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "firewall"
 PEER = "10.77.0.12"

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""GPU node health: the parsers (module_utils/nccl_gpu_health.py) on every recording in
+"""GPU node health: the parsers (src/nccl_preflight/node/gpu_health.py) on every recording in
 tests/fixtures/gpu/, and the checks (plugins/filter/nccl_gpu_health.py) on observations built
 from them. Variants made inside a test (a GPU marked busy, MIG enabled) say so where they are."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import nccl_gpu_checks as checks
 import pytest
-from ansible.module_utils import nccl_gpu_health as parse
-from ansible.module_utils.nccl_parse import parse_nvidia_smi_csv
+
+from nccl_preflight.node import gpu_health as parse
+from nccl_preflight.node.parse import parse_nvidia_smi_csv
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

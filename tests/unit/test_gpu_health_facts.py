@@ -1,7 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_gpu_health_read.py: what nccl_facts reads for the GPU health, with the tools
-answering from tests/fixtures/gpu/ (and real processes for dcgmi's time bound)."""
+"""src/nccl_preflight/node/gpu_health_read.py: what nccl_facts reads for the GPU health, with the
+tools answering from tests/fixtures/gpu/ (and real processes for dcgmi's time bound)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_gpu_health_read as read
+
+from nccl_preflight.node import gpu_health_read as read
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 

@@ -17,8 +17,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_junit
 
+from nccl_preflight.core import junit as nccl_junit
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report
 from tests.unit.test_launch_collect import action, archive

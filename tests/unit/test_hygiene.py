@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +182,162 @@ def test_the_rank_scripts_modules_import_torch_the_standard_library_and_each_oth
         ready = {name for name, used in uses.items() if name not in done and used <= done}
         assert ready, f"the rank script's modules import each other in a cycle: {uses}"
         done |= ready
+
+
+# --- the rooms (docs/design.md, "Layout"): node, core, and no loader step anywhere --------------
+
+PACKAGE = ROOT / "src" / "nccl_preflight"
+NODE_ALLOWED = set(sys.stdlib_module_names) | {"torch"}
+
+
+def imports_of(source: str) -> list[tuple[int, str]]:
+    """Every import as (level, dotted name): level 0 absolute, 1 ``from .``, 2 ``from ..``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(0, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or ""))
+    return found
+
+
+def node_offences(where: str, source: str) -> list[str]:
+    """The node room imports the standard library, torch and its own room (relatively) only."""
+    offences = []
+    for level, name in imports_of(source):
+        if level > 1:
+            offences.append(f"{where}: from {'.' * level}{name} leaves the node room")
+        elif level == 0 and name.split(".")[0] not in NODE_ALLOWED:
+            offences.append(f"{where}: imports {name}")
+    return offences
+
+
+def core_offences(where: str, source: str) -> list[str]:
+    """The core room is plain Python: nothing from Ansible."""
+    return [
+        f"{where}: imports {name}"
+        for level, name in imports_of(source)
+        if level == 0 and name.split(".")[0] == "ansible"
+    ]
+
+
+# sys.path or a package's __path__ changed in code: the back door the rooms closed.
+PATH_STEP = re.compile(
+    r"(?:sys\.path|__path__)\s*(?:\.(?:append|insert|extend)\(|\[[^]]*\]\s*=|\+=)"
+)
+# Where a path step stays, and why: tests/conftest.py (pytest imports library/ and plugins/ files
+# by name, and library/'s modules import ansible.module_utils.nccl_preflight.node, the name Ansible
+# ships the node room under); a child that runs a library module as AnsiballZ would; the rank
+# script's own folder (files/, its modules beside it) for the check tests and lab scripts; the
+# torchrun workers of tests/check, which import tests.check.support from the repository root;
+# the rules' own examples (this file, tests/unit/test_controller_imports.py).
+PATH_STEP_ALLOWED = {
+    "tests/unit/test_hygiene.py",
+    "tests/unit/test_controller_imports.py",
+    "tests/conftest.py",
+    "tests/unit/test_torchrun_module.py",
+    "tests/check/support.py",
+    "tests/check/examples_worker.py",
+    "tests/check/gloo_ops_worker.py",
+    "tests/check/json_gather_worker.py",
+    "tests/check/unpredicted_worker.py",
+    "tests/integration/test_fabric_lab.py",
+    "tests/integration/test_ship_lab.py",
+}
+
+
+def test_the_room_rules_catch_what_they_forbid() -> None:
+    assert node_offences("n.py", "import os\nimport torch\nfrom .files import x\n") == []
+    assert node_offences("n.py", "import yaml\nfrom ..core import verdict\n") == [
+        "n.py: imports yaml",
+        "n.py: from ..core leaves the node room",
+    ]
+    assert node_offences("n.py", "from nccl_preflight.core.verdict import x\n") == [
+        "n.py: imports nccl_preflight.core.verdict"
+    ]
+    assert core_offences("c.py", "from nccl_preflight.node.files import x\nimport json\n") == []
+    assert core_offences("c.py", "from ansible.module_utils.basic import AnsibleModule\n") == [
+        "c.py: imports ansible.module_utils.basic"
+    ]
+    for step in (
+        "ansible.module_utils.__path__.append(x)",
+        "sys.path.insert(0, here)",
+        "sys.path[:0] = [here]",
+        "sys.path += [here]",
+    ):
+        assert PATH_STEP.search(step), step
+    assert not PATH_STEP.search("for entry in sys.path:")
+
+
+def test_node_imports_the_standard_library_torch_and_node_only() -> None:
+    files = sorted((PACKAGE / "node").glob("*.py"))
+    assert len(files) > 20
+    offences = []
+    for path in files:
+        offences += node_offences(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+    assert offences == []
+
+
+def test_core_imports_nothing_from_ansible() -> None:
+    files = sorted((PACKAGE / "core").glob("*.py"))
+    assert len(files) > 15
+    offences = []
+    for path in files:
+        offences += core_offences(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+    assert offences == []
+
+
+# library/nccl_report.py alone runs on the control machine (in its action plugin's stead).
+CONTROL_MODULES = {"library/nccl_report.py"}
+
+
+def shipped_module_offences(where: str, source: str) -> list[str]:
+    """A module shipped to a node imports project code only from the node room, by the name
+    Ansible ships it under."""
+    return [
+        f"{where}: imports {name}"
+        for level, name in imports_of(source)
+        if level == 0
+        and "nccl_preflight" in name
+        and not name.startswith("ansible.module_utils.nccl_preflight.node")
+    ]
+
+
+def test_a_shipped_module_imports_the_node_room_only() -> None:
+    assert (
+        shipped_module_offences(
+            "m.py", "from ansible.module_utils.nccl_preflight.node.files import write_atomically\n"
+        )
+        == []
+    )
+    assert shipped_module_offences(
+        "m.py",
+        "from ansible.module_utils.nccl_preflight.core.verdict import x\n"
+        "from nccl_preflight.node import files\n",
+    ) == [
+        "m.py: imports ansible.module_utils.nccl_preflight.core.verdict",
+        "m.py: imports nccl_preflight.node",
+    ]
+    modules = sorted([*ROOT.glob("library/*.py"), *ROOT.glob("roles/*/library/*.py")])
+    assert len(modules) >= 4
+    offences = []
+    for path in modules:
+        where = str(path.relative_to(ROOT))
+        if where not in CONTROL_MODULES:
+            offences += shipped_module_offences(where, path.read_text(encoding="utf-8"))
+    assert offences == []
+
+
+def test_no_loader_prelude_anywhere() -> None:
+    files = subprocess.run(
+        ["git", "ls-files", "*.py", "bin/*"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    offenders = [
+        f"{name}:{number}: {line.strip()}"
+        for name in files
+        if name not in PATH_STEP_ALLOWED
+        for number, line in enumerate((ROOT / name).read_text(encoding="utf-8").splitlines(), 1)
+        if PATH_STEP.search(line)
+    ]
+    assert offenders == []
+    assert not (ROOT / "module_utils").exists()

@@ -1,6 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_listener.serve and the connections the kernel completed before the end.
+"""src/nccl_preflight/node/listener.py.serve and the connections the kernel completed before the
+end.
 
 A peer's connect() succeeds once the kernel put the connection in the listening socket's backlog,
 whether or not the listener process ran since. On a loaded node the stop file (or the deadline)
@@ -17,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_listener
+
+from nccl_preflight.node import listener as nccl_listener
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_files.py: the atomic replace every module uses for files others read."""
+"""src/nccl_preflight/node/files.py: the atomic replace every module uses for files others read."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_files
-from ansible.module_utils.nccl_files import write_atomically
+
+from nccl_preflight.node import files as nccl_files
+from nccl_preflight.node.files import write_atomically
 
 
 def test_the_mode_is_exact_whatever_the_umask(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils.nccl_transport import describe, net_devices_used, parse_nccl_log
+
+from nccl_preflight.core.transport import describe, net_devices_used, parse_nccl_log
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "fixtures" / "nccl_logs"

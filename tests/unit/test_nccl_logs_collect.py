@@ -13,7 +13,7 @@ import json
 import tarfile
 from pathlib import Path
 
-from ansible.module_utils import nccl_run_collect
+from ansible.module_utils.nccl_preflight.node import run_collect as nccl_run_collect
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "fixtures" / "nccl_logs" / "roce-dgxh100.log"

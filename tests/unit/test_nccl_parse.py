@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_parse.py on recorded real outputs (tests/fixtures/)."""
+"""src/nccl_preflight/node/parse.py on recorded real outputs (tests/fixtures/)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_parse as p
+
+from nccl_preflight.node import parse as p
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

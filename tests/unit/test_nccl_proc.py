@@ -1,6 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_proc.py: detach, identity through /proc, ending a tree, atomic JSON, tails.
+"""src/nccl_preflight/node/proc.py: detach, identity through /proc, ending a tree, atomic JSON,
+tails.
 
 Real processes throughout: a detached process that must let go of our descriptors, a tree with a
 worker that ignores SIGTERM, a pid recorded with another start time that must never be signalled.
@@ -17,8 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_files
-from ansible.module_utils.nccl_proc import (
+
+from nccl_preflight.node import files as nccl_files
+from nccl_preflight.node.proc import (
     descendants,
     detach,
     end_processes,
@@ -34,7 +36,6 @@ from ansible.module_utils.nccl_proc import (
     text_tail,
     write_json,
 )
-
 from tests.polling import wait_for
 
 # A parent that starts a child in its own session (as torchrun starts its workers); the child

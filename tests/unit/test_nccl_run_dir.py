@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_run_dir.py on a real file system (tmp_path): the checks and the mode that
+"""src/nccl_preflight/node/run_dir.py on a real file system (tmp_path): the checks and the mode that
 the pre-flight's first call (nccl_facts' preflight option) and the launch's start (nccl_torchrun)
 apply to the run's private directory, whichever reaches a node first."""
 
@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_run_dir import (
+
+from nccl_preflight.node.run_dir import (
     bad_file_name,
     file_is_current,
     make_private_dir,

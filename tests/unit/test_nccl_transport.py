@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_transport.py on NCCL logs quoted in public issues (fixtures README)."""
+"""src/nccl_preflight/core/transport.py on NCCL logs quoted in public issues (fixtures README)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_transport import (
+
+from nccl_preflight.core.transport import (
     compress_names,
     describe,
     net_kind,
@@ -232,7 +233,11 @@ def test_net_kind():
 def test_command_prints_one_json_object_per_file():
     files = [LOGS / "roce-dgxh100.log", LOGS / "socket-lo-ib-disabled.log"]
     run = subprocess.run(
-        [sys.executable, str(ROOT / "module_utils" / "nccl_transport.py"), *map(str, files)],
+        [
+            sys.executable,
+            str(ROOT / "src" / "nccl_preflight" / "core" / "transport.py"),
+            *map(str, files),
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -245,7 +250,11 @@ def test_command_prints_one_json_object_per_file():
 
 def test_command_reports_an_unreadable_file(tmp_path):
     run = subprocess.run(
-        [sys.executable, str(ROOT / "module_utils" / "nccl_transport.py"), str(tmp_path / "no")],
+        [
+            sys.executable,
+            str(ROOT / "src" / "nccl_preflight" / "core" / "transport.py"),
+            str(tmp_path / "no"),
+        ],
         capture_output=True,
         text=True,
     )

@@ -1,7 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """What makes nccl_pairwise=auto run the pairwise rounds (plugins/filter/nccl_pair_triggers.py):
-the expectation the controller judges with after the run (module_utils/nccl_expect.py), from
+the expectation the controller judges with after the run (src/nccl_preflight/core/expect.py), from
 the fabric when nccl_expected_busbw does not name the collective, x nccl_busbw_warn; rendered
 through roles/launch/defaults into the arguments files/nccl_check.py parses."""
 
@@ -13,14 +13,14 @@ from typing import Any
 import nccl_fabric as fc
 import pytest
 import yaml
-from ansible.module_utils import nccl_expect
-from ansible.module_utils.nccl_fabric_facts import read_rdma
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import filter_loader
 from ansible.template import Templar, trust_as_template
 from nccl_inputs import COLLECTIVES
 from nccl_pair_triggers import nccl_pair_trigger_args, nccl_pair_trigger_note, nccl_pair_triggers
 
+from nccl_preflight.core import expect as nccl_expect
+from nccl_preflight.node.fabric_facts import read_rdma
 from tests.check.support import load_script
 
 ROOT = Path(__file__).resolve().parents[2]

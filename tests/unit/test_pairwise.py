@@ -1,8 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Pairwise rounds: the tournament and suspects of the rank script (files/nccl_check_pairwise.py),
-and the controller's judgement, JUnit, summary and pairwise.json (module_utils/nccl_pairwise.py) on
-synthetic matrices.
+and the controller's judgement, JUnit, summary and pairwise.json
+(src/nccl_preflight/core/pairwise.py) on synthetic matrices.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils import nccl_pairwise
 
+from nccl_preflight.core import pairwise as nccl_pairwise
 from tests.check.support import load_part, load_script
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report as report

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from nccl_pairwise_relaunch import named_cause, nccl_pairwise_relaunch, nccl_relaunch_check_args
 
-# The stall message of module_utils/nccl_run_watch.py as the watch ends a run with it.
+# The stall message of src/nccl_preflight/core/run_watch.py as the watch ends a run with it.
 STALL = (
     "lab3: eth1 rate-limited? — ranks 0, 1 waited on rank 2 in bandwidth_all_reduce at 4 MiB; "
     "no rank advanced for 31 s (the limit was 30 s)"

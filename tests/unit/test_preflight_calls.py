@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_preflight_calls.py: the pre-flight riding on the facts and probe calls.
+"""src/nccl_preflight/node/preflight_calls.py: the pre-flight riding on the facts and probe calls.
 
 The start as the facts call makes it (listener address "fabric" and the lock path's
 {fabric_address} from the host's own fabric choice), the collect as the probe call makes it (a
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nccl_tcp_probe
 import pytest
-from ansible.module_utils.nccl_preflight_calls import (
+from ansible.module_utils.nccl_preflight.node.preflight_calls import (
     FABRIC,
     FABRIC_FIELD,
     for_fabric,
@@ -206,7 +206,7 @@ def test_a_collect_of_listeners_never_started_is_recorded_not_raised(
 
 
 def test_a_probe_refused_by_listeners_that_reached_their_bound_says_so() -> None:
-    from nccl_preflight import _probe_check  # plugins/filter, on the tests' path
+    from nccl_preflight_judge import _probe_check  # plugins/filter, on the tests' path
 
     probe = {
         "name": "ring",

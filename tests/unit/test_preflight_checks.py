@@ -1,8 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""plugins/filter/nccl_preflight.py: the verdict of every check from per-host observations.
+"""plugins/filter/nccl_preflight_judge.py: the verdict of every check from per-host observations.
 
-GPU lists come from the recorded nvidia-smi fixtures through module_utils/nccl_parse.py, as
+GPU lists come from the recorded nvidia-smi fixtures through src/nccl_preflight/node/parse.py, as
 library/nccl_facts.py would report them.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import nccl_preflight as pf
+import nccl_preflight_judge as pf
 import pytest
-from ansible.module_utils.nccl_parse import parse_nvidia_smi_csv
+from ansible.module_utils.nccl_preflight.node.parse import parse_nvidia_smi_csv
 
 NVSMI = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
 HOSTS = ["node1", "node2", "node3", "node4"]

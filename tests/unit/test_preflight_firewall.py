@@ -1,17 +1,19 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_firewall_<tool>.py on recorded firewall outputs (tests/fixtures/firewall/)."""
+"""src/nccl_preflight/node/firewall_<tool>.py on recorded firewall outputs
+(tests/fixtures/firewall/)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_firewall_common as fw
-from ansible.module_utils import nccl_firewall_firewalld as fwd
-from ansible.module_utils import nccl_firewall_iptables as ipt
-from ansible.module_utils import nccl_firewall_nft as nft
-from ansible.module_utils import nccl_firewall_ufw as ufw
+
+from nccl_preflight.node import firewall_common as fw
+from nccl_preflight.node import firewall_firewalld as fwd
+from nccl_preflight.node import firewall_iptables as ipt
+from nccl_preflight.node import firewall_nft as nft
+from nccl_preflight.node import firewall_ufw as ufw
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "firewall"
 PEER = "10.77.0.12"

@@ -1,8 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight's listeners as the playbook runs them: a real detached listener process on
-loopback, started as the facts call starts it (module_utils/nccl_preflight_calls.py ``start``, the
-facts call's ``preflight`` option) and stopped through nccl_tcp_probe's ``collect`` option
+loopback, started as the facts call starts it (src/nccl_preflight/node/preflight_calls.py ``start``,
+the facts call's ``preflight`` option) and stopped through nccl_tcp_probe's ``collect`` option
 (tests/preflight_calls.py); once through nccl_facts itself with the real interpreter's torch, and
 once through ansible to prove the facts call's session ends while the listener lives on."""
 
@@ -21,8 +21,13 @@ from pathlib import Path
 import nccl_facts
 import nccl_tcp_probe
 import pytest
-from ansible.module_utils import nccl_listener
-from ansible.module_utils.nccl_proc import is_alive, parse_stat, proc_stat, start_time
+from ansible.module_utils.nccl_preflight.node import listener as nccl_listener
+from ansible.module_utils.nccl_preflight.node.proc import (
+    is_alive,
+    parse_stat,
+    proc_stat,
+    start_time,
+)
 
 from tests.module_exit import ModuleExit, run_module_main
 from tests.polling import wait_for as wait_until

@@ -1,6 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_junit.py and library/nccl_report.py: JUnit and summary from reports/<run-id>/.
+"""src/nccl_preflight/core/junit.py and library/nccl_report.py: JUnit and summary from
+reports/<run-id>/.
 
 Every written XML file is validated against the Jenkins xunit schema."""
 
@@ -16,9 +17,9 @@ from typing import Any
 
 import nccl_report
 import pytest
-from ansible.module_utils import nccl_junit
 from ansible.module_utils.testing import patch_module_args
 
+from nccl_preflight.core import junit as nccl_junit
 from tests.jenkins_schema import validate_report_junit
 
 # --- builders of reports/<run-id>/, per the contracts in docs/design.md --------------------------
@@ -277,7 +278,7 @@ def test_all_passed_gives_one_suite_per_rank_and_per_host(
         "reduce_scatter",
         "bandwidth_all_reduce",
         "bandwidth_all_gather",
-        "transport",  # module_utils/nccl_transport_report.py: NCCL is not used with gloo
+        "transport",  # src/nccl_preflight/core/transport_report.py: NCCL is not used with gloo
     ]
     assert case(rank4, "transport").find("skipped").get("message") == (
         "rank 4 on node2 ran the gloo backend: NCCL is not used"

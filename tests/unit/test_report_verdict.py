@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils import nccl_exit_classes
-from ansible.module_utils.nccl_verdict import split_hint
 
+from nccl_preflight.core import exit_classes as nccl_exit_classes
+from nccl_preflight.core.verdict import split_hint
 from tests.jenkins_schema import validate_report_junit
 from tests.unit.test_report_junit import ROOT, RunDir, build, case, suites
 
@@ -154,7 +154,7 @@ def test_bandwidth_below_threshold_names_threshold_figure_and_link_speed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = RunDir(tmp_path, ["node1", "node2"], nproc=1).all_passed()
-    for host in run.hosts:  # the interface check as plugins/filter/nccl_preflight.py words it
+    for host in run.hosts:  # the interface check as plugins/filter/nccl_preflight_judge.py words it
         path = run.dir / "preflight" / f"{host}.json"
         doc = json.loads(path.read_text())
         speed = 10000 if host == "node1" else 25000

@@ -1,6 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The run lock on the master (module_utils/nccl_run_lock.py): one validation per master and port.
+"""The run lock on the master (src/nccl_preflight/node/run_lock.py): one validation per master and
+port.
 
 Real flocks, a real detached keeper process and real /proc, in a temporary directory."""
 
@@ -14,8 +15,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_proc import is_alive
-from ansible.module_utils.nccl_run_lock import (
+from ansible.module_utils.nccl_preflight.node.proc import is_alive
+from ansible.module_utils.nccl_preflight.node.run_lock import (
     describe_holder,
     lock_file_name,
     look,
@@ -131,7 +132,7 @@ def test_names_and_descriptions() -> None:
 
 
 def test_the_master_port_check_names_the_run_holding_the_lock_or_the_stale_one_taken_over() -> None:
-    from nccl_preflight import check_master_port_free
+    from nccl_preflight_judge import check_master_port_free
 
     base = {
         "host": "node1",

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_run_observe.py: how a rank died (torchrun's report, the OOM killer), the
+"""src/nccl_preflight/node/run_observe.py: how a rank died (torchrun's report, the OOM killer), the
 ranks' progress from their rank-<R>.json, the fabric interface and the ring probe on a node."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import socket
 import time
 from pathlib import Path
 
-from ansible.module_utils.nccl_run_observe import (
+from nccl_preflight.node.run_observe import (
     describe_exit,
     describe_rank_exits,
     find_oom_line,

@@ -1,14 +1,14 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_run_watch.py: the controller's judgment while a run goes on: progress lines,
-when a rank advanced, the stall limit the sizes before predict, which failure elsewhere ends a
-node's run, and how a stall is worded from every host's evidence."""
+"""src/nccl_preflight/core/run_watch.py: the controller's judgment while a run goes on: progress
+lines, when a rank advanced, the stall limit the sizes before predict, which failure elsewhere ends
+a node's run, and how a stall is worded from every host's evidence."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ansible.module_utils.nccl_run_watch import (
+from nccl_preflight.core.run_watch import (
     STALL_MARGIN,
     adopted_stop,
     advance,

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_supervisor.py wait_supervisor: the node-side wait of state=finished.
+"""src/nccl_preflight/node/supervisor.py wait_supervisor: the node-side wait of state=finished.
 
 It must return when the supervisor exits, not at its next look: it blocks on the supervisor's
 pidfd (and on the pipe its result goes to), and looks every ``every`` seconds only where the kernel
@@ -18,9 +18,14 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import nccl_supervisor
-from ansible.module_utils.nccl_proc import proc_stat, write_json
-from ansible.module_utils.nccl_supervisor import PIDS_FILE, STILL_RUNNING, wait_supervisor
+
+from nccl_preflight.node import supervisor as nccl_supervisor
+from nccl_preflight.node.proc import proc_stat, write_json
+from nccl_preflight.node.supervisor import (
+    PIDS_FILE,
+    STILL_RUNNING,
+    wait_supervisor,
+)
 
 # Far longer than any wait below: a wait that slept between looks would run into it.
 SLOW_LOOK_S = 60.0

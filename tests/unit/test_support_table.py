@@ -151,7 +151,7 @@ def test_torch_here_is_the_one_the_messages_were_recorded_with() -> None:
 
 
 def test_the_summary_shows_the_predicted_skips_of_plan_json_before_any_rank_ran() -> None:
-    from ansible.module_utils import nccl_junit
+    from nccl_preflight.core import junit as nccl_junit
 
     plan = {
         "backend": "gloo",
@@ -167,7 +167,7 @@ def test_the_summary_shows_the_predicted_skips_of_plan_json_before_any_rank_ran(
 
 
 def test_a_refusal_is_a_rank_that_could_not_run_the_test_not_wrong_data() -> None:
-    from ansible.module_utils import nccl_verdict
+    from nccl_preflight.core import verdict as nccl_verdict
 
     refused = nc.run_test(
         "all_reduce_avg",

@@ -29,14 +29,14 @@ from typing import Any
 
 import nccl_torchrun
 import pytest
-from ansible.module_utils import nccl_proc
+from ansible.module_utils.nccl_preflight.node import proc as nccl_proc
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "library" / "nccl_torchrun.py"
-# python -c RUN_AS_ANSIBLE <module> <args file>: AnsiballZ would ship module_utils/ with the module.
+# python -c RUN_AS_ANSIBLE <module> <args file>: AnsiballZ would ship the node room with it.
 RUN_AS_ANSIBLE = (
     "import runpy, sys, ansible.module_utils as mu; "
-    f"mu.__path__.append({str(ROOT / 'module_utils')!r}); "
+    f"mu.__path__.append({str(ROOT / 'src')!r}); "
     "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
 )
 

@@ -1,7 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """library/nccl_torchrun.py with script_zipapp: the rank script and its sibling modules as one
-zipapp (module_utils/nccl_zipapp.py), written as <run_dir>/nccl_check.pyz and run by torchrun.
+zipapp (src/nccl_preflight/core/zipapp.py), written as <run_dir>/nccl_check.pyz and run by torchrun.
 
 The module runs as Ansible runs it on a node (tests/unit/test_torchrun_module.py's helpers).
 """
@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import test_torchrun_module as base
-from ansible.module_utils.nccl_zipapp import build_zipapp
 from test_torchrun_module import (
     ENV_CONTENT,
     finish,
@@ -24,6 +23,8 @@ from test_torchrun_module import (
     module_args,
     start_module,
 )
+
+from nccl_preflight.core.zipapp import build_zipapp
 
 # The fixtures of the module's own tests: a fake torchrun, a run directory, a Python with torch.
 fake_python, run_dir, env_python = base.fake_python, base.run_dir, base.env_python

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The transport verdict (module_utils/nccl_transport_report.py through nccl_junit): a
+"""The transport verdict (src/nccl_preflight/core/transport_report.py through nccl_junit): a
 `transport` testcase per rank, a line per host in summary.md, from the ranks' NCCL logs
 (tests/fixtures/nccl_logs, quoted from public issues) and plan.json's expect_net."""
 
@@ -10,9 +10,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ansible.module_utils import nccl_junit
-from ansible.module_utils.nccl_transport_report import analyze_run, read_nccl_logs
-
+from nccl_preflight.core import junit as nccl_junit
+from nccl_preflight.core.transport_report import analyze_run, read_nccl_logs
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report
 

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""module_utils/nccl_zipapp.py: the rank script and the modules beside it that it imports, as
+"""src/nccl_preflight/core/zipapp.py: the rank script and the modules beside it that it imports, as
 one zipapp that the node's Python runs exactly as it runs the .py (argv, prog, exit status,
 output, tracebacks with their source lines); the same sources give the same bytes."""
 
@@ -16,7 +16,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_zipapp import (
+
+from nccl_preflight.core.zipapp import (
     BundleError,
     build_zipapp,
     bundle_modules,

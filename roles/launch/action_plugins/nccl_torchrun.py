@@ -7,7 +7,7 @@ long as the run (docs/design.md, "Watching a run"): between looks this plugin pr
 progress of the host's ranks, writes what it saw to ``<report dir>/<host>/progress.json``,
 reads every other host's, and ends the run early when another host's run failed or when no rank
 advanced for the stall timeout (after a diagnose call on every host). The judging is pure and
-lives in module_utils/nccl_run_watch.py.
+lives in src/nccl_preflight/core/run_watch.py.
 
 With ``collect_to``, the module (state=finished or state=stopped) packs the run's results into a
 gzip tar archive in its result; this plugin, on the control machine, takes the archive out of the
@@ -30,22 +30,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import ansible.module_utils
+from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-# The project's module_utils as ansible.module_utils.<name>, as the modules import them on a node
-# the one way every controller-side plugin loads them (tests/unit/test_controller_imports.py).
-if (_MODULE_UTILS := str(Path(__file__).resolve().parents[3] / "module_utils")) not in (
-    ansible.module_utils.__path__
-):
-    ansible.module_utils.__path__.append(_MODULE_UTILS)
-
-from ansible.errors import AnsibleError
-from ansible.module_utils import nccl_run_watch as watch_rules
-from ansible.module_utils.nccl_files import write_atomically
-from ansible.module_utils.nccl_zipapp import BundleError, build_zipapp
+from nccl_preflight.core import run_watch as watch_rules
+from nccl_preflight.core.zipapp import BundleError, build_zipapp
+from nccl_preflight.node.files import write_atomically
 
 display = Display()
 
@@ -313,7 +305,7 @@ class RunWatch:
 def zipapp_argument(src: str) -> str:
     """state=started's ``script_src`` (the rank script on this machine) as ``script_zipapp``:
     base64 of the zipapp of it and the modules beside it that it imports
-    (module_utils/nccl_zipapp.py). BundleError names a file that cannot be read or parsed."""
+    (src/nccl_preflight/core/zipapp.py). BundleError names a file that cannot be read or parsed."""
     return base64.b64encode(build_zipapp(src)).decode("ascii")
 
 

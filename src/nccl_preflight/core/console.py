@@ -1,0 +1,202 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""The run's closing summary as plain text lines for a terminal or a CI log.
+
+Rendered from the report's own result (src/nccl_preflight/core/report_run.py: the summary's hosts
+and bandwidth, the verdict's class and findings), never from summary.md. Plain aligned lines: no
+Markdown, no escapes, no colour; every character that would move the cursor or colour a terminal
+(control characters, ESC) is taken out of what the nodes answered. plugins/callback/
+nccl_console.py prints the lines once, after the play recap.
+Only the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# C0 and C1 control characters and DEL: none reaches a terminal from a node's answer.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+INDENT = "  "
+MAX_FINDINGS = 20
+
+
+def plain(value: Any) -> str:
+    """``value`` as one line of text: every control character (newline, tab, ESC) a space."""
+    return _CONTROL.sub(" ", str(value)).strip()
+
+
+def _plain_lines(value: Any) -> list[str]:
+    """``value``'s lines, each made plain; at least one."""
+    return [plain(line) for line in str(value).splitlines()] or [""]
+
+
+def table(
+    header: list[str], rows: list[list[Any]], right: frozenset[int] = frozenset()
+) -> list[str]:
+    """Columns two spaces apart, each as wide as its widest cell; ``right``: the columns (by
+    index) aligned to the right (numbers)."""
+    cells = [[plain(c) for c in header]] + [[plain(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = []
+    for row in cells:
+        parts = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        lines.append((INDENT + "  ".join(parts)).rstrip())
+    return lines
+
+
+def rank_span(ranks: list[Any]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'; '-' when none."""
+    numbers = sorted({int(r) for r in ranks if r is not None})
+    spans: list[str] = []
+    start = previous = None
+    for number in [*numbers, None]:
+        if start is not None and (number is None or number != previous + 1):
+            spans.append(str(start) if start == previous else f"{start}-{previous}")
+            start = None
+        if number is not None and start is None:
+            start = number
+        previous = number
+    return ",".join(spans) or "-"
+
+
+def _host_status(row: dict[str, Any], failing: set[str], affected: set[str]) -> str:
+    if not row.get("reachable", True):
+        return "UNREACHABLE"
+    ranks = len(row.get("ranks") or [])
+    failed = int(row.get("ranks_failed") or 0)
+    if failed:
+        return f"FAILED: {failed} of {ranks} ranks failed"
+    if row.get("host") in failing:
+        return "FAILED"
+    if row.get("host") in affected:
+        return "affected (a consequence of another host's failure)"
+    return "ok" if ranks else "ok, not launched"
+
+
+def is_cause(item: dict[str, Any], ids: set[str]) -> bool:
+    """A finding no other finding of the run explains (verdict.json's ``cause`` pointer)."""
+    cause = item.get("cause")
+    return not cause or cause.get("id") not in ids
+
+
+def _host_lines(result: dict[str, Any]) -> list[str]:
+    hosts = result.get("hosts") or []
+    if not hosts:
+        return []
+    findings = result.get("findings") or []
+    ids = {str(f.get("id")) for f in findings if f.get("id")}
+    failing = {str(f.get("host")) for f in findings if is_cause(f, ids)}
+    affected = {str(f.get("host")) for f in findings} - failing
+    rows = [
+        [
+            row.get("host"),
+            "-" if row.get("node_rank") is None else row["node_rank"],
+            rank_span(row.get("ranks") or []),
+            row.get("preflight") or "",
+            _host_status(row, failing, affected),
+        ]
+        for row in hosts
+    ]
+    header = ["host", "node rank", "ranks", "pre-flight", "status"]
+    return ["", "Hosts:", *table(header, rows, right=frozenset({1}))]
+
+
+def _where(item: dict[str, Any]) -> str:
+    where = plain(item.get("host") or "")
+    if item.get("rank") is not None:
+        where += f" rank {plain(item['rank'])}"
+    return f"{where} {plain(item.get('test') or '')}"
+
+
+def _finding_lines(result: dict[str, Any]) -> list[str]:
+    """Each cause numbered with its fix; the findings it explains folded under it, without a fix
+    of their own (verdict.json's ``cause`` pointers; src/nccl_preflight/core/verdict.py)."""
+    findings = result.get("findings") or []
+    if not findings:
+        return []
+    ids = {str(f.get("id")) for f in findings if f.get("id")}
+    causes = [f for f in findings if is_cause(f, ids)]
+    under: dict[str, list[dict[str, Any]]] = {}
+    for item in findings:
+        if not is_cause(item, ids):
+            under.setdefault(str(item["cause"]["id"]), []).append(item)
+    folded = len(findings) - len(causes)
+    counts = f"{len(causes)}" + (f", plus {folded} folded under their causes" if folded else "")
+    lines = ["", f"Failures ({counts}):"]
+    for number, item in enumerate(causes[:MAX_FINDINGS], 1):
+        what = _plain_lines(item.get("what") or "")
+        lines.append(f"{INDENT}{number}. {_where(item)}: {what[0]}")
+        lines += [f"{INDENT}   {line}" for line in what[1:] if line]
+        fix = _plain_lines(item.get("fix") or "")
+        lines.append(f"{INDENT}   fix: {fix[0]}")
+        lines += [f"{INDENT}        {line}" for line in fix[1:] if line]
+        for consequence in under.get(str(item.get("id")), []):
+            first = _plain_lines(consequence.get("what") or "")[0]
+            lines.append(f"{INDENT}   consequence: {_where(consequence)}: {first}")
+    if len(causes) > MAX_FINDINGS:
+        lines.append(f"{INDENT}... and {len(causes) - MAX_FINDINGS} more in verdict.json")
+    return lines
+
+
+def _size(size: Any) -> str:
+    value = float(size or 0)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} B" if unit == "B" else f"{value:.4g} {unit}"
+        value /= 1024
+    return ""
+
+
+def _of_expected(row: dict[str, Any]) -> str:
+    if row.get("percent_of_expected") is None:
+        return "-"
+    judged = "" if row.get("judged_size", True) else " (latency-bound, not judged)"
+    return f"{row['percent_of_expected']:g}%{judged}"
+
+
+def _bandwidth_lines(result: dict[str, Any]) -> list[str]:
+    bandwidth = result.get("bandwidth") or []
+    if not bandwidth:
+        return []
+    header = ["collective", "size", "ranks", "min", "median", "max", "slowest rank", "of expected"]
+    rows = [
+        [
+            str(row.get("collective") or "").removeprefix("bandwidth_"),
+            _size(row.get("size_bytes")),
+            row.get("ranks"),
+            f"{float(row.get('busbw_min_gbps') or 0):.3f}",
+            f"{float(row.get('busbw_median_gbps') or 0):.3f}",
+            f"{float(row.get('busbw_max_gbps') or 0):.3f}",
+            row.get("slowest_rank"),
+            _of_expected(row),
+        ]
+        for row in bandwidth
+    ]
+    title = "Bus bandwidth at the largest size (GB/s, each rank's own time):"
+    return ["", title, *table(header, rows, right=frozenset({1, 2, 3, 4, 5, 6}))]
+
+
+def console_lines(result: dict[str, Any]) -> list[str]:
+    """The closing summary of the report's ``result``: verdict, hosts, failures with their fixes,
+    bus bandwidth, where the report is; plain lines, none of them ending in a space."""
+    verdict = "FAILED" if result.get("verdict") == "failed" else "PASSED"
+    check = " (check mode)" if result.get("check_mode") else ""
+    totals = result.get("totals") or {}
+    lines = [
+        f"nccl-preflight run {plain(result.get('run_id') or '?')}: {verdict}{check}",
+        f"{INDENT}class {plain(result.get('exit_class') or '?')} (exit code "
+        f"{plain(result.get('exit_code'))} with bin/nccl-preflight); "
+        f"{totals.get('tests', 0)} tests, {totals.get('failures', 0)} failures, "
+        f"{totals.get('errors', 0)} errors, {totals.get('skipped', 0)} skipped",
+    ]
+    if check:
+        lines.append(f"{INDENT}a dry run: only the read-only checks ran; no rank was launched")
+    lines += _host_lines(result) + _finding_lines(result) + _bandwidth_lines(result)
+    report_dir = plain(result.get("report_dir") or "")
+    lines += ["", f"Report: {plain(result.get('html') or '') or report_dir + '/summary.md'}"]
+    lines.append(f"{INDENT}beside it: summary.md, verdict.json, junit.xml in {report_dir}")
+    return lines

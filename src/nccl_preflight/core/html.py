@@ -1,0 +1,258 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""reports/<run-id>/report.html: one self-contained page rendered from a jinja2 template.
+
+The page needs no network when viewed (CSS and SVG inline) and links only relatively to the files
+beside it, so the run directory can be archived as is. Everything that came from the inventory or a
+node is escaped by jinja2's autoescape; only the SVG drawn here (matplotlib escapes its text) is
+inserted as markup. Sections for data other parts may add later (the pairwise matrix, the transport
+each host used) are drawn only when that data is present (contract in docs/design.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from nccl_preflight.node.files import write_atomically
+
+from . import plots as nccl_plots
+from .expect import evaluate
+from .hints import link_speeds_mbps
+from .transport_report import analyze_run
+from .verdict import describe
+
+STATUS_ORDER = {"failed": 0, "error": 0, "skipped": 2, "passed": 3}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def preflight_table(run: Any) -> dict[str, Any]:
+    """Checks as columns (in the order first seen), hosts as rows, a cell per status."""
+    checks: list[str] = []
+    rows = []
+    for host in run.hosts:
+        cells: dict[str, dict[str, str]] = {}
+        for item in (host.preflight or {}).get("results") or []:
+            name = str(item.get("check") or "unnamed")
+            if name not in checks:
+                checks.append(name)
+            text = str(item.get("message") or "")
+            if item.get("hint"):
+                text += f" Fix: {item['hint']}"
+            cells[name] = {"status": str(item.get("status") or "?"), "message": text}
+        rows.append(
+            {"host": host.host, "reachable": host.reachable, "ran": bool(cells), "cells": cells}
+        )
+    return {"checks": checks, "rows": rows}
+
+
+def pairwise(run_dir: Path) -> dict[str, Any] | None:
+    """pairwise.json (src/nccl_preflight/core/pairwise.py: nodes, matrix_busbw_gbps) as a heatmap,
+    when the ranks ran the pairwise rounds."""
+    doc = _read_json(run_dir / "pairwise.json")
+    if not isinstance(doc, dict) or not doc.get("nodes") or not doc.get("matrix_busbw_gbps"):
+        return None
+    hosts = [str(node.get("host")) for node in doc["nodes"]]
+    matrix = [[None if v is None else float(v) for v in row] for row in doc["matrix_busbw_gbps"]]
+    if len(matrix) != len(hosts) or any(len(row) != len(hosts) for row in matrix):
+        return {"svg": "", "note": "pairwise.json is not a square matrix over its nodes"}
+    if nccl_plots.MATPLOTLIB_IMPORT_ERROR is not None:
+        return {"svg": "", "note": "matplotlib is missing on the control machine"}
+    slow = [v for v in doc.get("verdicts") or [] if v.get("status") in ("slow", "timed out")]
+    note = " ".join([str(doc.get("note") or "")] + [str(v.get("message") or "") for v in slow])
+    unit = "busbw GB/s (slowest rail, first pass)"
+    return {"svg": nccl_plots.heatmap_svg(hosts, matrix, unit), "note": note.strip()}
+
+
+def transports(run: Any) -> list[dict[str, Any]]:
+    """Per host, what NCCL used, from the ranks' NCCL INFO logs (nccl_transport_report): the
+    same rows as summary.md's Transport section; none when no rank left an NCCL log to read."""
+    hosts = analyze_run(run)["hosts"]
+    if not any(row.get("net") for row in hosts):
+        return []
+    rows = []
+    for row in hosts:
+        expect = row.get("expect") or ""
+        rows.append(
+            {
+                "host": row["host"],
+                "net": row.get("net") or "",
+                "expect": f"{expect} ({row.get('expect_reason') or ''})" if expect else "",
+                "summary": row["line"].split(": ", 1)[-1],
+            }
+        )
+    return rows
+
+
+def busbw_plots(run: Any) -> tuple[list[dict[str, Any]], str]:
+    """([{collective, svg}], why there is none)."""
+    series = nccl_plots.busbw_series(run)
+    if not series:
+        return [], "no rank measured bandwidth in this run"
+    if nccl_plots.MATPLOTLIB_IMPORT_ERROR is not None:
+        return [], (
+            "matplotlib is missing on the control machine (pip install -r requirements.txt): "
+            f"{nccl_plots.MATPLOTLIB_IMPORT_ERROR}"
+        )
+    speeds = link_speeds_mbps(run)
+    link_gbps = min(speeds.values()) / 8000 if speeds else None
+    required = nccl_plots.thresholds(run)
+    plots = []
+    for name in sorted(series):
+        plots.append(
+            {
+                "collective": name,
+                "svg": nccl_plots.busbw_svg(name, series[name], link_gbps, required.get(name)),
+            }
+        )
+    return plots, ""
+
+
+def expectations(run: Any) -> dict[str, Any]:
+    """Each collective's busbw against the expected (src/nccl_preflight/core/expect.py, as
+    summary.md): {rows: [{collective, size, measured, expected, percent, verdict, source}], notes:
+    [str]}."""
+    result = evaluate(run)
+    rows, unjudged = [], {}
+    for r in result["collectives"]:
+        if r["verdict"] == "not judged":
+            unjudged.setdefault(str(r["why"]), []).append(str(r["collective"]))
+            continue
+        rows.append(
+            {
+                "collective": str(r["collective"]),
+                "size": str(r["size_bytes"]),
+                "measured": f"{r['measured_gbps']:.4g}",
+                "expected": f"{r['expected_gbps']:.4g}",
+                "percent": f"{r['percent']:g}%",
+                "verdict": str(r["verdict"]),
+                "source": str(r["source"]),
+            }
+        )
+    notes = [f"not judged ({', '.join(names)}): {why}" for why, names in unjudged.items()]
+    if result["baseline"]:
+        drops = "; ".join(
+            f"{d['what']}: {d['now_gbps']:.4g} GB/s, was {d['then_gbps']:.4g} ({d['percent']:g}%)"
+            for d in result["drops"]
+        )
+        notes.append(
+            f"baseline {result['baseline']}: "
+            + (result["baseline_error"] or drops or "nothing dropped more than 10%")
+        )
+    return {"rows": rows, "notes": notes}
+
+
+def links(run: Any, run_dir: Path) -> list[dict[str, Any]]:
+    """Relative links to every rank's log and JSON and each host's own files, when present."""
+    rows = []
+    for host in run.hosts:
+        base = quote(host.host, safe="")
+
+        def href(name: str, base: str = base, folder: str = host.host) -> str | None:
+            return f"{base}/{quote(name)}" if (run_dir / folder / name).is_file() else None
+
+        ranks = []
+        for rank in host.expected_ranks():
+            doc = host.ranks.get(rank) or {}
+            ranks.append(
+                {
+                    "rank": rank,
+                    "status": str(doc.get("status") or "no result"),
+                    "log": href(f"rank-{rank}.log"),
+                    "json": href(f"rank-{rank}.json"),
+                }
+            )
+        extra = [
+            {"name": name, "href": href(name)}
+            for name in ("torchrun.log", "launch.json", "nccl.env")
+            if href(name)
+        ]
+        rows.append({"host": host.host, "ranks": ranks, "extra": extra})
+    return rows
+
+
+def predicted_skips(plan: dict[str, Any]) -> dict[str, Any]:
+    """plan.json's predicted_skips (the support table of nccl_check.py, known before launch):
+    {backend, skips: [{test, reason}]}; the template escapes every string."""
+    skips = [
+        {"test": str(s.get("test") or "?"), "reason": str(s.get("reason") or "")}
+        for s in plan.get("predicted_skips") or []
+        if isinstance(s, dict)
+    ]
+    return {"backend": str(plan.get("backend") or "?"), "skips": skips}
+
+
+def context(
+    run: Any, summary: dict[str, Any], verdict: dict[str, Any], run_dir: Path
+) -> dict[str, Any]:
+    """Everything the template shows; plain data, escaped by the template."""
+    found = verdict.get("findings") or []
+    causes = [
+        {**f, "consequences": [c for c in found if (c.get("cause") or {}).get("id") == f.get("id")]}
+        for f in found
+        if not f.get("consequence")
+    ]
+    failing_hosts = list(dict.fromkeys(f["host"] for f in causes if f.get("host")))
+    plots, plots_note = busbw_plots(run)
+    files = [
+        {"name": n, "href": n}
+        for n in ("junit.xml", "summary.md", "verdict.json", "plan.json")
+        if (run_dir / n).is_file() or n in ("junit.xml", "summary.md", "verdict.json")
+    ]
+    return {
+        "run_id": run.run_id,
+        "passed": verdict["class"] == "passed",
+        "verdict": verdict,
+        "verdict_text": describe(verdict["class"]),
+        "check_mode": bool(verdict.get("check_mode")),
+        "failing_hosts": failing_hosts,
+        "causes": causes,
+        # Consequences without a pointer (nothing found explains them): listed after the causes.
+        "consequences": [f for f in found if f.get("consequence") and not f.get("cause")],
+        "plan": run.plan,
+        "totals": summary.get("totals", {}),
+        "hosts": summary.get("hosts", []),
+        "predicted": predicted_skips(run.plan or {}),
+        "preflight": preflight_table(run),
+        "plots": plots,
+        "plots_note": plots_note,
+        "expected": expectations(run),
+        "pairwise": pairwise(run_dir),
+        "transports": transports(run),
+        "links": links(run, run_dir),
+        "files": files,
+    }
+
+
+def render(template: Path, data: dict[str, Any]) -> str:
+    """The template with autoescape on for every value (StrictUndefined: a typo fails loudly)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(template.parent)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env.get_template(template.name).render(**data)
+
+
+def write_html(
+    run_dir: Path,
+    template: Path,
+    run: Any,
+    summary: dict[str, Any],
+    verdict: dict[str, Any],
+) -> Path:
+    path = run_dir / "report.html"
+    write_atomically(path, render(template, context(run, summary, verdict, run_dir)))
+    return path

@@ -1,0 +1,567 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""Judge the pairwise rounds of a run: which node, which rail (docs/design.md, "Pairwise").
+
+Pure functions on the control machine. Every rank of files/nccl_check.py --pairwise records its
+own figure for each pair it took part in (the ``pairwise`` test of rank-<R>.json, ``details.rows``);
+here the rows of all ranks become one node x node matrix per rail and a verdict per node:
+
+* a pair's figure is the slower of its two ranks' own figures;
+* the reference is the median over nodes of each node's median pair (the median pair itself
+  would be a slow one on 3 nodes with one bad node);
+* a pair is slow below ``min_ratio`` x the reference; a node is a suspect on a rail when more
+  than half of its pairs on that rail are slow;
+* the rank script re-ran every suspect with the fastest node (pass 2): slow again confirms it,
+  fast clears it, so a node is never blamed for its partner;
+* two nodes cannot tell which one is bad: both are "undecided", with each node's own intra-node
+  figure when it has more than one rank.
+
+The JUnit hook (src/nccl_preflight/core/junit.py) takes a suite with a ``pairwise`` testcase per
+node; the report writes ``pairwise.json`` beside summary.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nccl_preflight.node.files import write_atomically
+
+from .expect import fabric_expectation, settings
+from .rdma_expect import used_by_host
+
+try:
+    from junit_xml import TestCase, TestSuite
+except ImportError:  # nccl_junit reports the missing library
+    TestCase = TestSuite = None  # type: ignore[assignment,misc]
+
+SCHEMA = 1
+RELAUNCH_DIR = "pairwise"  # reports/<run-id>/<host>/pairwise/: the pairwise-only relaunch
+RELAUNCH_WHY = (
+    "a collective timed out or stalled, so the pairwise rounds ran alone in a second launch "
+    "(nccl_pairwise); a pair with the slow node shows where"
+)
+PairKey = tuple[int, int, int]  # (node a, node b, rail), a < b (intra: a == b, rail = lower local)
+
+
+# --------------------------------------------------------------------------------------------
+# The rule (the same as pair_values/pair_reference/pair_suspects in files/nccl_check_pairwise.py)
+# --------------------------------------------------------------------------------------------
+
+
+def pair_values(rows: Sequence[dict[str, Any]], pass_: int | str = 1) -> dict[PairKey, float]:
+    """(node a, node b, rail) -> busbw of the pair: the slower of its ranks' own figures."""
+    table: dict[PairKey, float] = {}
+    for row in rows:
+        if row.get("pass") != pass_:
+            continue
+        a, b = sorted((int(row["node"]), int(row["peer_node"])))
+        rail = min(int(row["rail"]), int(row.get("peer_local_rank", row["rail"])))
+        key = (a, b, rail)
+        table[key] = min(table.get(key, float("inf")), float(row["busbw_gbps"]))
+    return table
+
+
+def node_values(table: dict[PairKey, float]) -> dict[int, list[float]]:
+    per_node: dict[int, list[float]] = {}
+    for (a, b, _), value in table.items():
+        per_node.setdefault(a, []).append(value)
+        if b != a:
+            per_node.setdefault(b, []).append(value)
+    return per_node
+
+
+def pair_reference(table: dict[PairKey, float]) -> float:
+    """The median over nodes of each node's median pair."""
+    per_node = node_values(table)
+    if not per_node:
+        return 0.0
+    return float(statistics.median(statistics.median(v) for v in per_node.values()))
+
+
+def pair_suspects(table: dict[PairKey, float], min_ratio: float) -> dict[int, list[int]]:
+    """node -> rails on which more than half of its pairs are below min_ratio x reference."""
+    limit = min_ratio * pair_reference(table)
+    counts: dict[tuple[int, int], list[int]] = {}
+    for (a, b, rail), value in table.items():
+        for node in (a, b):
+            seen = counts.setdefault((node, rail), [0, 0])
+            seen[0] += value < limit
+            seen[1] += 1
+    suspects: dict[int, list[int]] = {}
+    for (node, rail), (slow, total) in sorted(counts.items()):
+        if 2 * slow > total:
+            suspects.setdefault(node, []).append(rail)
+    return suspects
+
+
+# --------------------------------------------------------------------------------------------
+# The verdict
+# --------------------------------------------------------------------------------------------
+
+
+def _sig(value: float) -> float:
+    """4 significant digits (a pair at 20 KB/s is 2.048e-05 GB/s, not 0)."""
+    return float(f"{value:.4g}")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def _pct(value: float, reference: float) -> str:
+    return f"{100 * value / reference:.0f}%" if reference > 0 else "?"
+
+
+def judge(
+    nodes: Sequence[int],
+    hosts: dict[int, str],
+    rows: Sequence[dict[str, Any]],
+    min_ratio: float,
+    unfinished: Sequence[tuple[int, int]] = (),
+) -> dict[str, Any]:
+    """Verdicts, reference and pairs from every rank's rows (pure; see the module docstring).
+
+    ``unfinished``: node pairs of the round under way when the ranks were stopped that never
+    finished (unfinished_pairs()); both of their nodes are "timed out", never passes."""
+    first, second, intra = pair_values(rows, 1), pair_values(rows, 2), pair_values(rows, "intra")
+    reference = pair_reference(first)
+    limit = min_ratio * reference
+    decided = len(nodes) >= 3
+    suspects = pair_suspects(first, min_ratio) if decided else {}
+    pairs = _pair_list(hosts, [(1, first), (2, second), ("intra", intra)], rows, limit)
+    per_node = node_values(first)
+    verdicts = []
+    for node in nodes:
+        values = per_node.get(node, [])
+        verdict: dict[str, Any] = {
+            "host": hosts.get(node, f"node {node}"),
+            "node_rank": node,
+            "median_busbw_gbps": _sig(statistics.median(values)) if values else None,
+            "rails": [],
+            "pairs": [i for i, p in enumerate(pairs) if node in (p["node_a"], p["node_b"])],
+        }
+        verdict.update(_node_status(node, verdict, suspects, second, intra, limit, decided))
+        verdict["message"] = _message(verdict, pairs, reference, limit, len(nodes))
+        partners = sorted({b if a == node else a for a, b in unfinished if node in (a, b)})
+        if partners and verdict["status"] != "slow":
+            verdict["status"] = "timed out"
+            verdict["message"] = _timed_out_message(verdict, [hosts.get(p, p) for p in partners])
+        elif unfinished and verdict["status"] == "not measured":
+            verdict["message"] = (
+                f"{verdict['host']}: no pair was measured: the ranks were stopped in a round "
+                "it rested in, and the rounds after it never ran"
+            )
+        verdicts.append(verdict)
+    note = "" if decided else _undecided_note(len(nodes))
+    if unfinished:
+        note = "; ".join(
+            filter(None, [note, "the ranks were stopped in a round: the rounds after it never ran"])
+        )
+    return {
+        "unfinished": [
+            {
+                "a": hosts.get(a, f"node {a}"),
+                "b": hosts.get(b, f"node {b}"),
+                "node_a": a,
+                "node_b": b,
+            }
+            for a, b in unfinished
+        ],
+        "reference_busbw_gbps": _sig(reference),
+        "limit_busbw_gbps": _sig(limit),
+        "decided": decided,
+        "note": note,
+        "pairs": pairs,
+        "verdicts": verdicts,
+    }
+
+
+def _timed_out_message(verdict: dict[str, Any], partners: list[Any]) -> str:
+    host, median = verdict["host"], verdict["median_busbw_gbps"]
+    others = (
+        f"its other pairs finished (median {_fmt(median)} GB/s)"
+        if median is not None
+        else f"no pair of {host} finished"
+    )
+    return (
+        f"{host}: its pair with {', '.join(map(str, partners))} did not finish (timed out): one "
+        f"of the two is bad or unreachable; {others}. Check the link between them (ping, "
+        "ethtool, the firewall) and the node whose pairs did not finish"
+    )
+
+
+def unfinished_pairs(
+    tests: Sequence[tuple[int, dict[str, Any]]], rows: Sequence[dict[str, Any]]
+) -> list[tuple[int, int]]:
+    """Node pairs of the round under way when the ranks were stopped (each rank's record saves
+    it before every round: ``under_way``, ``under_way_pairs``) for which no rank has a row."""
+    planned: set[tuple[Any, Any, int, int]] = set()
+    for _, details in tests:
+        at = details.get("under_way") or {}
+        if at.get("pass") in (1, 2):  # intra-node rounds pair local ranks, not nodes
+            for a, b in details.get("under_way_pairs") or []:
+                planned.add((at["pass"], at.get("round"), min(a, b), max(a, b)))
+    done = {
+        (r.get("pass"), r.get("round"), *sorted((int(r["node"]), int(r["peer_node"]))))
+        for r in rows
+    }
+    return sorted({(a, b) for key in planned - done for a, b in [key[2:]]})
+
+
+def _undecided_note(n: int) -> str:
+    if n == 2:
+        return (
+            "two nodes cannot tell which of them is bad: a slow pair is slow for both; add a "
+            "third node (or compare each node's own intra-node figure)"
+        )
+    return "fewer than two nodes: nothing to pair"
+
+
+def _pair_list(
+    hosts: dict[int, str],
+    tables: list[tuple[int | str, dict[PairKey, float]]],
+    rows: Sequence[dict[str, Any]],
+    limit: float,
+) -> list[dict[str, Any]]:
+    pairs = []
+    for pass_, table in tables:
+        for (a, b, rail), value in sorted(table.items()):
+            by_rank = {
+                str(r.get("rank")): r["busbw_gbps"]
+                for r in rows
+                if r.get("pass") == pass_
+                and sorted((int(r["node"]), int(r["peer_node"]))) == [a, b]
+                and min(int(r["rail"]), int(r.get("peer_local_rank", r["rail"]))) == rail
+            }
+            pairs.append(
+                {
+                    "pass": pass_,
+                    "a": hosts.get(a, f"node {a}"),
+                    "b": hosts.get(b, f"node {b}"),
+                    "node_a": a,
+                    "node_b": b,
+                    "rail": rail,
+                    "busbw_gbps": value,
+                    "by_rank": by_rank,
+                    "slow": pass_ != "intra" and value < limit,
+                }
+            )
+    return pairs
+
+
+def _node_status(
+    node: int,
+    verdict: dict[str, Any],
+    suspects: dict[int, list[int]],
+    second: dict[PairKey, float],
+    intra: dict[PairKey, float],
+    limit: float,
+    decided: bool,
+) -> dict[str, Any]:
+    if verdict["median_busbw_gbps"] is None:
+        return {"status": "not measured"}
+    if not decided:
+        own = {rail: v for (a, _, rail), v in intra.items() if a == node}
+        return {"status": "undecided", "intra_busbw_gbps": own}
+    if node not in suspects:
+        return {"status": "ok"}
+    again = {rail: v for (a, b, rail), v in second.items() if node in (a, b)}
+    confirmed = [r for r in suspects[node] if r in again and again[r] < limit]
+    unconfirmed = [r for r in suspects[node] if r not in again]
+    if not confirmed and not unconfirmed:
+        return {"status": "cleared", "suspect_rails": suspects[node], "second_pass": again}
+    return {
+        "status": "slow",
+        "rails": confirmed + unconfirmed,
+        "unconfirmed_rails": unconfirmed,
+        "second_pass": again,
+    }
+
+
+def _message(
+    verdict: dict[str, Any], pairs: list[dict[str, Any]], reference: float, limit: float, n: int
+) -> str:
+    host, status, median = verdict["host"], verdict["status"], verdict["median_busbw_gbps"]
+    mine = [pairs[i] for i in verdict["pairs"]]
+    if status == "not measured":
+        return f"{host}: no pair was measured (its ranks did not take part)"
+    if status == "undecided":
+        own = verdict.get("intra_busbw_gbps") or {}
+        within = "; ".join(
+            f"within {host} local ranks {r}-{r + 1}: {_fmt(v)} GB/s" for r, v in own.items()
+        )
+        return f"{host}: median pair {_fmt(median)} GB/s; {_undecided_note(n)}" + (
+            f". {within}" if within else ""
+        )
+    head = (
+        f"{host}: median pair {_fmt(median)} GB/s against the cluster's {_fmt(reference)} GB/s "
+        f"({_pct(median, reference)})"
+    )
+    if status == "ok":
+        return head + "; no rail is slow"
+    if status == "cleared":
+        again = ", ".join(
+            f"rail {r}: {_fmt(v)} GB/s" for r, v in sorted(verdict["second_pass"].items())
+        )
+        return head + f"; most of its pairs were slow, but the second pass cleared it ({again})"
+    slow = [p for p in mine if p["slow"] and p["pass"] == 1 and p["rail"] in verdict["rails"]]
+    shown = ", ".join(
+        f"with {p['b'] if p['a'] == host else p['a']} rail {p['rail']}: {_fmt(p['busbw_gbps'])}"
+        for p in slow
+    )
+    again = "; ".join(
+        f"second pass rail {r}: {_fmt(v)} GB/s" for r, v in sorted(verdict["second_pass"].items())
+    )
+    unconfirmed = (
+        f" (rail(s) {', '.join(map(str, verdict['unconfirmed_rails']))} from the first pass only)"
+        if verdict["unconfirmed_rails"]
+        else ""
+    )
+    return (
+        f"{host} is SLOW on rail(s) {', '.join(map(str, verdict['rails']))}{unconfirmed}: "
+        f"{head.split(': ', 1)[1]}; below {_fmt(limit)} GB/s: {shown} GB/s"
+        + (f"; {again}" if again else "")
+        + ". Check this node's NIC on that rail (link speed, ethtool/ibstat, cable, PCIe) and "
+        "the interface NCCL uses there (NCCL_SOCKET_IFNAME, NCCL_IB_HCA)"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# From the collected rank results to pairwise.json, JUnit and Markdown
+# --------------------------------------------------------------------------------------------
+
+
+def pairwise_tests(ranks: dict[int, dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    found = []
+    for rank, result in sorted(ranks.items()):
+        for test in result.get("tests") or []:
+            details = test.get("details") or {}
+            if test.get("name") == "pairwise" and isinstance(details.get("rows"), list):
+                found.append((rank, details))
+                break
+        else:  # stopped in the pairwise phase: the rounds it saved as it went
+            partial = result.get("pairwise")
+            if isinstance(partial, dict) and isinstance(partial.get("rows"), list):
+                found.append((rank, partial))
+    return found
+
+
+def relaunch_ranks(report_dir: Path | None, host: str) -> dict[int, dict[str, Any]]:
+    """rank-<R>.json of the pairwise-only relaunch (roles/launch/tasks/pairwise.yml), which
+    collects into reports/<run-id>/<host>/pairwise/ after a collective timed out or stalled."""
+    found: dict[int, dict[str, Any]] = {}
+    if report_dir is None:
+        return found
+    for path in sorted((Path(report_dir) / host / RELAUNCH_DIR).glob("rank-*.json")):
+        match = re.match(r"^rank-(\d+)\.json$", path.name)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if match and isinstance(doc, dict):
+            found[int(match.group(1))] = doc
+    return found
+
+
+def _pairwise_tests(run: Any) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    """(global rank, details) of every rank's pairwise test that measured something, and
+    whether they come from the relaunch (used only when the run itself has none)."""
+    found = [t for host in run.hosts for t in pairwise_tests(host.ranks)]
+    if found:
+        return found, False
+    report_dir = getattr(run, "report_dir", None)
+    found = [t for host in run.hosts for t in pairwise_tests(relaunch_ranks(report_dir, host.host))]
+    return found, bool(found)
+
+
+def pairwise_document(run: Any) -> dict[str, Any] | None:
+    """pairwise.json of a run (docs/design.md), or None when no rank ran the pairwise phase.
+
+    `run` is nccl_junit.RunData: .run_id, .hosts (.host, .node_rank, .ranks)."""
+    tests, relaunched = _pairwise_tests(run)
+    if not tests:
+        return None
+    settings = tests[0][1]
+    why = settings.get("why", "")
+    if relaunched:
+        why = RELAUNCH_WHY
+    rows: list[dict[str, Any]] = []
+    for rank, details in tests:
+        rows += [{**row, "rank": row.get("rank", rank)} for row in details["rows"]]
+    hosts = {int(n["node_rank"]): str(n.get("host")) for n in settings.get("nodes") or []}
+    rails = {int(n["node_rank"]): int(n.get("local_ranks", 1)) for n in settings.get("nodes") or []}
+    for host in run.hosts:  # the inventory's names win over the nodes' own hostnames
+        if host.node_rank is not None:
+            hosts[int(host.node_rank)] = host.host
+    nodes = sorted(hosts)
+    min_ratio = float(settings.get("min_ratio", 0.8))
+    verdict = judge(nodes, hosts, rows, min_ratio, unfinished_pairs(tests, rows))
+    first = pair_values(rows, 1)
+    n_rails = max(rails.values(), default=1)
+    index = {node: i for i, node in enumerate(nodes)}
+
+    def matrix(rail: int | None) -> list[list[float | None]]:
+        cells: list[list[float | None]] = [[None] * len(nodes) for _ in nodes]
+        for (a, b, r), value in first.items():
+            if (rail is not None and r != rail) or a not in index or b not in index:
+                continue
+            for i, j in ((index[a], index[b]), (index[b], index[a])):
+                old = cells[i][j]
+                cells[i][j] = value if old is None else min(old, value)
+        return cells
+
+    expected, source = _pair_expectation(run, n_rails)
+    reference = verdict["reference_busbw_gbps"]
+    for pair in verdict["pairs"]:
+        pair["percent_of_expected"] = _percent(pair.get("busbw_gbps"), expected)
+    return {
+        "schema": SCHEMA,
+        "run_id": run.run_id,
+        "expected_busbw_gbps": expected,
+        "expected_from": source,
+        "reference_percent": _percent(reference, expected),
+        "mode": settings.get("mode"),
+        "why": _with_trigger_source(why, run.plan),
+        "relaunched": relaunched,
+        "min_ratio": min_ratio,
+        "pair_bytes": settings.get("pair_bytes"),
+        "iters": settings.get("iters"),
+        "nodes": [{"node_rank": n, "host": hosts[n], "rails": rails.get(n, 1)} for n in nodes],
+        "rails": n_rails,
+        "matrix_busbw_gbps": matrix(None),
+        "matrix_by_rail_busbw_gbps": [matrix(r) for r in range(n_rails)],
+        **verdict,
+    }
+
+
+def _percent(value: float | None, expected: float | None) -> float | None:
+    """value as a % of expected (one decimal), None when either is unknown."""
+    if value is None or not expected:
+        return None
+    return round(100 * float(value) / expected, 1)
+
+
+def _with_trigger_source(why: str, plan: dict[str, Any] | None) -> str:
+    """The rank's why, with where its trigger figure came from (plan.json pair_triggers)."""
+    for trigger in (plan or {}).get("pair_triggers") or []:
+        collective = str(trigger.get("collective", ""))
+        if collective and trigger.get("source") and why.startswith(collective + " "):
+            return f"{why} (the trigger is nccl_busbw_warn x {trigger['source']})"
+    return why
+
+
+def _pair_expectation(run: Any, rails: int) -> tuple[float | None, str]:
+    """What a pair should reach each way: nccl_expected_busbw's send_recv, else the fabric (an
+    RDMA figure shared out over the rails that run at once)."""
+    conf = settings(run.plan)
+    explicit = (conf["expected_busbw"] or {}).get("send_recv")
+    if explicit is not None:
+        return float(explicit), "nccl_expected_busbw send_recv"
+    return fabric_expectation(run.plan, float(conf["efficiency"]), used_by_host(run), rails)
+
+
+def _host_label(host: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", host)
+
+
+def _row_text(doc: dict[str, Any], verdict: dict[str, Any]) -> str:
+    lines = [verdict["message"], "", "pass  rail  partner  busbw (GB/s)  % expected  slow  by rank"]
+    for i in verdict["pairs"]:
+        p = doc["pairs"][i]
+        partner = p["b"] if p["node_a"] == verdict["node_rank"] else p["a"]
+        by_rank = ", ".join(f"{r}: {v}" for r, v in sorted(p["by_rank"].items()))
+        percent = p.get("percent_of_expected")
+        lines.append(
+            f"{p['pass']!s:>5} {p['rail']:>5}  {partner}  {p['busbw_gbps']:.4g}  "
+            f"{'-' if percent is None else f'{percent:g}%'}  "
+            f"{'yes' if p['slow'] else 'no'}  {by_rank}"
+        )
+    return "\n".join(lines)
+
+
+def pairwise_suites(run: Any) -> list[tuple[str, Any, str]]:
+    """[(path, TestSuite, host)]: junit/pairwise.xml, a `pairwise` testcase per node."""
+    doc = pairwise_document(run)
+    if doc is None or TestSuite is None:
+        return []
+    cases = []
+    for verdict in doc["verdicts"]:
+        case = TestCase(
+            "pairwise",
+            classname=f"pairwise.{_host_label(verdict['host'])}",
+            stdout=_row_text(doc, verdict),
+        )
+        if verdict["status"] == "slow":
+            case.add_failure_info(message=verdict["message"], failure_type="slow node")
+        elif verdict["status"] == "timed out":
+            case.add_failure_info(message=verdict["message"], failure_type="pair timed out")
+        elif verdict["status"] in ("undecided", "not measured"):
+            case.add_skipped_info(message=verdict["message"])
+        cases.append(case)
+    props = {
+        "reference_busbw_gbps": str(doc["reference_busbw_gbps"]),
+        "min_ratio": str(doc["min_ratio"]),
+        "pair_bytes": str(doc["pair_bytes"]),
+        "expected_busbw_gbps": str(doc["expected_busbw_gbps"]),
+        "reference_percent_of_expected": str(doc["reference_percent"]),
+    }
+    return [("junit/pairwise.xml", TestSuite("pairwise", cases, properties=props), "")]
+
+
+def pairwise_markdown(run: Any) -> list[str]:
+    """summary.md's pairwise part: the node x node matrix (slowest rail) and the verdicts."""
+    doc = pairwise_document(run)
+    if doc is None:
+        return []
+    names = [n["host"] for n in doc["nodes"]]
+    lines = [
+        "",
+        f"Pairwise rounds ({doc['why'] or doc['mode']}): busbw per node pair, GB/s, slowest rail, "
+        f"first pass; reference {_fmt(doc['reference_busbw_gbps'])} GB/s, slow below "
+        f"{_fmt(doc['limit_busbw_gbps'])} GB/s ({doc['min_ratio']:g} x reference)"
+        + (
+            f"; the reference is {doc['reference_percent']:g}% of the expected "
+            f"{_fmt(doc['expected_busbw_gbps'])} GB/s ({doc['expected_from']})"
+            if doc["reference_percent"] is not None
+            else ""
+        )
+        + ":",
+        "",
+        "| node | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    expected = doc["expected_busbw_gbps"]
+    for name, row in zip(names, doc["matrix_busbw_gbps"], strict=True):
+        lines.append(f"| {name} | " + " | ".join(_cell(v, expected) for v in row) + " |")
+    lines.append("")
+    if doc["note"]:
+        lines.append(f"Pairwise: {doc['note']}.")
+    for verdict in doc["verdicts"]:
+        if verdict["status"] != "ok" or not doc["decided"]:
+            lines.append(f"- {verdict['status']}: {verdict['message']}")
+    if doc["decided"] and all(v["status"] in ("ok", "cleared") for v in doc["verdicts"]):
+        lines.append("Pairwise: no node is slow.")
+    return lines
+
+
+def _cell(value: float | None, expected: float | None) -> str:
+    """A matrix cell: busbw, and its % of the expected figure when there is one."""
+    percent = _percent(value, expected)
+    return _fmt(value) + ("" if percent is None else f" ({percent:g}%)")
+
+
+def write_pairwise(report_dir: Path, run: Any) -> list[str]:
+    """reports/<run-id>/pairwise.json when the run has pairwise rounds; the written paths."""
+    doc = pairwise_document(run)
+    path = Path(report_dir) / "pairwise.json"
+    if doc is None:
+        if path.is_file():
+            path.unlink()
+        return []
+    write_atomically(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return [str(path)]

@@ -1,0 +1,114 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""Build the JUnit files, summary.md, verdict.json and report.html of one run: the report play's
+one step, run in the controller's own process (plugins/action/nccl_report.py) or as the module
+library/nccl_report.py (same options, same result).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .console import console_lines
+from .junit import (
+    JUNIT_XML_IMPORT_ERROR,
+    build_suites,
+    point_latest,
+    read_run,
+    summarize,
+    write_report,
+)
+from .verdict import build_verdict, write_verdict
+
+ARGUMENT_SPEC: dict[str, dict] = {
+    "report_root": {"type": "path", "required": True},
+    "run_id": {"type": "str", "default": "latest"},
+    "fallback_to_latest": {"type": "bool", "default": False},
+    "expect_ranks": {"type": "bool", "default": True},
+    "update_latest": {"type": "bool", "default": True},
+    "html_template": {"type": "path", "default": ""},
+    "run_check_mode": {"type": "bool", "default": False},
+    "verdict_copy": {"type": "path", "default": ""},
+}
+
+
+def resolve_run_dir(report_root: Path, run_id: str, fallback_to_latest: bool) -> Path | None:
+    """The directory to report on, or None when there is none."""
+    latest = report_root / "latest"
+    if run_id and run_id != "latest":
+        wanted = report_root / run_id
+        if wanted.is_dir():
+            return wanted
+        if not fallback_to_latest:
+            return None
+    if latest.is_dir():
+        return report_root / os.readlink(latest) if latest.is_symlink() else latest
+    return None
+
+
+def _write(p: dict, run_dir: Path, run: Any, files: Any, summary: dict, verdict: dict) -> tuple:
+    """Write the report files; -> (written paths, report.html path or "")."""
+    written = write_report(run_dir, run, files, summary)
+    written.append(str(write_verdict(run_dir, verdict)))
+    html = ""
+    if p["html_template"]:
+        from .html import write_html  # imports matplotlib: only here
+
+        html = str(write_html(run_dir, Path(p["html_template"]), run, summary, verdict))
+        written.append(html)
+    if p["update_latest"]:
+        point_latest(Path(p["report_root"]), run_dir.name)
+    return written, html
+
+
+def run_report(p: dict, check_mode: bool) -> dict:
+    """Build and (outside check mode) write the report of ``p`` (:data:`ARGUMENT_SPEC`).
+
+    -> the result; ``failed: True`` with ``msg`` (and ``missing_lib`` when junit-xml is missing).
+    """
+    if JUNIT_XML_IMPORT_ERROR is not None:
+        return {"failed": True, "missing_lib": "junit-xml", "msg": str(JUNIT_XML_IMPORT_ERROR)}
+    report_root = Path(p["report_root"])
+    run_id = p["run_id"] or "latest"
+    run_dir = resolve_run_dir(report_root, run_id, p["fallback_to_latest"])
+    if run_dir is None:
+        return {
+            "failed": True,
+            "msg": (
+                f"no collected files for run {run_id} under {report_root} on the control machine; "
+                f"run the whole playbook (ansible-playbook playbooks/validate.yml) or pass an "
+                f"existing run: -e nccl_run_id=<one of the directories in {report_root}>"
+            ),
+            "report_root": str(report_root),
+            "run_id": run_id,
+        }
+    run = read_run(run_dir)
+    files = build_suites(run, expect_ranks=p["expect_ranks"])
+    summary = summarize(run, files, check_mode=p["run_check_mode"])
+    verdict = build_verdict(run, files, summary, check_mode=p["run_check_mode"])
+    written, html = _write(p, run_dir, run, files, summary, verdict) if not check_mode else ([], "")
+    if p["verdict_copy"]:
+        write_verdict(Path(p["verdict_copy"]), verdict, name="")
+    result = {
+        "changed": bool(written),
+        "run_id": run.run_id,
+        "report_dir": str(run_dir),
+        "junit": str(run_dir / "junit.xml"),
+        "files": written,
+        "verdict": summary["verdict"],
+        "check_mode": summary["check_mode"],
+        "totals": summary["totals"],
+        "hosts": summary["hosts"],
+        "bandwidth": summary["bandwidth"],
+        "problems": summary["problems"],
+        "summary": summary["markdown"],
+        "summary_lines": summary["markdown"].splitlines(),
+        "exit_class": verdict["class"],
+        "exit_code": verdict["exit_code"],
+        "findings": verdict["findings"],
+        "html": html,
+    }
+    # The closing summary a person reads (plugins/callback/nccl_console.py prints it).
+    return {**result, "console": console_lines(result)}

@@ -1,0 +1,140 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""Read the collected files of one run (reports/<run-id>/) into a RunData.
+
+Pure reading, no judging: plan.json, preflight/<host>.json and per host rank-<R>.json,
+rank-<R>.log, torchrun.log, launch.json and the NCCL logs. The layout and the rank result JSON
+are the contracts in docs/design.md; src/nccl_preflight/core/junit.py builds the JUnit from a
+RunData and src/nccl_preflight/core/summary.py the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .transport_report import read_nccl_logs
+
+_RANK_FILE = re.compile(r"^rank-(\d+)\.(json|log)$")
+
+
+@dataclass
+class HostData:
+    """Everything collected from (or planned for) one host."""
+
+    host: str
+    node_rank: int | None = None
+    nproc_per_node: int | None = None
+    rank_offset: int | None = None
+    address: str | None = None
+    ifname: str | None = None
+    reachable: bool = True
+    preflight: dict[str, Any] | None = None
+    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    rank_logs: dict[int, str] = field(default_factory=dict)
+    unreadable: dict[int, str] = field(default_factory=dict)
+    torchrun_log: str | None = None
+    launch: dict[str, Any] | None = None
+    nccl_logs: dict[Any, str] = field(default_factory=dict)  # nccl-rank-<R>.log by rank
+
+    def expected_ranks(self) -> list[int]:
+        """Global ranks planned on this host, plus any that reported from it anyway."""
+        planned: set[int] = set()
+        if self.rank_offset is not None and self.nproc_per_node:
+            planned = set(range(self.rank_offset, self.rank_offset + self.nproc_per_node))
+        return sorted(planned | set(self.ranks) | set(self.rank_logs) | set(self.unreadable))
+
+
+@dataclass
+class RunData:
+    run_id: str
+    plan: dict[str, Any]
+    hosts: list[HostData]
+    report_dir: Path | None = None  # where read_run read it (<host>/pairwise/: nccl_pairwise)
+
+
+def _read_json(path: Path) -> tuple[Any, str | None]:
+    """(document, None) or (None, why it could not be read)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"cannot read {path}: {exc}"
+    except json.JSONDecodeError as exc:
+        return None, f"{path} is not valid JSON ({exc}); the rank was probably killed mid-write"
+
+
+def _read_text(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _planned_by_environment(data: HostData, layout: Any) -> None:
+    """A host's place in the rank layout from its environment-stage record (roles/nccl_env
+    writes it into preflight/<host>.json when the run stops there, and no plan.json follows)."""
+    if not isinstance(layout, dict) or data.rank_offset is not None:
+        return
+    for key in ("node_rank", "nproc_per_node", "rank_offset"):
+        value = layout.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(data, key, value)
+
+
+def read_run(report_dir: Path) -> RunData:
+    """Read plan.json, preflight/<host>.json and <host>/{rank-*.json,rank-*.log,...}."""
+    plan: dict[str, Any] = {}
+    if (report_dir / "plan.json").is_file():
+        loaded, _ = _read_json(report_dir / "plan.json")
+        if isinstance(loaded, dict):
+            plan = loaded
+    hosts: dict[str, HostData] = {}
+    for entry in plan.get("hosts", []):
+        data = HostData(
+            host=str(entry["host"]),
+            node_rank=entry.get("node_rank"),
+            nproc_per_node=entry.get("nproc_per_node"),
+            rank_offset=entry.get("rank_offset"),
+            address=entry.get("address"),
+            ifname=entry.get("ifname"),
+            reachable=bool(entry.get("reachable", True)),
+        )
+        hosts[data.host] = data
+
+    preflight_dir = report_dir / "preflight"
+    if preflight_dir.is_dir():
+        for path in sorted(preflight_dir.glob("*.json")):
+            doc, _ = _read_json(path)
+            if not isinstance(doc, dict):
+                continue
+            name = str(doc.get("host") or path.stem)
+            data = hosts.setdefault(name, HostData(host=name))
+            data.preflight = doc
+            _planned_by_environment(data, doc.get("layout"))
+
+    reserved = {"preflight", "junit"}
+    for sub in sorted(p for p in report_dir.iterdir() if p.is_dir() and p.name not in reserved):
+        data = hosts.get(sub.name)
+        if data is None:
+            data = hosts[sub.name] = HostData(host=sub.name)
+        for path in sorted(sub.iterdir()):
+            match = _RANK_FILE.match(path.name)
+            if match and match.group(2) == "json":
+                doc, why = _read_json(path)
+                if isinstance(doc, dict):
+                    data.ranks[int(match.group(1))] = doc
+                else:
+                    data.unreadable[int(match.group(1))] = why or f"{path} holds no JSON object"
+            elif match:
+                data.rank_logs[int(match.group(1))] = _read_text(path) or ""
+        data.torchrun_log = _read_text(sub / "torchrun.log")
+        data.nccl_logs = read_nccl_logs(sub)
+        launch, _ = (
+            _read_json(sub / "launch.json") if (sub / "launch.json").is_file() else (None, None)
+        )
+        data.launch = launch if isinstance(launch, dict) else None
+    run_id = str(plan.get("run_id") or report_dir.name)
+    order = sorted(hosts.values(), key=lambda h: (h.node_rank is None, h.node_rank or 0, h.host))
+    return RunData(run_id=run_id, plan=plan, hosts=order, report_dir=report_dir)

@@ -1,0 +1,363 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""Judging a run while it goes on, on the control machine (docs/design.md, "Watching a run").
+
+Pure functions over what the nodes' watch calls return (src/nccl_preflight/node/run_observe.py) and
+what every host's watch wrote to reports/<run-id>/<host>/progress.json: when a rank advances,
+when the run stalls (nccl_stall_timeout, longer when the sizes before predict more), which
+failure on another node ends this node's run, what a stall's evidence says, and the progress
+lines a person watches. Standard library only; roles/launch's action plugin loads this file.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+# A size may take this many times what the sizes before it predict before the run is stalled.
+STALL_MARGIN = 3.0
+
+# ------------------------------------------------------------------------------------------------
+# Words
+# ------------------------------------------------------------------------------------------------
+
+
+def format_size(size: int) -> str:
+    """1024 -> '1 KiB', 4194304 -> '4 MiB', 1536 -> '1.5 KiB'."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            text = f"{value:.1f}".rstrip("0").rstrip(".")
+            return f"{text} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+def rank_list(ranks: list[int]) -> str:
+    """[4] -> 'rank 4'; [4, 5, 6, 7] -> 'ranks 4-7'; [0, 2, 5, 6] -> 'ranks 0, 2, 5-6'."""
+    ordered = sorted(set(ranks))
+    if len(ordered) == 1:
+        return f"rank {ordered[0]}"
+    parts: list[str] = []
+    start = prev = ordered[0] if ordered else 0
+    for rank in [*ordered[1:], None]:
+        if rank is not None and rank == prev + 1:
+            prev = rank
+            continue
+        parts.append(f"{start}-{prev}" if prev > start else str(start))
+        if rank is not None:
+            start = prev = rank
+    return "ranks " + ", ".join(parts)
+
+
+def rank_words(ranks: list[int]) -> str:
+    """[0, 2] -> 'ranks 0 and 2' (for sentences); longer runs as rank_list."""
+    ordered = sorted(set(ranks))
+    if len(ordered) == 2:
+        return f"ranks {ordered[0]} and {ordered[1]}"
+    return rank_list(ordered)
+
+
+def _place(entry: dict[str, Any]) -> str:
+    if entry.get("status") not in (None, "running"):
+        return f"done ({entry['status']})"
+    test = entry.get("test")
+    if not test:
+        return "between tests"
+    size = entry.get("size")
+    return f"at {test}" + (f" {format_size(size)}" if isinstance(size, int) else "")
+
+
+def progress_line(host: str, ranks: list[int], progress: list[dict[str, Any]]) -> tuple[str, str]:
+    """('node2: ranks 4-7 at bandwidth_all_reduce 64 MiB (12 of 31 tests)', group).
+
+    group names the test (or state) of the host's ranks without the size: a non-terminal
+    display prints a line only when it changes.
+    """
+    seen = {p["rank"]: p for p in progress}
+    waiting = [r for r in ranks if r not in seen]
+    places: dict[str, list[int]] = {}
+    for rank in sorted(seen):
+        places.setdefault(_place(seen[rank]), []).append(rank)
+    parts = [f"{rank_list(rs)} {place}" for place, rs in places.items()]
+    if waiting:
+        parts.append(f"{rank_list(waiting)} starting")
+    indexes = [p["index"] for p in progress if isinstance(p.get("index"), int) and p["index"] > 0]
+    counts = [p["count"] for p in progress if isinstance(p.get("count"), int)]
+    line = f"{host}: " + ", ".join(parts)
+    if indexes and counts:
+        line += f" ({min(indexes)} of {max(counts)} tests)"
+    groups = sorted({(p.get("test") or "") if p.get("status") == "running" else "done"
+                     for p in progress} | ({"starting"} if waiting else set()))  # fmt: skip
+    return line, " ".join(groups)
+
+
+def should_show(
+    terminal: bool, line: str, group: str, last: dict[str, Any], now: float, interval: float
+) -> bool:
+    """A terminal gets a host's line when it changed, at most every `interval` seconds; a log
+    (Jenkins) gets one line per host per test group."""
+    if not last:
+        return True
+    if terminal:
+        return line != last.get("line") and now - float(last.get("at", 0)) >= interval
+    return group != last.get("group")
+
+
+# ------------------------------------------------------------------------------------------------
+# Advancing and stalling
+# ------------------------------------------------------------------------------------------------
+
+
+def _position(entry: dict[str, Any]) -> list[Any]:
+    return [entry.get("status"), entry.get("test"), entry.get("index"), entry.get("size")]
+
+
+def advance(
+    history: dict[str, Any], progress: list[dict[str, Any]], now: float
+) -> tuple[dict[str, Any], bool]:
+    """Fold a look at the ranks into their history; True when a rank moved since the last look.
+
+    history: {rank (str): {pos, since, prev}}; `since` is when the rank reached its place (now
+    minus the file's age), `prev` the place before it in the same test ({size, since}) for
+    stall_limit's prediction.
+    """
+    moved = False
+    new = dict(history)
+    for entry in progress:
+        key = str(entry["rank"])
+        pos = _position(entry)
+        since = now - float(entry.get("age_s") or 0.0)
+        old = history.get(key)
+        if old is not None and old["pos"] == pos:
+            continue
+        moved = True
+        prev = None
+        if old is not None and old["pos"][1] == pos[1] and isinstance(old["pos"][3], int):
+            prev = {"size": old["pos"][3], "since": old["since"]}
+        new[key] = {"pos": pos, "since": since, "prev": prev}
+    return new, moved
+
+
+def predicted_s(item: dict[str, Any]) -> float:
+    """Seconds the rank's current size should take, from the sizes before it in the same test.
+
+    Time grows with the bytes moved: the sizes from prev up to (not including) this one took
+    (since - prev.since) for (size - prev.size) bytes when the sweep doubles (nccl-tests' -f 2,
+    the check's default), so this size should take about that per byte times its size.
+    """
+    prev, size = item.get("prev"), item["pos"][3]
+    if not prev or not isinstance(size, int) or size <= prev["size"]:
+        return 0.0
+    took = max(0.0, item["since"] - prev["since"])
+    return took * size / (size - prev["size"])
+
+
+def stall_limit(histories: list[dict[str, Any]], base: float) -> float:
+    """nccl_stall_timeout, or STALL_MARGIN times the longest predicted size when that is more."""
+    longest = max(
+        (predicted_s(item) for history in histories for item in history.values()
+         if item["pos"][0] == "running"),
+        default=0.0,
+    )  # fmt: skip
+    return max(base, STALL_MARGIN * longest)
+
+
+def any_running(states: dict[str, dict[str, Any]]) -> bool:
+    """Some rank still runs a test (not every rank finished: then the processes only exit)."""
+    return any(
+        entry.get("status") == "running"
+        for state in states.values()
+        for entry in state.get("progress") or []
+    )
+
+
+def all_in_tests(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) -> bool:
+    """Every expected rank got to its tests (past check-in and init) or finished: from then on
+    a rank that does not advance is a stall."""
+    seen = {
+        entry["rank"]: entry for state in states.values() for entry in state.get("progress") or []
+    }
+    for info in hosts:
+        for rank in info.get("ranks") or []:
+            entry = seen.get(rank)
+            if entry is None:
+                return False
+            if entry.get("status") == "running" and not (entry.get("index") or 0) >= 1:
+                return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------------
+# What ends this node's run: a failure elsewhere, or a stall
+# ------------------------------------------------------------------------------------------------
+
+
+def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
+    """Why this host's run must end now because another host's run ended badly, else None.
+
+    A rank killed by a signal (torchrun's first observed failure) comes first, then a run
+    stopped on another host (a stall found there is adopted word for word), then torchrun
+    itself killed; earliest first. A rank that ended by itself (a failed check: exit 1, its
+    watchdog: 124) ends nothing elsewhere: the other ranks finish or time out on their own.
+    A run being stopped (``ending``: its watch named why and makes the stop call) counts as
+    ended: the other hosts stop theirs without waiting for that call.
+    """
+    found: list[tuple[int, float, str]] = []
+    for host, state in states.items():
+        ended = state.get("ended") or state.get("ending")
+        if host == me or not ended:
+            continue
+        at = float(state.get("updated") or 0.0)
+        exits = ended.get("rank_exits") or []
+        root = next((e for e in exits if e.get("root_cause")), exits[0] if exits else None)
+        stopped = ended.get("stopped_by")
+        if stopped and str(stopped).startswith("stalled:"):
+            found.append((1, at, str(stopped)))
+        elif stopped:
+            found.append((2, at, f"the run on {host} was stopped: {stopped}"))
+        elif root is not None and root.get("signal"):
+            found.append((0, at, f"rank {root['rank']} on {host} {root['text']}"))
+        elif isinstance(ended.get("rc"), int) and ended["rc"] < 0:
+            found.append((2, at, f"torchrun on {host} was {describe_rc(ended['rc'])}"))
+    return min(found)[2] if found else None
+
+
+def adopted_stop(reason: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """launch.json's ``stop`` for a run ended because of ``reason`` (failure_elsewhere's). A
+    stall adopted from another host keeps that host's details (its culprits, test and size): a
+    cause named there stays named here (plugins/filter/nccl_pairwise_relaunch.py reads it)."""
+    if reason.startswith("stalled:"):
+        for host, state in states.items():
+            ended = state.get("ended") or state.get("ending") or {}
+            found = ended.get("stop")
+            if ended.get("stopped_by") == reason and isinstance(found, dict):
+                return {**found, "message": reason, "seen_on": host}
+        return {"kind": "stall", "message": reason, "seen_on": "another host"}
+    return {"kind": "failure_elsewhere", "message": reason, "seen_on": "another host"}
+
+
+def describe_rc(rc: int) -> str:
+    try:
+        name = signal.Signals(-rc).name
+    except ValueError:
+        name = f"signal {-rc}"
+    return f"killed by {name}"
+
+
+def _link_words(info: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
+    """What is wrong with this host's fabric interface now that was right at the pre-flight."""
+    iface = diagnosis.get("interface") or {}
+    name = iface.get("ifname") or info.get("ifname") or "the fabric interface"
+    was = (info.get("preflight_state") or "").upper()
+    state = (iface.get("state") or "").lower()
+    if state and state not in ("up", "unknown"):
+        return f"{name} is {state.upper()}" + (f" (was {was} at the pre-flight)" if was else "")
+    if iface.get("carrier") is False:
+        return f"{name} has no carrier (its link was lost since the pre-flight)"
+    return None
+
+
+def culprits_of(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) -> dict[str, list]:
+    """{host: [what is wrong]}: hosts whose fabric link is down; when none is, the hosts a ring
+    probe could not reach (a probe from a host with its link down says nothing new)."""
+    diagnoses = {h["host"]: (states.get(h["host"]) or {}).get("diagnosis") or {} for h in hosts}
+    down = {}
+    for info in hosts:
+        words = _link_words(info, diagnoses[info["host"]])
+        if words:
+            down[info["host"]] = [words]
+    if down:
+        return down
+    unreachable: dict[str, list[str]] = {}
+    for info in hosts:
+        for probe in diagnoses[info["host"]].get("probes") or []:
+            if not probe.get("ok"):
+                target = str(probe.get("host") or probe["address"])
+                unreachable.setdefault(target, []).append(
+                    f"unreachable from {info['host']} at {probe['address']}:{probe['port']} "
+                    f"({probe['answer']})"
+                )
+    return unreachable
+
+
+def cause_named(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) -> bool:
+    """Whether a stall's evidence names a cause no relaunch could pass: a host's fabric link
+    down or without carrier, or a ring probe that got a definite error (no route to the host,
+    network unreachable). A probe that only got no answer in time is not one: a link slowed to
+    a few hundred kbit/s delays a SYN that long, and the pairwise relaunch names that node."""
+    for info in hosts:
+        diagnosis = (states.get(info["host"]) or {}).get("diagnosis") or {}
+        if _link_words(info, diagnosis):
+            return True
+        for probe in diagnosis.get("probes") or []:
+            answer = str(probe.get("answer") or "")
+            if not probe.get("ok") and not probe.get("timed_out", answer.startswith("no answer")):
+                return True
+    return False
+
+
+def stall_message(
+    hosts: list[dict[str, Any]],
+    states: dict[str, dict[str, Any]],
+    stalled_s: float,
+    limit_s: float,
+    limit_why: str = "",
+) -> tuple[str, dict[str, Any]]:
+    """The stall finding, e.g. 'node2: fab0 is DOWN (was UP at the pre-flight) - ranks 0 and 2
+    waited on rank 1 in bandwidth_all_reduce at 4 MiB', and its details for launch.json.
+
+    hosts: [{host, ranks, ifname, preflight_state}]; states: every host's progress.json.
+    """
+    culprits = culprits_of(hosts, states)
+    limit_why = limit_why or f"the limit was {limit_s:.0f} s"
+    running: dict[int, dict[str, Any]] = {}
+    for info in hosts:
+        for entry in (states.get(info["host"]) or {}).get("progress") or []:
+            if entry.get("status") == "running":
+                running[entry["rank"]] = entry
+    suspects = [r for info in hosts if info["host"] in culprits for r in info["ranks"]]
+    if not suspects and running:
+        # Nothing wrong with the network: the ranks behind the others are the ones waited on.
+        low = min((e.get("index") or 0, e.get("size") or 0) for e in running.values())
+        suspects = [
+            r for r, e in running.items() if (e.get("index") or 0, e.get("size") or 0) == low
+        ]
+        if len(suspects) == len(running):
+            suspects = []
+    waiting = sorted(r for r in running if r not in suspects)
+    where = _common_place([running[r] for r in (waiting or sorted(running))])
+    head = "; ".join(f"{h}: {', '.join(w)}" for h, w in culprits.items())
+    if waiting and suspects:
+        tail = f"{rank_words(waiting)} waited on {rank_words(suspects)}{where}"
+    elif running:
+        tail = f"{rank_words(sorted(running))} stuck{where}"
+    else:
+        tail = "no rank was running"
+    if not head:
+        head = (
+            "every fabric interface is up and the ring answers, yet no rank advanced "
+            "(a rank or the collective is stuck, not the link)"
+        )
+    message = f"{head} — {tail}; no rank advanced for {stalled_s:.0f} s ({limit_why})"
+    details = {
+        "kind": "stall",
+        "stalled_s": round(stalled_s, 1),
+        "limit_s": round(limit_s, 1),
+        "culprits": culprits,
+        "cause_named": cause_named(hosts, states),
+        "suspect_ranks": sorted(suspects),
+        "waiting_ranks": waiting,
+        "test": (running[(waiting or sorted(running))[0]].get("test") if running else None),
+        "size_bytes": (running[(waiting or sorted(running))[0]].get("size") if running else None),
+    }
+    return message, details
+
+
+def _common_place(entries: list[dict[str, Any]]) -> str:
+    if not entries:
+        return ""
+    test, size = entries[0].get("test"), entries[0].get("size")
+    if not test:
+        return ""
+    return f" in {test}" + (f" at {format_size(size)}" if isinstance(size, int) else "")

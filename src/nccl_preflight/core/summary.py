@@ -1,0 +1,271 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""The summary of one run (summary.md and the module's result): hosts, bandwidth, problems,
+verdict.
+
+Pure functions over what src/nccl_preflight/core/run_data.py read (RunData) and
+src/nccl_preflight/core/junit.py built (SuiteFile); a failed or erroneous testcase anywhere fails
+the run.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING, Any
+
+from .expect import expectation_markdown, expected_figures
+from .pairwise import pairwise_markdown
+from .run_data import RunData
+from .text import md_escape
+from .transport_report import analyze_run, transport_lines
+from .verdict import findings
+
+if TYPE_CHECKING:  # only in annotations: nccl_junit imports this module
+    from junit_xml import TestSuite
+
+    from .junit import SuiteFile
+
+
+def _counts(suite: TestSuite) -> dict[str, int]:
+    return {
+        "tests": len(suite.test_cases),
+        "failures": sum(1 for c in suite.test_cases if c.is_failure()),
+        "errors": sum(1 for c in suite.test_cases if c.is_error()),
+        "skipped": sum(
+            1
+            for c in suite.test_cases
+            if c.is_skipped() and not c.is_error() and not c.is_failure()
+        ),
+    }
+
+
+def _suite_ok(suite: TestSuite) -> bool:
+    counts = _counts(suite)
+    return counts["failures"] == 0 and counts["errors"] == 0
+
+
+def _problems(item: SuiteFile) -> list[tuple[tuple[Any, ...], str]]:
+    """One line per failed or erroneous testcase of the suite: every finding, not the first;
+    each with the key (host, rank, test) of its finding in verdict.json."""
+    found = []
+    for case in item.suite.test_cases:
+        for info in case.errors + case.failures:
+            if info.get("message"):
+                first = str(info["message"]).splitlines()[0]
+                key = (item.host, item.rank, case.name)
+                found.append((key, f"{case.classname} {case.name}: {first}"))
+    return found
+
+
+def folded_problem_lines(
+    problems: list[tuple[tuple[Any, ...], str]], found: list[dict[str, Any]]
+) -> list[str]:
+    """summary.md's problems: each cause, the lines of its consequences indented under it
+    (verdict.json's ``cause``); a line whose cause has no line of its own stays on top."""
+    by_key = {(f["host"], f["rank"], f["test"]): f for f in found}
+    under: dict[str, list[str]] = {}
+    top: list[tuple[str, str]] = []  # (the finding's id or "", line)
+    for key, line in problems:
+        finding = by_key.get(key) or {}
+        cause = finding.get("cause") or {}
+        if cause:
+            under.setdefault(cause["id"], []).append(line)
+        else:
+            top.append((finding.get("id", ""), line))
+    shown = {fid for fid, _ in top if fid}
+    lines = []
+    for fid, line in top:
+        lines.append(f"- {md_escape(line)}")
+        lines += [f"  - consequence: {md_escape(c)}" for c in under.get(fid, []) if fid]
+    for cause_id, rest in under.items():
+        if cause_id not in shown:
+            lines += [f"- {md_escape(c)}" for c in rest]
+    return lines
+
+
+def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
+    """busbw per collective at its largest measured size, over the ranks that measured it."""
+    per_test: dict[str, dict[int, list[tuple[int, float]]]] = {}
+    for host in run.hosts:
+        for rank, result in host.ranks.items():
+            for test in result.get("tests") or []:
+                for row in test.get("bandwidth") or []:
+                    if row.get("busbw_gbps") is None or row.get("size_bytes") is None:
+                        continue
+                    per_test.setdefault(str(test.get("name")), {}).setdefault(
+                        int(row["size_bytes"]), []
+                    ).append((rank, float(row.get("rank_busbw_gbps", row["busbw_gbps"]))))
+    figures, min_bytes = expected_figures(run) if per_test else ({}, 0)
+    table = []
+    for name in sorted(per_test):
+        size = max(per_test[name])
+        values = per_test[name][size]
+        slowest = min(values, key=lambda item: item[1])
+        busbw = [value for _, value in values]
+        expected = figures.get(name.removeprefix("bandwidth_"), (None, ""))[0]
+        median = statistics.median(busbw)
+        table.append(
+            {
+                "collective": name,
+                "size_bytes": size,
+                "ranks": len(values),
+                "busbw_min_gbps": min(busbw),
+                "busbw_median_gbps": median,
+                "busbw_max_gbps": max(busbw),
+                "slowest_rank": slowest[0],
+                # measured / expected (src/nccl_preflight/core/expect.py), judged from min_bytes up
+                "expected_gbps": expected,
+                "percent_of_expected": round(100 * median / expected, 1) if expected else None,
+                "judged_size": size >= min_bytes,
+            }
+        )
+    return table
+
+
+def _percent_cell(row: dict[str, Any]) -> str:
+    if row.get("percent_of_expected") is None:
+        return "-"
+    late = "" if row.get("judged_size") else " (latency-bound, not judged)"
+    return f"{row['percent_of_expected']:g}%{late}"
+
+
+def _human_bytes(size: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:g} {unit}" if unit == "B" else f"{size:.4g} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    return str(size)
+
+
+def predicted_skip_lines(plan: dict[str, Any]) -> list[str]:
+    """plan.json's predicted_skips (the support table of nccl_check.py), known before launch."""
+    skips = plan.get("predicted_skips") or []
+    if not skips:
+        return []
+    lines = ["", f"Skipped on every rank, as the support table predicts ({plan.get('backend')}):"]
+    return lines + [""] + [f"- {s.get('test')}: skipped: {s.get('reason')}" for s in skips]
+
+
+def host_rows(run: RunData, files: list[SuiteFile]) -> list[dict[str, Any]]:
+    """Per host: reachable, its pre-flight in words, how many of its ranks passed and failed."""
+    hosts = []
+    for host in run.hosts:
+        pre = next((f.suite for f in files if f.kind == "preflight" and f.host == host.host), None)
+        ranks = [f for f in files if f.kind == "rank" and f.host == host.host]
+        if pre is None:
+            pre_text = "not run"
+        else:
+            c = _counts(pre)
+            passed = c["tests"] - c["failures"] - c["errors"] - c["skipped"]
+            pre_text = (
+                f"{passed} passed, {c['failures'] + c['errors']} failed, {c['skipped']} skipped"
+            )
+        hosts.append(
+            {
+                "host": host.host,
+                "node_rank": host.node_rank,
+                "reachable": host.reachable,
+                "preflight": pre_text,
+                "ranks_passed": sum(1 for f in ranks if _suite_ok(f.suite)),
+                "ranks_failed": sum(1 for f in ranks if not _suite_ok(f.suite)),
+                "ranks": [f.rank for f in ranks],
+            }
+        )
+    return hosts
+
+
+def _header_lines(
+    run: RunData, totals: dict[str, int], failed: bool, check_mode: bool
+) -> list[str]:
+    """The title (verdict), the check-mode note and the run's shape and counts."""
+    return [
+        f"# nccl-preflight run {run.run_id}: {'FAILED' if failed else 'PASSED'}"
+        + (" (check mode)" if check_mode else ""),
+        "",
+        *(
+            [
+                "Check mode (--check): a dry run. Only the read-only checks ran; nothing was "
+                "started or written on the nodes and no rank was launched.",
+                "",
+            ]
+            if check_mode
+            else []
+        ),
+        f"world size {run.plan.get('world_size', '?')}, backend {run.plan.get('backend', '?')}, "
+        f"master {run.plan.get('master_addr', '?')}:{run.plan.get('master_port', '?')}; "
+        f"{totals['tests']} tests, {totals['failures']} failures, {totals['errors']} errors, "
+        f"{totals['skipped']} skipped",
+    ]
+
+
+def _host_table_lines(hosts: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "",
+        "| host | node rank | pre-flight | ranks passed | ranks failed |",
+        "|---|---|---|---|---|",
+    ]
+    for row in hosts:
+        node_rank = "" if row["node_rank"] is None else row["node_rank"]
+        pre = row["preflight"] if row["reachable"] else f"UNREACHABLE; {row['preflight']}"
+        lines.append(
+            f"| {md_escape(row['host'])} | {node_rank} | {md_escape(pre)} | "
+            f"{row['ranks_passed']} | {row['ranks_failed']} |"
+        )
+    return lines
+
+
+def _bandwidth_lines(bandwidth: list[dict[str, Any]]) -> list[str]:
+    if not bandwidth:
+        return []
+    lines = [
+        "",
+        "Bus bandwidth at the largest size (GB/s, each rank's own time):",
+        "",
+        "| collective | size | ranks | min | median | max | slowest rank | median / expected |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in bandwidth:
+        lines.append(
+            f"| {md_escape(row['collective'])} | {_human_bytes(row['size_bytes'])} | "
+            f"{row['ranks']} | "
+            f"{row['busbw_min_gbps']:.3f} | {row['busbw_median_gbps']:.3f} | "
+            f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} | {_percent_cell(row)} |"
+        )
+    return lines
+
+
+def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) -> dict[str, Any]:
+    """Host table, bandwidth table, problems, verdict; and the same as Markdown.
+
+    ``check_mode``: the run was ``ansible-playbook --check`` (only reads on the nodes); the
+    summary says so and carries ``check_mode: true``."""
+    keyed: list[tuple[tuple[Any, ...], str]] = []
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for item in files:
+        for key, value in _counts(item.suite).items():
+            totals[key] += value
+        keyed += _problems(item)
+    problems = [line for _, line in keyed]
+    hosts = host_rows(run, files)
+    failed = totals["failures"] + totals["errors"] > 0 or not files
+    bandwidth = bandwidth_table(run)
+
+    lines = _header_lines(run, totals, failed, check_mode)
+    lines += _host_table_lines(hosts) + _bandwidth_lines(bandwidth)
+    lines += transport_lines(run)
+    lines += expectation_markdown(run) + pairwise_markdown(run)
+    lines += predicted_skip_lines(run.plan)
+    if problems:
+        # Each cause, the problems that are its consequences indented under it.
+        lines += ["", "Problems:", ""]
+        lines += folded_problem_lines(keyed, findings(run, files))
+    return {
+        "verdict": "failed" if failed else "passed",
+        "check_mode": check_mode,
+        "totals": totals,
+        "hosts": hosts,
+        "bandwidth": bandwidth,
+        "problems": problems,
+        "transport": analyze_run(run)["hosts"],
+        "markdown": "\n".join(lines) + "\n",
+    }

@@ -1,0 +1,229 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""The transport verdict of a run: which network every rank's NCCL really used, against what the
+host offers (docs/design.md, "The transport NCCL used").
+
+Pure functions over what reports/<run-id>/ holds: each host's nccl-rank-<R>.log (the rank's
+NCCL_DEBUG_FILE, collected by the launch), rank-<R>.json (its backend), plan.json (hosts[].
+expect_net, worked out from the facts by plugins/filter/nccl_fabric.py's nccl_expect_net) and
+preflight/<host>.json (the fabric checks, quoted as the likely cause).
+src/nccl_preflight/core/junit.py calls it: a ``transport`` testcase per rank, a line per host in
+summary.md, ``transport`` in the summary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from .transport import describe, net_kind, parse_nccl_log
+
+try:
+    from junit_xml import TestCase
+except ImportError:  # nccl_junit reports the missing library
+    TestCase = None  # type: ignore[assignment,misc]
+
+NCCL_LOG = re.compile(r"^nccl-(?:rank-(?P<rank>\d+)|pid-(?P<pid>\d+))\.log$")
+CAUSE_CHECKS = ("nccl_ib_hca", "nccl_config", "rdma", "gpudirect", "limits")
+WARN_LINES = 10
+
+
+def read_nccl_logs(host_dir: Path) -> dict[Any, str]:
+    """{rank: text} of nccl-rank-<R>.log, {"pid-<P>": text} of nccl-pid-<P>.log."""
+    logs: dict[Any, str] = {}
+    if not host_dir.is_dir():
+        return logs
+    for path in sorted(host_dir.iterdir()):
+        match = NCCL_LOG.match(path.name)
+        if match and path.is_file():
+            key = int(match.group("rank")) if match.group("rank") else f"pid-{match.group('pid')}"
+            logs[key] = path.read_text(encoding="utf-8", errors="replace")
+    return logs
+
+
+def _expectation(run: Any, host: Any) -> dict[str, str]:
+    for row in run.plan.get("hosts") or []:
+        if str(row.get("host")) == host.host and isinstance(row.get("expect_net"), dict):
+            return row["expect_net"]
+    return {"expect": "any", "reason": "plan.json says nothing about the network to expect"}
+
+
+def _likely_causes(host: Any, parsed: dict[str, Any]) -> list[str]:
+    causes = []
+    for item in (host.preflight or {}).get("results") or []:
+        if item.get("check") in CAUSE_CHECKS and item.get("status") == "failed":
+            first = str(item.get("message") or "").splitlines()[0]
+            causes.append(f"pre-flight check {item['check']}: {first}")
+    for name in ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_IB_HCA"):
+        if name in parsed.get("env", {}):
+            causes.append(f"NCCL says {name} is set to {parsed['env'][name]}")
+    if parsed.get("ib_no_device"):
+        causes.append("NCCL says NET/IB : No device found")
+    causes += [f"NCCL WARN: {w.split('NCCL WARN', 1)[-1].strip()}" for w in parsed["warnings"][:2]]
+    return causes
+
+
+def _net_line(parsed: dict[str, Any]) -> str:
+    for channel in parsed.get("channels") or []:
+        if channel["transport"].startswith("NET/"):
+            return channel["line"]
+    return parsed.get("net_line") or f"Using network {parsed.get('net')}"
+
+
+def _skip_reason(host: Any, rank: int, log: str | None, plan_backend: Any) -> str:
+    result = host.ranks.get(rank) or {}
+    backend = result.get("backend") or plan_backend
+    if backend and backend != "nccl":
+        return f"rank {rank} on {host.host} ran the {backend} backend: NCCL is not used"
+    if log is None:
+        debug = (result.get("env") or {}).get("NCCL_DEBUG")
+        if debug and debug.upper() not in ("INFO", "TRACE"):
+            return (
+                f"rank {rank} on {host.host} ran with NCCL_DEBUG={debug}, so NCCL logged no "
+                "transport; set nccl_debug: INFO"
+            )
+        return f"no NCCL log came back from rank {rank} on {host.host} (it never initialised NCCL?)"
+    return ""
+
+
+def _judge_rank(host: Any, rank: int, parsed: dict, expect: dict, nnodes: int) -> dict[str, Any]:
+    where = f"rank {rank} on {host.host}"
+    text = describe(parsed)
+    kind = parsed.get("net_kind")
+    base = {"status": "passed", "message": f"{where}: {text}"}
+    if nnodes < 2:
+        base["message"] += " (a single node: no network between nodes)"
+        return base
+    if kind is None:
+        return {
+            "status": "skipped",
+            "message": f"{where}: the NCCL log does not say which network NCCL chose (no "
+            "'Using network' line and no NET channel; NCCL_DEBUG_SUBSYS without INIT and NET?)",
+        }
+    wanted = expect.get("expect", "any")
+    wrong = (wanted == "ib" and kind == "socket") or (wanted == "socket" and kind != "socket")
+    if not wrong:
+        if wanted == "ib" and kind == "ib" and not parsed.get("gdrdma"):
+            base["message"] += " (warning: no GDRDMA: see the pre-flight check gpudirect)"
+        return base
+    causes = _likely_causes(host, parsed)
+    message = (
+        f"{where} used {parsed.get('net')} where {wanted.upper() if wanted == 'ib' else wanted} "
+        f"was expected ({expect.get('reason')}): {_net_line(parsed)}"
+    )
+    if causes:
+        message += ". Likely cause: " + "; ".join(causes)
+    return {"status": "failed", "message": message}
+
+
+def analyze_run(run: Any) -> dict[str, Any]:
+    """{"ranks": {rank: verdict}, "hosts": [{host, line, net, expect, ...}]} for a run."""
+    plan_backend = run.plan.get("backend")
+    nnodes = len(run.plan.get("hosts") or []) or len(run.hosts)
+    ranks: dict[int, dict[str, Any]] = {}
+    hosts = []
+    nets: dict[str, str] = {}
+    for host in run.hosts:
+        logs = getattr(host, "nccl_logs", {}) or {}
+        expect = _expectation(run, host)
+        parsed_by_rank = {}
+        for rank in host.expected_ranks():
+            log = logs.get(rank)
+            if rank not in host.ranks and log is None:
+                continue  # it never ran: its result testcase says why
+            reason = _skip_reason(host, rank, log, plan_backend)
+            if reason:
+                ranks[rank] = {"host": host.host, "status": "skipped", "message": reason}
+                continue
+            parsed = parse_nccl_log(log or "", f"{host.host}/nccl-rank-{rank}.log")
+            parsed_by_rank[rank] = parsed
+            ranks[rank] = {
+                "host": host.host,
+                **_judge_rank(host, rank, parsed, expect, nnodes),
+                "net": parsed.get("net"),
+                "gdrdma": parsed.get("gdrdma"),
+                "transports": parsed.get("transports"),
+                "nccl_version": parsed.get("nccl_version"),
+                "description": describe(parsed),
+                "warnings": parsed["warnings"][:WARN_LINES],
+            }
+        net = next((p["net"] for p in parsed_by_rank.values() if p.get("net")), None)
+        if net:
+            nets[host.host] = net
+        if host.expected_ranks():
+            hosts.append(_host_row(host, parsed_by_rank, ranks, expect, net))
+    _name_odd_networks(run, ranks, nets)
+    return {"ranks": ranks, "hosts": hosts}
+
+
+def _host_row(host, parsed_by_rank, ranks, expect, net) -> dict[str, Any]:
+    if parsed_by_rank:
+        first = parsed_by_rank[min(parsed_by_rank)]
+        line = f"{host.host}: {describe(first)}"
+    else:
+        reasons = [ranks[r]["message"] for r in host.expected_ranks() if r in ranks]
+        line = f"{host.host}: " + (reasons[0] if reasons else "no rank ran")
+    return {
+        "host": host.host,
+        "line": line,
+        "net": net,
+        "net_kind": net_kind(net),
+        "expect": expect.get("expect"),
+        "expect_reason": expect.get("reason"),
+    }
+
+
+def _name_odd_networks(run: Any, ranks: dict[int, dict], nets: dict[str, str]) -> None:
+    """Nodes that used different networks: the ones off the most common network fail."""
+    if len(set(nets.values())) < 2:
+        return
+    counts = Counter(nets.values())
+    best = max(counts.values())
+    order = [h.host for h in run.hosts]
+    ref = next(nets[h] for h in order if h in nets and counts[nets[h]] == best)
+    table = "; ".join(f"{h} {nets[h]}" for h in order if h in nets)
+    for verdict in ranks.values():
+        if verdict.get("net") and verdict["net"] != ref and verdict["status"] != "skipped":
+            verdict["status"] = "failed"
+            verdict["message"] += (
+                f". The nodes used different networks ({table}); {verdict['host']} is off the "
+                f"others' {ref}"
+            )
+
+
+def transport_case(verdict: dict[str, Any], classname: str) -> Any:
+    """The ``transport`` testcase of one rank."""
+    case = TestCase(
+        "transport",
+        classname=classname,
+        stdout=verdict["message"] if verdict["status"] == "passed" else None,
+    )
+    output = "\n".join(verdict.get("warnings") or []) or None
+    if verdict["status"] == "failed":
+        case.add_failure_info(message=verdict["message"], output=output, failure_type="transport")
+    elif verdict["status"] == "skipped":
+        case.add_skipped_info(message=verdict["message"])
+    return case
+
+
+def add_transport_cases(run: Any, files: list[Any]) -> dict[str, Any]:
+    """Append a ``transport`` testcase to every rank suite that has a verdict."""
+    analysis = analyze_run(run)
+    for item in files:
+        if item.kind != "rank" or item.rank not in analysis["ranks"]:
+            continue
+        classname = item.suite.test_cases[0].classname if item.suite.test_cases else ""
+        item.suite.test_cases.append(transport_case(analysis["ranks"][item.rank], classname))
+    return analysis
+
+
+def transport_lines(run: Any) -> list[str]:
+    """summary.md: one line per host saying what NCCL used (nothing when no rank ran NCCL)."""
+    analysis = analyze_run(run)
+    if not analysis["hosts"]:
+        return []
+    return ["", "Transport (what NCCL used, from its INFO log):", ""] + [
+        f"- {row['line']}" for row in analysis["hosts"]
+    ]

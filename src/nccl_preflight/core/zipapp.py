@@ -1,0 +1,202 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""The rank script and the sibling modules it imports, as one zipapp file for the nodes.
+
+files/nccl_check.py (or a ``launch_script`` of one's own) may import modules that lie beside it
+(``files/nccl_check_<part>.py``: torch and the standard library only). The nodes still get one
+file: on the control machine, ``build_zipapp(entry)`` finds every such sibling the entry imports
+(with ``ast``, never importing anything: ``import X`` and ``from X import ...`` at any depth of
+the code, where ``X.py`` is in the entry's directory, and what those import in turn), and
+returns the bytes of a zip file holding them and a ``__main__.py`` that runs the entry as
+``__main__``. ``python -u nccl_check.pyz args`` (what torchrun runs) then behaves as
+``python -u nccl_check.py args``: the same ``sys.argv`` after the script's name, argparse's
+``prog``, exit status and output; tracebacks name ``.../nccl_check.pyz/nccl_check.py`` with
+their line and source text. An entry that imports no sibling is a zipapp of one module.
+
+The bytes depend only on the sources: names sorted, fixed timestamps and permissions.
+Standard library only. Used by roles/launch/action_plugins/nccl_torchrun.py (state=started) and,
+by hand, ``python src/nccl_preflight/core/zipapp.py files/nccl_check.py -o build/nccl_check.pyz``
+(``make rank-script``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+# What Python runs first in a zip; also a name no sibling may take.
+MAIN = "__main__"
+SHEBANG = b"#!/usr/bin/env python3\n"
+# The zip format's earliest date: the same sources give the same bytes.
+FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+FILE_MODE = 0o100644  # a regular file, rw-r--r--, in the zip's Unix attributes
+COMPRESS_LEVEL = 9
+
+MAIN_TEMPLATE = '''\
+"""Runs {entry}.py of this zipapp as the script, as `python {entry}.py` would.
+
+Built on the control machine by nccl-preflight (src/nccl_preflight/core/zipapp.py) from {entry}.py
+and the sibling modules it imports: {modules}.
+"""
+
+import functools
+import importlib.util
+import linecache
+import runpy
+import sys
+import threading
+import traceback
+
+ENTRY = {entry!r}
+SPEC = importlib.util.find_spec(ENTRY)
+# The script runs as "__main__": given only its module globals, linecache would ask the zip for
+# the source of "__main__" (this file). Seed it with the script's own source instead, so
+# tracebacks and warnings show the script's lines.
+linecache.cache[SPEC.origin] = (functools.partial(SPEC.loader.get_source, ENTRY),)
+
+
+def excepthook(kind, value, tb):
+    """An uncaught exception printed from the script's first frame on, as for the .py."""
+    start = tb
+    while start is not None and start.tb_frame.f_code.co_filename != SPEC.origin:
+        start = start.tb_next
+    traceback.print_exception(kind, value, start or tb)
+
+
+def thread_excepthook(args):
+    """An exception that ends a thread, as threading prints it, with the source lines."""
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else threading.get_ident()
+    print(f"Exception in thread {{name}}:", file=sys.stderr, flush=True)
+    traceback.print_exception(args.exc_type, args.exc_value, args.exc_traceback)
+    sys.stderr.flush()
+
+
+sys.excepthook = excepthook
+threading.excepthook = thread_excepthook
+runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)
+'''
+
+
+class BundleError(ValueError):
+    """The entry or a sibling cannot be read or parsed; the message names the file."""
+
+
+def imported_names(source: bytes, path: Path) -> set[str]:
+    """The top-level names of the absolute imports anywhere in ``source`` (``import a.b`` and
+    ``from a.b import c`` give ``a``). BundleError naming ``path`` when it does not parse."""
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise BundleError(
+            f"cannot parse {path}, line {exc.lineno}: {exc.msg} "
+            f"(the rank script and the modules beside it that it imports must be valid Python)"
+        ) from None
+    except ValueError as exc:  # null bytes, a bad coding declaration
+        raise BundleError(f"cannot parse {path}: {exc}") from None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def read_source(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BundleError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+
+def check_entry(entry: Path) -> None:
+    stem = entry.stem
+    if entry.suffix != ".py":
+        raise BundleError(f"the rank script {entry} must be a .py file")
+    if not stem.isidentifier() or stem == MAIN or stem in getattr(sys, "stdlib_module_names", ()):
+        raise BundleError(
+            f"the rank script {entry} cannot run from a zipapp under the module name {stem!r} "
+            f"(not a Python identifier, or a name of the standard library): rename it"
+        )
+
+
+def bundle_modules(entry: Path) -> dict[str, bytes]:
+    """{module name: source} of the entry and every sibling it imports, transitively.
+
+    A sibling is ``<name>.py`` in the entry's directory for an imported top-level ``name``
+    (never ``__main__``); other imports (torch, the standard library) are left to the node.
+    """
+    entry = Path(entry)
+    check_entry(entry)
+    folder = entry.parent
+    found: dict[str, bytes] = {}
+    pending = [(entry.stem, entry, "the rank script")]
+    while pending:
+        name, path, what = pending.pop()
+        if name in found:
+            continue
+        found[name] = read_source(path, what)
+        for imported in sorted(imported_names(found[name], path) - set(found) - {MAIN}):
+            sibling = folder / f"{imported}.py"
+            if sibling.is_file():
+                pending.append((imported, sibling, f"the module {imported} (imported by {path})"))
+    return found
+
+
+def zip_bytes(files: dict[str, bytes]) -> bytes:
+    """A deterministic zip of ``files`` (name -> bytes), after the shebang line."""
+    out = io.BytesIO()
+    out.write(SHEBANG)
+    with zipfile.ZipFile(out, "w") as archive:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3  # Unix, so external_attr holds the mode
+            info.external_attr = FILE_MODE << 16
+            archive.writestr(info, files[name], compresslevel=COMPRESS_LEVEL)
+    return out.getvalue()
+
+
+def build_zipapp(entry: str | os.PathLike[str]) -> bytes:
+    """The zipapp of ``entry`` (the rank script's path on this machine) and its siblings."""
+    entry = Path(entry)
+    modules = bundle_modules(entry)
+    main = MAIN_TEMPLATE.format(
+        entry=entry.stem, modules=", ".join(f"{m}.py" for m in sorted(modules))
+    )
+    files = {f"{name}.py": source for name, source in modules.items()}
+    files[f"{MAIN}.py"] = main.encode("utf-8")
+    return zip_bytes(files)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Bundle a rank script and the modules beside it that it imports into one "
+        "zipapp: `torchrun ... nccl_check.pyz ARGS` runs like `torchrun ... nccl_check.py ARGS`."
+    )
+    parser.add_argument("entry", help="the rank script, e.g. files/nccl_check.py")
+    parser.add_argument("-o", "--output", required=True, help="the .pyz file to write")
+    args = parser.parse_args(argv)
+    try:
+        data = build_zipapp(args.entry)
+    except BundleError as exc:
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        return 1
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_bytes(data)
+    output.chmod(0o755)
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    print(f"{output}: {len(data)} bytes, {', '.join(names)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
