@@ -222,7 +222,8 @@ def test_scancel_leaves_no_job_process_on_any_node(slurm3: Lab) -> None:
     wait_for(sleeping, f"job {job}'s sleep on two nodes")
     slurm3.slurm_cmd("scancel", job)
     wait_for(lambda: host_processes(slurm3) == baseline, f"job {job}'s processes to end")
-    assert slurm3.slurm_job_state(job) == "CANCELLED"
+    # slurmctld may still say COMPLETING for a moment after the last process ended
+    assert slurm3.slurm_wait_job(job) == "CANCELLED"
     slurm3.slurm_wait_idle()
 
 
