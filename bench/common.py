@@ -291,6 +291,8 @@ def phase_of(event: dict[str, Any]) -> str:
     path = event.get("path") or ""
     if role == "validate_inputs":
         return "inputs"
+    if role == "facts":
+        return "facts"
     if role == "nccl_env":
         return "environment"
     if role == "preflight":
@@ -299,6 +301,8 @@ def phase_of(event: dict[str, Any]) -> str:
         # The wait call (state=finished) also brings the results back: that task is "collect"
         # only in name; its time is the run itself plus the transfer, so it stays in launch.
         return "collect" if "collect.yml" in path else "launch"
+    if role == "cleanup":
+        return "cleanup"
     if role == "report":
         return "report"
     play = (event.get("play") or "").lower()

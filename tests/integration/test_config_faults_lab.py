@@ -96,10 +96,10 @@ def test_a_cidr_or_interface_that_matches_nothing_stops_at_the_environment_stage
         assert f"{host.fabric_ifname} {host.fabric_addr}/" in output, output
     # Nothing past the environment stage ran, and no advice to run what was just run.
     assert "TASK [preflight :" not in output and "TASK [launch :" not in output
-    # pre-flight and launch; the one clean-up play (nccl_env_ready:nccl_env_stopped) runs on
-    # these hosts to remove what the facts call made.
+    # pre-flight and launch; the one clean-up play (nccl_env_ready:nccl_env_stopped, its role
+    # roles/cleanup) runs on these hosts to remove what the facts call made.
     assert output.count("skipping: no hosts matched") == 2
-    assert "TASK [Remove the run directory of this run on this node]" in output
+    assert "TASK [cleanup : Remove the run directory of this run on this node]" in output
     assert "Run the whole" not in output and "--tags launch" not in output
 
     report_dir = tmp_path / run_id

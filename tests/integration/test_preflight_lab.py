@@ -24,6 +24,7 @@ from tests.lab.harness import Lab, LabHost
 pytestmark = pytest.mark.lab
 
 PLAYBOOK = "playbooks/validate.yml"
+CLEANUP_TASK = "Remove the run directory of this run on this node"  # roles/cleanup
 MASTER_PORT = 29500
 
 
@@ -174,7 +175,7 @@ def test_healthy_lab_passes_every_check_and_changes_nothing(
     assert run.leftover_run_dirs == []  # listeners' files lived in the run dir, removed at the end
     # No launch follows --tags preflight: the listeners' stop removed it, the clean-up play made
     # no call on the nodes.
-    cleanup = run.output.split("TASK [Remove the run directory of this run on this node]")[1]
+    cleanup = run.output.split(f"TASK [cleanup : {CLEANUP_TASK}]")[1]
     cleanup = cleanup.split("TASK [")[0]
     assert cleanup.count("skipping:") == n and "changed:" not in cleanup, cleanup
     # The listeners did not outlive the run: nothing listens any more on the ports they held.

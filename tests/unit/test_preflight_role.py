@@ -29,7 +29,7 @@ KEYWORDS = {
     "name", "when", "register", "vars", "become", "ignore_errors", "delegate_to", "run_once",
     "any_errors_fatal", "changed_when", "failed_when", "loop", "loop_control", "tags", "block",
     "rescue", "always", "until", "retries", "delay", "async", "poll", "environment", "no_log",
-    "notify", "check_mode",
+    "notify", "check_mode", "ignore_unreachable",
 }  # fmt: skip
 
 
@@ -102,10 +102,34 @@ def test_one_module_call_per_host_in_the_preflight_play_and_no_async() -> None:
     assert [t["name"] for t in tasks if "until" in t] == []  # no polling loop either
 
 
+# What a play of validate.yml may say: where it runs and which roles (kubespray's cluster.yml);
+# its vars only point Ansible's own files into the run directory. Every task lives in a role.
+PLAY_KEYS = {"name", "hosts", "gather_facts", "vars", "roles", "tags"}
+PLAY_VARS = {"ansible_remote_tmp", "ansible_async_dir"}
+
+
+def play_tasks(play: dict) -> list[dict]:
+    """The tasks a play of validate.yml runs: its roles' tasks/main.yml, in order."""
+    files = [ROOT / "roles" / role["role"] / "tasks" / "main.yml" for role in play["roles"]]
+    return [t for f in files if f.exists() for t in tasks_of(yaml.safe_load(f.read_text()))]
+
+
+def test_every_play_of_the_playbook_is_hosts_and_roles() -> None:
+    plays = yaml.safe_load(PLAYBOOK.read_text())
+    assert len(plays) == 7
+    assert [sorted(p.keys() - PLAY_KEYS) for p in plays] == [[]] * len(plays)
+    assert [sorted(p.get("vars", {}).keys() - PLAY_VARS) for p in plays] == [[]] * len(plays)
+    for play in plays:
+        assert {"hosts", "gather_facts", "roles", "tags"} <= play.keys(), play["name"]
+        assert play["gather_facts"] is False and play["tags"], play["name"]
+        assert play["roles"][0]["role"] == "nccl_defaults", play["name"]
+        assert all((ROOT / "roles" / r["role"]).is_dir() for r in play["roles"]), play["name"]
+
+
 def facts_play_tasks() -> list[dict]:
     plays = yaml.safe_load(PLAYBOOK.read_text())
     [facts_play] = [p for p in plays if p["name"].startswith("Gather interfaces")]
-    return tasks_of(facts_play["tasks"])
+    return play_tasks(facts_play)
 
 
 def test_the_facts_call_starts_the_listeners_the_probe_call_collects() -> None:
@@ -113,7 +137,9 @@ def test_the_facts_call_starts_the_listeners_the_probe_call_collects() -> None:
     calls = [t for t in tasks if action_of(t) not in CONTROLLER_ACTIONS | PLAYBOOK_ONLY]
     assert [action_of(t) for t in calls] == ["nccl_facts"]
     [facts] = calls
-    assert facts["register"] == "preflight_facts_result"
+    assert facts["register"] == "facts_result"
+    # A node that does not answer stays in the play, for the group nccl_unreachable.
+    assert facts["ignore_unreachable"] is True
     assert facts["nccl_facts"]["preflight"] == (
         "{{ _preflight_start if preflight_runs | bool else omit }}"
     )
