@@ -9,8 +9,10 @@
     python nccl_check.py --init-method tcp://HOST:PORT --rank R --world-size N
 
 Sections 1 to 10 read top to bottom; whole concerns are modules beside this file, each a leaf
-that never imports it: the correctness checks (nccl_check_expect.py), timing (nccl_check_sweep.py)
-and the pairwise rounds (nccl_check_pairwise.py). The record and the exit status: docs/design.md,
+that never imports it: the correctness checks (nccl_check_expect.py), timing (nccl_check_sweep.py),
+the pairwise rounds (nccl_check_pairwise.py) and the tables the control machine reads too: the
+tests, the collectives timed, the support table (nccl_check_tables.py, a link to
+src/nccl_preflight/node/collective_tables.py). The record and the exit status: docs/design.md,
 "Rank result"; the files, exact inputs, Collective records and never hanging: "Inside the rank
 script".
 """
@@ -71,6 +73,16 @@ from nccl_check_expect import (
 )
 from nccl_check_pairwise import Pairwise
 from nccl_check_sweep import Sweep, judge_sweep, sig4, sweep_sizes, timed
+from nccl_check_tables import (
+    ALL_TESTS,
+    BANDWIDTH_COLLECTIVES,
+    COLLECTIVE_OPS,
+    DTYPE_ALIASES,
+    TEST_GROUPS,
+    Support,
+    support_of,
+    tests_of,
+)
 
 SCHEMA = 1
 GRACE_S = 5.0  # a phase may overrun --timeout by this much before the watchdog ends the rank
@@ -82,7 +94,6 @@ DTYPES: dict[str, tuple[torch.dtype, str]] = {
     name: (getattr(torch, name), _COLUMN.get(name, name))
     for name in ("float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8")
 }
-DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "bf16": "bfloat16"}
 BACKEND_FOR_DEVICE = {"cuda": "nccl", "npu": "hccl", "xpu": "xccl", "cpu": "gloo"}
 
 # Texts with which backends refuse an operation they do not implement (older gloo: AVG,
@@ -665,7 +676,6 @@ class Collective:
 
     name: str
     check: Callable[..., Details]
-    ops: tuple[str, ...] = ()
     busbw: Callable[[int], float] = lambda n: 1.0
     run: Callable[[Buffers], object] | None = None
     result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None
@@ -674,12 +684,12 @@ class Collective:
     split: bool = False
     notes: dict[str, BandwidthNote] = field(default_factory=dict)
 
-    def tests(self) -> list[str]:
-        return [f"{self.name}_{op}" for op in self.ops] or [self.name]
+    def tests(self) -> tuple[str, ...]:
+        return tests_of(self.name)
 
     def checker(self, test: str) -> Callable[[Context], Details]:
         op = test.removeprefix(f"{self.name}_")
-        return (lambda ctx: self.check(ctx, op)) if self.ops else self.check
+        return (lambda ctx: self.check(ctx, op)) if COLLECTIVE_OPS[self.name] else self.check
 
 
 GLOO_BROADCAST = (
@@ -704,7 +714,6 @@ COLLECTIVES: dict[str, Collective] = {
         Collective(
             "all_reduce",
             check_all_reduce,
-            ops=("sum", "product", "min", "max", "avg"),
             busbw=lambda n: 2 * (n - 1) / n,
             run=lambda b: dist.all_reduce(b.send),
             result=lambda b: (b.send, b.total),
@@ -764,82 +773,8 @@ COLLECTIVES: dict[str, Collective] = {
         Collective("barrier", check_barrier),
     )
 }
-# The sweep's order, nccl-tests' binaries' (all_reduce_perf first): every collective with `run`.
-BANDWIDTH_COLLECTIVES = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-    "broadcast",
-    "reduce",
-    "send_recv",
-)
+# The check of every correctness test, in the tables' order (COLLECTIVE_OPS: the records' own).
 CHECKS = {t: c.checker(t) for c in COLLECTIVES.values() for t in c.tests()}
-CORRECTNESS_TESTS = tuple(CHECKS)
-BANDWIDTH_TESTS = tuple(f"bandwidth_{c}" for c in BANDWIDTH_COLLECTIVES)
-ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
-TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
-COLLECTIVE_OF = {t: c.name for c in COLLECTIVES.values() for t in (c.name, *c.tests())}
-
-# Which collective each backend runs on which device (docs/design.md, "The support table"); plain
-# literals: the controller reads them with ast.literal_eval (plugins/filter/nccl_support.py).
-SUPPORT_SOURCE = "torch.distributed docs, Backends table"
-SUPPORT: dict[str, dict[str, dict[str, str]]] = {  # "*": every collective not named
-    "gloo": {"cpu": {"*": "yes"}, "gpu": {"*": "yes", "send_recv": "no", "barrier": "no"}},
-    "mpi": {
-        "cpu": {"*": "yes", "reduce_scatter": "no"},
-        "gpu": {"*": "maybe", "reduce_scatter": "no"},
-    },
-    "nccl": {"cpu": {"*": "no"}, "gpu": {"*": "yes"}},
-    "xccl": {"cpu": {"*": "no"}, "gpu": {"*": "yes"}},
-}
-# Narrower refusals, each recorded on a real backend (tests/fixtures/torch/refusals.json).
-SUPPORT_RULES: list[dict[str, Any]] = [
-    {
-        "backend": "gloo",
-        "device": "cpu",
-        "tests": ["all_reduce_avg"],
-        "dtypes": ["int32", "int64", "int8", "uint8"],
-        "reason": "gloo has no AVG on integer tensors (it divides the sum in the tensor's dtype)",
-        "source": "recorded on torch 2.13.0+cpu: RuntimeError: result type Float can't be cast "
-        "to the desired output type Int",
-    },
-]
-
-
-class Support(NamedTuple):
-    """What the table says about one test on one backend and device, and why."""
-
-    state: str  # "yes", "no", "maybe" or "unknown" (the table has no such backend or device)
-    reason: str
-
-
-def collective_of(test: str) -> str | None:
-    """all_reduce_sum -> all_reduce, bandwidth_reduce -> reduce; None for checkin/init."""
-    return COLLECTIVE_OF.get(test.removeprefix("bandwidth_"))
-
-
-def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support:
-    """The table's prediction for `test` (a test name of --list-tests) with these settings."""
-    kind = "cpu" if device_type == "cpu" else "gpu"
-    where = "CPU" if kind == "cpu" else f"{device_type.upper()} (GPU column)"
-    for rule in SUPPORT_RULES:
-        if (
-            (rule["backend"], rule["device"]) == (backend, kind)
-            and dtype in rule["dtypes"]
-            and test.removeprefix("bandwidth_") in rule["tests"]
-        ):
-            return Support("no", f"{rule['reason']}; {rule['source']}")
-    coll = collective_of(test)
-    row = SUPPORT.get(backend, {}).get(kind, {})
-    state = row.get(coll or "", row.get("*", "unknown")) if coll else "unknown"
-    reasons = {
-        "no": f"{backend} has no {coll} on {where} tensors ({SUPPORT_SOURCE})",
-        "maybe": f"{backend}'s {coll} on {where} tensors is '?' in the {SUPPORT_SOURCE}",
-        "unknown": f"the support table has no {backend} on {where} tensors",
-        "yes": f"{backend} runs {coll} on {where} tensors ({SUPPORT_SOURCE})",
-    }
-    return Support(state, reasons[state])
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import ipaddress
 import re
 from typing import Any
 
-from nccl_preflight.core.collectives import COLLECTIVES
+from nccl_preflight.node.collective_tables import BANDWIDTH_COLLECTIVES
 
 # The kernel refuses empty names, "." and "..", names longer than IFNAMSIZ-1 (15), and names with
 # "/", ":" or white space. We also refuse every shell metacharacter: names reach nccl.env and logs.
@@ -151,10 +151,9 @@ def pairwise_problems(values: dict[str, Any]) -> list[str]:
         problems.append(f"nccl_expected_busbw is {expected!r}, not a mapping of collective: GB/s")
     else:
         for key, value in expected.items():
-            if key not in COLLECTIVES:
-                problems.append(
-                    f"nccl_expected_busbw key {key!r} is not one of {', '.join(COLLECTIVES)}"
-                )
+            if key not in BANDWIDTH_COLLECTIVES:
+                known = ", ".join(BANDWIDTH_COLLECTIVES)
+                problems.append(f"nccl_expected_busbw key {key!r} is not one of {known}")
             elif _fraction(value, high=float("inf")) is None:
                 problems.append(f"nccl_expected_busbw[{key!r}] is {value!r}, not a positive number")
     return problems

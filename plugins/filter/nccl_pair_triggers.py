@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nccl_preflight.core.collectives import COLLECTIVES
 from nccl_preflight.core.rdma_expect import cluster_figure
+from nccl_preflight.node.collective_tables import BANDWIDTH_COLLECTIVES
 
 
 def _figure(value: float) -> float:
@@ -54,7 +54,7 @@ def nccl_pair_triggers(
             "expected_gbps": _figure(fabric),
             "source": source,
         }
-        for name in COLLECTIVES
+        for name in BANDWIDTH_COLLECTIVES
         if name not in explicit
     ]
 

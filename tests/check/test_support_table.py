@@ -6,7 +6,7 @@ gloo on CPU: every row is called for real by nccl_check under torchrun; the one 
 refusal (AVG on integer tensors) is predicted and skipped without a call, and the message torch
 raises when it is called anyway is recorded again and compared with tests/fixtures/torch/.
 Rows this machine cannot call (gloo, nccl and xccl on GPU tensors; mpi, not in this build)
-cite torch's documentation in files/nccl_check.py's SUPPORT.
+cite torch's documentation in the rank script's SUPPORT (files/nccl_check_tables.py).
 """
 
 from __future__ import annotations
@@ -19,9 +19,19 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 
-from tests.check.support import FAST, TIMEOUT_S, by_name, env, load_script, records, torchrun
+from tests.check.support import (
+    FAST,
+    TIMEOUT_S,
+    by_name,
+    env,
+    load_part,
+    load_script,
+    records,
+    torchrun,
+)
 
 nc = load_script()
+tables = load_part("nccl_check_tables")
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "torch"
 pytestmark = pytest.mark.torchrun
 
@@ -43,7 +53,7 @@ def test_every_gloo_cpu_row_runs_for_real_and_avg_on_int32_is_a_predicted_skip(
         ran = {name: t["status"] for name, t in tests.items() if name != "all_reduce_avg"}
         assert set(ran.values()) == {"passed"}, ran
         # every collective of the table's gloo/cpu row was called on the real backend
-        called = {nc.collective_of(name) for name in ran} - {None}
+        called = {tables.collective_of(name) for name in ran} - {None}
         assert called == set(nc.COLLECTIVES)
     assert "skipped all_reduce_avg: gloo has no AVG on integer tensors" in proc.stdout
 

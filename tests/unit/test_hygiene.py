@@ -278,6 +278,22 @@ def test_node_imports_the_standard_library_torch_and_node_only() -> None:
     assert offences == []
 
 
+def test_the_rank_scripts_only_link_is_a_standard_library_module_of_the_node_room() -> None:
+    """files/nccl_check_tables.py is the node room's collective_tables.py under the name the rank
+    script imports: the one file of the tables both sides read (docs/design.md, "The tables of
+    the rank script"). A link points into src/nccl_preflight/node/ only, and the file it points
+    to imports the standard library only: the control machine imports it without torch."""
+    node = (ROOT / "src" / "nccl_preflight" / "node").resolve()
+    links = [path for path in sorted((ROOT / "files").glob("*.py")) if path.is_symlink()]
+    assert [path.name for path in links] == ["nccl_check_tables.py"]
+    for path in links:
+        target = path.resolve()
+        assert target.parent == node, f"{path.name} -> {target}"
+        tops = {name.split(".")[0] for level, name in imports_of(target.read_text()) if not level}
+        assert tops <= set(sys.stdlib_module_names), f"{target.name} imports {tops}"
+        assert not [level for level, _ in imports_of(target.read_text()) if level], target.name
+
+
 def test_core_imports_nothing_from_ansible() -> None:
     files = sorted((PACKAGE / "core").glob("*.py"))
     assert len(files) > 15

@@ -20,6 +20,7 @@ from tests.check.support import load_part, load_script
 nc = load_script()
 ex = load_part("nccl_check_expect")
 sw = load_part("nccl_check_sweep")
+tables = load_part("nccl_check_tables")
 
 
 # --- the documented examples, through the script's expected-value functions ------------------
@@ -192,9 +193,12 @@ def test_busbw_factors_are_nccl_tests() -> None:
 
 def test_every_collective_is_one_record_looked_up_by_name() -> None:
     timed = {name for name, c in nc.COLLECTIVES.items() if c.run is not None}
-    assert sorted(nc.BANDWIDTH_COLLECTIVES) == sorted(timed)
-    assert nc.CORRECTNESS_TESTS[:5] == tuple(f"all_reduce_{op}" for op in ex.REDUCE_OPS)
-    assert set(nc.CORRECTNESS_TESTS) == {t for c in nc.COLLECTIVES.values() for t in c.tests()}
+    assert sorted(tables.BANDWIDTH_COLLECTIVES) == sorted(timed)
+    assert tables.CORRECTNESS_TESTS[:5] == tuple(f"all_reduce_{op}" for op in ex.REDUCE_OPS)
+    assert set(tables.CORRECTNESS_TESTS) == {t for c in nc.COLLECTIVES.values() for t in c.tests()}
+    # one record per collective of the tables, in their order: the order of the tests
+    assert list(nc.COLLECTIVES) == list(tables.COLLECTIVE_OPS)
+    assert tuple(nc.CHECKS) == tables.CORRECTNESS_TESTS
     assert all(name == c.name for name, c in nc.COLLECTIVES.items())
 
 
@@ -250,7 +254,7 @@ def test_parse_args_defaults_and_thresholds(monkeypatch: pytest.MonkeyPatch) -> 
         ["--min-busbw", "5", "--min-busbw-for", "all_reduce=20", "--tests", "bandwidth"]
     )
     assert (args.rank, args.world_size, args.local_rank) == (1, 2, 1)
-    assert args.tests == list(nc.BANDWIDTH_TESTS)
+    assert args.tests == list(tables.BANDWIDTH_TESTS)
     assert args.thresholds["all_reduce"] == 20.0 and args.thresholds["broadcast"] == 5.0
     assert args.init_method == "env://" and args.dtype == "float32"
 

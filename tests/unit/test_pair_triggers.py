@@ -16,10 +16,10 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import filter_loader
 from ansible.template import Templar, trust_as_template
-from nccl_inputs import COLLECTIVES
 from nccl_pair_triggers import nccl_pair_trigger_args, nccl_pair_trigger_note, nccl_pair_triggers
 
 from nccl_preflight.core import expect as nccl_expect
+from nccl_preflight.node.collective_tables import BANDWIDTH_COLLECTIVES
 from nccl_preflight.node.fabric_facts import read_rdma
 from tests.check.support import load_script
 
@@ -46,7 +46,7 @@ def by_collective(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def test_link_speed_rows_trigger_every_timed_collective_at_warn_times_the_fabric() -> None:
     hosts = [host("node0", 10000), host("node1", 25000)]
     rows = nccl_pair_triggers(hosts, {}, 0.8, 0.9)
-    assert [r["collective"] for r in rows] == list(COLLECTIVES)
+    assert [r["collective"] for r in rows] == list(BANDWIDTH_COLLECTIVES)
     # the slowest host: 10 Gb/s / 8 x 0.9 = 1.125 GB/s expected, x 0.8 = 0.9 GB/s
     assert {(r["trigger_gbps"], r["expected_gbps"]) for r in rows} == {(0.9, 1.125)}
     assert {r["source"] for r in rows} == {"node0's fabric link 10000 Mb/s x 0.9"}
@@ -109,7 +109,8 @@ def test_a_host_of_unknown_speed_gives_no_fabric_trigger(unknown: int | None) ->
 def test_an_explicit_nccl_expected_busbw_wins_over_the_fabric() -> None:
     rows = nccl_pair_triggers([host("node0", 10000)], {"all_reduce": 1000}, "0.8", "0.9")
     table = by_collective(rows)
-    assert list(table) == list(COLLECTIVES)  # each collective once, the explicit one first
+    # each collective once, the explicit one first
+    assert list(table) == list(BANDWIDTH_COLLECTIVES)
     assert table["all_reduce"]["trigger_gbps"] == 800.0
     assert table["all_reduce"]["source"] == "nccl_expected_busbw"
     assert table["broadcast"]["trigger_gbps"] == 0.9
@@ -142,7 +143,7 @@ def test_the_launch_passes_the_triggers_and_a_users_own_pair_trigger_wins() -> N
     args = render_pairwise_args({"launch_plan_hosts": hosts})
     head = ["--pairwise", "auto", "--pair-min-ratio", "0.8", "--pair-trigger-min-bytes", "16384"]
     assert args[:6] == head
-    assert args[6:] == [f"--pair-trigger={c}=0.9" for c in COLLECTIVES]
+    assert args[6:] == [f"--pair-trigger={c}=0.9" for c in BANDWIDTH_COLLECTIVES]
     # The rank script parses them; nccl_check_args come after and win (the last one counts).
     parsed = nc.parse_args(
         ["--rank", "0", "--world-size", "1", *args, "--pair-trigger=all_reduce=0.5"]

@@ -1,6 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The backend x operation support table: nccl_check's own and the controller's reading of it.
+"""The backend x operation support table (src/nccl_preflight/node/collective_tables.py, the rank
+script's nccl_check_tables): the ranks' lookup and the controller's prediction from it.
 
 The live side (every row called on the real gloo backend) is tests/check/test_support_table.py.
 """
@@ -15,9 +16,12 @@ import nccl_support as ns
 import pytest
 import torch
 
-from tests.check.support import SCRIPT, load_script
+from nccl_preflight.core import support as core_support
+from nccl_preflight.node import collective_tables
+from tests.check.support import SCRIPT, load_part, load_script
 
 nc = load_script()
+tables = load_part("nccl_check_tables")  # the copy the rank script uses
 TEXT = SCRIPT.read_text(encoding="utf-8")
 REFUSALS = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "torch" / "refusals.json").read_text()
@@ -25,26 +29,30 @@ REFUSALS = json.loads(
 DEVICES = ("cpu", "cuda", "xpu", "npu")
 
 
-def test_the_controller_reads_the_same_table_and_tests_without_torch() -> None:
-    table = ns.load_table(TEXT)
-    assert table.support == nc.SUPPORT and table.rules == nc.SUPPORT_RULES
-    assert table.source == nc.SUPPORT_SOURCE
-    assert table.all_tests == list(nc.ALL_TESTS)
+def test_the_controller_reads_the_same_table_and_tests() -> None:
+    """One file, imported under two names (tests/unit/test_collective_tables.py, which also
+    checks that the control machine reads it without torch): the same values."""
+    assert collective_tables.SUPPORT == tables.SUPPORT
+    assert collective_tables.SUPPORT_RULES == tables.SUPPORT_RULES
+    assert collective_tables.SUPPORT_SOURCE == tables.SUPPORT_SOURCE
+    assert collective_tables.ALL_TESTS == tables.ALL_TESTS
 
 
 def test_the_controller_predicts_what_every_rank_will_predict() -> None:
-    table = ns.load_table(TEXT)
-    backends = (*nc.SUPPORT, "hccl", "ucc")
+    """Each test on each backend, device and dtype, asked as a run asks (--device, --dtype,
+    --tests): the controller predicts a skip exactly where the rank's own lookup says no."""
+    backends = (*tables.SUPPORT, "hccl", "ucc")
     for backend, device, dtype, test in itertools.product(
-        backends, DEVICES, nc.DTYPES, nc.ALL_TESTS
+        backends, DEVICES, nc.DTYPES, tables.ALL_TESTS
     ):
-        assert ns.support_of(table, backend, device, test, dtype) == tuple(
-            nc.support_of(backend, device, test, dtype)
-        ), (backend, device, dtype, test)
+        args = ["--device", device, f"--dtype={dtype}", "--tests", test]
+        rank = nc.support_of(backend, device, test, dtype)
+        expected = [{"test": test, "reason": rank.reason}] if rank.state == "no" else []
+        assert core_support.predicted_skips(backend, args) == expected, (backend, device, test)
 
 
 def test_every_backend_and_device_of_the_table_answers_for_every_collective() -> None:
-    for backend, devices in nc.SUPPORT.items():
+    for backend, devices in tables.SUPPORT.items():
         assert set(devices) == {"cpu", "gpu"}, backend
         for kind, row in devices.items():
             assert set(row) - {"*"} <= set(nc.COLLECTIVES), (backend, kind)
@@ -134,14 +142,9 @@ def test_predicted_skips_for_a_run(backend: str, args: list[str], expected: list
     assert all(s["reason"] for s in skips)
 
 
-def test_a_script_without_the_table_is_named() -> None:
-    with pytest.raises(ValueError, match="no SUPPORT assignment"):
-        ns.load_table("COLLECTIVES = {}\n")
-
-
 def test_a_launch_script_of_ones_own_without_the_table_predicts_nothing() -> None:
     wrapper = "import os, sys\nos.execv(sys.executable, [sys.executable, 'nccl_check.py'])\n"
-    assert ns.nccl_predicted_skips(wrapper, "gloo", []) == []
+    assert ns.nccl_predicted_skips(wrapper, "gloo", ["--device", "cuda"]) == []
     assert ns.nccl_predicted_skips("not python (", "gloo", []) == []
     assert ns.nccl_predicted_skips(TEXT, "gloo", ["--device", "cuda"])  # the real one predicts
 
@@ -231,8 +234,8 @@ def test_every_cell_of_the_support_table_is_the_one_torchs_docs_give() -> None:
     the rows this machine cannot call (GPU columns, nccl, xccl; mpi without an MPI build)."""
     docs = docs_table()
     functions = {"send_recv": ("send", "recv")}
-    assert set(nc.SUPPORT) == {b for b, _, _ in docs}
-    for backend, devices in nc.SUPPORT.items():
+    assert set(tables.SUPPORT) == {b for b, _, _ in docs}
+    for backend, devices in tables.SUPPORT.items():
         for kind, row in devices.items():
             for coll in nc.COLLECTIVES:
                 mine = row.get(coll, row.get("*"))

@@ -11,7 +11,9 @@ returns the bytes of a zip file holding them and a ``__main__.py`` that runs the
 ``__main__``. ``python -u nccl_check.pyz args`` (what torchrun runs) then behaves as
 ``python -u nccl_check.py args``: the same ``sys.argv`` after the script's name, argparse's
 ``prog``, exit status and output; tracebacks name ``.../nccl_check.pyz/nccl_check.py`` with
-their line and source text. An entry that imports no sibling is a zipapp of one module.
+their line and source text. An entry that imports no sibling is a zipapp of one module. A
+sibling may be a symbolic link (files/nccl_check_tables.py is one, to the node room's
+collective_tables.py): the zip holds the file it points to, under the sibling's name.
 
 The bytes depend only on the sources: names sorted, fixed timestamps and permissions.
 Standard library only. Used by roles/launch/action_plugins/nccl_torchrun.py (state=started) and,
