@@ -4,7 +4,8 @@
 collective (docs/design.md, "Pairwise rounds").
 
 The figure is the expectation the controller judges the run with after it (src/nccl_preflight/
-core/expect.py), times ``nccl_busbw_warn``: ``nccl_expected_busbw[collective]`` when given, else
+core/bandwidth_expectation.py), times ``nccl_busbw_warn``: ``nccl_expected_busbw[collective]``
+when given, else
 the slowest host's fabric x ``nccl_busbw_efficiency`` (src/nccl_preflight/core/rdma_expect.py
 ``cluster_figure``) from plan.json's host rows (roles/launch/tasks/plan.yml). Before the run no
 NCCL log says which NICs were used, so an RDMA host counts the ports NCCL_IB_HCA selects (every

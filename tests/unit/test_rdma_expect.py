@@ -13,7 +13,7 @@ from typing import Any
 import nccl_fabric as fc
 import pytest
 
-from nccl_preflight.core import expect as nccl_expect
+from nccl_preflight.core import bandwidth_expectation as nccl_expect
 from nccl_preflight.core import junit as nccl_junit
 from nccl_preflight.core import rdma_expect as nccl_rdma_expect
 from nccl_preflight.core.rdma_expect import cluster_figure, nics_used, rdma_figure

@@ -19,7 +19,7 @@ from urllib.parse import quote
 from nccl_preflight.node.files import write_atomically
 
 from . import plots as nccl_plots
-from .expect import evaluate
+from .bandwidth_expectation import evaluate
 from .hints import link_speeds_mbps
 from .transport_report import analyze_run
 from .verdict import describe
@@ -117,9 +117,9 @@ def busbw_plots(run: Any) -> tuple[list[dict[str, Any]], str]:
 
 
 def expectations(run: Any) -> dict[str, Any]:
-    """Each collective's busbw against the expected (src/nccl_preflight/core/expect.py, as
-    summary.md): {rows: [{collective, size, measured, expected, percent, verdict, source}], notes:
-    [str]}."""
+    """Each collective's busbw against the expected (as summary.md; src/nccl_preflight/core/
+    bandwidth_expectation.py): {rows: [{collective, size, measured, expected, percent, verdict,
+    source}], notes: [str]}."""
     result = evaluate(run)
     rows, unjudged = [], {}
     for r in result["collectives"]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from nccl_preflight.node.files import write_atomically
 
-from .expect import expectation_suites
+from .bandwidth_expectation import expectation_suites
 from .hints import MISSING, rank_hints
 from .pairwise import pairwise_suites, write_pairwise
 from .run_data import (  # noqa: F401 - part of this module's interface

@@ -31,7 +31,7 @@ from typing import Any
 
 from nccl_preflight.node.files import write_atomically
 
-from .expect import fabric_expectation, settings
+from .bandwidth_expectation import fabric_expectation, settings
 from .rdma_expect import used_by_host
 
 try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from .expect import expectation_markdown, expected_figures
+from .bandwidth_expectation import expectation_markdown, expected_figures
 from .pairwise import pairwise_markdown
 from .run_data import RunData
 from .text import md_escape
@@ -113,7 +113,8 @@ def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
                 "busbw_median_gbps": median,
                 "busbw_max_gbps": max(busbw),
                 "slowest_rank": slowest[0],
-                # measured / expected (src/nccl_preflight/core/expect.py), judged from min_bytes up
+                # measured / expected (src/nccl_preflight/core/bandwidth_expectation.py),
+                # judged from min_bytes up
                 "expected_gbps": expected,
                 "percent_of_expected": round(100 * median / expected, 1) if expected else None,
                 "judged_size": size >= min_bytes,

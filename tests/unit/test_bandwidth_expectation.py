@@ -1,7 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""src/nccl_preflight/core/expect.py: busbw against the expected figure (explicit or from the fabric
-link), two thresholds, and the baseline; through nccl_junit's hooks (JUnit valid for Jenkins)."""
+"""src/nccl_preflight/core/bandwidth_expectation.py: busbw against the expected figure (explicit
+or from the fabric link), two thresholds, and the baseline; through nccl_junit's hooks (JUnit
+valid for Jenkins)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from nccl_preflight.core import expect as nccl_expect
+from nccl_preflight.core import bandwidth_expectation as nccl_expect
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report as report
 
