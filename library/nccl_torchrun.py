@@ -412,7 +412,7 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_preflight.node.files import write_atomically
-from ansible.module_utils.nccl_preflight.node.proc import is_alive
+from ansible.module_utils.nccl_preflight.node.processes import is_alive
 from ansible.module_utils.nccl_preflight.node.run_collect import pack_results
 from ansible.module_utils.nccl_preflight.node.run_dir import (
     bad_file_name,

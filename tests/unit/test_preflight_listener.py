@@ -22,7 +22,7 @@ import nccl_facts
 import nccl_tcp_probe
 import pytest
 from ansible.module_utils.nccl_preflight.node import listener as nccl_listener
-from ansible.module_utils.nccl_preflight.node.proc import (
+from ansible.module_utils.nccl_preflight.node.processes import (
     is_alive,
     parse_stat,
     proc_stat,

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight modules: nccl_tcp_probe's firewall read (through patch_module_args, tools answered
 from fixtures),
-the port owner look-up of src/nccl_preflight/node/preflight_proc.py (recorded /proc/net/tcp, a fake
+the port owner look-up of src/nccl_preflight/node/port_owner.py (recorded /proc/net/tcp, a fake
 /proc tree, a real socket), nccl_tcp_probe and src/nccl_preflight/node/listener.py (their socket
 functions, on loopback only; the listener process itself: tests/unit/test_preflight_listener.py)."""
 
@@ -18,7 +18,7 @@ import nccl_tcp_probe
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.nccl_preflight.node import listener as nccl_listener
-from ansible.module_utils.nccl_preflight.node.preflight_proc import (
+from ansible.module_utils.nccl_preflight.node.port_owner import (
     describe_pid,
     listeners_on_port,
     parse_proc_net_tcp,

@@ -15,7 +15,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.nccl_preflight.node.proc import is_alive
+from ansible.module_utils.nccl_preflight.node.processes import is_alive
 from ansible.module_utils.nccl_preflight.node.run_lock import (
     describe_holder,
     lock_file_name,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from nccl_preflight.node import supervisor as nccl_supervisor
-from nccl_preflight.node.proc import proc_stat, write_json
+from nccl_preflight.node.processes import proc_stat, write_json
 from nccl_preflight.node.supervisor import (
     PIDS_FILE,
     STILL_RUNNING,

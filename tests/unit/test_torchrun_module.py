@@ -29,7 +29,7 @@ from typing import Any
 
 import nccl_torchrun
 import pytest
-from ansible.module_utils.nccl_preflight.node import proc as nccl_proc
+from ansible.module_utils.nccl_preflight.node import processes
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "library" / "nccl_torchrun.py"
@@ -186,7 +186,7 @@ def run(args: dict[str, Any], tmp_path: Path, timeout: float = 60) -> dict[str, 
 
 
 def pid_alive(pid: int) -> bool:
-    stat = nccl_proc.proc_stat(pid)
+    stat = processes.proc_stat(pid)
     return stat is not None and stat["state"] not in "ZX"
 
 
@@ -242,18 +242,18 @@ def test_build_argv_is_static_rendezvous_with_local_addr() -> None:
 
 def test_parse_stat_survives_odd_command_names() -> None:
     text = "1234 (a) b (c)) S 1 1234 1234 0 -1 4194560 " + " ".join(["0"] * 12) + " 98765 0 0"
-    stat = nccl_proc.parse_stat(text)
+    stat = processes.parse_stat(text)
     assert stat == {"state": "S", "ppid": 1, "pgid": 1234, "sid": 1234, "starttime": 98765}
 
 
 def test_read_tail_keeps_the_end_and_says_what_was_cut(tmp_path: Path) -> None:
     log = tmp_path / "rank-0.log"
     log.write_bytes(b"a" * 100 + b"Traceback: the end\n")
-    data, cut = nccl_proc.read_tail(log, 19)
+    data, cut = processes.read_tail(log, 19)
     assert cut is True
     assert data.endswith(b"Traceback: the end\n")
     assert b"the first 100 of 119 bytes of rank-0.log were cut" in data.splitlines()[0]
-    assert nccl_proc.read_tail(log, 1000) == (log.read_bytes(), False)
+    assert processes.read_tail(log, 1000) == (log.read_bytes(), False)
 
 
 # --- the module, as a node runs it ------------------------------------------------------------

@@ -3,7 +3,7 @@
 """The pre-flight's listener process: bind, serve, stop.
 
 The pre-flight's start (src/nccl_preflight/node/preflight_calls.py, run inside the facts call) binds
-the listeners, hands them to a detached process (``nccl_proc.detach``) that
+the listeners, hands them to a detached process (``processes.detach``) that
 accepts connections until each listener got its expected ones, the stop file appears, the
 directory is removed or the deadline passes, runs the torch probe meanwhile, and leaves what it
 saw in ``listener.json``; the stop (inside the probe call) collects it. Every file lives in the
@@ -26,7 +26,7 @@ from .parse import (
     empty_python_facts,
     python_facts_from_run,
 )
-from .proc import (
+from .processes import (
     detach,
     is_alive,
     read_json,

@@ -41,8 +41,8 @@ from .listener import (
     spawn_listener,
     stop_listener,
 )
-from .preflight_proc import port_owner
-from .proc import is_alive, read_json, write_json
+from .port_owner import port_owner
+from .processes import is_alive, read_json, write_json
 from .run_dir import (
     make_private_dir,
     parse_mode,

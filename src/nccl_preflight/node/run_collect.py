@@ -15,7 +15,7 @@ import re
 import tarfile
 from pathlib import Path
 
-from .proc import read_tail
+from .processes import read_tail
 from .supervisor import LAUNCH_FILE, RESULTS_DIR, TORCHRUN_LOG
 
 # The files a run leaves for the control machine (docs/design.md, reports/<run-id>/<host>/).

@@ -27,7 +27,7 @@ import stat
 import time
 from typing import Any
 
-from .proc import detach, report, start_time
+from .processes import detach, report, start_time
 
 LOCK_PREFIX = "nccl-preflight-lock-"
 # How often the keeper looks at its run directory and at the lock file.

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .proc import write_json
+from .processes import write_json
 
 RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The torchrun supervisor of library/nccl_torchrun.py: start it detached, wait for it, end it.
 
-The supervisor is a detached process (``nccl_proc.detach``) and a child subreaper. It starts
+The supervisor is a detached process (``processes.detach``) and a child subreaper. It starts
 ``python -m torch.distributed.run`` in its own session, records every process of its tree (pid and
 start time) in ``<run_dir>/torchrun.pids``, and ends every recorded process still alive after the
-timeout (``nccl_proc.end_processes``: SIGTERM, then SIGKILL after the grace), at once on SIGTERM,
+timeout (``processes.end_processes``: SIGTERM, then SIGKILL after the grace), at once on SIGTERM,
 SIGINT or SIGHUP, or when the control machine stopped watching (``watch.json`` went stale). Then
 it joins the per-rank logs into ``results/rank-<R>.log``, writes ``launch.json`` and exits.
 
@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .proc import (
+from .processes import (
     become_subreaper,
     descendants,
     detach,

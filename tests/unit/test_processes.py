@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""src/nccl_preflight/node/proc.py: detach, identity through /proc, ending a tree, atomic JSON,
+"""src/nccl_preflight/node/processes.py: detach, identity through /proc, ending a tree, atomic JSON,
 tails.
 
 Real processes throughout: a detached process that must let go of our descriptors, a tree with a
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from nccl_preflight.node import files as nccl_files
-from nccl_preflight.node.proc import (
+from nccl_preflight.node.processes import (
     descendants,
     detach,
     end_processes,

@@ -1,6 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Read /proc: who listens on a TCP port (a process's identity: src/nccl_preflight/node/proc.py).
+"""Read /proc: who listens on a TCP port (a process's identity:
+src/nccl_preflight/node/processes.py).
 
 The parsers are pure functions; the readers take the /proc root as an argument so tests can hand
 them a fake tree. Used by the pre-flight's start (src/nccl_preflight/node/preflight_calls.py).
