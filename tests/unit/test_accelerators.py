@@ -1,7 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Ascend NPUs and Intel XPUs: npu-smi info (transcribed recordings), the facts module's hook,
-nccl_backend: auto per host (plugins/filter/nccl_backends.py) and the HCCL variables of nccl.env."""
+nccl_backend: auto per host (core/preflight/backend_checks.py) and the HCCL variables of
+nccl.env."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from ansible.module_utils.nccl_preflight.node.accel_facts import (
     read_xpus,
     xpus_of_probe,
 )
-from nccl_backends import nccl_backend_choice
 
+from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 from tests.module_exit import ModuleExit as Exit
 from tests.playbook_run import ROOT
 from tests.unit.test_nccl_env_role import spark

@@ -1,12 +1,11 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The backend_choice pre-flight check (plugins/filter/nccl_backends.py): with nccl_backend auto,
+"""The backend_choice pre-flight check (core/preflight/backend_checks.py): with nccl_backend auto,
 a host that would choose another backend than the master fails by name with what it found."""
 
 from __future__ import annotations
 
-from nccl_backends import nccl_backend_checks_add
-
+from nccl_preflight.core.preflight.backend_checks import nccl_backend_checks_add
 from nccl_preflight.node.accel_facts import parse_npu_smi_info
 from tests.unit.test_nccl_facts import fixture
 

@@ -197,7 +197,7 @@ def test_baseline_compares_node_pairs() -> None:
     ],
 )
 def test_expectation_variables_are_validated(values: dict, expected: str) -> None:
-    from nccl_inputs import pairwise_problems
+    from nccl_preflight.core.inputs import pairwise_problems
 
     problems = pairwise_problems(values)
     assert len(problems) == 1 and problems[0].startswith(expected), problems

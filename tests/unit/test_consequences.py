@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """One cause, its consequences under it (issue 25, items 3 and 4).
 
-The pre-flight's links (plugins/filter/nccl_causes.py) on observations judged by the real
+The pre-flight's links (core/preflight/causes.py) on observations judged by the real
 pre-flight judge, with firewall findings from the real iptables judge on the rules the lab's
 faults insert; then the report: verdict.json's cause pointers, report.html's headline and folds,
 summary.md's folds, and the JUnit's messages, also for a run stopped at the environment stage.
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nccl_causes import nccl_preflight_causes
-from nccl_preflight_judge import nccl_preflight_judge
 
+from nccl_preflight.core.preflight.causes import nccl_preflight_causes
+from nccl_preflight.core.preflight.host_checks import judge_host_checks
 from nccl_preflight.node import firewall_common as fw
 from nccl_preflight.node import firewall_iptables as ipt
 from tests.jenkins_schema import validate_report_junit
@@ -79,7 +79,7 @@ def observation(host: str, state: str = "up", **extra: Any) -> dict[str, Any]:
 
 def judged(observations: dict[str, dict], present: list[str] | None = None) -> dict:
     settings = {"master": "node1", "order": HOSTS, "require_gpu": False}
-    results = nccl_preflight_judge(observations, present or HOSTS, settings)
+    results = judge_host_checks(observations, present or HOSTS, settings)
     return nccl_preflight_causes(results, observations)
 
 

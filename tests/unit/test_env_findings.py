@@ -1,16 +1,14 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The environment stage's findings (plugins/filter/nccl_env_findings.py): a CIDR or interface
+"""The environment stage's findings (src/nccl_preflight/core/env_findings.py): a CIDR or interface
 that matches nothing names what was asked and what each host has, and stops the run there."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from nccl_env_findings import interface_table, nccl_env_findings, nccl_env_stop_text
-from nccl_network import nccl_fabric_choice
-
-from nccl_preflight.node.fabric_choice import nccl_fabric_candidate
+from nccl_preflight.core.env_findings import interface_table, nccl_env_findings, nccl_env_stop_text
+from nccl_preflight.node.fabric_choice import nccl_fabric_candidate, nccl_fabric_choice
 
 
 def facts(**interfaces: str) -> dict[str, Any]:

@@ -1,16 +1,16 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""plugins/filter/nccl_fabric.py: the fabric checks, on facts read from tests/fixtures/sysfs."""
+"""core/preflight/fabric_checks.py: the fabric checks, on facts read from tests/fixtures/sysfs."""
 
 from __future__ import annotations
 
 import copy
 from pathlib import Path
 
-import nccl_fabric as fc
 import pytest
-from nccl_network import nccl_fabric_choice
 
+from nccl_preflight.core.preflight import fabric_checks as fc
+from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 from nccl_preflight.node.fabric_facts import read_gpudirect, read_rdma
 
 SYSFS = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
@@ -448,7 +448,7 @@ def test_what_nccl_env_sets_itself_is_no_override():
 
 
 def test_nccl_expect_net_is_validated_with_the_other_inputs():
-    from nccl_inputs import nccl_input_problems
+    from nccl_preflight.core.inputs import nccl_input_problems
 
     good = {
         "nccl_master_port": 29500,

@@ -1,7 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """GPU node health: the parsers (src/nccl_preflight/node/gpu_health.py) on every recording in
-tests/fixtures/gpu/, and the checks (plugins/filter/nccl_gpu_health.py) on observations built
+tests/fixtures/gpu/, and the checks (core/preflight/gpu_checks.py) on observations built
 from them. Variants made inside a test (a GPU marked busy, MIG enabled) say so where they are."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import nccl_gpu_checks as checks
 import pytest
 
+from nccl_preflight.core.preflight import gpu_checks as checks
 from nccl_preflight.node import gpu_health as parse
 from nccl_preflight.node.parse import parse_nvidia_smi_csv
 

@@ -140,7 +140,7 @@ def test_a_stop_is_written_before_its_call_and_adopted_with_its_culprits(
 ) -> None:
     """Host b's watch is ending its run for a stall it named: host a's next look ends a's run
     at once (not after b's stop call), with b's details: the cause stays named for the relaunch
-    decision (plugins/filter/nccl_pairwise_relaunch.py). And a's own `ending` is on disk before
+    decision (src/nccl_preflight/core/pairwise_relaunch.py). And a's own `ending` is on disk before
     a's stop call, for the hosts after it."""
     reason = "stalled: b: fab0 is DOWN (was UP at the pre-flight) — rank 0 waited on rank 1"
     stop = {"kind": "stall", "culprits": {"b": ["fab0 is DOWN (was UP at the pre-flight)"]}}

@@ -5,8 +5,9 @@
 from __future__ import annotations
 
 import pytest
-from nccl_inputs import nccl_cidr_problem, nccl_ifname_problem, nccl_input_problems
-from nccl_network import nccl_fabric_choice
+
+from nccl_preflight.core.inputs import nccl_cidr_problem, nccl_ifname_problem, nccl_input_problems
+from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 
 
 def interface(name: str, *ipv4: str, ipv6: tuple[str, ...] = ()) -> dict:

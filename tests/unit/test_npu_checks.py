@@ -1,13 +1,12 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""plugins/filter/nccl_npu_checks.py: npu, npu_model, hccl_ports on transcribed npu-smi tables."""
+"""core/preflight/npu_checks.py: npu, npu_model, hccl_ports on transcribed npu-smi tables."""
 
 from __future__ import annotations
 
 import copy
 
-import nccl_npu_checks as npu
-
+from nccl_preflight.core.preflight import npu_checks as npu
 from nccl_preflight.node.accel_facts import (
     board_firmware,
     parse_npu_smi_board,
@@ -174,7 +173,7 @@ def test_hosts_that_dropped_out_stay_none() -> None:
 
 
 def test_the_ring_peers_hccl_port_is_probed_where_it_listens() -> None:
-    import nccl_preflight_judge as pf
+    from nccl_preflight.core.preflight import host_checks as pf
 
     ports = {
         "n1": {"master": {"port": 29500, "error": ""}, "ring": {"port": 40001, "error": ""}},
@@ -240,7 +239,7 @@ def test_a_dropped_hccl_port_fails_naming_host_address_and_port() -> None:
 def test_a_peer_without_an_hccl_listener_is_still_probed_on_hccls_port() -> None:
     """nccl_backend auto: the facts call starts the hccl listener only where the node would use
     hccl itself; the run's backend hccl (the master's choice) still probes the other peers."""
-    import nccl_preflight_judge as pf
+    from nccl_preflight.core.preflight import host_checks as pf
 
     ports = {
         "n1": {"master": {"port": 29500, "error": ""}, "ring": {"port": 40001, "error": ""}},

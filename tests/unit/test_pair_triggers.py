@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""What makes nccl_pairwise=auto run the pairwise rounds (plugins/filter/nccl_pair_triggers.py):
+"""What makes nccl_pairwise=auto run the pairwise rounds (src/nccl_preflight/core/pair_triggers.py):
 the expectation the controller judges with after the run
 (src/nccl_preflight/core/bandwidth_expectation.py), from
 the fabric when nccl_expected_busbw does not name the collective, x nccl_busbw_warn; rendered
@@ -11,15 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import nccl_fabric as fc
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import filter_loader
 from ansible.template import Templar, trust_as_template
-from nccl_pair_triggers import nccl_pair_trigger_args, nccl_pair_trigger_note, nccl_pair_triggers
 
 from nccl_preflight.core import bandwidth_expectation as nccl_expect
+from nccl_preflight.core.pair_triggers import (
+    nccl_pair_trigger_args,
+    nccl_pair_trigger_note,
+    nccl_pair_triggers,
+)
+from nccl_preflight.core.preflight import fabric_checks as fc
 from nccl_preflight.node.collective_tables import BANDWIDTH_COLLECTIVES
 from nccl_preflight.node.fabric_facts import read_rdma
 from tests.check.support import load_script

@@ -331,7 +331,7 @@ def test_run_without_pairwise_has_no_pairwise_json(tmp_path: Path) -> None:
     ],
 )
 def test_pairwise_variables_are_validated(values: dict, expected: list[str]) -> None:
-    from nccl_inputs import pairwise_problems
+    from nccl_preflight.core.inputs import pairwise_problems
 
     problems = pairwise_problems(values)
     assert len(problems) == len(expected)
@@ -365,7 +365,7 @@ def test_auto_triggers_on_a_failed_test_or_a_busbw_below_its_trigger_at_large_si
 
 
 def test_expected_busbw_names_only_known_collectives() -> None:
-    from nccl_inputs import pairwise_problems
+    from nccl_preflight.core.inputs import pairwise_problems
 
     assert pairwise_problems({"nccl_expected_busbw": {"allreduce": 1}}) == [
         "nccl_expected_busbw key 'allreduce' is not one of all_reduce, all_gather, "

@@ -1,13 +1,18 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""plugins/filter/nccl_pairwise_relaunch.py: when the pairwise rounds run again alone (a
+"""src/nccl_preflight/core/pairwise_relaunch.py: when the pairwise rounds run again alone (a
 collective timed out or stalled with no named cause, 3+ nodes, nccl_pairwise auto or always) and
 with which nccl_check_args."""
 
 from __future__ import annotations
 
 import pytest
-from nccl_pairwise_relaunch import named_cause, nccl_pairwise_relaunch, nccl_relaunch_check_args
+
+from nccl_preflight.core.pairwise_relaunch import (
+    named_cause,
+    nccl_pairwise_relaunch,
+    nccl_relaunch_check_args,
+)
 
 # The stall message of src/nccl_preflight/core/run_watch.py as the watch ends a run with it.
 STALL = (

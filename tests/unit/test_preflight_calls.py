@@ -119,7 +119,7 @@ def test_the_hccl_listener_is_held_where_the_node_would_use_hccl() -> None:
 
 
 def test_node_backend_agrees_with_the_controllers_auto_choice_on_nccl_and_hccl() -> None:
-    from nccl_backends import nccl_backend_choice  # plugins/filter, on the tests' path
+    from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 
     for facts in (
         FACTS,
@@ -206,7 +206,7 @@ def test_a_collect_of_listeners_never_started_is_recorded_not_raised(
 
 
 def test_a_probe_refused_by_listeners_that_reached_their_bound_says_so() -> None:
-    from nccl_preflight_judge import _probe_check  # plugins/filter, on the tests' path
+    from nccl_preflight.core.preflight.host_checks import _probe_check
 
     probe = {
         "name": "ring",
@@ -236,7 +236,7 @@ def test_a_probe_refused_by_listeners_that_reached_their_bound_says_so() -> None
 
 def test_the_probe_call_waits_only_when_every_host_probes_at_once() -> None:
     """nccl_fits_forks: no more hosts than -f (else the configured forks) run a task at once."""
-    from nccl_run_owner import nccl_fits_forks, run_forks  # plugins/filter, on the tests' path
+    from nccl_run_owner import nccl_fits_forks, run_forks
 
     assert nccl_fits_forks(3, {"forks": 3}) and nccl_fits_forks("1", {"forks": 3})
     assert not nccl_fits_forks(3, {"forks": 1})

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""plugins/filter/nccl_preflight_judge.py: the verdict of every check from per-host observations.
+"""core/preflight/host_checks.py: the verdict of every check from per-host observations.
 
 GPU lists come from the recorded nvidia-smi fixtures through src/nccl_preflight/node/parse.py, as
 library/nccl_facts.py would report them.
@@ -11,9 +11,10 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import nccl_preflight_judge as pf
 import pytest
 from ansible.module_utils.nccl_preflight.node.parse import parse_nvidia_smi_csv
+
+from nccl_preflight.core.preflight import host_checks as pf
 
 NVSMI = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
 HOSTS = ["node1", "node2", "node3", "node4"]
@@ -445,7 +446,7 @@ def test_judge_gives_every_present_host_its_results_and_none_to_the_absent() -> 
     obs = cluster()
     obs["node4"]["facts"]["python"]["torch_version"] = "2.12.0"
     del obs["node3"]  # unreachable: it never observed anything
-    judged = pf.nccl_preflight_judge(obs, ["node1", "node2", "node4"], SETTINGS)
+    judged = pf.judge_host_checks(obs, ["node1", "node2", "node4"], SETTINGS)
     assert list(judged) == HOSTS  # the inventory's order, absent hosts included
     assert judged["node3"] is None
     # The same verdicts as judging one host at a time.

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The pre-flight observation (plugins/filter/nccl_observation.py).
+"""The pre-flight observation (src/nccl_preflight/core/preflight/observation.py).
 
 Each case is checked twice: against the values a reader expects, and against the 18-key
 set_fact the filter replaced in roles/preflight/tasks/main.yml (kept below as the reference,
@@ -17,7 +17,8 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
-from nccl_observation import CHECK_MODE_SKIP, nccl_preflight_observation
+
+from nccl_preflight.core.preflight.observation import CHECK_MODE_SKIP, nccl_preflight_observation
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -219,7 +220,7 @@ def test_check_mode_and_a_skipped_probe() -> None:
 
 def test_the_role_builds_the_observation_with_the_filter() -> None:
     """One description of the keys: the filter's docstring, which names every key it returns."""
-    import nccl_observation
+    from nccl_preflight.core.preflight import observation as nccl_observation
 
     tasks = yaml.safe_load((ROOT / "roles" / "preflight" / "tasks" / "main.yml").read_text())
     [task] = [t for t in tasks if t["name"] == "Gather what this host showed into one observation"]

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The rank layout (plugins/filter/nccl_layout.py), alone and as the roles use it.
+"""The rank layout (src/nccl_preflight/core/layout.py), alone and as the roles use it.
 
 The filter's own rules first (slots, else devices, else the default; offsets in node-rank order),
 then real ansible-playbook on local-connection hosts: roles/nccl_env and roles/launch's plan.yml
@@ -15,9 +15,8 @@ import json
 from pathlib import Path
 
 import pytest
-from ansible.errors import AnsibleFilterError
-from nccl_layout import nccl_rank_layout
 
+from nccl_preflight.core.layout import LayoutError, nccl_rank_layout
 from tests.playbook_run import run_play_with_facts
 from tests.unit.test_nccl_env_role import read_env, report_env, spark
 
@@ -95,7 +94,7 @@ def test_strings_from_templates_are_counts() -> None:
     ],
 )
 def test_bad_counts_name_the_host_and_the_argument(kwargs: dict, named: str) -> None:
-    with pytest.raises(AnsibleFilterError, match=named):
+    with pytest.raises(LayoutError, match=named):
         nccl_rank_layout(**kwargs)
 
 

@@ -1,7 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The expected busbw from the RDMA port rate x the NICs NCCL used (src/nccl_preflight/
-core/rdma_expect.py, plugins/filter/nccl_fabric.py nccl_rdma_plan), on the transcribed sysfs
+core/rdma_expect.py, core/preflight/fabric_checks.py nccl_rdma_plan), on the transcribed sysfs
 trees and NCCL logs of tests/fixtures."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import nccl_fabric as fc
 import pytest
 
 from nccl_preflight.core import bandwidth_expectation as nccl_expect
 from nccl_preflight.core import junit as nccl_junit
 from nccl_preflight.core import rdma_expect as nccl_rdma_expect
+from nccl_preflight.core.preflight import fabric_checks as fc
 from nccl_preflight.core.rdma_expect import cluster_figure, nics_used, rdma_figure
 from nccl_preflight.core.transport import parse_nccl_log
 from nccl_preflight.node.fabric_facts import read_rdma

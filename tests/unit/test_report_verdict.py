@@ -154,7 +154,9 @@ def test_bandwidth_below_threshold_names_threshold_figure_and_link_speed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = RunDir(tmp_path, ["node1", "node2"], nproc=1).all_passed()
-    for host in run.hosts:  # the interface check as plugins/filter/nccl_preflight_judge.py words it
+    for host in (
+        run.hosts
+    ):  # the interface check as src/nccl_preflight/core/preflight/host_checks.py words it
         path = run.dir / "preflight" / f"{host}.json"
         doc = json.loads(path.read_text())
         speed = 10000 if host == "node1" else 25000

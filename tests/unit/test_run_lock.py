@@ -132,7 +132,7 @@ def test_names_and_descriptions() -> None:
 
 
 def test_the_master_port_check_names_the_run_holding_the_lock_or_the_stale_one_taken_over() -> None:
-    from nccl_preflight_judge import check_master_port_free
+    from nccl_preflight.core.preflight.host_checks import check_master_port_free
 
     base = {
         "host": "node1",

@@ -245,7 +245,7 @@ def test_no_stall_once_every_rank_finished() -> None:
 
 def test_a_named_cause_is_a_link_down_or_a_definite_probe_error_not_a_slow_answer() -> None:
     """What ends a stalled run without the pairwise relaunch (plugins/filter/
-    nccl_pairwise_relaunch.py): a link down or without carrier, a probe with no route; not a
+    core/pairwise_relaunch.py): a link down or without carrier, a probe with no route; not a
     probe that only got no answer in time (a slow link delays the SYN that long)."""
     up = {"ifname": "fab0", "state": "up", "carrier": True}
     assert cause_named(HOSTS, states({"ifname": "fab0", "state": "down", "carrier": None}))

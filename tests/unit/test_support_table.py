@@ -12,11 +12,11 @@ import itertools
 import json
 from pathlib import Path
 
-import nccl_support as ns
 import pytest
 import torch
 
 from nccl_preflight.core import support as core_support
+from nccl_preflight.core import support as ns
 from nccl_preflight.node import collective_tables
 from tests.check.support import SCRIPT, load_part, load_script
 

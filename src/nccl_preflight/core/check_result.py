@@ -3,12 +3,12 @@
 """The record every pre-flight check returns, and the cross-host comparison the judges share.
 
 A check's result is ``{check, host, status: passed|failed|skipped|error, message, hint}``
-(docs/design.md, "Pre-flight"); the judges (nccl_preflight_judge.py, nccl_fabric.py,
-nccl_gpu_checks.py, nccl_npu_checks.py, nccl_backends.py) and the environment stage's findings
-(nccl_env_findings.py) build it here. A cross-host check compares one host with the value most
+(docs/design.md, "Pre-flight"); the judges (core/preflight/: host_checks.py, fabric_checks.py,
+gpu_checks.py, npu_checks.py, backend_checks.py) and the environment stage's findings
+(core/env_findings.py) build it here. A cross-host check compares one host with the value most
 hosts have and shows the table host -> value. The judges share the hosts' rank order, the
 results of a host without an observation, the appending of their checks to
-nccl_preflight_judge's results, and the rule of one device per rank.
+judge_host_checks' results, and the rule of one device per rank.
 
 Ansible loads a filter file by its path, not as a package, so a judge finds this file by putting
 its own folder on ``sys.path`` (tests/conftest.py puts the same folder there under pytest). This
@@ -69,7 +69,7 @@ def no_observation(checks: Iterable[str], host: str) -> list[dict[str, str]]:
 def append_results(
     results_by_host: dict[str, list[dict] | None], more: Callable[[str], list[dict]]
 ) -> dict[str, list[dict] | None]:
-    """``results_by_host`` (nccl_preflight_judge's) with ``more(host)`` appended to each host's
+    """``results_by_host`` (judge_host_checks') with ``more(host)`` appended to each host's
     list; a host without results (None: it dropped out before the pre-flight) stays None."""
     return {
         host: None if results is None else [*results, *more(host)]

@@ -357,7 +357,7 @@ def stop_text(run: RunData) -> str | None:
 
 
 def _of(item: dict[str, Any]) -> str:
-    """What a consequence's failure is a consequence of (plugins/filter/nccl_causes.py)."""
+    """What a consequence's failure is a consequence of (core/preflight/causes.py)."""
     cause = item.get("cause") or {}
     if not cause or item.get("status") not in ("failed", "error"):
         return ""

@@ -3,7 +3,7 @@
 """What the fabric should carry: the RDMA port rate times the NICs NCCL used, else the interface.
 
 Pure functions on the control machine (docs/design.md, "Expected bandwidth and baseline"). Each
-host of plan.json carries ``rdma`` (plugins/filter/nccl_fabric.py ``nccl_rdma_plan``, from the
+host of plan.json carries ``rdma`` (core/preflight/fabric_checks.py ``nccl_rdma_plan``, from the
 facts' fabric.rdma and NCCL_IB_HCA): its active RDMA ports, each marked ``selected`` when
 NCCL_IB_HCA leaves it to NCCL. The ranks' NCCL logs (src/nccl_preflight/core/transport.py) say which
 NET/IB devices NCCL really used: the names of the "NET/IB : Using [0]mlx5_0:1/IB ..." line,
@@ -19,7 +19,7 @@ A host's fabric figure, in Gb/s:
 The cluster's figure is the slowest host's; the report shows where each came from, e.g.
 "node1: 2 x 400 Gb/s mlx5_0, mlx5_1 (RDMA ports in use) x 0.9".
 
-Only the standard library at import time: plugins/filter/nccl_pair_triggers.py loads this file
+Only the standard library at import time: src/nccl_preflight/core/pair_triggers.py loads this file
 by its path on the control machine (before the run, without logs) to turn the same figure into
 the pairwise rounds' trigger; the NCCL log parser is imported where the logs are read.
 """

@@ -12,7 +12,7 @@ points those ranks at the causing findings.
 - the launch, when plan.json's ``launch_skipped`` says why and a host dropped out before it
   (static rendezvous needs every node): the causes are the unreachable hosts;
 - the pre-flight, when the launch was skipped and a pre-flight check failed: the causes are the
-  failed checks that are no consequence of another (``cause``: plugins/filter/nccl_causes.py);
+  failed checks that are no consequence of another (``cause``: core/preflight/causes.py);
 - otherwise, when the launch was skipped (check mode): the launch, with launch_skipped's words.
 """
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-ENVIRONMENT_CHECK = "environment"  # plugins/filter/nccl_env_findings.py
+ENVIRONMENT_CHECK = "environment"  # src/nccl_preflight/core/env_findings.py
 UNREACHABLE_CHECK = "host reachable"  # the verdict's and the JUnit's test of such a host
-# The end of an environment finding's message (nccl_env_findings.py): the stop, not the cause.
+# The end of an environment finding's message (core/env_findings.py): the stop, not the cause.
 _ENV_STOP_TAIL = ". The run stopped at the environment stage"
 _CAUSE_TEXT_MAX = 300
 

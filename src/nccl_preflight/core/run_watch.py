@@ -226,7 +226,7 @@ def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
 def adopted_stop(reason: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """launch.json's ``stop`` for a run ended because of ``reason`` (failure_elsewhere's). A
     stall adopted from another host keeps that host's details (its culprits, test and size): a
-    cause named there stays named here (plugins/filter/nccl_pairwise_relaunch.py reads it)."""
+    cause named there stays named here (src/nccl_preflight/core/pairwise_relaunch.py reads it)."""
     if reason.startswith("stalled:"):
         for host, state in states.items():
             ended = state.get("ended") or state.get("ending") or {}

@@ -6,7 +6,7 @@ The support table and its lookup are the rank script's own, imported
 (src/nccl_preflight/node/collective_tables.py, shipped to the ranks as nccl_check_tables.py):
 this module applies them to the run's backend and the script's arguments as the ranks will
 (--device auto: the backend's device; --dtype with its aliases; --tests with its groups), for
-plan.json's ``predicted_skips`` (plugins/filter/nccl_support.py). Standard library only.
+plan.json's ``predicted_skips`` (src/nccl_preflight/core/support.py). Standard library only.
 """
 
 from __future__ import annotations
@@ -76,3 +76,15 @@ def predicted_skips(backend: str, check_args: list[str] | None = None) -> list[d
         if state == "no":
             skips.append({"test": test, "reason": reason})
     return skips
+
+
+def nccl_predicted_skips(
+    script_text: str, backend: str, check_args: list[str] | None = None
+) -> list[dict[str, str]]:
+    """Filter: `lookup('file', launch_script) | nccl_predicted_skips(backend, nccl_check_args)`.
+
+    A launch_script of one's own that does not import the table (a wrapper that runs
+    files/nccl_check.py after some set-up, as the lab's tests use) predicts nothing: its ranks
+    still report every skip, and a refusal the table did not predict is judged by the rank
+    script itself."""
+    return predicted_skips(backend, check_args) if runs_by_the_table(script_text) else []

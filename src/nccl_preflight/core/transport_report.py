@@ -5,7 +5,7 @@ host offers (docs/design.md, "The transport NCCL used").
 
 Pure functions over what reports/<run-id>/ holds: each host's nccl-rank-<R>.log (the rank's
 NCCL_DEBUG_FILE, collected by the launch), rank-<R>.json (its backend), plan.json (hosts[].
-expect_net, worked out from the facts by plugins/filter/nccl_fabric.py's nccl_expect_net) and
+expect_net, worked out from the facts by core/preflight/fabric_checks.py's nccl_expect_net) and
 preflight/<host>.json (the fabric checks, quoted as the likely cause).
 src/nccl_preflight/core/junit.py calls it: a ``transport`` testcase per rank, a line per host in
 summary.md, ``transport`` in the summary.

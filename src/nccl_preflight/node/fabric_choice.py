@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Choose a host's fabric interface and its address on it, from its nccl_facts.
 
-One function for both sides: roles/nccl_env (plugins/filter/nccl_network.py, on the control
+One function for both sides: roles/nccl_env (node/fabric_choice.py, on the control
 machine) and the facts play's call on the node (src/nccl_preflight/node/preflight_calls.py), which
 binds the pre-flight's listeners to the address the environment play will choose, before it runs.
 Only the standard library.

@@ -4,7 +4,7 @@
 
 Runs read-only commands through the calling module and hands their text to the pure parsers of
 src/nccl_preflight/node/gpu_health.py. Each part that cannot be read leaves None and a reason
-string, never a failure: the pre-flight's checks (plugins/filter/nccl_gpu_checks.py) skip it and say
+string, never a failure: the pre-flight's checks (core/preflight/gpu_checks.py) skip it and say
 why.
 
     nvidia-smi -q                     -> query (per GPU: memory errors, PCIe, modes, fabric)

@@ -132,7 +132,7 @@ def _make_dirs(path: str, run_dir: str | None, mode: int) -> str:
 def node_backend(facts: dict, requested: str) -> str:
     """The backend this node would use: ``requested`` unless it is auto, else what its own
     facts call for - nccl with NVIDIA GPUs, hccl with Ascend NPUs, else "" (xccl or gloo: no
-    listener of its own). The order of nccl_backend_choice (plugins/filter/nccl_backends.py),
+    listener of its own). The order of nccl_backend_choice (core/preflight/backend_checks.py),
     which the environment play applies to the master's facts once every host's are in."""
     if requested != "auto":
         return requested

@@ -5,7 +5,7 @@
 Pure functions of the observations the pre-flight role gathers (docs/design.md, "Pre-flight
 results"); each host's ``facts.fabric`` is library/nccl_facts.py's ``ansible_facts.nccl.fabric``
 (src/nccl_preflight/node/fabric_facts.py). ``nccl_fabric_judge`` appends these checks to the results
-of plugins/filter/nccl_preflight_judge.py's ``nccl_preflight_judge``, so every host gets every
+of core/preflight/host_checks.py's ``judge_host_checks``, so every host gets every
 check. ``nccl_expect_net`` says which network NCCL should use on a host (plan.json, the transport
 verdict of the report).
 
@@ -539,7 +539,7 @@ def nccl_fabric_judge(
     observations: dict[str, dict],
     settings: dict | None = None,
 ) -> dict[str, list | None]:
-    """nccl_preflight_judge's results with the fabric checks appended to every host's list."""
+    """judge_host_checks' results with the fabric checks appended to every host's list."""
     return append_results(
         results_by_host, lambda host: nccl_fabric_results(observations, host, settings)
     )
@@ -596,14 +596,3 @@ def nccl_rdma_plan(facts: dict, extra_env: dict | None = None) -> dict | None:
         else "every active RDMA port"
     )
     return {"ports": rows, "selected_by": selected_by}
-
-
-class FilterModule:
-    """Fabric checks of the pre-flight."""
-
-    def filters(self) -> dict[str, Any]:
-        return {
-            "nccl_fabric_judge": nccl_fabric_judge,
-            "nccl_expect_net": nccl_expect_net,
-            "nccl_rdma_plan": nccl_rdma_plan,
-        }

@@ -81,14 +81,3 @@ def nccl_pair_trigger_note(triggers: list[dict[str, Any]], hosts: list[dict[str,
             f"hangs): nccl_expected_busbw is empty and the fabric gives no figure ({why})"
         )
     return "auto runs the pairwise rounds when a busbw falls below: " + "; ".join(parts)
-
-
-class FilterModule:
-    """The pairwise rounds' triggers from the fabric (roles/launch)."""
-
-    def filters(self) -> dict[str, Any]:
-        return {
-            "nccl_pair_triggers": nccl_pair_triggers,
-            "nccl_pair_trigger_args": nccl_pair_trigger_args,
-            "nccl_pair_trigger_note": nccl_pair_trigger_note,
-        }

@@ -38,7 +38,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible.errors import AnsibleFilterError
+
+class LayoutError(ValueError):
+    """The layout cannot be worked out from what it was given; the message says which value."""
 
 
 def _per_host(value: Any, hosts: list[str], name: str) -> list[Any]:
@@ -49,7 +51,7 @@ def _per_host(value: Any, hosts: list[str], name: str) -> list[Any]:
         return [value.get(host) for host in hosts]
     if isinstance(value, Sequence) and not isinstance(value, str):
         if len(value) != len(hosts):
-            raise AnsibleFilterError(
+            raise LayoutError(
                 f"nccl_rank_layout: {name} has {len(value)} entries for {len(hosts)} hosts"
             )
         return list(value)
@@ -63,11 +65,11 @@ def _count(value: Any, host: str, name: str) -> int | None:
     try:
         count = int(value)
     except (TypeError, ValueError):
-        raise AnsibleFilterError(
+        raise LayoutError(
             f"nccl_rank_layout: {name} of {host} is {value!r}, not a whole number"
         ) from None
     if count < 1:
-        raise AnsibleFilterError(f"nccl_rank_layout: {name} of {host} is {count}, not 1 or more")
+        raise LayoutError(f"nccl_rank_layout: {name} of {host} is {count}, not 1 or more")
     return count
 
 
@@ -80,7 +82,7 @@ def nccl_rank_layout(
     """Every node's node rank, ranks per node, first global rank and ranks; see the module doc."""
     names = [str(host) for host in hosts]
     if len(set(names)) != len(names):
-        raise AnsibleFilterError(f"nccl_rank_layout: a host is named twice in {names}")
+        raise LayoutError(f"nccl_rank_layout: a host is named twice in {names}")
     columns = zip(
         names,
         _per_host(slots, names, "slots"),
@@ -97,7 +99,7 @@ def nccl_rank_layout(
         )
         source, nproc = next(((s, n) for s, n in choices if n is not None), ("default", None))
         if nproc is None:
-            raise AnsibleFilterError(
+            raise LayoutError(
                 f"nccl_rank_layout: {host} has no slots, no device count and no default"
             )
         rows.append(
@@ -117,10 +119,3 @@ def nccl_rank_layout(
         "hosts": rows,
         "by_host": {row["host"]: row for row in rows},
     }
-
-
-class FilterModule:
-    """The rank layout of a run."""
-
-    def filters(self) -> dict[str, Any]:
-        return {"nccl_rank_layout": nccl_rank_layout}

@@ -126,13 +126,3 @@ def nccl_backend_checks_add(
     return append_results(
         results_by_host, lambda host: [check_backend_choice(host, choices, master, requested)]
     )
-
-
-class FilterModule:
-    """The backend nccl_backend: auto chooses, and the backend_choice pre-flight check."""
-
-    def filters(self) -> dict[str, Any]:
-        return {
-            "nccl_backend_choice": nccl_backend_choice,
-            "nccl_backend_checks_add": nccl_backend_checks_add,
-        }

@@ -87,13 +87,3 @@ def nccl_relaunch_check_args(check_args: list[str]) -> list[str]:
             continue
         kept.append(arg)
     return kept
-
-
-class FilterModule:
-    """The pairwise-only relaunch of roles/launch."""
-
-    def filters(self) -> dict[str, Any]:
-        return {
-            "nccl_pairwise_relaunch": nccl_pairwise_relaunch,
-            "nccl_relaunch_check_args": nccl_relaunch_check_args,
-        }

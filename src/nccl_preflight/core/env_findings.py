@@ -172,10 +172,3 @@ def nccl_env_stop_text(findings: dict[str, dict[str, str]]) -> str:
     bad = [r for r in findings.values() if r["status"] == "error"]
     lines = [f"  {r['message']}\n    fix: {r['hint']}" for r in bad]
     return "The environment of these hosts could not be worked out:\n" + "\n".join(lines)
-
-
-class FilterModule:
-    """Environment-stage findings."""
-
-    def filters(self) -> dict[str, Any]:
-        return {"nccl_env_findings": nccl_env_findings, "nccl_env_stop_text": nccl_env_stop_text}

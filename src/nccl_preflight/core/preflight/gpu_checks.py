@@ -10,7 +10,7 @@ Supported", as on a DGX Spark's GB10) are never a failure.
 
 Used by roles/preflight: ``results_by_host | nccl_gpu_health_add(observations, settings)``
 appends these checks to every host's pre-flight results (observations and settings as for
-nccl_preflight_judge; settings also ``extra_env``, nccl_extra_env, for NCCL_IB_HCA and
+judge_host_checks; settings also ``extra_env``, nccl_extra_env, for NCCL_IB_HCA and
 CUDA_VISIBLE_DEVICES).
 
 The PCIe rule (docs/design.md "GPU health"): the link WIDTH is compared with the maximum always
@@ -22,7 +22,6 @@ because idle GPUs drop to Gen1 to save power.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from nccl_preflight.core.check_result import append_results, no_observation, rank_order
 from nccl_preflight.core.check_result import check_result as _result
@@ -609,17 +608,8 @@ def nccl_gpu_health_add(
     observations: dict[str, dict],
     settings: dict | None = None,
 ) -> dict[str, list[dict] | None]:
-    """results_by_host (nccl_preflight_judge's) with every host's GPU health checks appended;
+    """results_by_host (judge_host_checks') with every host's GPU health checks appended;
     hosts without results (None: dropped out before the pre-flight) stay None."""
     return append_results(
         results_by_host, lambda host: nccl_gpu_health_results(observations, host, settings)
     )
-
-
-class FilterModule:
-    """GPU node health filters."""
-
-    def filters(self) -> dict[str, Any]:
-        return {
-            "nccl_gpu_health_add": nccl_gpu_health_add,
-        }

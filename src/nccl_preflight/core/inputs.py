@@ -166,12 +166,3 @@ def _fraction(value: Any, high: float = 1.0) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if 0 < number <= high else None
-
-
-class FilterModule:
-    """Input validation filter for nccl-preflight."""
-
-    def filters(self) -> dict[str, Any]:
-        return {
-            "nccl_input_problems": nccl_input_problems,
-        }

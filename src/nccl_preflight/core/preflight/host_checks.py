@@ -9,7 +9,7 @@ address family, clock) compare that host against the others; the odd host fails 
 carries the table host -> value.
 
 Observation of a host: the ``preflight_observation`` fact, built by
-``nccl_preflight_observation`` (plugins/filter/nccl_observation.py, whose docstring describes
+``nccl_preflight_observation`` (core/preflight/observation.py, whose docstring describes
 every key); the judge adds ``host``.
 
 Settings: master (inventory name), order (inventory names in rank order), require_gpu,
@@ -730,7 +730,7 @@ def nccl_preflight_failures_text(results_by_host: dict[str, list[dict]]) -> str:
     return "\n".join(blocks)
 
 
-def nccl_preflight_judge(
+def judge_host_checks(
     observations: dict[str, dict], present: list[str], settings: dict | None = None
 ) -> dict[str, list[dict[str, str]] | None]:
     """Every host's results at once, in settings["order"] (all nodes of the inventory).
@@ -755,16 +755,3 @@ def nccl_preflight_failed_hosts(results_by_host: dict[str, list[dict] | None]) -
         for host, results in results_by_host.items()
         if results is None or any(r.get("status") == "failed" for r in results)
     ]
-
-
-class FilterModule:
-    """Pre-flight verdict filters."""
-
-    def filters(self) -> dict[str, Any]:
-        return {
-            "nccl_preflight_expected_connections": nccl_preflight_expected_connections,
-            "nccl_preflight_failures_text": nccl_preflight_failures_text,
-            "nccl_preflight_failed_hosts": nccl_preflight_failed_hosts,
-            "nccl_preflight_judge": nccl_preflight_judge,
-            "nccl_preflight_probe_plan": nccl_preflight_probe_plan,
-        }

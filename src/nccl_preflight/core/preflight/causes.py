@@ -21,7 +21,7 @@ from A's source address), in this order:
   ``{A, "firewall"}``.
 
 A cause is never a probe itself, so there are no chains. Pure: the observations are the
-pre-flight's (plugins/filter/nccl_observation.py), the results those of nccl_preflight_judge and
+pre-flight's (core/preflight/observation.py), the results those of judge_host_checks and
 the judges appended after it. src/nccl_preflight/core/verdict.py turns the pointer into
 verdict.json's ``cause``; the JUnit, summary.md and report.html say what a consequence is a
 consequence of.
@@ -117,10 +117,3 @@ def nccl_preflight_causes(
         causes = [result_cause(results_by_host, observations, r) for r in results]
         linked[host] = [{**r, "cause": c} if c else r for r, c in zip(results, causes, strict=True)]
     return linked
-
-
-class FilterModule:
-    """Pre-flight consequences."""
-
-    def filters(self) -> dict[str, Any]:
-        return {"nccl_preflight_causes": nccl_preflight_causes}

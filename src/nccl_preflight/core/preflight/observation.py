@@ -3,8 +3,8 @@
 """The pre-flight observation of one host: what it showed, in one dict. The contract.
 
 roles/preflight keeps it as the fact ``preflight_observation``; the verdicts
-(plugins/filter/nccl_preflight_judge.py ``nccl_preflight_judge``, then nccl_gpu_checks.py,
-nccl_fabric.py and nccl_npu_checks.py) read every host's, keyed by inventory name (the judge
+(core/preflight/judge.py: host_checks.py, then gpu_checks.py,
+fabric_checks.py and npu_checks.py) read every host's, keyed by inventory name (the judge
 adds ``host``). Built on the control machine by ``nccl_preflight_observation`` from the host's
 facts, its nccl_env values and the results its module calls registered (in
 roles/preflight/tasks/main.yml); each result is an argument of its own, so which call returns
@@ -138,10 +138,3 @@ def nccl_preflight_observation(
         "python_facts": _python_facts(started, stopped, python),
         "clock": _float(stopped["clock"]) if clock_check and "clock" in stopped else None,
     }
-
-
-class FilterModule:
-    """The pre-flight observation of a host."""
-
-    def filters(self) -> dict[str, Any]:
-        return {"nccl_preflight_observation": nccl_preflight_observation}

@@ -26,8 +26,6 @@ Every check is skipped, with the reason, unless the run's backend is hccl.
 
 from __future__ import annotations
 
-from typing import Any
-
 from nccl_preflight.core.check_result import (
     append_results,
     host_table,
@@ -306,13 +304,3 @@ def nccl_npu_checks_add(
         ]
 
     return append_results(results_by_host, checks)
-
-
-class FilterModule:
-    """Ascend NPU and HCCL pre-flight checks."""
-
-    def filters(self) -> dict[str, Any]:
-        return {
-            "nccl_npu_checks_add": nccl_npu_checks_add,
-            "nccl_hccl_base_port": nccl_hccl_base_port,
-        }
