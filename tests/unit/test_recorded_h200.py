@@ -19,6 +19,7 @@ import pytest
 from nccl_preflight.core import hints
 from nccl_preflight.core.transport import describe, parse_nccl_log
 from nccl_preflight.node import gpu_health
+from nccl_preflight.node.fabric_facts import read_nccl_config
 from nccl_preflight.node.parse import parse_nvidia_smi_csv, parse_python_probe
 from nccl_preflight.node.run_observe import parse_torchrun_failures
 from tests.check.support import load_script
@@ -355,3 +356,15 @@ def test_torchrun_report_of_the_duplicate_gpu_run() -> None:
         (0, 666, 1, True),
         (1, 667, 1, False),
     ]
+
+
+def test_the_container_images_nccl_version_is_no_nccl_setting(tmp_path: Path) -> None:
+    """The recorded machine's environment held NCCL_VERSION=2.28.3-1 (its CUDA image's libnccl2
+    package; torch ran its own NCCL 2.28.9). The readers took it for an NCCL setting, so
+    nccl_config listed it and a host without it would have differed from the others."""
+    recorded = readers()["fabric"]["nccl_config"]
+    assert recorded["effective"] == {"NCCL_VERSION": {"value": "2.28.3-1", "source": "environment"}}
+    environ = {"HOME": str(tmp_path), "NCCL_VERSION": "2.28.3-1", "NCCL_IB_DISABLE": "1"}
+    config = read_nccl_config(str(tmp_path), environ=environ)
+    assert config["env"] == {"NCCL_IB_DISABLE": "1"}
+    assert config["effective"] == {"NCCL_IB_DISABLE": {"value": "1", "source": "environment"}}
