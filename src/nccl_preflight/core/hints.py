@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .run_data import RunData
 
 # "the contribution of rank 1 is missing", "... of rank 0 or 2 was added twice"
 _RANKS_NAMED = re.compile(r"\brank ((?:\d+)(?: or \d+)*)")
@@ -33,7 +36,7 @@ class RankView:
     doc: dict[str, Any] | None  # the rank JSON, None when none was collected
 
 
-def rank_views(run: Any) -> dict[int, RankView]:
+def rank_views(run: RunData) -> dict[int, RankView]:
     """Every expected or reporting rank of the run, with its host."""
     views: dict[int, RankView] = {}
     for host in run.hosts:
@@ -187,7 +190,7 @@ def hang_hint(rank: int, views: dict[int, RankView], timeout_s: Any) -> str:
     return " ".join(parts)
 
 
-def link_speeds_mbps(run: Any) -> dict[str, int]:
+def link_speeds_mbps(run: RunData) -> dict[str, int]:
     """The fabric link speed each host's pre-flight interface check reported, when it did."""
     speeds: dict[str, int] = {}
     for host in run.hosts:
@@ -229,7 +232,7 @@ def bandwidth_hint(test: dict[str, Any], host: str, speeds: dict[str, int]) -> s
     )
 
 
-def rank_hints(run: Any) -> dict[int, dict[str, str]]:
+def rank_hints(run: RunData) -> dict[int, dict[str, str]]:
     """{global rank: {test name (or MISSING): the fix}} for every failed, errored or lost rank."""
     views = rank_views(run)
     speeds = link_speeds_mbps(run)
