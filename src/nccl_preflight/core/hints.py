@@ -36,7 +36,7 @@ class RankView:
     doc: dict[str, Any] | None  # the rank JSON, None when none was collected
 
 
-def rank_views(run: RunData) -> dict[int, RankView]:
+def rank_views(run: Any) -> dict[int, RankView]:
     """Every expected or reporting rank of the run, with its host."""
     views: dict[int, RankView] = {}
     for host in run.hosts:
