@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .run_data import RunData
+from typing import Any
 
 # "the contribution of rank 1 is missing", "... of rank 0 or 2 was added twice"
 _RANKS_NAMED = re.compile(r"\brank ((?:\d+)(?: or \d+)*)")
@@ -190,7 +187,7 @@ def hang_hint(rank: int, views: dict[int, RankView], timeout_s: Any) -> str:
     return " ".join(parts)
 
 
-def link_speeds_mbps(run: RunData) -> dict[str, int]:
+def link_speeds_mbps(run: Any) -> dict[str, int]:
     """The fabric link speed each host's pre-flight interface check reported, when it did."""
     speeds: dict[str, int] = {}
     for host in run.hosts:
@@ -232,7 +229,7 @@ def bandwidth_hint(test: dict[str, Any], host: str, speeds: dict[str, int]) -> s
     )
 
 
-def rank_hints(run: RunData) -> dict[int, dict[str, str]]:
+def rank_hints(run: Any) -> dict[int, dict[str, str]]:
     """{global rank: {test name (or MISSING): the fix}} for every failed, errored or lost rank."""
     views = rank_views(run)
     speeds = link_speeds_mbps(run)
