@@ -56,6 +56,9 @@ def test_every_variable_file_reads_as_pyyaml_reads_it(path: Path) -> None:
 def test_top_level_keys_carry_their_lines() -> None:
     document = load("---\n# c\na: 1\n\nb:\n  c: 2\nd: [1]\n", "f.yml")
     assert document.key_lines == {"a": 3, "b": 5, "d": 7}
+    flow = load('# json is yaml\n{"a": 1,\n "b": {"c": 2},\n\n "d": [1]}\n', "f.json")
+    assert flow.value == {"a": 1, "b": {"c": 2}, "d": [1]}
+    assert flow.key_lines == {"a": 2, "b": 3, "d": 5}
 
 
 EDGE_CASES = [

@@ -155,6 +155,8 @@ class _Parser:
         self.source = source
         self.lines = text.splitlines()
         self.index = 0
+        self.flow_starts: list[tuple[int, int]] = []
+        self.flow_key_lines: dict[Any, int] = {}
 
     # --- lines -------------------------------------------------------------------------------
 
@@ -181,6 +183,8 @@ class _Parser:
             return Document(None)
         top_lines: dict[Any, int] = {}
         value = self.block_node(-1, top_lines)
+        if isinstance(value, dict) and not top_lines:  # a flow mapping: {a: 1, b: 2}
+            top_lines = self.flow_key_lines
         self.skip_document_markers(start=False)
         if self.next_content() is not None:
             line = self.lines[self.index]
@@ -318,7 +322,12 @@ class _Parser:
             return self.block_scalar(text, parent_indent)
         if first in "[{":
             text = self.flow_text(text, parent_indent)
-            value, end = _Flow(text, here).node(0)
+            flow = _Flow(text, here)
+            value, end = flow.node(0)
+            self.flow_key_lines = {
+                key: max(line for start, line in self.flow_starts if start <= offset)
+                for key, offset in flow.top_key_offsets.items()
+            }
             if text[end:].strip():
                 raise YamlSubsetError(f"{here}: {text[end:].strip()!r} after a flow collection")
             return value
@@ -379,8 +388,10 @@ class _Parser:
         return "".join(parts)
 
     def flow_text(self, text: str, parent_indent: int | None) -> str:
-        """The flow collection's text, joined with the lines that continue it."""
+        """The flow collection's text, joined with the lines that continue it; where each line's
+        part starts in it goes to self.flow_starts as (offset, 1-based line)."""
         parts = [text]
+        self.flow_starts = [(0, self.index)]
         while parent_indent is not None and not _flow_closed(" ".join(parts)):
             if self.index >= len(self.lines):
                 raise self.fail("a flow collection is not closed", self.index - 1)
@@ -390,6 +401,7 @@ class _Parser:
             if stripped.strip():
                 if _indent_of(line) <= parent_indent:
                     raise self.fail("a flow collection is not closed", self.index - 2)
+                self.flow_starts.append((len(" ".join(parts)) + 1, self.index))
                 parts.append(stripped.strip())
         return " ".join(parts)
 
@@ -539,6 +551,8 @@ class _Flow:
     def __init__(self, text: str, where: str) -> None:
         self.text = text
         self.where = where
+        self.depth = 0
+        self.top_key_offsets: dict[Any, int] = {}  # the outermost mapping's keys: where they start
 
     def fail(self, what: str) -> YamlSubsetError:
         return YamlSubsetError(f"{self.where}: {what}")
@@ -551,10 +565,12 @@ class _Flow:
     def node(self, index: int) -> tuple[Any, int]:
         index = self.skip(index)
         char = self.text[index : index + 1]
-        if char == "[":
-            return self.sequence(index + 1)
-        if char == "{":
-            return self.mapping(index + 1)
+        if char in ("[", "{"):
+            self.depth += 1
+            try:
+                return self.sequence(index + 1) if char == "[" else self.mapping(index + 1)
+            finally:
+                self.depth -= 1
         if char in ("'", '"'):
             return _quoted(self.text, index, self.where)
         if char and char in "&*!|>%@`?":
@@ -589,7 +605,10 @@ class _Flow:
                 return mapping, index + 1
             if self.text[index : index + 1] in ("[", "{"):
                 raise self.fail("a collection as a key is not supported")
+            start = self.skip(index)
             key, index = self.node(index)
+            if self.depth == 1:
+                self.top_key_offsets[key] = start
             index = self.skip(index)
             value: Any = None
             if self.text[index : index + 1] == ":":
