@@ -221,12 +221,24 @@ def test_ansible_and_the_config_refuse_the_same_values_in_the_same_words(tmp_pat
         assert said in config_lines, (said, config_lines)
 
 
+PROBE = """import json, sys
+from nccl_preflight.core import config
+assert config.__file__.startswith(sys.argv[0]), config.__file__
+try:
+    config.load_config(sys.argv[1])
+except config.ConfigError as exc:
+    print(json.dumps([str(config.roles_dir()), config.defaults(), str(exc)]))
+"""
+
+
 def bundle(tmp_path: Path) -> Path:
-    """A zip as the node bundle lays it out: the package, and roles/ data under config_data/."""
+    """A zipapp as the node bundle lays it out: the package, roles/ data under config_data/, and
+    a __main__.py that loads the config named on its command line."""
     archive = tmp_path / "bundle.pyz"
     package = ROOT / "src" / "nccl_preflight"
     data = "nccl_preflight/core/config_data/roles"
     with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("__main__.py", PROBE)
         for source in package.rglob("*.py"):
             zipped.write(source, source.relative_to(package.parent).as_posix())
         for source in DEFAULT_FILES:
@@ -239,20 +251,13 @@ def bundle(tmp_path: Path) -> Path:
 def test_inside_a_bundle_the_data_comes_from_the_bundle(tmp_path: Path) -> None:
     archive = bundle(tmp_path)
     config = write(tmp_path, "nccl_backend: gloo\nnccl_dcgm_diag_level: 9\n")
-    program = (
-        "import json, sys\n"
-        "from nccl_preflight.core import config\n"
-        "assert config.__file__.startswith(sys.argv[1]), config.__file__\n"
-        "try:\n"
-        "    config.load_config(sys.argv[2])\n"
-        "except config.ConfigError as exc:\n"
-        "    print(json.dumps([str(config.roles_dir()), config.defaults(), str(exc)]))\n"
-    )
     result = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(archive)!r})\n{program}",
-         str(archive), str(config)],
-        capture_output=True, text=True, check=False, cwd=tmp_path,
-    )  # fmt: skip
+        [sys.executable, "-I", str(archive), str(config)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     roles, got_defaults, error = json.loads(result.stdout)
     assert roles.startswith(str(archive)) and "config_data" in roles
