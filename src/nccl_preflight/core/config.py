@@ -1,0 +1,273 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""One source of defaults and one validation of the nccl_* variables, for both front-ends.
+
+The Ansible front-end reads its variables from the inventory; the Slurm front-end (``--config
+FILE``) from a YAML file with the same names, meanings and defaults. ``load_config(path)`` gives
+that file's variables:
+
+1. the defaults: roles/nccl_defaults/defaults/main/*.yml, the very files every play reads, read
+   with core/yaml_subset.py (so a node with no PyYAML reads them as Ansible does); a default that
+   is a Jinja template (``{{`` or ``{%``: nccl_run_dir, nccl_report_root) belongs to the Ansible
+   front-end and is left out (the Slurm front-end gives its own, or the user sets it);
+2. the user's file overlaid on them; a name that is not one of the defaults' (the project-wide
+   variables, docs/variables.md) is refused, with the nearest known name;
+3. validated by core/inputs.py ``nccl_input_problems`` (what roles/validate_inputs runs through
+   the ``nccl_input_problems`` filter, so both front-ends refuse a value in the same words), then
+   by the ``type``, ``elements`` and ``choices`` that the roles' meta/argument_specs.yml declare
+   for these variables (read as data, as Ansible's ``validate_argument_spec`` reads them). A value
+   the spec's type accepts is converted as Ansible converts it (``"29500"`` to 29500 for an int,
+   ``yes`` to True for a bool, 2 to 2.0 for a float, numbers in a list of str to strings).
+
+Every problem is raised at once as ``ConfigError``, one line each, ``FILE:LINE: nccl_x: problem``
+(the line of the name in the user's file, else the line of its default in the defaults file),
+before anything runs.
+
+Where the data files are (``roles_dir()``, the one place that knows): the checkout's roles/
+(``src/nccl_preflight/core/config.py`` -> ``../../../roles``) when the package runs from a
+checkout, installed editable or on PYTHONPATH; inside the node bundle (slurm/bundle.py), the
+package data directory ``nccl_preflight/core/config_data/roles/``, read through
+``importlib.resources``. The bundle copies into it, under their paths relative to roles/:
+``nccl_defaults/defaults/main/*.yml`` and ``*/meta/argument_specs.yml``. When that directory is
+present it wins over the checkout.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import functools
+import re
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nccl_preflight.core.inputs import nccl_input_problems
+from nccl_preflight.core.yaml_subset import YamlSubsetError, load
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+BUNDLE_DATA = "config_data"  # nccl_preflight/core/config_data/roles/... inside the bundle
+DEFAULTS_DIR = ("nccl_defaults", "defaults", "main")
+_NAME = re.compile(r"\bnccl_[a-z0-9_]+")
+_TRUE = ("yes", "on", "1", "true", "y", "t")  # Ansible's boolean(): module_utils/parsing
+_FALSE = ("no", "off", "0", "false", "n", "f")
+
+
+class ConfigError(ValueError):
+    """One line per problem: ``FILE:LINE: nccl_x: problem``."""
+
+
+def roles_dir() -> Traversable:
+    """The roles/ whose defaults and argument specs are read: the bundle's, else the checkout's."""
+    bundled = resources.files("nccl_preflight.core") / BUNDLE_DATA / "roles"
+    if bundled.is_dir():
+        return bundled
+    return Path(__file__).resolve().parents[3] / "roles"
+
+
+def _child(root: Traversable, *parts: str) -> Traversable:
+    for part in parts:
+        root = root / part
+    return root
+
+
+def _shown(file: Traversable) -> str:
+    """A data file's name in messages: roles/... for the checkout's, the full name otherwise."""
+    text = str(file)
+    where = text.rfind("roles/")
+    return text[where:] if where >= 0 else text
+
+
+def defaults_files() -> list[Traversable]:
+    """roles/nccl_defaults/defaults/main/*.yml, in name order (the order Ansible reads them)."""
+    directory = _child(roles_dir(), *DEFAULTS_DIR)
+    return sorted(
+        (file for file in directory.iterdir() if file.name.endswith((".yml", ".yaml"))),
+        key=lambda file: file.name,
+    )
+
+
+def argument_spec_files() -> list[Traversable]:
+    """roles/*/meta/argument_specs.yml, in role name order."""
+    found = [_child(role, "meta", "argument_specs.yml") for role in roles_dir().iterdir()]
+    return sorted((file for file in found if file.is_file()), key=lambda file: str(file))
+
+
+@functools.lru_cache(maxsize=1)
+def _defaults_and_places() -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
+    """(defaults without templates, name -> "FILE:LINE" of its default, every default's name)."""
+    values: dict[str, Any] = {}
+    places: dict[str, str] = {}
+    for file in defaults_files():
+        shown = _shown(file)
+        document = load(file.read_text(encoding="utf-8"), shown)
+        for name, value in (document.value or {}).items():
+            places[name] = f"{shown}:{document.key_lines[name]}"
+            values[name] = value
+    names = frozenset(values)
+    kept = {name: value for name, value in values.items() if not _templated(value)}
+    return kept, places, names
+
+
+def _templated(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def defaults() -> dict[str, Any]:
+    """The project-wide variables' defaults, Jinja-templated ones left out (a fresh copy)."""
+    return copy.deepcopy(_defaults_and_places()[0])
+
+
+def known_names() -> frozenset[str]:
+    """Every project-wide variable a config may set (templated defaults included)."""
+    return _defaults_and_places()[2]
+
+
+@functools.lru_cache(maxsize=1)
+def argument_specs() -> dict[str, dict[str, Any]]:
+    """name -> {type, elements, choices} for the project-wide variables, from every role's spec."""
+    specs: dict[str, dict[str, Any]] = {}
+    for file in argument_spec_files():
+        document = load(file.read_text(encoding="utf-8"), _shown(file))
+        for entry in (document.value or {}).get("argument_specs", {}).values():
+            for name, option in (entry.get("options") or {}).items():
+                if name in known_names():
+                    spec = specs.setdefault(name, {})
+                    for field in ("type", "elements", "choices"):
+                        if field in option:
+                            spec.setdefault(field, option[field])
+    return specs
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """The defaults overlaid with the YAML file at ``path``, validated; ConfigError otherwise."""
+    shown = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot be read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{shown}: is not UTF-8 text: {exc}") from exc
+    try:
+        document = load(text, shown)
+    except YamlSubsetError as exc:
+        raise ConfigError(str(exc)) from exc
+    if document.value is None:
+        document.value = {}
+    if not isinstance(document.value, dict):
+        raise ConfigError(f"{shown}:1: the file must be a mapping of nccl_* variables to values")
+    places = {name: f"{shown}:{line}" for name, line in document.key_lines.items()}
+    problems = [
+        (places[name], f"{name}: {_unknown(name)}")
+        for name in document.value
+        if name not in known_names()
+    ]
+    values = {**defaults(), **{k: v for k, v in document.value.items() if k in known_names()}}
+    problems += _validation_problems(values, places)
+    if problems:
+        problems.sort(key=_order)
+        raise ConfigError("\n".join(f"{place}: {problem}" for place, problem in problems))
+    return values
+
+
+def _unknown(name: Any) -> str:
+    if not isinstance(name, str):
+        return "is not a variable name"
+    near = difflib.get_close_matches(name, sorted(known_names()), n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}?" if near else "see docs/variables.md for the variables"
+    return f"is not a known variable; {hint}"
+
+
+def _order(problem: tuple[str, str]) -> tuple[str, int, str]:
+    file, _, line = problem[0].rpartition(":")
+    return (file, int(line) if line.isdigit() else 0, problem[1])
+
+
+def _validation_problems(values: dict[str, Any], places: dict[str, str]) -> list[tuple[str, str]]:
+    """(FILE:LINE, "nccl_x: problem") for nccl_input_problems' sentences, then the specs'."""
+    default_places = _defaults_and_places()[1]
+    problems = []
+    named = set()
+    for sentence in nccl_input_problems(values):
+        mentioned = _NAME.findall(sentence)
+        name = next((n for n in mentioned if n in places), mentioned[0] if mentioned else "")
+        named.update(mentioned)
+        rest = sentence[len(name) :].lstrip() if sentence.startswith(name) else sentence
+        place = places.get(name) or default_places.get(name, "?")
+        problems.append((place, f"{name}: {rest}"))
+    for name, spec in argument_specs().items():
+        if name in named or name not in values:
+            continue
+        converted, problem = _typed(values[name], spec)
+        if problem:
+            place = places.get(name) or default_places.get(name, "?")
+            problems.append((place, f"{name}: {problem}"))
+        else:
+            values[name] = converted
+    return problems
+
+
+def _typed(value: Any, spec: dict[str, Any]) -> tuple[Any, str]:
+    """The value as the spec's type converts it, and "" ; or (value, what is wrong)."""
+    kind = spec.get("type", "raw")
+    converted, problem = _convert(value, kind)
+    if problem:
+        return value, problem
+    if kind == "list" and spec.get("elements"):
+        elements = [_convert(item, spec["elements"]) for item in converted]
+        if any(problem for _, problem in elements):
+            return value, f"is {value!r}, not a list of {_KINDS[spec['elements']]}s"
+        converted = [item for item, _ in elements]
+    choices = spec.get("choices")
+    if choices is not None and converted not in choices:
+        return value, f"is {value!r}, not one of {', '.join(map(str, choices))}"
+    return converted, ""
+
+
+_KINDS = {
+    "str": "string",
+    "path": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean (true or false)",
+    "list": "list",
+    "dict": "mapping",
+}
+
+
+def _convert(value: Any, kind: str) -> tuple[Any, str]:
+    """Ansible's conversion for an argument spec type (module_utils/common/validation.py)."""
+    wrong = f"is {value!r}, not a {_KINDS.get(kind, kind)}"
+    if kind in ("str", "path"):
+        if isinstance(value, str):
+            return value, ""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value), ""
+        return value, wrong
+    if kind == "int":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value, ""
+        if isinstance(value, str) and re.fullmatch(r"[-+]?[0-9]+", value.strip()):
+            return int(value), ""
+        return value, wrong
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            return value, wrong
+        try:
+            return float(value), ""
+        except ValueError:
+            return value, wrong
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value, ""
+        token = str(value).strip().lower() if isinstance(value, (str, int)) else None
+        if token in _TRUE or token in _FALSE:
+            return token in _TRUE, ""
+        return value, wrong
+    if kind == "list":
+        return value, "" if isinstance(value, list) else wrong
+    if kind == "dict":
+        return value, "" if isinstance(value, dict) else wrong
+    return value, ""
