@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .run_data import RunData
+
 # "the contribution of rank 1 is missing", "... of rank 0 or 2 was added twice"
 _RANKS_NAMED = re.compile(r"\brank ((?:\d+)(?: or \d+)*)")
 # The watchdog names the size in its phase: "bandwidth_all_reduce at 65536 B".
@@ -40,7 +42,7 @@ class RankView:
     nccl_log: str = ""  # its nccl-rank-<R>.log (NCCL_DEBUG_FILE), "" when none came back
 
 
-def rank_views(run: Any) -> dict[int, RankView]:
+def rank_views(run: RunData) -> dict[int, RankView]:
     """Every expected or reporting rank of the run, with its host."""
     views: dict[int, RankView] = {}
     for host in run.hosts:
@@ -225,7 +227,7 @@ def duplicate_gpu_hint(test: dict[str, Any], view: RankView) -> str | None:
     )
 
 
-def link_speeds_mbps(run: Any) -> dict[str, int]:
+def link_speeds_mbps(run: RunData) -> dict[str, int]:
     """The fabric link speed each host's pre-flight interface check reported, when it did."""
     speeds: dict[str, int] = {}
     for host in run.hosts:
@@ -267,7 +269,7 @@ def bandwidth_hint(test: dict[str, Any], host: str, speeds: dict[str, int]) -> s
     )
 
 
-def rank_hints(run: Any) -> dict[int, dict[str, str]]:
+def rank_hints(run: RunData) -> dict[int, dict[str, str]]:
     """{global rank: {test name (or MISSING): the fix}} for every failed, errored or lost rank."""
     views = rank_views(run)
     speeds = link_speeds_mbps(run)
