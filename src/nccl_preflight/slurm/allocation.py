@@ -11,6 +11,7 @@ first is the master. Every command is an argv list.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -136,10 +137,8 @@ class Allocation:
         """scancel our own allocation (idempotent); the caller's is left alone."""
         if self.own and self.job_id:
             job, self.job_id = self.job_id, ""
-            try:
+            with contextlib.suppress(SlurmError):
                 slurm(["scancel", job], self._client_env())
-            except SlurmError:
-                pass
 
     def __exit__(self, *_: object) -> None:
         # no signal may interrupt the release itself

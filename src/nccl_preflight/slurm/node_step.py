@@ -67,7 +67,7 @@ def node_name() -> str:
 
 
 def emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(frame({**record, "node": node_name()}))
+    sys.stdout.write(frame({**record, "node": node_name()}, node_name()))
     sys.stdout.flush()
 
 

@@ -13,7 +13,6 @@ merged, summary.md, report.html, verdict.json) and its exit code (core/exit_clas
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import sys
 import time

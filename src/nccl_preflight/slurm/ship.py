@@ -10,8 +10,9 @@ into `tempfile.mkdtemp(prefix="nccl-preflight-<run id>-")` (mode 0700), runs it 
 Python and removes the directory in a finally, also on SIGTERM/SIGINT/SIGHUP (which it passes on
 to the bundle first). Nothing is installed and nothing stays on the node.
 
-Every record a node sends back is one stdout line: FRAME + JSON. Anything else on the step's
-output (warnings, tracebacks) is kept as text.
+Every record a node sends back is its JSON in stdout lines of at most PIECE characters (frame);
+Unframer puts them together again. Anything else on the step's output (warnings, tracebacks) is
+kept as text.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 from typing import Any
 
 FRAME = "NCCL-PREFLIGHT-JSON "
+PIECE = 900  # characters of JSON per output line
 
 BOOT = r"""
 import os, shutil, signal, subprocess, sys, tempfile
@@ -67,22 +69,41 @@ def stream_header(bundle: bytes) -> bytes:
     return f"{len(bundle)}\n".encode()
 
 
-def frame(record: dict[str, Any]) -> str:
-    """One record as one output line (newline included)."""
-    return FRAME + json.dumps(record, separators=(",", ":")) + "\n"
+def frame(record: dict[str, Any], node: str) -> str:
+    """One record of ``node`` as output lines of at most PIECE characters of JSON each:
+    `FRAME + "+" + node + " " + piece` for every piece but the last, `"="` for the last.
+
+    srun passes a long line on in pieces, and the pieces of two tasks' lines interleave (seen
+    with 5 kB records on 3 nodes); short whole lines of each task come through whole."""
+    text = json.dumps(record, separators=(",", ":"))
+    pieces = [text[at : at + PIECE] for at in range(0, len(text), PIECE)] or [""]
+    last = len(pieces) - 1
+    return "".join(
+        f"{FRAME}{'=' if i == last else '+'}{node} {piece}\n" for i, piece in enumerate(pieces)
+    )
 
 
-def unframe(line: str) -> dict[str, Any] | None:
-    """The record of an output line, None for any other line. srun's --label prefix
-    ("3: ") is allowed before the frame."""
-    at = line.find(FRAME)
-    if at < 0:
-        return None
-    try:
-        record = json.loads(line[at + len(FRAME) :])
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
+class Unframer:
+    """Reassembles each node's records from the output lines (any order across nodes)."""
+
+    def __init__(self) -> None:
+        self.partial: dict[str, list[str]] = {}
+
+    def line(self, line: str) -> dict[str, Any] | bool | None:
+        """A whole record; None while one is incomplete; False for a line that is no frame."""
+        at = line.find(FRAME)
+        if at < 0:
+            return False
+        body = line[at + len(FRAME) :].rstrip("\n")
+        node, _, piece = body[1:].partition(" ")
+        self.partial.setdefault(node, []).append(piece)
+        if body[:1] != "=":
+            return None
+        try:
+            record = json.loads("".join(self.partial.pop(node)))
+        except ValueError:
+            return False
+        return record if isinstance(record, dict) else False
 
 
 # ------------------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@
 
 `srun --jobid J -N n --ntasks-per-node=1 --nodelist ... python3 -c BOOT RUN_ID ARGS`, its stdin
 the bundle (ship.py) and then the control machine's messages, its stdout read line by line into
-records (each names its node, SLURMD_NODENAME). srun runs in its own session: a Ctrl-C of the
-command reaches the command alone, which ends its steps itself (end()).
+records (each names its node, SLURMD_NODENAME; ship.frame keeps every line short, since srun
+interleaves the pieces of long lines of several tasks). srun runs in its own session: a Ctrl-C
+of the command reaches the command alone, which ends its steps itself (end()).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .ship import BOOT, stream_header, unframe
+from .ship import BOOT, Unframer, stream_header
 
 END_GRACE_S = 5.0  # after stdin's end, the nodes end their runs and clean up, then SIGTERM
 
@@ -45,7 +46,6 @@ class Step:
             f"--ntasks={len(nodes)}",
             "--ntasks-per-node=1",
             f"--nodelist={','.join(nodes)}",
-            "--unbuffered",
             "--kill-on-bad-exit=0",
             f"--job-name=nccl-preflight-{args[0]}",
             python,
@@ -77,12 +77,13 @@ class Step:
 
     def _read_out(self) -> None:
         assert self.proc.stdout is not None
+        unframer = Unframer()
         for raw in self.proc.stdout:
             line = raw.decode("utf-8", errors="replace")
-            record = unframe(line)
-            if record is None:
+            record = unframer.line(line)
+            if record is False:
                 self.text.append(line.rstrip("\n"))
-            else:
+            elif record is not None:
                 self.queue.put(record)
         self.queue.put(None)
 
