@@ -289,10 +289,6 @@ def run_command(args: Any, config: dict[str, Any]) -> int:
         with Allocation(args.nodes, args.partition, args.time) as alloc:
             run = SlurmRun(config, alloc, report_root.absolute())
             result = run.run()
-            if args.drain:
-                from .drain import drain_named
-
-                drain_named(run, result, alloc.env())
     except Interrupted as exc:
         print(f"nccl-preflight slurm: interrupted by {exc}; the allocation was given back",
               file=sys.stderr)  # fmt: skip

@@ -60,6 +60,9 @@ def slurm_main(args: argparse.Namespace) -> int:
     if args.nodes < 1:
         print("nccl-preflight slurm: -N must be 1 or more", file=sys.stderr)
         return BY_NAME["bad_input"].code
+    if args.drain:  # refused before anything runs, never a silent no-op
+        print("nccl-preflight slurm: --drain is not implemented yet", file=sys.stderr)
+        return BY_NAME["bad_input"].code
     try:
         config = load_config(args.config)
     except (OSError, ValueError) as exc:
