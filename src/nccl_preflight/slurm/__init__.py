@@ -1,0 +1,7 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""The Slurm front-end: `nccl-preflight slurm` (a run on an allocation) and `node-check`.
+
+It may import the node and core rooms; neither imports it. The modules that run on the nodes
+(ship.BOOT, node_step) are standard library only, so the bundle runs on a node's bare Python.
+"""

@@ -1,0 +1,152 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""The allocation a run uses: the caller's (SLURM_JOB_ID set, e.g. inside sbatch) or its own.
+
+Its own: `salloc -N n --no-shell [--partition P] [--time T]` (salloc prints "Granted job
+allocation <id>" and returns at once), given back with `scancel <id>` when the run ends, however
+it ends: Allocation is a context manager, and SIGINT/SIGTERM/SIGHUP raise Interrupted inside it so
+that the same exit path runs. Node names are Slurm's (`scontrol show hostnames <nodelist>`), the
+first is the master. Every command is an argv list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Mapping
+from types import FrameType
+from typing import Any
+
+GRANTED = re.compile(r"Granted job allocation (\d+)")
+
+
+class SlurmError(RuntimeError):
+    """A Slurm command failed; the message has its argv and output."""
+
+
+class Interrupted(Exception):
+    """SIGINT, SIGTERM or SIGHUP reached the command."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def slurm(argv: list[str], env: Mapping[str, str] | None = None, timeout: float = 120) -> str:
+    """Run a Slurm client command; -> its stdout (stderr appended). SlurmError when it fails."""
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, env=env, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SlurmError(f"{' '.join(argv)}: {exc}") from None
+    if done.returncode != 0:
+        raise SlurmError(
+            f"{' '.join(argv)} exited {done.returncode}: {(done.stderr or done.stdout).strip()}"
+        )
+    return done.stdout + done.stderr
+
+
+def hostnames(nodelist: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """Slurm's node names of a node list (`scontrol show hostnames`), in its order."""
+    return slurm(["scontrol", "show", "hostnames", nodelist], env).split()
+
+
+def job_nodelist(job_id: str, env: Mapping[str, str] | None = None) -> str:
+    """The NodeList of a job (`scontrol show job -o`)."""
+    for field in slurm(["scontrol", "show", "job", "-o", job_id], env).split():
+        if field.startswith("NodeList="):
+            return field.split("=", 1)[1]
+    raise SlurmError(f"scontrol show job {job_id} gave no NodeList")
+
+
+class Allocation:
+    """`with Allocation(n, partition, time) as alloc:` alloc.job_id, alloc.nodes, alloc.own."""
+
+    def __init__(
+        self,
+        nodes: int,
+        partition: str = "",
+        time_limit: str = "",
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.count = nodes
+        self.partition = partition
+        self.time_limit = time_limit
+        self.environ = dict(os.environ if environ is None else environ)
+        self.job_id = ""
+        self.nodes: list[str] = []
+        self.own = False
+        self._previous: dict[int, Any] = {}
+
+    def _salloc(self) -> str:
+        argv = ["salloc", "-N", str(self.count), "--no-shell", "--job-name=nccl-preflight"]
+        if self.partition:
+            argv.append(f"--partition={self.partition}")
+        if self.time_limit:
+            argv.append(f"--time={self.time_limit}")
+        out = slurm(argv, self._client_env(), timeout=None)  # type: ignore[arg-type]
+        match = GRANTED.search(out)
+        if not match:
+            raise SlurmError(f"{' '.join(argv)} granted no allocation: {out.strip()}")
+        return match.group(1)
+
+    def _client_env(self) -> dict[str, str]:
+        """The environment of the Slurm commands: without the caller's job when it is not ours
+        to use (salloc inside a job would nest)."""
+        if self.own:
+            return {k: v for k, v in self.environ.items() if not k.startswith("SLURM_JOB")}
+        return self.environ
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    def __enter__(self) -> Allocation:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+        try:
+            given = self.environ.get("SLURM_JOB_ID", "")
+            if given:
+                self.job_id = given
+                nodelist = self.environ.get("SLURM_JOB_NODELIST") or job_nodelist(given)
+                self.nodes = hostnames(nodelist, self.environ)
+                if len(self.nodes) < self.count:
+                    raise SlurmError(
+                        f"job {given} has {len(self.nodes)} nodes ({', '.join(self.nodes)}); "
+                        f"-N {self.count} asks for more"
+                    )
+                self.nodes = self.nodes[: self.count]
+            else:
+                self.own = True
+                self.job_id = self._salloc()
+                self.nodes = hostnames(job_nodelist(self.job_id, self._client_env()))
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def env(self) -> dict[str, str]:
+        """The environment of srun steps in this allocation."""
+        env = {k: v for k, v in self._client_env().items() if not k.startswith("PYTHON")}
+        return env
+
+    def release(self) -> None:
+        """scancel our own allocation (idempotent); the caller's is left alone."""
+        if self.own and self.job_id:
+            job, self.job_id = self.job_id, ""
+            with contextlib.suppress(SlurmError):
+                slurm(["scancel", job], self._client_env())
+
+    def __exit__(self, *_: object) -> None:
+        # no signal may interrupt the release itself
+        for sig in self._previous:
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            self.release()
+        finally:
+            for sig, previous in self._previous.items():
+                signal.signal(sig, previous)
+            self._previous = {}

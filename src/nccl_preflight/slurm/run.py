@@ -1,0 +1,301 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""`nccl-preflight slurm -N NODES --config FILE [--partition P] [--time T] [--drain] [-- ARGS]`.
+
+On an allocation (the caller's or its own, allocation.py): the observe step and the core's
+pre-flight judgement (observe.py), the environment stage's findings (core/env_findings.py), the
+one rank layout (core/layout.py), the launch step (launch.py), then the report in
+reports/<run-id>/ through the Ansible path's report build (core/report_run.py: JUnit per rank and
+merged, summary.md, report.html, verdict.json) and its exit code (core/exit_classes.py).
+--drain drains the nodes the run names as bad (drain.py).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..core.env_findings import nccl_env_findings
+from ..core.exit_classes import BY_NAME
+from ..core.layout import nccl_rank_layout
+from ..core.preflight.backend_checks import nccl_backend_choice
+from ..core.preflight.host_checks import nccl_preflight_failed_hosts
+from ..core.preflight.judge import judge_preflight
+from ..core.report_run import run_report
+from ..core.support import predicted_skips
+from ..node.files import write_atomically
+from .allocation import Allocation, Interrupted, SlurmError
+from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env
+from .observe import Observed, observations, run_observe
+from .ship import build_node_bundle
+from .step import Step
+
+ROOT = Path(__file__).resolve().parents[3]
+HTML_TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+RANK_SCRIPT = ROOT / "files" / "nccl_check.py"
+
+
+def new_run_id() -> str:
+    """YYYYmmddTHHMMSS-<6 hex>, as roles/validate_inputs makes it."""
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, json.dumps(data, indent=2, sort_keys=True).encode(), 0o644)
+
+
+class SlurmRun:
+    """One run: its settings, allocation, directories and what each stage found."""
+
+    def __init__(self, config: dict[str, Any], alloc: Allocation, report_root: Path) -> None:
+        self.config = config
+        self.alloc = alloc
+        self.nodes = alloc.nodes
+        self.run_id = str(config.get("nccl_run_id") or new_run_id())
+        self.run_dir = report_root / self.run_id
+        self.python = str(config.get("nccl_python") or "python3")
+        self.bundle = build_node_bundle()
+        self.env_by_node: dict[str, dict[str, Any]] = {}
+        self.layout: dict[str, Any] = {}
+        self.results: dict[str, Any] = {}
+
+    def say(self, line: str) -> None:
+        print(line, flush=True)
+
+    # ------------------------------------------------------------------ stages
+    def environment(self, obs: Observed) -> dict[str, dict[str, str]]:
+        """Fabric choice, backend and layout of every node; -> the environment findings."""
+        present = [n for n in self.nodes if n in obs.facts]
+        findings = nccl_env_findings(
+            {n: obs.choices.get(n) for n in self.nodes}, obs.facts, self.nodes
+        )
+        requested = str(self.config.get("nccl_backend") or "auto")
+        master = self.nodes[0]
+        backend = nccl_backend_choice(obs.facts.get(master), requested)["backend"]
+        devices = {n: nccl_backend_choice(obs.facts.get(n), requested)["devices"] for n in present}
+        self.layout = nccl_rank_layout(
+            self.nodes, None, devices, self.config.get("nccl_nproc_per_node") or 1
+        )
+        master_addr = obs.choices.get(master, {}).get("address", "")
+        for node in self.nodes:
+            choice = obs.choices.get(node) or {}
+            row = self.layout["by_host"][node]
+            self.env_by_node[node] = {
+                "ifname": choice.get("ifname", ""),
+                "ifname_reason": choice.get("reason", ""),
+                "address": choice.get("address", ""),
+                "master_addr": master_addr,
+                "master_port": int(self.config["nccl_master_port"]),
+                "nproc_per_node": row["nproc_per_node"],
+                "nnodes": len(self.nodes),
+                "backend": backend,
+                "python": self.python,
+            }
+        return findings
+
+    def preflight(self, obs: Observed) -> list[str]:
+        """The core's judgement of every node; writes preflight/<node>.json; -> failed nodes."""
+        present = [n for n in self.nodes if n in obs.facts]
+        settings = {
+            "master": self.nodes[0],
+            "order": self.nodes,
+            "require_gpu": bool(self.config.get("nccl_require_gpu", True)),
+            "expected_versions": self.config.get("nccl_expected_versions") or {},
+            "clock_check": False,
+            "clock_max_skew_s": 5,
+            "full_mesh": False,
+            "extra_env": self.config.get("nccl_extra_env") or {},
+            "requested_backend": str(self.config.get("nccl_backend") or "auto"),
+            "extra_env_by_host": {n: self.config.get("nccl_extra_env") or {} for n in self.nodes},
+        }
+        by_node = judge_preflight(
+            observations(obs, self.nodes, self.env_by_node), present, settings
+        )
+        self.results["preflight"] = by_node
+        for node, results in by_node.items():
+            if results is not None:
+                write_json(
+                    self.run_dir / "preflight" / f"{node}.json", {"host": node, "results": results}
+                )
+        return nccl_preflight_failed_hosts(by_node)
+
+    def plan(self, obs: Observed, skipped: str) -> None:
+        """plan.json, as roles/launch/tasks/plan.yml writes it (what the report reads)."""
+        env = self.env_by_node[self.nodes[0]]
+        hosts = [
+            {
+                **{k: row[k] for k in ("host", "node_rank", "nproc_per_node", "rank_offset")},
+                "address": self.env_by_node[row["host"]]["address"] or None,
+                "ifname": self.env_by_node[row["host"]]["ifname"] or None,
+                "link_speed_mbps": None,
+                "rdma": None,
+                "reachable": row["host"] in obs.facts,
+                "backend_choice": None,
+                "expect_net": None,
+            }
+            for row in self.layout["hosts"]
+        ]
+        check_args = list(self.config.get("nccl_check_args") or [])
+        write_json(
+            self.run_dir / "plan.json",
+            {
+                "run_id": self.run_id,
+                "hosts": hosts,
+                "world_size": self.layout["world_size"],
+                "master_addr": env["master_addr"],
+                "master_port": env["master_port"],
+                "backend": env["backend"],
+                "run_timeout_s": int(self.config["nccl_run_timeout"]),
+                "check_args": check_args,
+                "launch_skipped": skipped,
+                "expect": {
+                    "expected_busbw": self.config.get("nccl_expected_busbw") or {},
+                    "warn": float(self.config.get("nccl_busbw_warn", 0.5)),
+                    "crit": float(self.config.get("nccl_busbw_crit", 0.0)),
+                    "efficiency": float(self.config.get("nccl_busbw_efficiency", 0.8)),
+                    "min_bytes": int(self.config.get("nccl_busbw_min_bytes", 0)),
+                    "baseline": "",
+                },
+                "predicted_skips": predicted_skips(env["backend"], check_args),
+            },
+        )
+
+    def launch_settings(self) -> dict[str, Any]:
+        timeout = int(self.config["nccl_run_timeout"])
+        per_node = ",".join(str(r["nproc_per_node"]) for r in self.layout["hosts"])
+        args = ["--out-dir", "{results}", "--backend", self.env_by_node[self.nodes[0]]["backend"]]
+        args += ["--timeout", str(check_timeout(timeout)), "--ranks-per-node", per_node]
+        args += [str(a) for a in self.config.get("nccl_check_args") or []]
+        by_node = {}
+        for node in self.nodes:
+            env, row = self.env_by_node[node], self.layout["by_host"][node]
+            by_node[node] = {
+                "torchrun": {
+                    "python": self.python,
+                    "nnodes": len(self.nodes),
+                    "node_rank": row["node_rank"],
+                    "nproc_per_node": row["nproc_per_node"],
+                    "master_addr": env["master_addr"],
+                    "master_port": env["master_port"],
+                    "local_addr": env["address"],
+                    "rdzv_id": f"nccl-preflight-{self.run_id}",
+                    "script_args": args,
+                },
+                "env": rank_env(self.config, env, row),
+                "timeout": timeout,
+                "grace": KILL_GRACE_S,
+                "rank_offset": row["rank_offset"],
+                "ifname": env["ifname"],
+                "interval": 1.0,
+            }
+        return {"by_node": by_node}
+
+    def launch(self) -> None:
+        settings = json.dumps(self.launch_settings())
+        step = Step(
+            self.alloc.job_id,
+            self.nodes,
+            self.python,
+            self.run_id,
+            ["launch", settings],
+            self.bundle,
+            self.alloc.env(),
+        )
+        watch = Watch(step, self.run_dir, self.layout, self.say)
+        try:
+            bound = int(self.config["nccl_run_timeout"]) + KILL_GRACE_S + MARGIN_S
+            missing = watch.run(self.nodes, bound)
+        finally:
+            step.end()
+        for node in missing:
+            self.say(f"{node}: no results came back from the launch step")
+        if missing and step.diagnostics():
+            self.say(step.diagnostics())
+
+    # ------------------------------------------------------------------ the whole run
+    def run(self) -> dict[str, Any]:
+        self.say(f"nccl-preflight slurm: run {self.run_id} on job {self.alloc.job_id}: "
+                 f"{', '.join(self.nodes)}")  # fmt: skip
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        obs = run_observe(
+            self.config,
+            self.alloc.job_id,
+            self.nodes,
+            self.python,
+            self.run_id,
+            self.bundle,
+            self.alloc.env(),
+        )
+        if obs.problem:
+            self.say(f"the observe step: {obs.problem}")
+        findings = self.environment(obs)
+        expect_ranks = True
+        if findings:
+            for node, result in findings.items():
+                write_json(
+                    self.run_dir / "preflight" / f"{node}.json",
+                    {"host": node, "results": [result], "layout": self.layout["by_host"][node]},
+                )
+            expect_ranks = False
+        else:
+            failed = self.preflight(obs)
+            absent = [n for n in self.nodes if n not in obs.facts]
+            skipped = ""
+            if absent:
+                skipped = (
+                    f"static rendezvous needs all {len(self.nodes)} nodes, but "
+                    f"{', '.join(absent)} dropped out before launch (unreachable or failed)"
+                )
+            elif failed:
+                skipped = (
+                    f"the pre-flight failed on {', '.join(failed)}: a launch would only wait "
+                    "for nccl_run_timeout; fix those checks first"
+                )
+            self.plan(obs, skipped)
+            if not skipped:
+                self.launch()
+        return self.report(expect_ranks)
+
+    def report(self, expect_ranks: bool) -> dict[str, Any]:
+        result = run_report(
+            {
+                "report_root": str(self.run_dir.parent),
+                "run_id": self.run_id,
+                "fallback_to_latest": False,
+                "expect_ranks": expect_ranks,
+                "update_latest": True,
+                "html_template": str(HTML_TEMPLATE),
+                "run_check_mode": False,
+                "verdict_copy": "",
+            },
+            False,
+        )
+        for line in result.get("console") or [result.get("msg", "")]:
+            self.say(line)
+        return result
+
+
+def run_command(args: Any, config: dict[str, Any]) -> int:
+    """The `slurm` subcommand with parsed args and the loaded config; -> exit code."""
+    if args.check_args:
+        config = {**config, "nccl_check_args": list(args.check_args)}
+    report_root = Path(args.report_root or config.get("nccl_report_root") or "reports")
+    try:
+        with Allocation(args.nodes, args.partition, args.time) as alloc:
+            run = SlurmRun(config, alloc, report_root.absolute())
+            result = run.run()
+    except Interrupted as exc:
+        print(f"nccl-preflight slurm: interrupted by {exc}; the allocation was given back",
+              file=sys.stderr)  # fmt: skip
+        return BY_NAME["no_verdict"].code
+    except SlurmError as exc:
+        print(f"nccl-preflight slurm: {exc}", file=sys.stderr)
+        return BY_NAME["no_verdict"].code
+    if result.get("failed"):
+        return BY_NAME["no_verdict"].code
+    return int(result["exit_code"])

@@ -1,0 +1,132 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""Shipping the node program through a job step's stdin, and its answers back through stdout.
+
+`srun ... python3 -c BOOT RUN_ID ARGS < stream`: srun sends its stdin to every task. The stream
+starts with one line, the byte count of the node bundle (a zipapp), then the bundle itself; BOOT
+(standard library only) reads exactly that many bytes from fd 0, so what follows on stdin (the
+control machine's later messages, one JSON line each) is left for the bundle. It writes the bundle
+into `tempfile.mkdtemp(prefix="nccl-preflight-<run id>-")` (mode 0700), runs it with the node's
+Python and removes the directory in a finally, also on SIGTERM/SIGINT/SIGHUP (which it passes on
+to the bundle first). Nothing is installed and nothing stays on the node.
+
+Every record a node sends back is its JSON in stdout lines of at most PIECE characters (frame);
+Unframer puts them together again. Anything else on the step's output (warnings, tracebacks) is
+kept as text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+FRAME = "NCCL-PREFLIGHT-JSON "
+PIECE = 900  # characters of JSON per output line
+
+BOOT = r"""
+import os, shutil, signal, subprocess, sys, tempfile
+def read_exactly(n):
+    parts = []
+    while n > 0:
+        chunk = os.read(0, min(n, 1 << 20))
+        if not chunk:
+            sys.exit("nccl-preflight: the bundle on stdin ended early")
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
+header = b""
+while not header.endswith(b"\n"):
+    byte = os.read(0, 1)
+    if not byte:
+        sys.exit("nccl-preflight: no bundle on stdin")
+    header += byte
+work = tempfile.mkdtemp(prefix="nccl-preflight-" + sys.argv[1] + "-")
+child = None
+def stop(signum, frame):
+    if child is not None and child.poll() is None:
+        child.send_signal(signum)
+        try:
+            child.wait(1.5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+    raise SystemExit(128 + signum)
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, stop)
+try:
+    pyz = os.path.join(work, "nccl-preflight.pyz")
+    with open(os.open(pyz, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+        f.write(read_exactly(int(header)))
+    child = subprocess.Popen([sys.executable, pyz] + sys.argv[2:])
+    code = child.wait()
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+sys.exit(code)
+"""
+
+
+def stream_header(bundle: bytes) -> bytes:
+    """What goes on the step's stdin before the bundle."""
+    return f"{len(bundle)}\n".encode()
+
+
+def frame(record: dict[str, Any], node: str) -> str:
+    """One record of ``node`` as output lines of at most PIECE characters of JSON each:
+    `FRAME + "+" + node + " " + piece` for every piece but the last, `"="` for the last.
+
+    srun passes a long line on in pieces, and the pieces of two tasks' lines interleave (seen
+    with 5 kB records on 3 nodes); short whole lines of each task come through whole."""
+    text = json.dumps(record, separators=(",", ":"))
+    pieces = [text[at : at + PIECE] for at in range(0, len(text), PIECE)] or [""]
+    last = len(pieces) - 1
+    return "".join(
+        f"{FRAME}{'=' if i == last else '+'}{node} {piece}\n" for i, piece in enumerate(pieces)
+    )
+
+
+class Unframer:
+    """Reassembles each node's records from the output lines (any order across nodes)."""
+
+    def __init__(self) -> None:
+        self.partial: dict[str, list[str]] = {}
+
+    def line(self, line: str) -> dict[str, Any] | bool | None:
+        """A whole record; None while one is incomplete; False for a line that is no frame."""
+        at = line.find(FRAME)
+        if at < 0:
+            return False
+        body = line[at + len(FRAME) :].rstrip("\n")
+        node, _, piece = body[1:].partition(" ")
+        self.partial.setdefault(node, []).append(piece)
+        if body[:1] != "=":
+            return None
+        try:
+            record = json.loads("".join(self.partial.pop(node)))
+        except ValueError:
+            return False
+        return record if isinstance(record, dict) else False
+
+
+# ------------------------------------------------------------------------------------------------
+# The node bundle (until slurm/bundle.py, the node-check helper's builder, lands on main)
+# ------------------------------------------------------------------------------------------------
+
+BUNDLE_MAIN = (
+    "import sys\nfrom nccl_preflight.slurm.node_step import main\nsys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def build_node_bundle() -> bytes:
+    """A zipapp of the node room, the node step and the rank script's own zipapp."""
+    from pathlib import Path
+
+    from ..core.zipapp import build_zipapp, zip_bytes
+
+    package = Path(__file__).resolve().parents[1]
+    files: dict[str, bytes] = {"__main__.py": BUNDLE_MAIN.encode()}
+    files["nccl_preflight/__init__.py"] = (package / "__init__.py").read_bytes()
+    for path in sorted((package / "node").glob("*.py")):
+        files[f"nccl_preflight/node/{path.name}"] = path.read_bytes()
+    for name in ("__init__.py", "ship.py", "node_step.py"):
+        files[f"nccl_preflight/slurm/{name}"] = (package / "slurm" / name).read_bytes()
+    files["nccl_check.pyz"] = build_zipapp(package.parents[1] / "files" / "nccl_check.py")
+    return zip_bytes(files)

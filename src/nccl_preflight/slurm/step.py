@@ -1,0 +1,156 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""One job step of the node program on every node of the allocation, from the control machine.
+
+`srun --jobid J -N n --ntasks-per-node=1 --nodelist ... python3 -c BOOT RUN_ID ARGS`, its stdin
+the bundle (ship.py) and then the control machine's messages, its stdout read line by line into
+records (each names its node, SLURMD_NODENAME; ship.frame keeps every line short, since srun
+interleaves the pieces of long lines of several tasks). srun runs in its own session: a Ctrl-C
+of the command reaches the command alone, which ends its steps itself (end()).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .ship import BOOT, Unframer, stream_header
+
+END_GRACE_S = 5.0  # after stdin's end, the nodes end their runs and clean up, then SIGTERM
+
+
+class Step:
+    """A running step: records() yields its records, say() broadcasts a message."""
+
+    def __init__(
+        self,
+        job_id: str,
+        nodes: list[str],
+        python: str,
+        run_id: str,
+        args: list[str],
+        bundle: bytes,
+        env: Mapping[str, str],
+    ) -> None:
+        argv = [
+            "srun",
+            f"--jobid={job_id}",
+            f"--nodes={len(nodes)}",
+            f"--ntasks={len(nodes)}",
+            "--ntasks-per-node=1",
+            f"--nodelist={','.join(nodes)}",
+            "--kill-on-bad-exit=0",
+            f"--job-name=nccl-preflight-{args[0]}",
+            python,
+            "-c",
+            BOOT,
+            run_id,
+            *args,
+        ]
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,
+        )
+        self.queue: queue.Queue = queue.Queue()
+        self.text: list[str] = []
+        self.errors: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read_out, daemon=True),
+            threading.Thread(target=self._read_err, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(stream_header(bundle) + bundle)
+        self.proc.stdin.flush()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        unframer = Unframer()
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", errors="replace")
+            record = unframer.line(line)
+            if record is False:
+                self.text.append(line.rstrip("\n"))
+            elif record is not None:
+                self.queue.put(record)
+        self.queue.put(None)
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self.errors.append(raw.decode("utf-8", errors="replace").rstrip("\n"))
+
+    def next_record(self, timeout: float | None) -> dict[str, Any] | None:
+        """The next record; None when the step's output ended. queue.Empty after timeout."""
+        return self.queue.get(timeout=timeout)
+
+    def say(self, message: dict[str, Any]) -> None:
+        """One message to every node (srun sends its stdin to every task)."""
+        if self.proc.stdin is None or self.proc.stdin.closed:
+            return
+        with contextlib.suppress(OSError):
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+
+    def close_input(self) -> None:
+        """End of the messages: a node still running ends its run and cleans up."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        for reader in self._readers:
+            reader.join(5)
+        return rc
+
+    def end(self, grace: float = END_GRACE_S) -> int | None:
+        """Stop the step: stdin's end first (the nodes clean up), then SIGTERM to srun (it
+        passes it to every task), then SIGKILL."""
+        self.close_input()
+        rc = self.wait(grace)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if rc is not None:
+                return rc
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
+            rc = self.wait(grace)
+        return rc
+
+    def diagnostics(self) -> str:
+        """The step's own output (srun's messages, tracebacks), for an error message."""
+        return "\n".join([*self.errors[-20:], *self.text[-20:]]).strip()
+
+
+def collect(step: Step, nodes: list[str], kind: str, deadline: float) -> dict[str, dict]:
+    """Each node's first record of ``kind`` until every node sent one, the output ended or the
+    deadline passed."""
+    found: dict[str, dict] = {}
+    while len(found) < len(nodes):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            record = step.next_record(left)
+        except queue.Empty:
+            break
+        if record is None:
+            break
+        if record.get("kind") == kind and record.get("node") in nodes:
+            found.setdefault(record["node"], record)
+    return found
