@@ -37,7 +37,7 @@ from tests.lab.harness import Lab
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_S = 10.0
-PROBE = ROOT / "tests" / "fixtures" / "probe" / "torch-probe-cpu.json"
+PROBE = ROOT / "tests" / "fixtures" / "torch" / "probe-cpu-lab-node.json"
 
 
 def timed(lab: Lab, argv: list[str]) -> tuple[float, int, str]:

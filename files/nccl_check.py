@@ -361,10 +361,11 @@ def versions() -> dict[str, str | None]:
 
 
 def nvidia_driver_version(path: str = "/proc/driver/nvidia/version") -> str | None:
-    """'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  ...' -> '535.104.05'."""
+    """'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  ...' -> '535.104.05'; the
+    open module's 'NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  ...' -> '580.159.04'."""
     try:
         with open(path, encoding="utf-8") as handle:
-            match = re.search(r"Kernel Module\s+(\S+)", handle.read())
+            match = re.search(r"Kernel Module\b.*?\s(\d+(?:\.\d+)+)\b", handle.read())
     except OSError:
         return None
     return match.group(1) if match else None
@@ -628,8 +629,13 @@ def run_test(name: str, body: Callable[[], Details], support: Support | None = N
 
 
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """The exception's first line, and NCCL's own reason where torch appended it to an NCCL
+    error ("...invalid usage (run with NCCL_DEBUG=WARN for details)...\nLast error:\n<why>")."""
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    if not lines or not lines[0]:
+        return type(exc).__name__
+    why = next((b for a, b in itertools.pairwise(lines) if a == "Last error:" and b), "")
+    return lines[0] + (f"; NCCL's last error: {why}" if why else "")
 
 
 # --------------------------------------------------------------------------------------------

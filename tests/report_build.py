@@ -1,8 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The controller's report steps on a run directory a test wrote, in the order the report runs
-them (src/nccl_preflight/core/run_data.py read_run, nccl_junit.build_suites, nccl_summary.summarize,
-nccl_junit.write_report; nccl_verdict.build_verdict for the verdict)."""
+them (src/nccl_preflight/core/run_data.py read_run, judged_run.judge_run, summary.summarize,
+junit.write_report; verdict.verdict_document for the verdict)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,18 @@ from typing import Any
 
 from nccl_preflight.core import junit as nccl_junit
 from nccl_preflight.core import verdict as nccl_verdict
+from nccl_preflight.core.judged_run import judge_run
+from nccl_preflight.core.summary import summarize
 
 
 def build_report(run_dir: Path) -> dict[str, Any]:
-    """Read the run, build its suites and summary and write every report file; -> the summary."""
-    run = nccl_junit.read_run(run_dir)
-    files = nccl_junit.build_suites(run)
-    summary = nccl_junit.summarize(run, files)
-    nccl_junit.write_report(run_dir, run, files, summary)
+    """Read the run, judge it, write JUnit, summary.md and pairwise.json; -> the summary."""
+    judged = judge_run(nccl_junit.read_run(run_dir))
+    summary = summarize(judged)
+    nccl_junit.write_report(run_dir, judged, summary["markdown"])
     return summary
 
 
 def build_verdict(run_dir: Path) -> dict[str, Any]:
     """The verdict of the run in ``run_dir`` (nothing written)."""
-    run = nccl_junit.read_run(run_dir)
-    files = nccl_junit.build_suites(run)
-    return nccl_verdict.build_verdict(run, files, nccl_junit.summarize(run, files))
+    return nccl_verdict.verdict_document(judge_run(nccl_junit.read_run(run_dir)))

@@ -35,7 +35,7 @@ class FakeRunner(FakeNode):
 
 
 def recorded_probe(name: str):  # type: ignore[no-untyped-def]
-    out = fixture(f"probe/{name}")
+    out = fixture(f"torch/{name}")
     return lambda python, timeout: {"rc": 0, "stdout": out, "stderr": "", "error": ""}
 
 
@@ -49,15 +49,51 @@ def gpu_node(monkeypatch: pytest.MonkeyPatch, sysfs: Path) -> FakeRunner:  # noq
 
 
 GPU_CONFIG = {"nccl_fabric_cidr": "192.168.100.0/24", "nccl_backend": "auto"}
+# One machine's recordings (tests/fixtures/README.md: one NVIDIA H200 in a VM), by nvidia-smi's
+# first argument.
+H200 = {
+    "--query-gpu=index,name,driver_version,memory.total,uuid,pci.bus_id": "nvidia-smi/h200-vm.csv",
+    "-q": "gpu/q-h200-vm.txt",
+    "topo": "gpu/topo-h200-vm.txt",
+    "nvlink": "gpu/nvlink-h200-vm.txt",
+}
+
+
+def answer_as_h200(node: FakeRunner) -> None:
+    plain = node.run_command
+
+    def run_command(argv: list[str], **kwargs: object) -> tuple[int, str, str]:
+        if argv[0] == node.tools["nvidia-smi"] and argv[1] in H200:
+            node.calls.append(list(argv))
+            return 0, fixture(H200[argv[1]]), ""
+        return plain(argv, **kwargs)
+
+    node.run_command = run_command  # type: ignore[method-assign]
 
 
 def by_check(results: list[dict]) -> dict[str, dict]:
     return {r["check"]: r for r in results}
 
 
+def test_a_healthy_gpu_node_passes_alone_on_one_machines_recordings(
+    gpu_node: FakeRunner,
+) -> None:
+    answer_as_h200(gpu_node)
+    _, results = node_check.check_node(
+        GPU_CONFIG, runner=gpu_node, probe=recorded_probe("probe-h200-vm.json")
+    )
+    found = by_check(results)
+    failed = {c: r["message"] for c, r in found.items() if r["status"] == "failed"}
+    assert failed == {}
+    assert "1 x NVIDIA H200" in found["gpu"]["message"]
+    assert found["gpu_memory"]["status"] == "passed"
+    assert "torch 2.11.0+cu130" in found["versions"]["message"]
+    assert ["/usr/bin/nvidia-smi", "-q"] in gpu_node.calls
+
+
 def test_a_gpu_node_is_judged_alone_on_recorded_outputs(gpu_node: FakeRunner) -> None:
     host, results = node_check.check_node(
-        GPU_CONFIG, runner=gpu_node, probe=recorded_probe("torch-probe-cuda-gb10.json")
+        GPU_CONFIG, runner=gpu_node, probe=recorded_probe("probe-h200-vm.json")
     )
     assert host == "gpu07"
     found = by_check(results)
@@ -88,7 +124,7 @@ def test_memory_errors_and_a_pinned_version_fail_the_node(gpu_node: FakeRunner) 
     gpu_node.run_command = run_command  # type: ignore[method-assign]
     config = {**GPU_CONFIG, "nccl_expected_versions": {"nccl": "2.27.3"}}
     _, results = node_check.check_node(
-        config, runner=gpu_node, probe=recorded_probe("torch-probe-cuda-gb10.json")
+        config, runner=gpu_node, probe=recorded_probe("probe-h200-vm.json")
     )
     found = by_check(results)
     assert found["gpu_memory"]["status"] == "failed", found["gpu_memory"]
@@ -98,7 +134,7 @@ def test_memory_errors_and_a_pinned_version_fail_the_node(gpu_node: FakeRunner) 
     reason = node_check.drain_reason(failed, "gpu07")
     assert reason.startswith(f"nccl-preflight: {failed[0]['check']}: ")
     assert "gpu07: " not in reason and "\n" not in reason
-    # gpu_visible: the recorded probe's machine had one GPU, the recorded nvidia-smi eight.
+    # gpu_visible: the probe's machine (an H200 VM) had one GPU, the nvidia-smi fixture eight.
     assert [r["check"] for r in failed] == ["versions", "gpu_memory", "gpu_pcie", "gpu_visible"]
     assert reason == (
         "nccl-preflight: versions: nccl 2.28.9 but nccl_expected_versions pins 2.27.3 "
@@ -142,7 +178,7 @@ def scontrol(tmp_path: Path) -> Path:
 def fake_python(tmp_path: Path) -> Path:
     """A 'python' whose torch probe answers what the lab nodes' Python answered (recorded)."""
     script = tmp_path / "python-recorded"
-    out = ROOT / "tests" / "fixtures" / "probe" / "torch-probe-cpu.json"
+    out = ROOT / "tests" / "fixtures" / "torch" / "probe-cpu-lab-node.json"
     script.write_text(f"#!/bin/sh\ncat {out}\n")
     script.chmod(0o755)
     return script

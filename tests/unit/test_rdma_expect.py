@@ -176,13 +176,13 @@ def test_a_run_reads_the_nics_from_its_hosts_nccl_logs(tmp_path: Path) -> None:
         (tmp_path / host / f"rank-{i}.json").write_text(json.dumps(rank_doc(40.0)))
         (tmp_path / host / f"nccl-rank-{i}.log").write_text(SPARK_LINE + "\n")
     run = nccl_junit.read_run(tmp_path)
-    row = nccl_expect.evaluate(run)["collectives"][0]
+    row = nccl_expect.evaluate(run, None)["collectives"][0]
     assert row["source"] == "a's 2 x 200 Gb/s rocep1s0f1, roceP2p1s0f1 (RDMA ports in use) x 0.9"
     assert (row["verdict"], row["percent"]) == ("ok", 88.9)
     hosts[1] = {**hosts[1], "rdma": None, "link_speed_mbps": 100000}
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     run = nccl_junit.read_run(tmp_path)
     assert set(nccl_rdma_expect.used_by_host(run)) == {"a"}
-    assert nccl_expect.evaluate(run)["collectives"][0]["source"] == (
+    assert nccl_expect.evaluate(run, None)["collectives"][0]["source"] == (
         "b's fabric link 100000 Mb/s x 0.9"
     )

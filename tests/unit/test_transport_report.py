@@ -11,6 +11,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from nccl_preflight.core import junit as nccl_junit
+from nccl_preflight.core.judged_run import judge_run
+from nccl_preflight.core.summary import summarize
 from nccl_preflight.core.transport_report import analyze_run, read_nccl_logs
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report
@@ -184,9 +186,8 @@ def test_a_preflight_only_run_has_no_transport_section(tmp_path):
     (run_dir / "preflight" / "node1.json").write_text(
         json.dumps({"host": "node1", "results": [{"check": "mtu", "status": "passed"}]})
     )
-    run = nccl_junit.read_run(run_dir)
-    files = nccl_junit.build_suites(run, expect_ranks=False)
-    summary = nccl_junit.summarize(run, files)
+    judged = judge_run(nccl_junit.read_run(run_dir), expect_ranks=False)
+    summary = summarize(judged)
     assert summary["transport"] == [] and "Transport" not in summary["markdown"]
 
 

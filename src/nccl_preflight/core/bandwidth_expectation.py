@@ -24,9 +24,12 @@ import json
 import re
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .rdma_expect import cluster_figure, used_by_host
+from .rdma_expect import NicsUsed, cluster_figure, used_by_host
+
+if TYPE_CHECKING:
+    from .run_data import RunData
 
 try:
     from junit_xml import TestCase, TestSuite
@@ -217,14 +220,19 @@ def _pairs(run_dir: Path) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------
 
 
-def _docs(run: Any) -> list[dict[str, Any]]:
+def _docs(run: RunData) -> list[dict[str, Any]]:
     return [doc for host in run.hosts for doc in host.ranks.values()]
 
 
-def evaluate(run: Any) -> dict[str, Any]:
-    """Expectations and baseline of a run (nccl_junit.RunData); reads only the baseline's files
-    (plan.json's expect.baseline: the earlier run's directory, resolved by roles/launch)."""
-    result = judge_expectations(run.plan, _docs(run), used_by_host(run))
+def evaluate(
+    run: RunData, pairwise: dict[str, Any] | None, used: NicsUsed | None = None
+) -> dict[str, Any]:
+    """Expectations and baseline of a run; reads only the baseline's files (plan.json's
+    expect.baseline: the earlier run's directory, resolved by roles/launch). ``pairwise``: the
+    run's pairwise document (src/nccl_preflight/core/pairwise.py), its pairs compared with the
+    baseline's; ``used``: rdma_expect.used_by_host(run), read here when not given."""
+    used = used_by_host(run) if used is None else used
+    result = judge_expectations(run.plan, _docs(run), used)
     baseline = Path(result["settings"]["baseline"]) if result["settings"]["baseline"] else None
     result["baseline"] = str(baseline) if baseline else ""
     result["baseline_error"] = ""
@@ -234,32 +242,29 @@ def evaluate(run: Any) -> dict[str, Any]:
         if not base_docs:
             result["baseline_error"] = f"no rank result under {baseline} (nccl_baseline)"
         else:
-            from .pairwise import pairwise_document
-
-            doc = pairwise_document(run)
             result["drops"] = compare_baseline(
-                _docs(run), base_docs, doc["pairs"] if doc else [], _pairs(baseline)
+                _docs(run), base_docs, pairwise["pairs"] if pairwise else [], _pairs(baseline)
             )
     return result
 
 
-def expected_figures(run: Any) -> tuple[dict[str, tuple[float, str]], int]:
-    """({collective: (expected GB/s, where it comes from)}, nccl_busbw_min_bytes) of a run, for
-    every table that shows a busbw (summary.md, report.html): measured / expected in %."""
-    result = judge_expectations(run.plan, _docs(run), used_by_host(run))
+def expected_figures(expectations: dict[str, Any]) -> tuple[dict[str, tuple[float, str]], int]:
+    """({collective: (expected GB/s, where it comes from)}, nccl_busbw_min_bytes) of a run's
+    ``expectations`` (evaluate), for every table that shows a busbw (summary.md, report.html):
+    measured / expected in %."""
     figures = {
         row["collective"]: (float(row["expected_gbps"]), str(row["source"]))
-        for row in result["collectives"]
+        for row in expectations["collectives"]
         if row["expected_gbps"]
     }
-    return figures, int(result["settings"]["min_bytes"])
+    return figures, int(expectations["settings"]["min_bytes"])
 
 
-def expectation_suites(run: Any) -> list[tuple[str, Any, str]]:
-    """[(path, TestSuite, host)]: junit/bandwidth.xml (expected_busbw, baseline) when judged."""
+def expectation_suites(result: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    """[(path, TestSuite, host)]: junit/bandwidth.xml (expected_busbw, baseline) when judged;
+    ``result``: evaluate's."""
     if TestSuite is None:
         return []
-    result = evaluate(run)
     conf = result["settings"]
     cases = []
     for row in result["collectives"]:
@@ -300,8 +305,8 @@ def _baseline_text(result: dict[str, Any]) -> str:
     return f"dropped more than {BASELINE_DROP:.0%} against {result['baseline']}: {drops}"
 
 
-def expectation_markdown(run: Any) -> list[str]:
-    result = evaluate(run)
+def expectation_markdown(result: dict[str, Any]) -> list[str]:
+    """summary.md's expectation part, from evaluate's ``result``."""
     conf = result["settings"]
     rows = result["collectives"]
     if not rows and not result["baseline"]:

@@ -6,7 +6,8 @@ Rendered from the report's own result (src/nccl_preflight/core/report_run.py: th
 and bandwidth, the verdict's class and findings), never from summary.md. Plain aligned lines: no
 Markdown, no escapes, no colour; every character that would move the cursor or colour a terminal
 (control characters, ESC) is taken out of what the nodes answered. plugins/callback/
-nccl_console.py prints the lines once, after the play recap.
+nccl_console.py prints the lines once, after the play recap. Causes and their consequences are
+folded as summary.md and report.html fold them (src/nccl_preflight/core/verdict.py fold_findings).
 Only the standard library.
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from .verdict import fold_findings
 
 # C0 and C1 control characters and DEL: none reaches a terminal from a node's answer.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -77,19 +80,12 @@ def _host_status(row: dict[str, Any], failing: set[str], affected: set[str]) -> 
     return "ok" if ranks else "ok, not launched"
 
 
-def is_cause(item: dict[str, Any], ids: set[str]) -> bool:
-    """A finding no other finding of the run explains (verdict.json's ``cause`` pointer)."""
-    cause = item.get("cause")
-    return not cause or cause.get("id") not in ids
-
-
 def _host_lines(result: dict[str, Any]) -> list[str]:
     hosts = result.get("hosts") or []
     if not hosts:
         return []
     findings = result.get("findings") or []
-    ids = {str(f.get("id")) for f in findings if f.get("id")}
-    failing = {str(f.get("host")) for f in findings if is_cause(f, ids)}
+    failing = {str(f.get("host")) for f in fold_findings(findings).heads}
     affected = {str(f.get("host")) for f in findings} - failing
     rows = [
         [
@@ -118,12 +114,8 @@ def _finding_lines(result: dict[str, Any]) -> list[str]:
     findings = result.get("findings") or []
     if not findings:
         return []
-    ids = {str(f.get("id")) for f in findings if f.get("id")}
-    causes = [f for f in findings if is_cause(f, ids)]
-    under: dict[str, list[dict[str, Any]]] = {}
-    for item in findings:
-        if not is_cause(item, ids):
-            under.setdefault(str(item["cause"]["id"]), []).append(item)
+    folding = fold_findings(findings)
+    causes = folding.heads
     folded = len(findings) - len(causes)
     counts = f"{len(causes)}" + (f", plus {folded} folded under their causes" if folded else "")
     lines = ["", f"Failures ({counts}):"]
@@ -134,7 +126,7 @@ def _finding_lines(result: dict[str, Any]) -> list[str]:
         fix = _plain_lines(item.get("fix") or "")
         lines.append(f"{INDENT}   fix: {fix[0]}")
         lines += [f"{INDENT}        {line}" for line in fix[1:] if line]
-        for consequence in under.get(str(item.get("id")), []):
+        for consequence in folding.consequences_of(item):
             first = _plain_lines(consequence.get("what") or "")[0]
             lines.append(f"{INDENT}   consequence: {_where(consequence)}: {first}")
     if len(causes) > MAX_FINDINGS:

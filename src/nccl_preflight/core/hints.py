@@ -20,6 +20,12 @@ _RANKS_NAMED = re.compile(r"\brank ((?:\d+)(?: or \d+)*)")
 _AT_SIZE = re.compile(r"\bat (\d+) B\b")
 # The pre-flight interface check: "...; speed 25000 Mb/s".
 _SPEED = re.compile(r"\bspeed (\d+) Mb/s")
+# NCCL's refusal of two ranks on one GPU (NVIDIA/nccl src/init.cc, initTransportsRank: WARN
+# "Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx", the GPU's busId as
+# NCCL's int64 of its PCI address), in its NCCL_DEBUG log and in torch's "Last error:".
+_DUPLICATE_GPU = re.compile(
+    r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]+)"
+)
 
 MISSING = "result"  # the key of the hint for a rank that left no result (the JUnit testcase name)
 
@@ -31,6 +37,7 @@ class RankView:
     rank: int
     host: str
     doc: dict[str, Any] | None  # the rank JSON, None when none was collected
+    nccl_log: str = ""  # its nccl-rank-<R>.log (NCCL_DEBUG_FILE), "" when none came back
 
 
 def rank_views(run: Any) -> dict[int, RankView]:
@@ -38,7 +45,8 @@ def rank_views(run: Any) -> dict[int, RankView]:
     views: dict[int, RankView] = {}
     for host in run.hosts:
         for rank in host.expected_ranks():
-            views[rank] = RankView(rank, host.host, host.ranks.get(rank))
+            log = (getattr(host, "nccl_logs", None) or {}).get(rank) or ""
+            views[rank] = RankView(rank, host.host, host.ranks.get(rank), log)
     return views
 
 
@@ -187,6 +195,36 @@ def hang_hint(rank: int, views: dict[int, RankView], timeout_s: Any) -> str:
     return " ".join(parts)
 
 
+def pci_address(nccl_bus_id: str) -> str:
+    """NCCL's busId in hex ('60') -> the PCI address ('0000:00:06.0'), as NCCL's int64ToBusId
+    (src/misc/utils.cc) writes it."""
+    value = int(nccl_bus_id, 16)
+    return (
+        f"{value >> 20:04x}:{(value & 0xFF000) >> 12:02x}:{(value & 0xFF0) >> 4:02x}."
+        f"{value & 0xF:x}"
+    )
+
+
+def duplicate_gpu_hint(test: dict[str, Any], view: RankView) -> str | None:
+    """The cause and fix when NCCL refused two ranks on one GPU, from what the rank recorded
+    (its error, torch's "Last error:" in the traceback) or its NCCL log; None otherwise."""
+    details = test.get("details") or {}
+    said = "\n".join([str(test.get("message") or ""), str(details.get("traceback") or "")])
+    match = _DUPLICATE_GPU.search(said) or _DUPLICATE_GPU.search(view.nccl_log)
+    if match is None:
+        return None
+    ranks = sorted({int(match.group(1)), int(match.group(2))})
+    pci = pci_address(match.group(3))
+    return (
+        f"Two ranks share one GPU: ranks {' and '.join(map(str, ranks))} on {view.host} both "
+        f"run on the GPU at PCI {pci} (NCCL: {match.group(0)}), and NCCL allows one rank per "
+        f"GPU. Fix: start no more ranks on {view.host} than it has GPUs (nvidia-smi -L on "
+        f"{view.host}): slots=N in the hostfile, or nccl_nproc_per_node, at most the GPU "
+        "count; and check that CUDA_VISIBLE_DEVICES (nccl_extra_env or the node's environment) "
+        "shows every GPU once."
+    )
+
+
 def link_speeds_mbps(run: Any) -> dict[str, int]:
     """The fabric link speed each host's pre-flight interface check reported, when it did."""
     speeds: dict[str, int] = {}
@@ -253,7 +291,7 @@ def rank_hints(run: Any) -> dict[int, dict[str, str]]:
             elif is_below_threshold(test):
                 mine[name] = bandwidth_hint(test, view.host, speeds)
             elif test.get("status") == "error":
-                mine[name] = hang_hint(rank, views, timeout_s)
+                mine[name] = duplicate_gpu_hint(test, view) or hang_hint(rank, views, timeout_s)
         unfinished = view.doc is None or view.doc.get("status") == "running"
         if lost and (unfinished or not view.doc.get("finished_at")):
             hint = hang_hint(rank, views, timeout_s)

@@ -7,34 +7,30 @@ beside it, so the run directory can be archived as is. Everything that came from
 node is escaped by jinja2's autoescape; only the SVG drawn here (matplotlib escapes its text) is
 inserted as markup. Sections for data other parts may add later (the pairwise matrix, the transport
 each host used) are drawn only when that data is present (contract in docs/design.md).
+A rendering of the judged run (src/nccl_preflight/core/judged_run.py): it judges nothing again and
+reads no other writer's file.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from nccl_preflight.node.files import write_atomically
 
 from . import plots as nccl_plots
-from .bandwidth_expectation import evaluate
 from .hints import link_speeds_mbps
-from .transport_report import analyze_run
-from .verdict import describe
+from .verdict import describe, fold_findings, verdict_document
+
+if TYPE_CHECKING:
+    from .judged_run import JudgedRun
+    from .run_data import RunData
 
 STATUS_ORDER = {"failed": 0, "error": 0, "skipped": 2, "passed": 3}
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-
-
-def preflight_table(run: Any) -> dict[str, Any]:
+def preflight_table(run: RunData) -> dict[str, Any]:
     """Checks as columns (in the order first seen), hosts as rows, a cell per status."""
     checks: list[str] = []
     rows = []
@@ -54,10 +50,9 @@ def preflight_table(run: Any) -> dict[str, Any]:
     return {"checks": checks, "rows": rows}
 
 
-def pairwise(run_dir: Path) -> dict[str, Any] | None:
-    """pairwise.json (src/nccl_preflight/core/pairwise.py: nodes, matrix_busbw_gbps) as a heatmap,
-    when the ranks ran the pairwise rounds."""
-    doc = _read_json(run_dir / "pairwise.json")
+def pairwise(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The pairwise document (src/nccl_preflight/core/pairwise.py, pairwise.json: nodes,
+    matrix_busbw_gbps) as a heatmap, when the ranks ran the pairwise rounds."""
     if not isinstance(doc, dict) or not doc.get("nodes") or not doc.get("matrix_busbw_gbps"):
         return None
     hosts = [str(node.get("host")) for node in doc["nodes"]]
@@ -72,10 +67,11 @@ def pairwise(run_dir: Path) -> dict[str, Any] | None:
     return {"svg": nccl_plots.heatmap_svg(hosts, matrix, unit), "note": note.strip()}
 
 
-def transports(run: Any) -> list[dict[str, Any]]:
-    """Per host, what NCCL used, from the ranks' NCCL INFO logs (nccl_transport_report): the
-    same rows as summary.md's Transport section; none when no rank left an NCCL log to read."""
-    hosts = analyze_run(run)["hosts"]
+def transports(analysis: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per host, what NCCL used, from the ranks' NCCL INFO logs (``analysis``:
+    transport_report.analyze_run): the same rows as summary.md's Transport section; none when
+    no rank left an NCCL log to read."""
+    hosts = analysis["hosts"]
     if not any(row.get("net") for row in hosts):
         return []
     rows = []
@@ -92,7 +88,7 @@ def transports(run: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def busbw_plots(run: Any) -> tuple[list[dict[str, Any]], str]:
+def busbw_plots(run: RunData) -> tuple[list[dict[str, Any]], str]:
     """([{collective, svg}], why there is none)."""
     series = nccl_plots.busbw_series(run)
     if not series:
@@ -116,11 +112,10 @@ def busbw_plots(run: Any) -> tuple[list[dict[str, Any]], str]:
     return plots, ""
 
 
-def expectations(run: Any) -> dict[str, Any]:
-    """Each collective's busbw against the expected (as summary.md; src/nccl_preflight/core/
-    bandwidth_expectation.py): {rows: [{collective, size, measured, expected, percent, verdict,
-    source}], notes: [str]}."""
-    result = evaluate(run)
+def expectations(result: dict[str, Any]) -> dict[str, Any]:
+    """Each collective's busbw against the expected (as summary.md; ``result``:
+    src/nccl_preflight/core/bandwidth_expectation.py's evaluate): {rows: [{collective, size,
+    measured, expected, percent, verdict, source}], notes: [str]}."""
     rows, unjudged = [], {}
     for r in result["collectives"]:
         if r["verdict"] == "not judged":
@@ -150,7 +145,7 @@ def expectations(run: Any) -> dict[str, Any]:
     return {"rows": rows, "notes": notes}
 
 
-def links(run: Any, run_dir: Path) -> list[dict[str, Any]]:
+def links(run: RunData, run_dir: Path) -> list[dict[str, Any]]:
     """Relative links to every rank's log and JSON and each host's own files, when present."""
     rows = []
     for host in run.hosts:
@@ -190,14 +185,14 @@ def predicted_skips(plan: dict[str, Any]) -> dict[str, Any]:
     return {"backend": str(plan.get("backend") or "?"), "skips": skips}
 
 
-def context(
-    run: Any, summary: dict[str, Any], verdict: dict[str, Any], run_dir: Path
-) -> dict[str, Any]:
+def context(judged: JudgedRun, run_dir: Path) -> dict[str, Any]:
     """Everything the template shows; plain data, escaped by the template."""
-    found = verdict.get("findings") or []
+    run = judged.run
+    verdict = verdict_document(judged)
+    folded = fold_findings(judged.findings)
     causes = [
-        {**f, "consequences": [c for c in found if (c.get("cause") or {}).get("id") == f.get("id")]}
-        for f in found
+        {**f, "consequences": folded.consequences_of(f)}
+        for f in folded.heads
         if not f.get("consequence")
     ]
     failing_hosts = list(dict.fromkeys(f["host"] for f in causes if f.get("host")))
@@ -212,21 +207,21 @@ def context(
         "passed": verdict["class"] == "passed",
         "verdict": verdict,
         "verdict_text": describe(verdict["class"]),
-        "check_mode": bool(verdict.get("check_mode")),
+        "check_mode": judged.check_mode,
         "failing_hosts": failing_hosts,
         "causes": causes,
         # Consequences without a pointer (nothing found explains them): listed after the causes.
-        "consequences": [f for f in found if f.get("consequence") and not f.get("cause")],
+        "consequences": [f for f in folded.heads if f.get("consequence")],
         "plan": run.plan,
-        "totals": summary.get("totals", {}),
-        "hosts": summary.get("hosts", []),
+        "totals": judged.totals,
+        "hosts": judged.hosts,
         "predicted": predicted_skips(run.plan or {}),
         "preflight": preflight_table(run),
         "plots": plots,
         "plots_note": plots_note,
-        "expected": expectations(run),
-        "pairwise": pairwise(run_dir),
-        "transports": transports(run),
+        "expected": expectations(judged.expectations),
+        "pairwise": pairwise(judged.pairwise),
+        "transports": transports(judged.transport),
         "links": links(run, run_dir),
         "files": files,
     }
@@ -246,13 +241,8 @@ def render(template: Path, data: dict[str, Any]) -> str:
     return env.get_template(template.name).render(**data)
 
 
-def write_html(
-    run_dir: Path,
-    template: Path,
-    run: Any,
-    summary: dict[str, Any],
-    verdict: dict[str, Any],
-) -> Path:
+def write_html(run_dir: Path, template: Path, judged: JudgedRun) -> Path:
+    """run_dir/report.html: the template rendered from the judged run."""
     path = run_dir / "report.html"
-    write_atomically(path, render(template, context(run, summary, verdict, run_dir)))
+    write_atomically(path, render(template, context(judged, run_dir)))
     return path

@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Turn the collected files of one run (reports/<run-id>/) into JUnit for Jenkins.
 
-Pure functions, used by library/nccl_report.py on the control machine. The input layout and the
-rank result JSON are the contracts in docs/design.md; src/nccl_preflight/core/run_data.py reads them
-and src/nccl_preflight/core/summary.py writes the summary (both re-exported here, the module's
-interface). JUnit is built with junit-xml and then trimmed to what the Jenkins xunit schema
-(jenkins-junit.xsd) accepts: no ``disabled`` or ``skipped`` on ``testsuites``, suite times with at
-most 3 decimals, no empty suites, no attribute the schema does not know.
+Pure functions on the control machine. The input layout and the rank result JSON are the contracts
+in docs/design.md; src/nccl_preflight/core/run_data.py reads them (re-exported here, the module's
+interface). build_suites judges every rank into its testcases, once per report
+(src/nccl_preflight/core/judged_run.py); write_report renders the judged run's suites, with
+summary.md and pairwise.json beside them. JUnit is built with junit-xml and then trimmed to what
+the Jenkins xunit schema (jenkins-junit.xsd) accepts: no ``disabled`` or ``skipped`` on
+``testsuites``, suite times with at most 3 decimals, no empty suites, no attribute the schema does
+not know.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import xml.dom.minidom
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nccl_preflight.node.files import write_atomically
 
@@ -30,12 +32,8 @@ from .run_data import (  # noqa: F401 - part of this module's interface
     RunData,
     read_run,
 )
-from .run_stop import run_stop
-from .summary import (  # noqa: F401 - part of this module's interface
-    bandwidth_table,
-    predicted_skip_lines,
-    summarize,
-)
+from .run_stop import RunStop
+from .summary import predicted_skip_lines  # noqa: F401 - part of this module's interface
 from .text import (  # noqa: F401 - part of this module's interface
     LOG_TAIL_CHARS,
     LOG_TAIL_LINES,
@@ -46,6 +44,9 @@ from .text import (  # noqa: F401 - part of this module's interface
     tail,
 )
 from .transport_report import add_transport_cases
+
+if TYPE_CHECKING:
+    from .judged_run import JudgedRun
 
 try:
     from junit_xml import TestCase, TestSuite
@@ -350,9 +351,9 @@ def rank_suite(
     )
 
 
-def stop_text(run: RunData) -> str | None:
-    """ "the run stopped at <stage>: <cause>" (src/nccl_preflight/core/run_stop.py), or None."""
-    stop = run_stop(run)
+def stop_text(stop: RunStop | None) -> str | None:
+    """ "the run stopped at <stage>: <cause>" of ``stop`` (src/nccl_preflight/core/run_stop.py),
+    or None."""
     return f"the run stopped at {stop.stage}: {stop.cause}" if stop else None
 
 
@@ -412,9 +413,20 @@ class SuiteFile:
     rank: int | None = None
 
 
-def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
-    """Every suite of the run: per host the pre-flight suite, then one per rank."""
-    stopped = stop_text(run)
+def build_suites(
+    run: RunData,
+    *,
+    stop: RunStop | None,
+    transport: dict[str, Any],
+    pairwise: dict[str, Any] | None,
+    expectations: dict[str, Any],
+    expect_ranks: bool = True,
+) -> list[SuiteFile]:
+    """Every suite of the run: per host the pre-flight suite, then one per rank (with its
+    ``transport`` testcase), the pairwise and the bandwidth suites. The run's other judgements
+    come in: ``stop`` (run_stop), ``transport`` (analyze_run), ``pairwise`` (pairwise_document),
+    ``expectations`` (bandwidth_expectation.evaluate)."""
+    stopped = stop_text(stop)
     missing_by: dict[int, list[int]] = {}
     for host in run.hosts:
         for rank, result in host.ranks.items():
@@ -434,9 +446,9 @@ def build_suites(run: RunData, expect_ranks: bool = True) -> list[SuiteFile]:
         for rank in host.expected_ranks():
             suite = rank_suite(host, rank, stopped, missing_by.get(rank), hints.get(rank))
             files.append(SuiteFile(f"junit/rank-{rank}.xml", suite, "rank", host.host, rank))
-    add_transport_cases(run, files)  # a `transport` testcase per rank (nccl_transport_report)
-    files += [SuiteFile(p, s, "pairwise", h) for p, s, h in pairwise_suites(run)]
-    files += [SuiteFile(p, s, "bandwidth", h) for p, s, h in expectation_suites(run)]
+    add_transport_cases(transport, files)  # a `transport` testcase per rank
+    files += [SuiteFile(p, s, "pairwise", h) for p, s, h in pairwise_suites(pairwise)]
+    files += [SuiteFile(p, s, "bandwidth", h) for p, s, h in expectation_suites(expectations)]
     if (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):
         case = TestCase("ranks planned", classname="nccl.run")
         case.add_error_info(
@@ -522,10 +534,10 @@ def point_latest(report_root: Path, run_id: str) -> None:
     os.replace(tmp, link)
 
 
-def write_report(
-    report_dir: Path, run: RunData, files: list[SuiteFile], summary: dict[str, Any]
-) -> list[str]:
-    """Write junit/*.xml, junit.xml and summary.md; return the written paths."""
+def write_report(report_dir: Path, judged: JudgedRun, markdown: str) -> list[str]:
+    """Write the judged run's junit/*.xml, junit.xml, summary.md (``markdown``) and
+    pairwise.json; return the written paths."""
+    files = judged.suites
     written = []
     junit_dir = report_dir / "junit"
     if junit_dir.is_dir():
@@ -538,11 +550,11 @@ def write_report(
         report_dir / "junit.xml",
         suites_to_xml(
             [f.suite for f in files],
-            name=f"nccl-preflight {run.run_id}"
-            + (" (check mode)" if summary.get("check_mode") else ""),
+            name=f"nccl-preflight {judged.run.run_id}"
+            + (" (check mode)" if judged.check_mode else ""),
         ),
     )
-    _write_atomic(report_dir / "summary.md", summary["markdown"])
+    _write_atomic(report_dir / "summary.md", markdown)
     written += [str(report_dir / "junit.xml"), str(report_dir / "summary.md")]
-    written += write_pairwise(report_dir, run)
+    written += write_pairwise(report_dir, judged.pairwise)
     return written

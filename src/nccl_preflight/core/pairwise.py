@@ -27,12 +27,15 @@ import re
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nccl_preflight.node.files import write_atomically
 
 from .bandwidth_expectation import fabric_expectation, settings
-from .rdma_expect import used_by_host
+from .rdma_expect import NicsUsed, used_by_host
+
+if TYPE_CHECKING:
+    from .run_data import RunData
 
 try:
     from junit_xml import TestCase, TestSuite
@@ -368,21 +371,22 @@ def relaunch_ranks(report_dir: Path | None, host: str) -> dict[int, dict[str, An
     return found
 
 
-def _pairwise_tests(run: Any) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+def _pairwise_tests(run: RunData) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
     """(global rank, details) of every rank's pairwise test that measured something, and
     whether they come from the relaunch (used only when the run itself has none)."""
     found = [t for host in run.hosts for t in pairwise_tests(host.ranks)]
     if found:
         return found, False
-    report_dir = getattr(run, "report_dir", None)
-    found = [t for host in run.hosts for t in pairwise_tests(relaunch_ranks(report_dir, host.host))]
+    found = [
+        t for host in run.hosts for t in pairwise_tests(relaunch_ranks(run.report_dir, host.host))
+    ]
     return found, bool(found)
 
 
-def pairwise_document(run: Any) -> dict[str, Any] | None:
+def pairwise_document(run: RunData, used: NicsUsed | None = None) -> dict[str, Any] | None:
     """pairwise.json of a run (docs/design.md), or None when no rank ran the pairwise phase.
 
-    `run` is nccl_junit.RunData: .run_id, .hosts (.host, .node_rank, .ranks)."""
+    ``used``: rdma_expect.used_by_host(run), read here when not given."""
     tests, relaunched = _pairwise_tests(run)
     if not tests:
         return None
@@ -415,7 +419,7 @@ def pairwise_document(run: Any) -> dict[str, Any] | None:
                 cells[i][j] = value if old is None else min(old, value)
         return cells
 
-    expected, source = _pair_expectation(run, n_rails)
+    expected, source = _pair_expectation(run, n_rails, used)
     reference = verdict["reference_busbw_gbps"]
     for pair in verdict["pairs"]:
         pair["percent_of_expected"] = _percent(pair.get("busbw_gbps"), expected)
@@ -455,14 +459,15 @@ def _with_trigger_source(why: str, plan: dict[str, Any] | None) -> str:
     return why
 
 
-def _pair_expectation(run: Any, rails: int) -> tuple[float | None, str]:
+def _pair_expectation(run: RunData, rails: int, used: NicsUsed | None) -> tuple[float | None, str]:
     """What a pair should reach each way: nccl_expected_busbw's send_recv, else the fabric (an
     RDMA figure shared out over the rails that run at once)."""
     conf = settings(run.plan)
     explicit = (conf["expected_busbw"] or {}).get("send_recv")
     if explicit is not None:
         return float(explicit), "nccl_expected_busbw send_recv"
-    return fabric_expectation(run.plan, float(conf["efficiency"]), used_by_host(run), rails)
+    used = used_by_host(run) if used is None else used
+    return fabric_expectation(run.plan, float(conf["efficiency"]), used, rails)
 
 
 def _host_label(host: str) -> str:
@@ -484,9 +489,9 @@ def _row_text(doc: dict[str, Any], verdict: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def pairwise_suites(run: Any) -> list[tuple[str, Any, str]]:
-    """[(path, TestSuite, host)]: junit/pairwise.xml, a `pairwise` testcase per node."""
-    doc = pairwise_document(run)
+def pairwise_suites(doc: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
+    """[(path, TestSuite, host)]: junit/pairwise.xml, a `pairwise` testcase per node of the
+    pairwise document ``doc`` (pairwise_document)."""
     if doc is None or TestSuite is None:
         return []
     cases = []
@@ -513,9 +518,9 @@ def pairwise_suites(run: Any) -> list[tuple[str, Any, str]]:
     return [("junit/pairwise.xml", TestSuite("pairwise", cases, properties=props), "")]
 
 
-def pairwise_markdown(run: Any) -> list[str]:
-    """summary.md's pairwise part: the node x node matrix (slowest rail) and the verdicts."""
-    doc = pairwise_document(run)
+def pairwise_markdown(doc: dict[str, Any] | None) -> list[str]:
+    """summary.md's pairwise part of the pairwise document ``doc``: the node x node matrix
+    (slowest rail) and the verdicts."""
     if doc is None:
         return []
     names = [n["host"] for n in doc["nodes"]]
@@ -555,9 +560,9 @@ def _cell(value: float | None, expected: float | None) -> str:
     return _fmt(value) + ("" if percent is None else f" ({percent:g}%)")
 
 
-def write_pairwise(report_dir: Path, run: Any) -> list[str]:
-    """reports/<run-id>/pairwise.json when the run has pairwise rounds; the written paths."""
-    doc = pairwise_document(run)
+def write_pairwise(report_dir: Path, doc: dict[str, Any] | None) -> list[str]:
+    """reports/<run-id>/pairwise.json of the pairwise document ``doc`` when the run has pairwise
+    rounds; the written paths."""
     path = Path(report_dir) / "pairwise.json"
     if doc is None:
         if path.is_file():

@@ -16,7 +16,10 @@ from __future__ import annotations
 import io
 import re
 import statistics
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .run_data import RunData
 
 MATPLOTLIB_IMPORT_ERROR: ImportError | None
 try:
@@ -29,7 +32,7 @@ else:
 _SVG_PROLOGUE = re.compile(r"^.*?(?=<svg\b)", re.S)
 
 
-def busbw_series(run: Any) -> dict[str, dict[int, list[tuple[int, float]]]]:
+def busbw_series(run: RunData) -> dict[str, dict[int, list[tuple[int, float]]]]:
     """{collective: {size_bytes: [(rank, busbw GB/s)]}} over every rank that measured it."""
     series: dict[str, dict[int, list[tuple[int, float]]]] = {}
     for host in run.hosts:
@@ -47,7 +50,7 @@ def busbw_series(run: Any) -> dict[str, dict[int, list[tuple[int, float]]]]:
     return series
 
 
-def thresholds(run: Any) -> dict[str, float]:
+def thresholds(run: RunData) -> dict[str, float]:
     """{collective: required busbw GB/s} as the ranks recorded it (--min-busbw, --min-busbw-for)."""
     found: dict[str, float] = {}
     for host in run.hosts:

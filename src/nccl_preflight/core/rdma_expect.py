@@ -27,9 +27,13 @@ the pairwise rounds' trigger; the NCCL log parser is imported where the logs are
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .run_data import RunData
 
 HostFigure = tuple[float | None, str, int]  # (Gb/s or None, where it comes from, NICs)
+NicsUsed = dict[str, tuple[list[str], list[int]]]  # used_by_host: {host: nics_used(...)}
 
 
 def nics_used(parsed_logs: Iterable[dict[str, Any]]) -> tuple[list[str], list[int]]:
@@ -53,12 +57,12 @@ def nics_used(parsed_logs: Iterable[dict[str, Any]]) -> tuple[list[str], list[in
     return sorted(set(named), key=named.index), [i for i in indexes if i not in names]
 
 
-def used_by_host(run: Any) -> dict[str, tuple[list[str], list[int]]]:
-    """{host: nics_used(...)} from every rank's NCCL log of a run (nccl_junit.RunData); only
+def used_by_host(run: RunData) -> NicsUsed:
+    """{host: nics_used(...)} from every rank's NCCL log of a run; only
     the hosts plan.json gives RDMA ports are read (the others' figure is their link speed)."""
     from .transport import parse_nccl_log  # here: see the top
 
-    found: dict[str, tuple[list[str], list[int]]] = {}
+    found: NicsUsed = {}
     rdma_hosts = {str(h.get("host")) for h in run.plan.get("hosts") or [] if h.get("rdma")}
     for host in run.hosts:
         if host.host not in rdma_hosts:

@@ -3,6 +3,9 @@
 """Build the JUnit files, summary.md, verdict.json and report.html of one run: the report play's
 one step, run in the controller's own process (plugins/action/nccl_report.py) or as the module
 library/nccl_report.py (same options, same result).
+
+The run is read once and judged once (src/nccl_preflight/core/judged_run.py); every file written
+here is a rendering of that one JudgedRun.
 """
 
 from __future__ import annotations
@@ -12,15 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from .console import console_lines
-from .junit import (
-    JUNIT_XML_IMPORT_ERROR,
-    build_suites,
-    point_latest,
-    read_run,
-    summarize,
-    write_report,
-)
-from .verdict import build_verdict, write_verdict
+from .judged_run import JudgedRun, judge_run
+from .junit import JUNIT_XML_IMPORT_ERROR, point_latest, read_run, write_report
+from .summary import summarize
+from .verdict import verdict_document, write_verdict
 
 ARGUMENT_SPEC: dict[str, dict] = {
     "report_root": {"type": "path", "required": True},
@@ -48,15 +46,17 @@ def resolve_run_dir(report_root: Path, run_id: str, fallback_to_latest: bool) ->
     return None
 
 
-def _write(p: dict, run_dir: Path, run: Any, files: Any, summary: dict, verdict: dict) -> tuple:
+def _write(
+    p: dict[str, Any], run_dir: Path, judged: JudgedRun, markdown: str, verdict: dict[str, Any]
+) -> tuple[list[str], str]:
     """Write the report files; -> (written paths, report.html path or "")."""
-    written = write_report(run_dir, run, files, summary)
+    written = write_report(run_dir, judged, markdown)
     written.append(str(write_verdict(run_dir, verdict)))
     html = ""
     if p["html_template"]:
         from .html import write_html  # imports matplotlib: only here
 
-        html = str(write_html(run_dir, Path(p["html_template"]), run, summary, verdict))
+        html = str(write_html(run_dir, Path(p["html_template"]), judged))
         written.append(html)
     if p["update_latest"]:
         point_latest(Path(p["report_root"]), run_dir.name)
@@ -84,16 +84,19 @@ def run_report(p: dict, check_mode: bool) -> dict:
             "report_root": str(report_root),
             "run_id": run_id,
         }
-    run = read_run(run_dir)
-    files = build_suites(run, expect_ranks=p["expect_ranks"])
-    summary = summarize(run, files, check_mode=p["run_check_mode"])
-    verdict = build_verdict(run, files, summary, check_mode=p["run_check_mode"])
-    written, html = _write(p, run_dir, run, files, summary, verdict) if not check_mode else ([], "")
+    judged = judge_run(
+        read_run(run_dir), expect_ranks=p["expect_ranks"], check_mode=p["run_check_mode"]
+    )
+    summary = summarize(judged)
+    verdict = verdict_document(judged)
+    written, html = (
+        _write(p, run_dir, judged, summary["markdown"], verdict) if not check_mode else ([], "")
+    )
     if p["verdict_copy"]:
         write_verdict(Path(p["verdict_copy"]), verdict, name="")
     result = {
         "changed": bool(written),
-        "run_id": run.run_id,
+        "run_id": judged.run_id,
         "report_dir": str(run_dir),
         "junit": str(run_dir / "junit.xml"),
         "files": written,

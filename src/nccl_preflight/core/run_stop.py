@@ -18,7 +18,10 @@ points those ranks at the causing findings.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from .run_data import RunData
 
 ENVIRONMENT_CHECK = "environment"  # src/nccl_preflight/core/env_findings.py
 UNREACHABLE_CHECK = "host reachable"  # the verdict's and the JUnit's test of such a host
@@ -38,7 +41,7 @@ def _short(text: str) -> str:
     return first if len(first) <= _CAUSE_TEXT_MAX else first[: _CAUSE_TEXT_MAX - 3] + "..."
 
 
-def root_failures(run: Any) -> list[dict[str, Any]]:
+def root_failures(run: RunData) -> list[dict[str, Any]]:
     """Every failed or erroneous pre-flight result that is no consequence of another, in host
     order."""
     return [
@@ -49,7 +52,7 @@ def root_failures(run: Any) -> list[dict[str, Any]]:
     ]
 
 
-def run_stop(run: Any) -> RunStop | None:
+def run_stop(run: RunData) -> RunStop | None:
     """The stage that stopped ``run`` before any rank started, or None (module docstring)."""
     env = [r for r in root_failures(run) if r.get("check") == ENVIRONMENT_CHECK]
     if env:

@@ -3,9 +3,9 @@
 """The summary of one run (summary.md and the module's result): hosts, bandwidth, problems,
 verdict.
 
-Pure functions over what src/nccl_preflight/core/run_data.py read (RunData) and
-src/nccl_preflight/core/junit.py built (SuiteFile); a failed or erroneous testcase anywhere fails
-the run.
+host_rows, bandwidth_table and suite_totals are part of the judgement
+(src/nccl_preflight/core/judged_run.py: a failed or erroneous testcase anywhere fails the run);
+summarize renders the judged run, judging nothing again.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from .bandwidth_expectation import expectation_markdown, expected_figures
 from .pairwise import pairwise_markdown
-from .run_data import RunData
 from .text import md_escape
-from .transport_report import analyze_run, transport_lines
-from .verdict import findings
+from .transport_report import transport_lines
+from .verdict import fold_findings
 
 if TYPE_CHECKING:  # only in annotations: nccl_junit imports this module
     from junit_xml import TestSuite
 
+    from .judged_run import JudgedRun
     from .junit import SuiteFile
+    from .run_data import RunData
 
 
 def _counts(suite: TestSuite) -> dict[str, int]:
@@ -61,17 +62,18 @@ def folded_problem_lines(
     problems: list[tuple[tuple[Any, ...], str]], found: list[dict[str, Any]]
 ) -> list[str]:
     """summary.md's problems: each cause, the lines of its consequences indented under it
-    (verdict.json's ``cause``); a line whose cause has no line of its own stays on top."""
+    (verdict.fold_findings); a line whose cause has no line of its own stays on top."""
     by_key = {(f["host"], f["rank"], f["test"]): f for f in found}
+    folded = fold_findings(found)
+    heads = {id(f) for f in folded.heads}
     under: dict[str, list[str]] = {}
     top: list[tuple[str, str]] = []  # (the finding's id or "", line)
     for key, line in problems:
-        finding = by_key.get(key) or {}
-        cause = finding.get("cause") or {}
-        if cause:
-            under.setdefault(cause["id"], []).append(line)
+        finding = by_key.get(key)
+        if finding is not None and id(finding) not in heads:
+            under.setdefault(finding["cause"]["id"], []).append(line)
         else:
-            top.append((finding.get("id", ""), line))
+            top.append(((finding or {}).get("id", ""), line))
     shown = {fid for fid, _ in top if fid}
     lines = []
     for fid, line in top:
@@ -83,8 +85,9 @@ def folded_problem_lines(
     return lines
 
 
-def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
-    """busbw per collective at its largest measured size, over the ranks that measured it."""
+def bandwidth_table(run: RunData, expectations: dict[str, Any]) -> list[dict[str, Any]]:
+    """busbw per collective at its largest measured size, over the ranks that measured it, with
+    its share of the expected figure (``expectations``: bandwidth_expectation.evaluate)."""
     per_test: dict[str, dict[int, list[tuple[int, float]]]] = {}
     for host in run.hosts:
         for rank, result in host.ranks.items():
@@ -95,7 +98,7 @@ def bandwidth_table(run: RunData) -> list[dict[str, Any]]:
                     per_test.setdefault(str(test.get("name")), {}).setdefault(
                         int(row["size_bytes"]), []
                     ).append((rank, float(row.get("rank_busbw_gbps", row["busbw_gbps"]))))
-    figures, min_bytes = expected_figures(run) if per_test else ({}, 0)
+    figures, min_bytes = expected_figures(expectations) if per_test else ({}, 0)
     table = []
     for name in sorted(per_test):
         size = max(per_test[name])
@@ -235,38 +238,38 @@ def _bandwidth_lines(bandwidth: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def summarize(run: RunData, files: list[SuiteFile], check_mode: bool = False) -> dict[str, Any]:
-    """Host table, bandwidth table, problems, verdict; and the same as Markdown.
-
-    ``check_mode``: the run was ``ansible-playbook --check`` (only reads on the nodes); the
-    summary says so and carries ``check_mode: true``."""
-    keyed: list[tuple[tuple[Any, ...], str]] = []
+def suite_totals(files: list[SuiteFile]) -> dict[str, int]:
+    """Tests, failures, errors and skipped over every suite."""
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for item in files:
         for key, value in _counts(item.suite).items():
             totals[key] += value
-        keyed += _problems(item)
-    problems = [line for _, line in keyed]
-    hosts = host_rows(run, files)
-    failed = totals["failures"] + totals["errors"] > 0 or not files
-    bandwidth = bandwidth_table(run)
+    return totals
 
-    lines = _header_lines(run, totals, failed, check_mode)
-    lines += _host_table_lines(hosts) + _bandwidth_lines(bandwidth)
-    lines += transport_lines(run)
-    lines += expectation_markdown(run) + pairwise_markdown(run)
+
+def summarize(judged: JudgedRun) -> dict[str, Any]:
+    """Host table, bandwidth table, problems, verdict of the judged run; and the same as
+    Markdown. A check-mode run (``ansible-playbook --check``: only reads on the nodes) says so
+    and carries ``check_mode: true``."""
+    run, totals = judged.run, judged.totals
+    keyed = [problem for item in judged.suites for problem in _problems(item)]
+    problems = [line for _, line in keyed]
+    lines = _header_lines(run, totals, judged.failed, judged.check_mode)
+    lines += _host_table_lines(judged.hosts) + _bandwidth_lines(judged.bandwidth)
+    lines += transport_lines(judged.transport)
+    lines += expectation_markdown(judged.expectations) + pairwise_markdown(judged.pairwise)
     lines += predicted_skip_lines(run.plan)
     if problems:
         # Each cause, the problems that are its consequences indented under it.
         lines += ["", "Problems:", ""]
-        lines += folded_problem_lines(keyed, findings(run, files))
+        lines += folded_problem_lines(keyed, judged.findings)
     return {
-        "verdict": "failed" if failed else "passed",
-        "check_mode": check_mode,
+        "verdict": "failed" if judged.failed else "passed",
+        "check_mode": judged.check_mode,
         "totals": totals,
-        "hosts": hosts,
-        "bandwidth": bandwidth,
+        "hosts": judged.hosts,
+        "bandwidth": judged.bandwidth,
         "problems": problems,
-        "transport": analyze_run(run)["hosts"],
+        "transport": judged.transport["hosts"],
         "markdown": "\n".join(lines) + "\n",
     }

@@ -16,9 +16,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .transport import describe, net_kind, parse_nccl_log
+
+if TYPE_CHECKING:
+    from .junit import SuiteFile
+    from .run_data import HostData, RunData
 
 try:
     from junit_xml import TestCase
@@ -43,14 +47,14 @@ def read_nccl_logs(host_dir: Path) -> dict[Any, str]:
     return logs
 
 
-def _expectation(run: Any, host: Any) -> dict[str, str]:
+def _expectation(run: RunData, host: HostData) -> dict[str, str]:
     for row in run.plan.get("hosts") or []:
         if str(row.get("host")) == host.host and isinstance(row.get("expect_net"), dict):
             return row["expect_net"]
     return {"expect": "any", "reason": "plan.json says nothing about the network to expect"}
 
 
-def _likely_causes(host: Any, parsed: dict[str, Any]) -> list[str]:
+def _likely_causes(host: HostData, parsed: dict[str, Any]) -> list[str]:
     causes = []
     for item in (host.preflight or {}).get("results") or []:
         if item.get("check") in CAUSE_CHECKS and item.get("status") == "failed":
@@ -72,7 +76,7 @@ def _net_line(parsed: dict[str, Any]) -> str:
     return parsed.get("net_line") or f"Using network {parsed.get('net')}"
 
 
-def _skip_reason(host: Any, rank: int, log: str | None, plan_backend: Any) -> str:
+def _skip_reason(host: HostData, rank: int, log: str | None, plan_backend: Any) -> str:
     result = host.ranks.get(rank) or {}
     backend = result.get("backend") or plan_backend
     if backend and backend != "nccl":
@@ -88,7 +92,9 @@ def _skip_reason(host: Any, rank: int, log: str | None, plan_backend: Any) -> st
     return ""
 
 
-def _judge_rank(host: Any, rank: int, parsed: dict, expect: dict, nnodes: int) -> dict[str, Any]:
+def _judge_rank(
+    host: HostData, rank: int, parsed: dict, expect: dict, nnodes: int
+) -> dict[str, Any]:
     where = f"rank {rank} on {host.host}"
     text = describe(parsed)
     kind = parsed.get("net_kind")
@@ -118,7 +124,7 @@ def _judge_rank(host: Any, rank: int, parsed: dict, expect: dict, nnodes: int) -
     return {"status": "failed", "message": message}
 
 
-def analyze_run(run: Any) -> dict[str, Any]:
+def analyze_run(run: RunData) -> dict[str, Any]:
     """{"ranks": {rank: verdict}, "hosts": [{host, line, net, expect, ...}]} for a run."""
     plan_backend = run.plan.get("backend")
     nnodes = len(run.plan.get("hosts") or []) or len(run.hosts)
@@ -126,7 +132,7 @@ def analyze_run(run: Any) -> dict[str, Any]:
     hosts = []
     nets: dict[str, str] = {}
     for host in run.hosts:
-        logs = getattr(host, "nccl_logs", {}) or {}
+        logs = host.nccl_logs or {}
         expect = _expectation(run, host)
         parsed_by_rank = {}
         for rank in host.expected_ranks():
@@ -175,7 +181,7 @@ def _host_row(host, parsed_by_rank, ranks, expect, net) -> dict[str, Any]:
     }
 
 
-def _name_odd_networks(run: Any, ranks: dict[int, dict], nets: dict[str, str]) -> None:
+def _name_odd_networks(run: RunData, ranks: dict[int, dict], nets: dict[str, str]) -> None:
     """Nodes that used different networks: the ones off the most common network fail."""
     if len(set(nets.values())) < 2:
         return
@@ -208,20 +214,19 @@ def transport_case(verdict: dict[str, Any], classname: str) -> Any:
     return case
 
 
-def add_transport_cases(run: Any, files: list[Any]) -> dict[str, Any]:
-    """Append a ``transport`` testcase to every rank suite that has a verdict."""
-    analysis = analyze_run(run)
+def add_transport_cases(analysis: dict[str, Any], files: list[SuiteFile]) -> None:
+    """Append a ``transport`` testcase to every rank suite that has a verdict in ``analysis``
+    (analyze_run)."""
     for item in files:
         if item.kind != "rank" or item.rank not in analysis["ranks"]:
             continue
         classname = item.suite.test_cases[0].classname if item.suite.test_cases else ""
         item.suite.test_cases.append(transport_case(analysis["ranks"][item.rank], classname))
-    return analysis
 
 
-def transport_lines(run: Any) -> list[str]:
-    """summary.md: one line per host saying what NCCL used (nothing when no rank ran NCCL)."""
-    analysis = analyze_run(run)
+def transport_lines(analysis: dict[str, Any]) -> list[str]:
+    """summary.md: one line per host of ``analysis`` (analyze_run) saying what NCCL used
+    (nothing when no rank ran NCCL)."""
     if not analysis["hosts"]:
         return []
     return ["", "Transport (what NCCL used, from its INFO log):", ""] + [

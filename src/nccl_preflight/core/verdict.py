@@ -2,23 +2,31 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The verdict of one run: every finding with its host, what and fix, and the run's exit class.
 
-Pure functions over what src/nccl_preflight/core/junit.py read and built (RunData, SuiteFile); the
-result is reports/<run-id>/verdict.json (schema in docs/design.md) and the first section of
-report.html. The class table lives in src/nccl_preflight/core/exit_classes.py.
+Pure functions over what src/nccl_preflight/core/run_data.py read (RunData) and
+src/nccl_preflight/core/junit.py built (SuiteFile), called once per report by
+src/nccl_preflight/core/judged_run.py; verdict_document renders reports/<run-id>/verdict.json
+(schema in docs/design.md), and fold_findings is the one folding of consequences under their
+causes that summary.md, report.html and the console show. The class table lives in
+src/nccl_preflight/core/exit_classes.py.
 """
 
 from __future__ import annotations
 
 import json
-import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nccl_preflight.node.files import write_atomically
 
-from .exit_classes import BY_NAME, code_table, most_severe
+from .exit_classes import BY_NAME, ExitClass, code_table, most_severe
 from .hints import is_below_threshold
-from .run_stop import UNREACHABLE_CHECK, run_stop
+from .run_stop import UNREACHABLE_CHECK, RunStop
+
+if TYPE_CHECKING:
+    from .judged_run import JudgedRun
+    from .junit import SuiteFile
+    from .run_data import HostData, RunData
 
 VERDICT_SCHEMA = 1
 _HINT = " Hint: "
@@ -32,7 +40,7 @@ def split_hint(message: str) -> tuple[str, str]:
     return what, fix
 
 
-def _preflight_findings(run: Any) -> list[dict[str, Any]]:
+def _preflight_findings(run: RunData) -> list[dict[str, Any]]:
     found = []
     for host in run.hosts:
         if not host.reachable:
@@ -76,8 +84,15 @@ def _preflight_findings(run: Any) -> list[dict[str, Any]]:
     return found
 
 
-def _rank_class(run: Any, host: Any, test: dict[str, Any] | None, kind: str) -> tuple[str, bool]:
-    """(class, consequence) of one failed or erroneous rank testcase."""
+def _rank_class(
+    run: RunData | None,
+    host: HostData | None,
+    test: dict[str, Any] | None,
+    kind: str,
+    stop: RunStop | None = None,
+) -> tuple[str, bool]:
+    """(class, consequence) of one failed or erroneous rank testcase (``stop``: what stopped the
+    run before its ranks started, src/nccl_preflight/core/run_stop.py)."""
     if test is not None and test.get("status") == "failed":
         if is_below_threshold(test):
             return "bandwidth", False
@@ -85,15 +100,17 @@ def _rank_class(run: Any, host: Any, test: dict[str, Any] | None, kind: str) -> 
             return "rank_lost", False
         return "wrong_data", False
     if kind == "never started":
-        skipped = str(run.plan.get("launch_skipped") or "")
-        if not host.reachable or skipped.startswith("static rendezvous"):
+        skipped = str(run.plan.get("launch_skipped") or "") if run is not None else ""
+        if (host is not None and not host.reachable) or skipped.startswith("static rendezvous"):
             return "unreachable", True
-        if skipped or run_stop(run) is not None:  # _link_causes gives it its cause's class
+        if skipped or stop is not None:  # _link_causes gives it its cause's class
             return "preflight_failed", True
     return "rank_lost", False
 
 
-def _rank_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
+def _rank_findings(
+    run: RunData, files: list[SuiteFile], stop: RunStop | None
+) -> list[dict[str, Any]]:
     hosts = {h.host: h for h in run.hosts}
     found = []
     for item in files:
@@ -107,7 +124,7 @@ def _rank_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
                 what, fix = split_hint(str(info.get("message") or ""))
                 kind = str(info.get("type") or "")
                 cls, consequence = (
-                    _rank_class(run, host, tests.get(case.name), kind)
+                    _rank_class(run, host, tests.get(case.name), kind, stop)
                     if host is not None
                     else ("rank_lost", False)
                 )
@@ -132,35 +149,28 @@ def _rank_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _pairwise_findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
-    """A slow node of the pairwise rounds (junit/pairwise.xml failure) names its host."""
-    labels = {"pairwise." + _label(h.host): h.host for h in run.hosts}
+def _pairwise_findings(pairwise: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A slow node of the pairwise rounds, or one whose pair timed out, names its host
+    (``pairwise``: src/nccl_preflight/core/pairwise.py's document, pairwise.json)."""
     found = []
-    for item in files:
-        if item.kind != "pairwise":
+    for verdict in (pairwise or {}).get("verdicts") or []:
+        if verdict.get("status") not in ("slow", "timed out"):
             continue
-        for case in item.suite.test_cases:
-            for info in case.failures:
-                what, fix = split_hint(str(info.get("message") or ""))
-                timed_out = info.get("type") == "pair timed out"
-                host = labels.get(str(case.classname), str(case.classname))
-                found.append(
-                    {
-                        "id": finding_id("pairwise", host, case.name),
-                        "class": "rank_lost" if timed_out else "bandwidth",
-                        "host": host,
-                        "rank": None,
-                        "test": case.name,
-                        "what": what or "slow node",
-                        "fix": fix or "see junit/pairwise.xml: the node's pairs and rails",
-                        "consequence": False,
-                    }
-                )
+        what, fix = split_hint(str(verdict.get("message") or ""))
+        host = str(verdict["host"])
+        found.append(
+            {
+                "id": finding_id("pairwise", host, "pairwise"),
+                "class": "rank_lost" if verdict["status"] == "timed out" else "bandwidth",
+                "host": host,
+                "rank": None,
+                "test": "pairwise",
+                "what": what or "slow node",
+                "fix": fix or "see junit/pairwise.xml: the node's pairs and rails",
+                "consequence": False,
+            }
+        )
     return found
-
-
-def _label(host: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", host)  # as nccl_pairwise's classnames
 
 
 TWO_NODES = (
@@ -170,7 +180,7 @@ TWO_NODES = (
 )
 
 
-def _two_nodes(run: Any, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _two_nodes(run: RunData, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """On two nodes, a lost rank's finding says why no node is named (issue 14, item 3)."""
     if len(run.hosts) != 2:
         return found
@@ -184,13 +194,14 @@ def finding_id(*parts: str) -> str:
     return "/".join(parts)
 
 
-def _rank_cause(run: Any, finding: dict[str, Any], causes: dict[str, Any]) -> str | None:
+def _rank_cause(
+    run: RunData, stop: RunStop | None, finding: dict[str, Any], causes: dict[str, Any]
+) -> str | None:
     """The id of the finding that kept a rank from starting: its own host's part in what
     stopped the run, else the most severe of the others (src/nccl_preflight/core/run_stop.py)."""
     host = next((h for h in run.hosts if h.host == finding["host"]), None)
     if host is not None and not host.reachable:
         return finding_id(host.host, UNREACHABLE_CHECK)
-    stop = run_stop(run)
     ids = [finding_id(h, check) for h, check in (stop.causes if stop else [])]
     own = [i for i in ids if i in causes and causes[i]["host"] == finding["host"]]
     order = list(code_table())
@@ -198,7 +209,9 @@ def _rank_cause(run: Any, finding: dict[str, Any], causes: dict[str, Any]) -> st
     return (own + others + [None])[0]
 
 
-def _link_causes(run: Any, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _link_causes(
+    run: RunData, stop: RunStop | None, found: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Every consequence gets ``cause: {id, host, test}`` and its cause's class; a finding whose
     cause is not among the findings is a cause of its own. A rank that never started keeps its
     class and no pointer when nothing found explains it."""
@@ -208,7 +221,8 @@ def _link_causes(run: Any, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not f["consequence"]:
             linked.append({**f, "cause": None})
             continue
-        cause = causes.get(f["cause"] if f["rank"] is None else _rank_cause(run, f, causes))
+        rank_cause = None if f["rank"] is None else _rank_cause(run, stop, f, causes)
+        cause = causes.get(f["cause"] if f["rank"] is None else rank_cause)
         if cause is None:
             linked.append({**f, "cause": None, "consequence": f["rank"] is not None})
             continue
@@ -217,36 +231,74 @@ def _link_causes(run: Any, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return linked
 
 
-def findings(run: Any, files: list[Any]) -> list[dict[str, Any]]:
-    """Every finding, most severe class first, causes before consequences, in host order."""
-    found = _preflight_findings(run) + _rank_findings(run, files) + _pairwise_findings(run, files)
-    found = _link_causes(run, _two_nodes(run, found))
+def findings(
+    run: RunData,
+    files: list[SuiteFile],
+    pairwise: dict[str, Any] | None,
+    stop: RunStop | None,
+) -> list[dict[str, Any]]:
+    """Every finding, most severe class first, causes before consequences, in host order:
+    the pre-flight's, the ranks' testcases' (``files``), the pairwise verdicts' (``pairwise``);
+    ``stop``: what stopped the run before its ranks started (run_stop)."""
+    found = _preflight_findings(run) + _rank_findings(run, files, stop)
+    found = _link_causes(run, stop, _two_nodes(run, found + _pairwise_findings(pairwise)))
     order = list(code_table())
     return sorted(found, key=lambda f: (f["consequence"], order.index(f["class"])))
 
 
-def build_verdict(
-    run: Any, files: list[Any], summary: dict[str, Any], check_mode: bool = False
-) -> dict[str, Any]:
-    """verdict.json of the run (schema in docs/design.md)."""
-    found = findings(run, files)
+def exit_class(found: list[dict[str, Any]], failed: bool) -> tuple[list[str], ExitClass]:
+    """(every class found, in severity order; the run's class): the most severe finding's; a
+    failed run nothing found explains (no result at all) is rank_lost."""
     classes = {f["class"] for f in found}
-    if summary.get("verdict") == "failed" and not classes:
-        classes = {"rank_lost"}  # a failed run nothing above explains: no result at all
-    chosen = most_severe(classes)
+    if failed and not classes:
+        classes = {"rank_lost"}
+    return [c for c in code_table() if c in classes], most_severe(classes)
+
+
+def verdict_document(judged: JudgedRun) -> dict[str, Any]:
+    """verdict.json of the run (schema in docs/design.md)."""
+    chosen = judged.exit_class
     return {
         "schema": VERDICT_SCHEMA,
-        "run_id": run.run_id,
+        "run_id": judged.run.run_id,
         "class": chosen.name,
         "exit_code": chosen.code,
         "meaning": chosen.meaning,
         # --check (a dry run: nothing launched) marks the verdict; set by the caller.
-        "check_mode": bool(check_mode),
-        "classes": [c for c in code_table() if c in classes],
-        "totals": summary.get("totals", {}),
-        "findings": found,
+        "check_mode": bool(judged.check_mode),
+        "classes": judged.classes,
+        "totals": judged.totals,
+        "findings": judged.findings,
         "exit_codes": code_table(),
     }
+
+
+@dataclass(frozen=True)
+class FoldedFindings:
+    """The findings as a person reads them: each head (a finding no other finding of the run
+    explains), and under each head's id the consequences it explains (verdict.json's ``cause``)."""
+
+    heads: list[dict[str, Any]]
+    under: dict[str, list[dict[str, Any]]]
+
+    def consequences_of(self, finding: dict[str, Any]) -> list[dict[str, Any]]:
+        return self.under.get(str(finding.get("id")), [])
+
+
+def fold_findings(found: list[dict[str, Any]]) -> FoldedFindings:
+    """Fold every consequence under its cause, in the findings' order; one whose pointer names
+    no finding of the run is a head of its own. The one folding of summary.md, report.html and
+    the console (src/nccl_preflight/core/console.py)."""
+    ids = {str(f.get("id")) for f in found if f.get("id")}
+    heads: list[dict[str, Any]] = []
+    under: dict[str, list[dict[str, Any]]] = {}
+    for item in found:
+        cause = item.get("cause") or {}
+        if cause and str(cause.get("id")) in ids:
+            under.setdefault(str(cause["id"]), []).append(item)
+        else:
+            heads.append(item)
+    return FoldedFindings(heads, under)
 
 
 def write_verdict(where: Path, verdict: dict[str, Any], name: str = "verdict.json") -> Path:

@@ -242,6 +242,13 @@ def parse_nccl_conf(text: str) -> dict[str, str]:
     return values
 
 
+# NCCL_* names that are no NCCL setting: NVIDIA's CUDA container images set NCCL_VERSION to the
+# libnccl2 package they install (nvidia/cuda Dockerfiles: "ENV NCCL_VERSION 2.17.1-1"); NCCL
+# itself reads no such variable, and torch's wheel brings its own NCCL anyway (the recorded H200,
+# tests/fixtures/gpu/node-readers-h200-vm.json: NCCL_VERSION=2.28.3-1 beside NCCL 2.28.9).
+NOT_NCCL_SETTINGS = frozenset({"NCCL_VERSION"})
+
+
 def read_nccl_config(
     etc_root: str = "/etc", home: str | None = None, environ: dict[str, str] | None = None
 ) -> dict[str, Any]:
@@ -249,7 +256,11 @@ def read_nccl_config(
     NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf (each setenv without overwrite)."""
     environ = dict(os.environ if environ is None else environ)
     home = environ.get("HOME") if home is None else home
-    env = {k: v for k, v in sorted(environ.items()) if k.startswith("NCCL_")}
+    env = {
+        k: v
+        for k, v in sorted(environ.items())
+        if k.startswith("NCCL_") and k not in NOT_NCCL_SETTINGS
+    }
     user = environ.get("NCCL_CONF_FILE") or (os.path.join(home, ".nccl.conf") if home else "")
     paths = ([user] if user else []) + [os.path.join(etc_root, "nccl.conf")]
     files = []
