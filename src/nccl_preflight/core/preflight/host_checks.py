@@ -549,7 +549,11 @@ def check_versions(observations: dict, host: str, settings: dict, order: list[st
             "versions", host, "failed", f"{host}: " + "\n".join(problems), "; ".join(fixes)
         )
     text = ", ".join(f"{k} {mine[k]}" for k in VERSION_KEYS if mine[k] is not None)
-    return _result("versions", host, "passed", f"{host}: {text}, the same on every host")
+    if len(observations) > 1:
+        text += ", the same on every host"
+    elif expected:
+        text += f", as nccl_expected_versions pins ({', '.join(sorted(expected))})"
+    return _result("versions", host, "passed", f"{host}: {text}")
 
 
 # --------------------------------------------------------------------------- clock
