@@ -265,3 +265,35 @@ def test_a_refused_config_exits_2_and_drains_nothing(
     assert done.returncode == 2, done.stdout + done.stderr
     assert said in done.stderr and "config.yml" in done.stderr
     assert calls(scontrol) == []
+
+
+def test_the_recorded_gpu_machine_is_judged_as_it_was_there_and_a_missing_ip_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """node/facts.py's own facts of the lent H200 VM (tests/fixtures/gpu/facts-h200-vm.json,
+    recorded by tests/device/node_check_gpu.sh) judged alone: its GPU checks pass as node-check
+    printed there (gpu/node-check-h200-vm.txt); it has no iproute2, and the interface check says
+    so instead of "interface eth0 does not exist; interfaces present: none" (what it said there)."""
+    recorded = json.loads(fixture("gpu/facts-h200-vm.json"))
+    monkeypatch.setattr(node_check, "gather", lambda runner, params, shared: recorded)
+    monkeypatch.setenv("SLURMD_NODENAME", "vm")
+    probe = json.dumps(recorded["python"])
+    config = {"nccl_socket_ifname": "eth0", "nccl_backend": "nccl"}
+    host, results = node_check.check_node(
+        config,
+        runner=FakeRunner(),
+        probe=lambda python, timeout: {"rc": 0, "stdout": probe, "stderr": "", "error": ""},
+    )
+    assert host == "vm"
+    seen = by_check(results)
+    there = {
+        line.split(":")[0]: line.split(":")[1].strip()
+        for line in fixture("gpu/node-check-h200-vm.txt").splitlines()
+        if line.startswith(("gpu", "versions", "limits", "rdma", "nccl_config"))
+    }
+    assert there and {check: seen[check]["status"] for check in there} == there
+    assert seen["gpu"]["status"] == "passed" and "NVIDIA H200" in seen["gpu"]["message"]
+    interface = seen["interface"]
+    assert interface["status"] == "failed"
+    assert "could not be read" in interface["message"] and "iproute2" in interface["message"]
+    assert interface["hint"] == "install iproute2 (the ip command) on vm"

@@ -79,6 +79,17 @@ def check_interface(obs: dict) -> dict:
             "does not understand NCCL's '^' (exclude) or '=' (exact) syntax",
             f"set nccl_socket_ifname for {host} to one name from: {present}",
         )
+    unread = (obs.get("facts") or {}).get("interfaces_reason") or ""
+    if not interfaces and unread:
+        return _result(
+            "interface",
+            host,
+            "failed",
+            f"{host}: its interfaces could not be read, so {name} cannot be checked: {unread}",
+            f"install iproute2 (the ip command) on {host}"
+            if "iproute2" in unread
+            else f"ip -br addr show  (on {host})",
+        )
     if name not in interfaces:
         return _result(
             "interface",
