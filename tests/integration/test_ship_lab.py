@@ -101,11 +101,7 @@ def test_a_launch_script_and_its_sibling_run_from_one_zipapp(lab2: Lab, tmp_path
 def test_a_rank_crashing_in_a_sibling_names_it_inside_the_zipapp(lab2: Lab, tmp_path: Path) -> None:
     run_id = new_run_id()
     script = own_script(tmp_path / "src", crash=3)
-    # Rank 3 dies before it checks in: the other node's ranks wait for it until their watchdog
-    # (launch_check_timeout) ends them, so the run lasts that bound; 15 s, not 40, as the
-    # watchdog is not under test here.
-    variables = {**settings(script, 29584), "launch_check_timeout": 15}
-    result = launch(lab2, run_id, tmp_path / "reports", variables)
+    result = launch(lab2, run_id, tmp_path / "reports", settings(script, 29584))
     assert result.returncode != 0, "a crashed rank must fail the play"
     report = tmp_path / "reports" / run_id
     validate(report)
