@@ -132,9 +132,10 @@ def test_firewall_drop_exits_10_and_the_page_names_the_host(lab2: Lab, tmp_path:
     port = 29543
     undo = lab2.firewall_drop(master, port)
     try:
-        code, verdict, output = preflight(
-            lab2.inventory_dir, tmp_path, {"nccl_master_port": port, "nccl_check_args": QUICK}
-        )
+        # The listener behind the drop waits for probes that never come: 1 s of
+        # preflight_collect_wait (not 8), then the stop task after every probe collects it.
+        extra = {"nccl_master_port": port, "nccl_check_args": QUICK, "preflight_collect_wait": 1}
+        code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
     finally:
         undo()
     assert verdict is not None, output
