@@ -5,7 +5,13 @@ slowed with tc tbf to a quarter of the others. The slow host and only it is name
 summary.md, the JUnit and pairwise.json; the same lab without the slow link names nobody.
 
 One 6-host lab serves every case: a case with fewer hosts runs the playbook on an inventory that
-lists only the first of them (with slots=2 for rails).
+lists only the first of them (with slots=2 for rails). The healthy six-host run is made once and
+read by two tests: that it names nobody, and that nodes with torch and nothing else pass it.
+
+Nodes with torch and nothing else (requirements-node.txt): the lab's hosts run an interpreter made
+from requirements-node.txt alone (tests/lab, `make node-venv`), so numpy cannot be imported there.
+Issue 25: every rank crashed in the pairwise set-up with "Numpy is not available"
+(all_gather_object pickles through numpy).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import subprocess
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +32,7 @@ import pytest
 
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
+from tests.lab.runs import assert_nothing_left
 from tests.playbook_run import ansible_playbook
 
 pytestmark = pytest.mark.lab
@@ -143,15 +151,55 @@ def test_six_hosts_one_slow_link_names_that_host_only(lab6: Lab, tmp_path: Path)
     assert all("rank_busbw_gbps" in r and "rank_time_us" in r for r in rows)
 
 
-def test_six_hosts_without_a_slow_link_name_nobody(lab6: Lab, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def healthy6(
+    lab6: Lab, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """The six hosts, every link at FAST, pairwise always: one run that two tests read."""
+    tmp_path = tmp_path_factory.mktemp("healthy6")
     with links(lab6, None):
-        result, report_dir = validate(inventory(lab6, tmp_path, 6), tmp_path / "reports")
+        return validate(inventory(lab6, tmp_path, 6), tmp_path / "reports")
+
+
+def test_six_hosts_without_a_slow_link_name_nobody(
+    healthy6: tuple[subprocess.CompletedProcess, Path],
+) -> None:
+    result, report_dir = healthy6
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
     assert "Pairwise: no node is slow." in (report_dir / "summary.md").read_text()
     cases = pairwise_cases(report_dir)
     assert len(cases) == 6 and all(c.find("failure") is None for c in cases.values())
     validate_report_junit(report_dir)
+
+
+def test_nodes_without_numpy_pass_with_pairwise_rounds(
+    lab6: Lab, healthy6: tuple[subprocess.CompletedProcess, Path]
+) -> None:
+    """Issue 25: the healthy run's nodes have torch and no numpy; the whole playbook with
+    nccl_pairwise=always passes, every pairwise round ran, nobody is named."""
+    # The node of the issue on every host: torch imports, numpy does not (at once: each import
+    # of torch takes seconds).
+    probe = "import torch\ntry:\n import numpy\nexcept ModuleNotFoundError:\n print('no numpy')"
+    with ThreadPoolExecutor(len(lab6.hosts)) as pool:
+        said = list(
+            pool.map(lambda h: lab6.ssh(h, [lab6.python, "-c", probe], timeout=300), lab6.hosts)
+        )
+    assert [r.stdout.strip() for r in said] == ["no numpy"] * len(lab6.hosts), said
+    result, report = healthy6
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-6000:]
+    assert "Numpy is not available" not in output
+    verdict = json.loads((report / "verdict.json").read_text())
+    assert verdict["class"] == "passed" and verdict["findings"] == [], verdict
+    assert validate_report_junit(report), report
+    cases = pairwise_cases(report)
+    assert sorted(cases) == sorted(f"pairwise.{label(h)}" for h in lab6.hosts)
+    assert all(c.find("failure") is None and c.find("error") is None for c in cases.values())
+    assert all(c.find("skipped") is None for c in cases.values())  # the rounds really ran
+    doc = json.loads((report / "pairwise.json").read_text())
+    assert doc["mode"] == "always" and {v["status"] for v in doc["verdicts"]} == {"ok"}, doc
+    assert_nothing_left(report.name, lab6.hosts)
 
 
 def test_four_hosts_two_rails_name_the_host_with_its_rail_rows(lab6: Lab, tmp_path: Path) -> None:
@@ -308,7 +356,7 @@ def relaunched(
     lab_factory: Any, tmp_path: Path, bad_rate: str, **extra: Any
 ) -> tuple[Lab, Any, subprocess.CompletedProcess, Path]:
     """Three hosts, the third's fabric link at ``bad_rate`` during a run of HANGING_SWEEP with
-    ``nccl_pairwise=auto``, ended as a stall (20 s): the run fails and says it relaunches only
+    ``nccl_pairwise=auto``, ended as a stall (10 s): the run fails and says it relaunches only
     the pairwise rounds. -> (the lab, the bad host, the playbook's result, its report directory)."""
     lab3 = lab_factory(3)
     bad = lab3.hosts[2]
@@ -318,7 +366,7 @@ def relaunched(
             inventory(lab3, tmp_path, 3),
             tmp_path / "reports",
             nccl_pairwise="auto",
-            nccl_stall_timeout=20,
+            nccl_stall_timeout=10,
             nccl_check_args=HANGING_SWEEP,
             **extra,
         )
@@ -342,7 +390,7 @@ def test_three_hosts_a_collective_that_hangs_then_the_pairwise_relaunch_names_th
     )
     output = result.stdout + result.stderr
     said = " ".join(output.split())  # the callback wraps long messages
-    # Ended by the stall watch (20 s), else by a watchdog or nccl_run_timeout: each says so.
+    # Ended by the stall watch (10 s), else by a watchdog or nccl_run_timeout: each says so.
     reasons = ("because it stalled", "was ended by its watchdog", "reached nccl_run_timeout")
     assert any(r in said for r in reasons), output[-4000:]
     # The first run's ranks are still what they were: stuck in the all_reduce sweep.
@@ -366,8 +414,15 @@ def test_three_hosts_a_link_too_dead_for_the_relaunch_still_names_its_pair(
     ended at its bound. The rounds are saved as they go, so the pair with that host is named as
     timed out (both its nodes: one of the two is bad), never as a pass, and the resting node is
     not blamed."""
+    # The relaunch's bound (launch_relaunch_timeout, else nccl_run_timeout 60) is waited out
+    # whole: 45 s leave its ranks' start-up and the rounds before the dead pair room on 2 cores.
     _, bad, result, report_dir = relaunched(
-        lab_factory, tmp_path, "100kbit", nccl_run_timeout=60, launch_relaunch_pair_bytes="1M"
+        lab_factory,
+        tmp_path,
+        "100kbit",
+        nccl_run_timeout=60,
+        launch_relaunch_timeout=45,
+        launch_relaunch_pair_bytes="1M",
     )
     output = result.stdout + result.stderr
     assert (report_dir / "pairwise.json").is_file(), output[-6000:]

@@ -105,7 +105,10 @@ def test_wrong_data_exits_7_names_the_suspect_and_the_page_shows_the_host(
     python.chmod(0o755)
     extra = {
         "nccl_master_port": 29542,
-        "nccl_run_timeout": 90,
+        # The passing node's torchrun waits at its end for the failed node's (torch elastic's
+        # exit barrier), which never comes: that node's launch ends at nccl_run_timeout, so the
+        # run takes it whole. 60 s leave the ranks' start-up and tests room on 2 cores.
+        "nccl_run_timeout": 60,
         "nccl_python": str(python),
         "nccl_check_args": [*QUICK, "--tests", "all_reduce_sum,broadcast,bandwidth_all_reduce"],
     }
@@ -129,9 +132,10 @@ def test_firewall_drop_exits_10_and_the_page_names_the_host(lab2: Lab, tmp_path:
     port = 29543
     undo = lab2.firewall_drop(master, port)
     try:
-        code, verdict, output = preflight(
-            lab2.inventory_dir, tmp_path, {"nccl_master_port": port, "nccl_check_args": QUICK}
-        )
+        # The listener behind the drop waits for probes that never come: 1 s of
+        # preflight_collect_wait (not 8), then the stop task after every probe collects it.
+        extra = {"nccl_master_port": port, "nccl_check_args": QUICK, "preflight_collect_wait": 1}
+        code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
     finally:
         undo()
     assert verdict is not None, output

@@ -28,7 +28,9 @@ MASTER_PORT = 29500
 SMALL_CHECK = '{"nccl_check_args": ["--max-bytes", "65536", "--iters", "2", "--warmup", "1"]}'
 
 
-def validate(inventory: Path, report_root: Path, run_id: str | None) -> subprocess.CompletedProcess:
+def validate(
+    inventory: Path, report_root: Path, run_id: str | None, *extra: str
+) -> subprocess.CompletedProcess:
     """The whole playbook; without a run id it makes its own, as for a user (reports/latest)."""
     run_id_args = ["-e", f"nccl_run_id={run_id}"] if run_id else []
     return ansible_playbook(
@@ -42,6 +44,7 @@ def validate(inventory: Path, report_root: Path, run_id: str | None) -> subproce
         "nccl_run_timeout=60",
         "-e",
         SMALL_CHECK,
+        *extra,
         timeout=400,
     )
 
@@ -57,8 +60,10 @@ def test_preflight_failure_skips_the_launch_and_every_rank_says_why(
     master = lab2.hosts[0]
     undo = lab2.firewall_drop(master, MASTER_PORT)
     try:
-        # No -e nccl_run_id: the run makes its own, as when a user runs it.
-        result = validate(lab2.inventory_dir, tmp_path, None)
+        # No -e nccl_run_id: the run makes its own, as when a user runs it. The listener behind
+        # the drop waits for probes that never come: 1 s of preflight_collect_wait (not 8), then
+        # the stop task after every probe collects it all the same (not under test here).
+        result = validate(lab2.inventory_dir, tmp_path, None, "-e", "preflight_collect_wait=1")
     finally:
         undo()
     output = result.stdout + result.stderr
