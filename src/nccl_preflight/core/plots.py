@@ -21,13 +21,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .run_data import RunData
 
-MATPLOTLIB_IMPORT_ERROR: ImportError | None
-try:
-    import matplotlib
-except ImportError as exc:  # report.html then says so instead of drawing
-    MATPLOTLIB_IMPORT_ERROR = exc
-else:
-    MATPLOTLIB_IMPORT_ERROR = None
+
+def matplotlib_import_error() -> ImportError | None:
+    """None when matplotlib imports, else why not (report.html then says so instead of drawing).
+
+    matplotlib is imported here, on the first figure, not with this module: a report with
+    nothing to draw (a run stopped before its ranks, a check with no bandwidth test) never pays
+    its import (0.3-0.6 CPU s)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        return exc
+    return None
+
 
 _SVG_PROLOGUE = re.compile(r"^.*?(?=<svg\b)", re.S)
 
@@ -86,6 +92,8 @@ def _figure(width: float, height: float) -> Any:
 
 
 def _to_svg(fig: Any, salt: str, tight: bool = False) -> str:
+    import matplotlib
+
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "none"}):
         fig.savefig(buffer, format="svg", bbox_inches="tight" if tight else None)
