@@ -113,7 +113,13 @@ def what_was_found(verdict: dict[str, Any], names: list[str]) -> list[tuple]:
     """(class, node<i>, rank, check, consequence) of every finding, host names made plain."""
     plain = {name: f"node{i}" for i, name in enumerate(names)}
     return sorted(
-        (f["class"], plain.get(f["host"], f["host"]), f["rank"], f["test"], f["consequence"])
+        (
+            f["class"],
+            plain.get(f["host"], f["host"]),
+            f["rank"] if f["rank"] is not None else -1,
+            f["test"],
+            f["consequence"],
+        )
         for f in verdict["findings"]
     )
 

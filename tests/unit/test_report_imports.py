@@ -1,16 +1,21 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The report build imports matplotlib only when it draws a figure (core/plots.py
-matplotlib_import_error): most failed runs stop before their ranks and have nothing to draw, and
-both front-ends pay matplotlib's import (0.3-0.6 CPU s) on every report otherwise."""
+"""The report build imports matplotlib only for the pairwise heatmap (core/plots.py): busbw
+figures are SVG written with the standard library, and a report with nothing to draw imports no
+plotting at all. Both front-ends paid matplotlib's import and seven figures (0.8-1.2 CPU s) on
+every report before."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
+from nccl_preflight.core.plots import busbw_svg, nice_ticks
 from tests.unit.test_report_junit import ROOT
 
 BUILD = """
@@ -19,6 +24,12 @@ from nccl_preflight.core.report_run import run_report
 run_dir = sys.argv[1]
 result = run_report(json.loads(sys.argv[2]), False)
 print(json.dumps({"matplotlib": "matplotlib" in sys.modules, "exit_code": result["exit_code"]}))
+"""
+DRAW = """
+import sys
+from nccl_preflight.core.plots import busbw_svg
+print(busbw_svg("all_gather", {1024: [(0, 1.0)], 2048: [(0, 2.0)]}, 12.5).split()[0])
+print("matplotlib" in sys.modules)
 """
 
 
@@ -78,3 +89,29 @@ def test_a_report_with_nothing_to_draw_never_imports_matplotlib(tmp_path: Path) 
     html = (run_dir / "report.html").read_text()
     assert "node0" in html and "no rank measured bandwidth in this run" in html
     assert built["matplotlib"] is False
+
+
+def test_a_busbw_figure_is_svg_of_its_own_escaped_and_without_matplotlib() -> None:
+    per_size = {1024: [(0, 0.5), (1, 1.5)], 4096: [(0, 2.0), (1, 2.0)], 16384: [(0, 4.0)]}
+    drawn = busbw_svg("all_reduce <b>&", per_size, link_gbps=12.5, threshold_gbps=3.0)
+    svg = ET.fromstring(drawn)  # well-formed, one element, inline-able (no XML prologue)
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg" and not drawn.startswith("<?xml")
+    texts = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert "all_reduce <b>&" in texts and "<b>" not in drawn  # the title, escaped
+    assert {"1K", "4K", "16K", "link 12.5 GB/s", "required 3"} <= set(texts)
+    medians = [float(c.get("cy")) for c in svg.iter("{http://www.w3.org/2000/svg}circle")]
+    assert len(medians) == 3 and medians == sorted(medians, reverse=True)  # rising busbw
+    drawn_alone = subprocess.run(
+        [sys.executable, "-c", DRAW],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    assert drawn_alone.stdout.split() == ["<svg", "False"]  # drawn, matplotlib never imported
+
+
+def test_the_busbw_axis_reaches_the_highest_value_in_round_steps() -> None:
+    assert nice_ticks(0.9) == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    assert nice_ticks(12.5)[-1] >= 12.5 and nice_ticks(12.5)[1] == 2.5
+    assert nice_ticks(0) == [0.0, 1.0]

@@ -4,7 +4,7 @@
 
 The page needs no network when viewed (CSS and SVG inline) and links only relatively to the files
 beside it, so the run directory can be archived as is. Everything that came from the inventory or a
-node is escaped by jinja2's autoescape; only the SVG drawn here (matplotlib escapes its text) is
+node is escaped by jinja2's autoescape; only the SVG drawn here (core/plots.py escapes its text) is
 inserted as markup. Sections for data other parts may add later (the pairwise matrix, the transport
 each host used) are drawn only when that data is present (contract in docs/design.md).
 A rendering of the judged run (src/nccl_preflight/core/judged_run.py): it judges nothing again and
@@ -93,12 +93,6 @@ def busbw_plots(run: RunData) -> tuple[list[dict[str, Any]], str]:
     series = nccl_plots.busbw_series(run)
     if not series:
         return [], "no rank measured bandwidth in this run"
-    missing = nccl_plots.matplotlib_import_error()
-    if missing is not None:
-        return [], (
-            "matplotlib is missing on the control machine (pip install -r requirements.txt): "
-            f"{missing}"
-        )
     speeds = link_speeds_mbps(run)
     link_gbps = min(speeds.values()) / 8000 if speeds else None
     required = nccl_plots.thresholds(run)
