@@ -279,7 +279,8 @@ def run_cpu(workdir: Path, repeats: int, sizes: tuple[int, ...] = CPU_SIZES) -> 
 
 
 def summarize_cpu(rows: list[dict[str, Any]], sizes: tuple[int, ...]) -> dict[str, Any]:
-    by_size: dict[int, dict[str, Any]] = {}
+    """Medians per size (keys: the size as text, as results.json keeps them) and the slopes."""
+    by_size: dict[str, dict[str, Any]] = {}
     for n in sizes:
         mine = [r for r in rows if r["nodes"] == n]
         entry: dict[str, Any] = {}
@@ -287,9 +288,14 @@ def summarize_cpu(rows: list[dict[str, Any]], sizes: tuple[int, ...]) -> dict[st
             for key in ("wall_s", "rusage_cpu_s", "cgroup_cpu_s"):
                 entry[f"{front}_{key}"] = median([r[front][key] for r in mine])
             entry[f"{front}_rc"] = [r[front]["rc"] for r in mine]
-        by_size[n] = entry
+            entry[f"{front}_class"] = [r[front]["class"] for r in mine]
+        entry["slurm_stages"] = {
+            stage: median([stage_totals(r["slurm"]["stages"]).get(stage, 0.0) for r in mine])
+            for stage in stage_totals(mine[0]["slurm"]["stages"])
+        }
+        by_size[str(n)] = entry
     slopes = {
-        f"{front}_{key}": slope([(n, by_size[n][f"{front}_{key}"]) for n in sizes])
+        f"{front}_{key}": slope([(n, by_size[str(n)][f"{front}_{key}"]) for n in sizes])
         for front in ("ansible", "slurm")
         for key in ("rusage_cpu_s", "cgroup_cpu_s")
     }
@@ -303,4 +309,5 @@ def summarize_cpu(rows: list[dict[str, Any]], sizes: tuple[int, ...]) -> dict[st
         "by_size": by_size,
         "slopes": slopes,
         "rows": rows,
+        "repeats": max((r["repeat"] for r in rows), default=-1) + 1,
     }
