@@ -104,6 +104,8 @@ def render(stored: dict[str, Any]) -> str:
             out += section(res)
     if modelled:
         out += slurm.model_section(modelled)
+    if benches.get("slurm_cpu") or benches.get("slurm_overhead"):
+        out += slurm.FINDINGS
     out += FINDINGS
     return "\n".join(out) + "\n"
 
