@@ -83,10 +83,7 @@ def render(stored: dict[str, Any]) -> str:
             f"{slurm.GOAL_S} s | {slurm.model_line(modelled)} | "
             f"{_met(modelled['met'])} (a model, section 7) |"
         )
-    out.append(
-        "| node_check | node-check <= 10 s on a lab node | TODO for the lead: node-check is not "
-        "on main yet; its branch brings bench/node_check.py and its own section | not measured |"
-    )
+    out.append(slurm.NODE_CHECK_ROW)
     out.append("")
     for name, section in (
         ("overhead", _overhead),
@@ -102,6 +99,7 @@ def render(stored: dict[str, Any]) -> str:
         res = benches.get(name)
         if res is not None and "error" not in res:
             out += section(res)
+    out += slurm.node_check_section()
     if modelled:
         out += slurm.model_section(modelled)
     if benches.get("slurm_cpu") or benches.get("slurm_overhead"):

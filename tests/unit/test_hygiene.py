@@ -303,6 +303,40 @@ def test_core_imports_nothing_from_ansible() -> None:
     assert offences == []
 
 
+def slurm_room_offences(where: str, source: str) -> list[str]:
+    """The node and core rooms never import the Slurm front-end (src/nccl_preflight/slurm/)."""
+    return [
+        f"{where}: imports {name or '.'}"
+        for level, name in imports_of(source)
+        if name.startswith("nccl_preflight.slurm")
+        or (level and (name == "slurm" or name.startswith("slurm.")))
+    ]
+
+
+def test_node_and_core_never_import_the_slurm_front_end() -> None:
+    assert slurm_room_offences("c.py", "from nccl_preflight.slurm.cli import main\n") == [
+        "c.py: imports nccl_preflight.slurm.cli"
+    ]
+    assert slurm_room_offences("c.py", "from ..slurm import cli\nimport json\n") == [
+        "c.py: imports slurm"
+    ]
+    files = sorted((PACKAGE / "node").rglob("*.py")) + sorted((PACKAGE / "core").rglob("*.py"))
+    offences = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        offences += slurm_room_offences(str(path.relative_to(ROOT)), text)
+    assert offences == []
+
+
+def test_the_slurm_front_end_imports_nothing_from_ansible() -> None:
+    files = sorted((PACKAGE / "slurm").glob("*.py"))
+    assert len(files) >= 4
+    offences = []
+    for path in files:
+        offences += core_offences(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+    assert offences == []
+
+
 # library/nccl_report.py alone runs on the control machine (in its action plugin's stead).
 CONTROL_MODULES = {"library/nccl_report.py"}
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
+from ..core.config import load_config
 from ..core.exit_classes import BY_NAME
 
 
@@ -25,33 +25,7 @@ def add_slurm_parser(subparsers: Any) -> None:
     p.add_argument("--drain", action="store_true", help="drain the nodes the run names as bad")
     p.add_argument("--report-root", default="", help="where reports/<run-id>/ goes")
     p.add_argument("check_args", nargs="*", help="after --: arguments of the rank script")
-    p.set_defaults(func=slurm_main)
-
-
-def load_config(path: str) -> dict[str, Any]:
-    """core/config.py's load_config (the one loader); until it lands on main, the defaults of
-    roles/nccl_defaults overlaid with the file, Jinja-templated defaults dropped."""
-    try:
-        from ..core.config import load_config as core_load  # type: ignore[import-not-found]
-    except ImportError:
-        pass
-    else:
-        return core_load(path)
-    import yaml
-
-    root = Path(__file__).resolve().parents[3] / "roles" / "nccl_defaults" / "defaults" / "main"
-    config: dict[str, Any] = {}
-    for file in sorted(root.glob("*.yml")):
-        for key, value in (yaml.safe_load(file.read_text()) or {}).items():
-            if not (isinstance(value, str) and "{{" in value):
-                config[key] = value
-    user = yaml.safe_load(Path(path).read_text()) or {}
-    if not isinstance(user, dict):
-        raise ValueError(f"{path}: expected a mapping of nccl_* variables")
-    unknown = sorted(set(user) - set(config) - {"nccl_python", "nccl_report_root", "nccl_run_id"})
-    if unknown:
-        raise ValueError(f"{path}: unknown variable(s) {', '.join(unknown)}")
-    return {**config, **user}
+    p.set_defaults(command=slurm_main)
 
 
 def slurm_main(args: argparse.Namespace) -> int:
