@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.test_slurm_run_lab import write_config
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
-from tests.lab.runs import QUICK
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,27 +42,24 @@ def lab(lab_factory: LabFactory) -> Lab:
     return lab_factory(2, slurm=True)
 
 
-def test_the_readme_sbatch_example_runs_in_its_own_allocation(lab: Lab, tmp_path: Path) -> None:
-    script = readme_sbatch_script()
-    assert script.startswith("#!/bin/bash\n#SBATCH") and '-N "$SLURM_NNODES"' in script
-    config = tmp_path / "nccl.yml"
-    values = {
-        "nccl_fabric_cidr": lab.fabric_cidr,
-        "nccl_backend": "gloo",
-        "nccl_require_gpu": False,
-        "nccl_python": lab.python,
-        "nccl_run_timeout": 120,
-        "nccl_check_args": QUICK,
-        "nccl_report_root": str(tmp_path / "reports"),
-    }
-    config.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items()))
-    script = script.replace("--nodes=4", f"--nodes={len(lab.hosts)}")
+def submit(lab: Lab, config: Path) -> tuple[str, int, str]:
+    """README's script for this lab's nodes and ``config``, through `sbatch --wait`: (job id,
+    sbatch's exit status, the job's output file)."""
+    script = readme_sbatch_script().replace("--nodes=4", f"--nodes={len(lab.hosts)}")
     script = script.replace("/shared/nccl-preflight", str(ROOT))
     script = script.replace("/etc/nccl-preflight.yaml", str(config))
     done = lab.slurm_cmd("sbatch", "--wait", "--parsable", input=script, check=False, timeout=600)
     job = done.stdout.strip().split(";")[0]
     output = (lab.slurm_dir / "jobs" / f"nccl-preflight-{job}.out").read_text(errors="replace")
-    assert done.returncode == 0, done.stderr + output
+    return job, done.returncode, done.stderr + output
+
+
+def test_the_readme_sbatch_example_runs_in_its_own_allocation(lab: Lab, tmp_path: Path) -> None:
+    assert readme_sbatch_script().startswith("#!/bin/bash\n#SBATCH")
+    assert '-N "$SLURM_NNODES"' in readme_sbatch_script()
+    config = write_config(lab, tmp_path / "nccl.yml", nccl_report_root=str(tmp_path / "reports"))
+    job, code, output = submit(lab, config)
+    assert code == 0, output
     # inside the job's allocation: no salloc of its own, the job's nodes, then released by Slurm
     assert re.search(rf"run \S+ on job {job}: {', '.join(lab.slurm_nodes)}", output), output
     (verdict,) = (tmp_path / "reports").glob("2*/verdict.json")
@@ -75,12 +72,7 @@ def test_sbatch_wait_returns_the_verdicts_exit_code(lab: Lab, tmp_path: Path) ->
     """A config refused before anything runs: the job, and so `sbatch --wait`, exits 12."""
     config = tmp_path / "nccl.yml"
     config.write_text("nccl_master_port: 99999999\n")
-    script = readme_sbatch_script().replace("--nodes=4", "--nodes=2")
-    script = script.replace("/shared/nccl-preflight", str(ROOT))
-    script = script.replace("/etc/nccl-preflight.yaml", str(config))
-    done = lab.slurm_cmd("sbatch", "--wait", "--parsable", input=script, check=False, timeout=300)
-    job = done.stdout.strip().split(";")[0]
-    output = (lab.slurm_dir / "jobs" / f"nccl-preflight-{job}.out").read_text(errors="replace")
-    assert done.returncode == 12, done.stderr + output
+    job, code, output = submit(lab, config)
+    assert code == 12, output
     assert f"{config}:1: nccl_master_port: is 99999999, outside 1024-65535" in output
     assert lab.slurm_wait_job(job) == "FAILED"
