@@ -140,7 +140,8 @@ def overhead_section(r: dict[str, Any], header: list[str]) -> list[str]:
         "static rendezvous on the first node's fabric address, GLOO_SOCKET_IFNAME set, the same "
         "rank script and arguments), then `bin/nccl-preflight slurm -N "
         f"{r['nodes']} --config FILE` (its own salloc, observe step, judgement, launch step, "
-        "report, scancel), timed by bench/slurm_timer.py from the process's start to its end.",
+        "report, scancel), timed by bench/slurm_timer.py from the process's start to its end (the "
+        "first turn's command also under cProfile).",
         "",
         f"- srun + torchrun by hand: **{fmt(r['hand_s'])} s**; the slurm command: "
         f"**{fmt(r['command_s'])} s**; ratio **{fmt(r['ratio'], 2)}x** (goal <= 1.2x)",
@@ -227,7 +228,7 @@ def model_section(m: dict[str, Any]) -> list[str]:
         "",
         f"- total **{fmt(m['total_s'], 0)} s** (goal <= {GOAL_S} s): not judged, since the "
         f"total hangs on the assumed rows; {fmt(m['measured_s'], 0)} s of it measured on the lab "
-        "(its node-side part at load 25-37: the lab's hosts share 2 cores)",
+        "(its node-side part under section 5's load: the lab's hosts share 2 cores)",
         f"- the pairwise rounds dominate: {m['rounds']} rounds (files/nccl_check_pairwise.py "
         "`tournament`, the circle method; each node meets every other once), not "
         f"ceil(log2 {NODES}) = {m['log2_rounds']}, plus one round per suspect of the second "
@@ -309,11 +310,14 @@ FINDINGS = [
     "node_step.observe could start the torch probe before gathering the facts (the facts take "
     "1-3 s of the step at this load). Section 7's argv and plan-size limits come first.",
     "",
-    "The previous measurement (slurm-run helper, load 6-16, QUICK check, 1 rank per node): 2 "
-    "nodes 18.0 s against 6.1 s by hand (3.0x), 3 nodes 23.6 s against 9.6 s (2.5x). Section 5 "
-    "measures the project's default check with 2 ranks per node (section 1's layout), where a "
-    "fixed cost weighs less; its turns ran at load 25-37, and the by-hand runs alone spread over "
-    "65-88 s.",
+    "Section 5 measures the project's default check with 2 ranks per node (section 1's "
+    "layout), at load 10-12 (06:38-06:41 UTC): 1.22x, 1.25x, 1.27x; the launch step (27.1 s) "
+    "took about what torchrun by hand did (29.5 s), the observe step's 8.5 s is the gap. The "
+    "same benchmark at load 25-37 (06:14-06:24 UTC): by hand 77.1 s, the command 103.4 s, "
+    "1.27x (1.53x, 1.17x, 1.27x). The previous measurement (slurm-run helper, load 6-16, QUICK "
+    "check, 1 rank per node, before this round): 2 nodes 18.0 s against 6.1 s by hand (3.0x), 3 "
+    "nodes 23.6 s against 9.6 s (2.5x): with a 6 s check the observe step's torch import weighs "
+    "three times as much.",
     "",
 ]
 
