@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench import ansible_floor, pairwise
+from bench import under_slurm_report as slurm
 from bench.common import PHASES, fmt, median
 
 
@@ -65,6 +66,8 @@ def render(stored: dict[str, Any]) -> str:
         ("fidelity", _fidelity_line),
         ("detect", _detect_line),
         ("pairwise", pairwise.line),
+        ("slurm_overhead", slurm.overhead_line),
+        ("slurm_cpu", slurm.cpu_line),
     ):
         res = benches.get(name)
         if res is None:
@@ -73,6 +76,14 @@ def render(stored: dict[str, Any]) -> str:
             out.append(f"| {name} | | error: {res['error']} | not measured |")
         else:
             out.append(f"| {name} | {res['goal']} | {measured(res)} | {_met(res.get('met'))} |")
+    modelled = slurm.model(benches.get("slurm_overhead"), benches.get("slurm_cpu"))
+    if modelled:
+        out.append(
+            f"| slurm_model_1024 | a 1,024-node run (pre-flight, check, pairwise verdict) <= "
+            f"{slurm.GOAL_S} s | {slurm.model_line(modelled)} | "
+            f"{_met(modelled['met'])} (a model, section 7) |"
+        )
+    out.append(slurm.NODE_CHECK_ROW)
     out.append("")
     for name, section in (
         ("overhead", _overhead),
@@ -82,10 +93,17 @@ def render(stored: dict[str, Any]) -> str:
         ("fidelity", _fidelity),
         ("detect", _detect),
         ("pairwise", lambda r: pairwise.section(r, _header(r))),
+        ("slurm_overhead", lambda r: slurm.overhead_section(r, _header(r))),
+        ("slurm_cpu", lambda r: slurm.cpu_section(r, _header(r))),
     ):
         res = benches.get(name)
         if res is not None and "error" not in res:
             out += section(res)
+    out += slurm.node_check_section()
+    if modelled:
+        out += slurm.model_section(modelled)
+    if benches.get("slurm_cpu") or benches.get("slurm_overhead"):
+        out += slurm.FINDINGS
     out += FINDINGS
     return "\n".join(out) + "\n"
 

@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Run the benchmarks and rewrite BENCHMARKS.md.
 
-    python -m bench.run [--only overhead,scaling,fidelity,detect,tuning,pairwise,ansible_floor]
+    python -m bench.run [--only overhead,scaling,fidelity,detect,tuning,pairwise,ansible_floor,
+                                slurm_overhead,slurm_cpu]
                         [--repeats N] [--sizes 2,8,16,32] [--keep-work]
 
 Every benchmark brings up its own lab and tears it down, also on failure. Results are merged into
 bench/results.json (the newest result of each benchmark, with its date and machine load), and
 BENCHMARKS.md is rendered from that file. Benchmarks measure; they never assert timings.
 `tuning` (the ansible knobs at 2 and 32 hosts), `pairwise` and `ansible_floor` (Ansible's own
-floor on the overhead lab) are not part of the default set: they take long.
+floor on the overhead lab) are not part of the default set: they take long. `slurm_overhead` and
+`slurm_cpu` (bench/under_slurm.py) need Debian's Slurm packages in the lab.
 """
 
 from __future__ import annotations
@@ -26,12 +28,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import ansible_floor, detect, fidelity, overhead, pairwise, report, scaling
+from bench import (
+    ansible_floor,
+    detect,
+    fidelity,
+    overhead,
+    pairwise,
+    report,
+    scaling,
+    under_slurm,
+)
 from bench.common import PROJECT_ROOT, log, machine_info, versions
 from tests.lab.harness import lab_unavailable_reason
 
 DEFAULT = ("overhead", "scaling", "fidelity", "detect")
-ALL = (*DEFAULT, "tuning", "pairwise", "ansible_floor")
+ALL = (*DEFAULT, "tuning", "pairwise", "ansible_floor", "slurm_overhead", "slurm_cpu")
 RESULTS = PROJECT_ROOT / "bench" / "results.json"
 OUTPUT = PROJECT_ROOT / "BENCHMARKS.md"
 
@@ -99,6 +110,10 @@ def run_one(name: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any
         return pairwise.run(workdir, args.repeats)
     if name == "ansible_floor":
         return ansible_floor.run(workdir, args.repeats)
+    if name == "slurm_overhead":
+        return under_slurm.run_overhead(workdir, args.repeats)
+    if name == "slurm_cpu":
+        return under_slurm.run_cpu(workdir, args.repeats)
     raise ValueError(name)
 
 

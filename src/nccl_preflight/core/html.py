@@ -4,7 +4,7 @@
 
 The page needs no network when viewed (CSS and SVG inline) and links only relatively to the files
 beside it, so the run directory can be archived as is. Everything that came from the inventory or a
-node is escaped by jinja2's autoescape; only the SVG drawn here (matplotlib escapes its text) is
+node is escaped by jinja2's autoescape; only the SVG drawn here (core/plots.py escapes its text) is
 inserted as markup. Sections for data other parts may add later (the pairwise matrix, the transport
 each host used) are drawn only when that data is present (contract in docs/design.md).
 A rendering of the judged run (src/nccl_preflight/core/judged_run.py): it judges nothing again and
@@ -59,7 +59,7 @@ def pairwise(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     matrix = [[None if v is None else float(v) for v in row] for row in doc["matrix_busbw_gbps"]]
     if len(matrix) != len(hosts) or any(len(row) != len(hosts) for row in matrix):
         return {"svg": "", "note": "pairwise.json is not a square matrix over its nodes"}
-    if nccl_plots.MATPLOTLIB_IMPORT_ERROR is not None:
+    if nccl_plots.matplotlib_import_error() is not None:
         return {"svg": "", "note": "matplotlib is missing on the control machine"}
     slow = [v for v in doc.get("verdicts") or [] if v.get("status") in ("slow", "timed out")]
     note = " ".join([str(doc.get("note") or "")] + [str(v.get("message") or "") for v in slow])
@@ -93,11 +93,6 @@ def busbw_plots(run: RunData) -> tuple[list[dict[str, Any]], str]:
     series = nccl_plots.busbw_series(run)
     if not series:
         return [], "no rank measured bandwidth in this run"
-    if nccl_plots.MATPLOTLIB_IMPORT_ERROR is not None:
-        return [], (
-            "matplotlib is missing on the control machine (pip install -r requirements.txt): "
-            f"{nccl_plots.MATPLOTLIB_IMPORT_ERROR}"
-        )
     speeds = link_speeds_mbps(run)
     link_gbps = min(speeds.values()) / 8000 if speeds else None
     required = nccl_plots.thresholds(run)

@@ -54,7 +54,7 @@ def _write(
     written.append(str(write_verdict(run_dir, verdict)))
     html = ""
     if p["html_template"]:
-        from .html import write_html  # imports matplotlib: only here
+        from .html import write_html  # jinja2: only here (matplotlib: only when it draws)
 
         html = str(write_html(run_dir, Path(p["html_template"]), judged))
         written.append(html)
