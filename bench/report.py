@@ -408,8 +408,9 @@ FINDINGS = [
     "takes the run lock and starts the listeners (on the fabric address, chosen on the node "
     "with the environment play's own function, src/nccl_preflight/node/fabric_choice.py) and the "
     "torch probe: importing torch overlaps the environment play and the probes |",
-    "| pre-flight | 3 calls | 1 | nccl_tcp_probe's `collect` option: after the probes and the "
-    "firewall read, collects the listeners once every expected probe came (waiting up to "
+    "| pre-flight | 3 calls | 1 | the probe call's `collect` option (nccl_preflight_observe): "
+    "after the probes and the firewall read, collects the listeners once every expected probe "
+    "came (waiting up to "
     "preflight_collect_wait when all hosts probe at once), returns torch's versions and the "
     "clock, and with no launch after it removes the run directory; listeners still waiting for "
     "a later batch's probe (more hosts than forks) get one stop call after every host's "

@@ -11,15 +11,14 @@ DOCUMENTATION = r"""
 module: nccl_torchrun
 short_description: Run torchrun on one node in time bounds, end its process tree, return its results
 description:
-  - O(state=started) makes O(run_dir) when it is missing (mode O(run_dir_mode), with the checks of
-    C(src/nccl_preflight/node/run_dir.py), which refuse a symbolic link, something that is not a
-    directory, or a directory owned by another user, and set the mode of one it finds exactly),
-    writes O(env_content) to O(env_file) and O(script_content) to O(script) (when given), waits on
-    node rank 0 until nothing accepts connections on O(master_addr):O(master_port) any more (a
-    previous run's store may still be closing; at most O(port_wait_timeout) seconds), then starts a
-    detached supervisor (double fork and C(setsid), standard streams to C(<run_dir>/torchrun.log),
-    like Ansible's C(async_wrapper)) and returns at once, so every node starts together whatever
-    C(forks) is.
+  - O(state=started) makes O(run_dir) when it is missing (mode O(run_dir_mode); it refuses a
+    symbolic link, a non-directory or another user's directory, and sets the mode of one it
+    finds exactly), writes O(env_content) to O(env_file) and O(script_content) to O(script) (when
+    given), waits on node rank 0 until nothing accepts connections on O(master_addr):O(master_port)
+    any more (a previous run's store may still be closing; at most O(port_wait_timeout) s), then
+    starts a detached supervisor (double fork and C(setsid), standard streams to
+    C(<run_dir>/torchrun.log), like Ansible's C(async_wrapper)) and returns at once, so every node
+    starts together whatever C(forks) is.
   - The supervisor starts C(python -m torch.distributed.run) with static rendezvous in its own
     session, records every process of its tree (pid and start time) in C(<run_dir>/torchrun.pids),
     and ends every recorded process still alive after O(timeout) seconds (SIGTERM, then SIGKILL
@@ -41,7 +40,7 @@ description:
     (C(results/nccl.<pid>.log), named C(nccl-rank-<R>.log) by the pid in C(rank-<R>.json))
     as one gzip tar archive in
     RV(collected_archive) (logs longer than O(collect_log_max_bytes) keep their end, after a line
-    that says how much was cut). The action plugin of roles/launch unpacks it into O(collect_to)
+    that says how much was cut). This module's action plugin unpacks it into O(collect_to)
     on the control machine and drops it from the result.
   - With O(remove_run_dir), O(state=finished) and O(state=stopped) remove O(run_dir) once the
     results are packed and nothing of the run is alive.
@@ -86,15 +85,15 @@ options:
   script_zipapp:
     description:
       - Base64 of a zipapp (the rank script and the sibling modules it imports, built on the
-        control machine by C(src/nccl_preflight/core/zipapp.py)), written to O(script) (mode 0600)
+        control machine), written to O(script) (mode 0600)
         before the start; torchrun runs it as it would run the C(.py) (C(python -u <script>
         args)). Not shown in the task's C(invocation). Mutually exclusive with O(script_content).
-      - Set by the action plugin of roles/launch from O(script_src).
+      - Set by this module's action plugin from O(script_src).
     type: str
   script_src:
     description:
-      - Path of the rank script on the control machine (C(launch_script)). The action plugin of
-        roles/launch bundles it and the modules beside it that it imports into one zipapp and
+      - Path of the rank script on the control machine (C(launch_script)). This module's
+        action plugin bundles it and the modules beside it that it imports into one zipapp and
         passes it as O(script_zipapp); a file it cannot read or parse fails the task, naming
         the file, before anything is written on the node. Never seen by the node.
     type: path
@@ -184,7 +183,7 @@ options:
       - Directory on the control machine to unpack the results into (C(rank-<R>.json),
         C(rank-<R>.log), C(torchrun.log), C(launch.json), C(nccl-rank-<R>.log)); sets
         O(collect).
-      - Handled by the action plugin of roles/launch on the control machine, never by the node.
+      - Handled by this module's action plugin on the control machine, never by the node.
     type: path
   remove_run_dir:
     description:
@@ -226,11 +225,13 @@ options:
     type: dict
   watch:
     description:
-      - Handled by the action plugin of roles/launch on the control machine, never by the node;
-        it then calls this module with O(watch_s) until the run ended, prints the progress of the
-        host's ranks, ends the run when another host's run failed or when no rank advanced for
-        the stall timeout (after a O(diagnose) call on every host). Keys are documented in
-        roles/launch/action_plugins/nccl_torchrun.py.
+      - Handled by this module's action plugin on the control machine, never by the node; it
+        calls this module with O(watch_s) until the run ended, prints the host's ranks' progress,
+        ends the run when another host's run failed or no rank advanced for the stall timeout
+        (after a O(diagnose) call on every host). Keys C(host), C(report_dir) (holds every host's
+        C(<host>/progress.json)), C(hosts) (node-rank order, each C(host), C(ranks), C(ifname),
+        C(address), C(preflight_state), C(probes)), C(interval), C(stall_timeout) (0 - none),
+        C(progress) (C(auto), C(terminal), C(log), C(off)), C(progress_interval).
     type: dict
 attributes:
   check_mode:
@@ -359,7 +360,7 @@ truncated:
 collected_archive:
   description:
     - Base64 of a gzip tar archive of the collected files, flat (no directories).
-    - The action plugin of roles/launch removes it from the result after unpacking it.
+    - This module's action plugin removes it from the result after unpacking it.
   returned: when O(collect) and the action plugin did not take it
   type: str
 collected_to:

@@ -81,22 +81,22 @@ def node_calls(path: Path) -> list[str]:
 def test_one_module_call_per_host_in_the_preflight_play_and_no_async() -> None:
     tasks = tasks_of(yaml.safe_load(TASKS.read_text()))
     assert len(tasks) > 5
-    assert node_calls(TASKS) == ["nccl_tcp_probe"]
+    assert node_calls(TASKS) == ["nccl_preflight_observe"]
     # The firewall is read by the probe's call, with become when asked for; the same call
     # collects the listeners, and never fails the host for it.
-    probe, late = [t for t in tasks if action_of(t) == "nccl_tcp_probe"]
-    assert "firewall" in probe["nccl_tcp_probe"]
-    assert probe["nccl_tcp_probe"]["collect"]["path"] == "{{ preflight_run_dir }}"
+    probe, late = [t for t in tasks if action_of(t) == "nccl_preflight_observe"]
+    assert "firewall" in probe["nccl_preflight_observe"]
+    assert probe["nccl_preflight_observe"]["collect"]["path"] == "{{ preflight_run_dir }}"
     assert probe["become"] == "{{ preflight_become_firewall }}"
     assert probe.get("ignore_errors") is True and "when" not in probe
     # It leaves listeners still waiting for a peer's probe running; the next task, after every
     # host's probes (linear strategy), stops them, on those hosts only, with collect alone.
-    assert probe["nccl_tcp_probe"]["collect"]["leave_unfinished"] is True
+    assert probe["nccl_preflight_observe"]["collect"]["leave_unfinished"] is True
     assert tasks.index(late) == tasks.index(probe) + 1
     assert late["when"] == LATE_STOP_WHEN and late.get("ignore_errors") is True
-    assert late["nccl_tcp_probe"].keys() == {"collect"}
-    assert "leave_unfinished" not in late["nccl_tcp_probe"]["collect"]
-    assert late["nccl_tcp_probe"]["collect"]["path"] == "{{ preflight_run_dir }}"
+    assert late["nccl_preflight_observe"].keys() == {"collect"}
+    assert "leave_unfinished" not in late["nccl_preflight_observe"]["collect"]
+    assert late["nccl_preflight_observe"]["collect"]["path"] == "{{ preflight_run_dir }}"
     assert late["register"] == "preflight_late_collect"
     assert [t["name"] for t in tasks if {"async", "poll"} & t.keys()] == []
     assert [t["name"] for t in tasks if "async_status" in action_of(t)] == []
@@ -190,4 +190,4 @@ def test_four_module_calls_per_node_for_a_whole_run() -> None:
     facts = [action_of(t) for t in facts_play_tasks()]
     facts = [a for a in facts if a not in CONTROLLER_ACTIONS | PLAYBOOK_ONLY]
     calls = facts + node_calls(TASKS) + node_calls(LAUNCH)
-    assert calls == ["nccl_facts", "nccl_tcp_probe", "nccl_torchrun", "nccl_torchrun"]
+    assert calls == ["nccl_facts", "nccl_preflight_observe", "nccl_torchrun", "nccl_torchrun"]

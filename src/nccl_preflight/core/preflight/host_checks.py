@@ -645,7 +645,7 @@ def nccl_preflight_probe_plan(
     full_mesh: bool = False,
     hccl_port: int = 0,
 ) -> dict[str, Any]:
-    """The nccl_tcp_probe targets of ``host`` and, per probe, why it cannot run.
+    """The nccl_preflight_observe targets of ``host`` and, per probe, why it cannot run.
 
     ``ports_by_host``: each host's listener ports, as the pre-flight's start (nccl_facts' RV
     preflight) returns them ({"master"|"ring"|"hccl": {"port", "error"}});
