@@ -29,7 +29,6 @@ import re
 import time
 from typing import Any
 
-from .check_mode import probe_python_read_only, would_start
 from .fabric_choice import nccl_fabric_choice
 from .listener import (
     PID_FILE,
@@ -44,6 +43,7 @@ from .listener import (
 )
 from .port_owner import port_owner
 from .processes import is_alive, read_json, write_json
+from .read_only import probe_python_read_only, would_start
 from .run_dir import (
     make_private_dir,
     parse_mode,

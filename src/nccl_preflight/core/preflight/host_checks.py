@@ -22,9 +22,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from nccl_preflight.core.check_result import check_result as _result
-from nccl_preflight.core.check_result import host_table as table
-from nccl_preflight.core.check_result import (
+from nccl_preflight.core.preflight.result import check_result as _result
+from nccl_preflight.core.preflight.result import host_table as table
+from nccl_preflight.core.preflight.result import (
     no_observation,
     rank_order,
     reference_value,
