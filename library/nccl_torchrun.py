@@ -97,6 +97,14 @@ options:
         passes it as O(script_zipapp); a file it cannot read or parse fails the task, naming
         the file, before anything is written on the node. Never seen by the node.
     type: path
+  look_zipapp:
+    description:
+      - Base64 of a zipapp, written with O(state=started) to C(<run_dir>/look.pyz) (mode 0600) - the
+        look of O(state=finished) as a plain Python program (the same code; the standard library
+        only). Set by this module's action plugin on every start; the watch's looks then run
+        C(python -I -S <run_dir>/look.pyz) instead of this module, sparing the ranks a module start
+        per look. Not shown in the task's C(invocation).
+    type: str
   script_args:
     description: Arguments for the script.
     type: list
@@ -231,7 +239,9 @@ options:
         (after a O(diagnose) call on every host). Keys C(host), C(report_dir) (holds every host's
         C(<host>/progress.json)), C(hosts) (node-rank order, each C(host), C(ranks), C(ifname),
         C(address), C(preflight_state), C(probes)), C(interval), C(stall_timeout) (0 - none),
-        C(progress) (C(auto), C(terminal), C(log), C(off)), C(progress_interval).
+        C(progress) (C(auto), C(terminal), C(log), C(off)), C(progress_interval), C(python) (the
+        node's Python that runs C(<run_dir>/look.pyz) for each look; without it, or when that
+        fails, a look is a call of this module).
     type: dict
 attributes:
   check_mode:
@@ -404,9 +414,7 @@ import base64
 import binascii
 import io
 import os
-import shutil
 import socket
-import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -414,12 +422,17 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_preflight.node.files import write_atomically
 from ansible.module_utils.nccl_preflight.node.processes import is_alive
-from ansible.module_utils.nccl_preflight.node.run_collect import pack_results
 from ansible.module_utils.nccl_preflight.node.run_dir import (
     bad_file_name,
     make_private_dir,
     parse_mode,
     private_dir_problem,
+)
+from ansible.module_utils.nccl_preflight.node.run_look import (
+    LOOK_ZIPAPP,
+    RefusedRemoval,
+    finish,
+    finished,
 )
 from ansible.module_utils.nccl_preflight.node.run_observe import (
     interface_state,
@@ -433,17 +446,14 @@ from ansible.module_utils.nccl_preflight.node.run_start import (
     wait_port_free,
 )
 from ansible.module_utils.nccl_preflight.node.supervisor import (
-    FINISH_MARGIN_S,
     LAUNCH_FILE,
     PIDS_FILE,
     RESULTS_DIR,
-    STILL_RUNNING,
     TORCHRUN_LOG,
     WATCH_FILE,
     read_pids,
     start_supervisor,
     stop_run,
-    wait_supervisor,
 )
 
 # Options state=started cannot do without.
@@ -609,6 +619,9 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
     env = run_environment(module, env_file)
     if script is not None:
         write_atomically(params["script"], script, 0o600)
+    if params["look_zipapp"]:  # the watch's looks run it without a module start
+        look = base64.b64decode(params["look_zipapp"], validate=True)
+        write_atomically(str(run_dir / LOOK_ZIPAPP), look, 0o600)
     wait_master_port(module)
     argv = build_argv(params)
     (run_dir / RESULTS_DIR).mkdir(exist_ok=True)
@@ -648,65 +661,26 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
 def finish_call(module: AnsibleModule, result: dict[str, Any]) -> dict[str, Any]:
     """What state=finished and state=stopped share at the end: collect, then remove."""
     params = module.params
-    run_dir = Path(params["run_dir"])
-    if (params["collect"] or params["collect_to"]) and run_dir.is_dir():
-        archive, names, truncated = pack_results(run_dir, params["collect_log_max_bytes"])
-        result["collected_archive"] = base64.b64encode(archive).decode("ascii")
-        result["collected"] = names
-        result["truncated"] = truncated
-    result["run_dir_removed"] = False
-    if params["remove_run_dir"] and run_dir.is_dir():
-        if run_dir.resolve() in (Path("/"), Path.home().resolve()):
-            module.fail_json(msg=f"refusing to remove {run_dir}: not a private run directory")
-        shutil.rmtree(run_dir)
-        result["run_dir_removed"] = True
-        result["changed"] = True
-    return result
-
-
-def look_at_run(module: AnsibleModule) -> dict[str, Any] | str | None:
-    """state=finished without stop_reason: wait (with watch_s, only that long) for the run.
-
-    -> the look's result when the run is still alive after watch_s, else why the run must be
-    ended now (None: it ended by itself)."""
-    params = module.params
-    run_dir = Path(params["run_dir"])
-    watch_s = params["watch_s"]
-    until = time.time() + watch_s if watch_s > 0 else None
-    if until is not None:
-        touch_watch(run_dir / WATCH_FILE, params["watch_stale_s"])
-    reason = wait_supervisor(run_dir, FINISH_MARGIN_S, until=until)
-    if reason != STILL_RUNNING:
-        return reason
-    touch_watch(run_dir / WATCH_FILE, params["watch_stale_s"])
-    look = {"changed": False, "running": True, "progress": read_progress(run_dir / RESULTS_DIR)}
-    if params["watch_ifname"]:
-        look["interface"] = interface_state(params["watch_ifname"])
-    return look
+    try:
+        return finish(
+            Path(params["run_dir"]),
+            result,
+            bool(params["collect"] or params["collect_to"]),
+            params["collect_log_max_bytes"],
+            params["remove_run_dir"],
+        )
+    except RefusedRemoval as exc:
+        module.fail_json(msg=str(exc))
 
 
 def run_finished(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
-    run_dir = Path(params["run_dir"])
-    reason = params["stop_reason"] or None
-    if params["diagnose"] is not None and reason is None:
-        return diagnose_run(run_dir, params["diagnose"], params["watch_stale_s"])
-    if reason is None:
-        looked = look_at_run(module)
-        if isinstance(looked, dict):
-            return looked
-        reason = looked
-    result = stop_run(
-        run_dir,
-        params["kill_grace"],
-        params["timeout"],
-        params["rank_offset"],
-        reason,
-        params["stop_details"],
-    )
-    result["running"] = False
-    result["progress"] = read_progress(run_dir / RESULTS_DIR)
-    return finish_call(module, result)
+    if params["diagnose"] is not None and not params["stop_reason"]:
+        return diagnose_run(Path(params["run_dir"]), params["diagnose"], params["watch_stale_s"])
+    try:
+        return finished(params)
+    except RefusedRemoval as exc:
+        module.fail_json(msg=str(exc))
 
 
 def diagnose_run(run_dir: Path, spec: dict[str, Any], stale_s: float) -> dict[str, Any]:
@@ -761,6 +735,7 @@ def main() -> None:
             "script_content": {"type": "str", "no_log": True},
             "script_zipapp": {"type": "str", "no_log": True},
             "script_src": {"type": "path"},
+            "look_zipapp": {"type": "str", "no_log": True},
             "script_args": {"type": "list", "elements": "str", "default": []},
             "nnodes": {"type": "int"},
             "node_rank": {"type": "int"},
