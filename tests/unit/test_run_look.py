@@ -17,13 +17,11 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from nccl_preflight.core.zipapp import zip_bytes
 from nccl_preflight.node.run_look import LOOK_ZIPAPP, zipapp_files
+from tests.unit import test_torchrun_module as torchrun_tests
 from tests.unit.test_launch_watch import FakeNode, look, watch
 from tests.unit.test_torchrun_module import (
-    FAKE_TORCHRUN,
     finish,
     finished_args,
     module_args,
@@ -33,24 +31,9 @@ from tests.unit.test_torchrun_module import (
     wait_for,
 )
 
-
-@pytest.fixture
-def stand_in(tmp_path: Path) -> Path:
-    """A fake torchrun (tests/unit/test_torchrun_module.py's), as the node's Python."""
-    path = tmp_path / "fake-python"
-    path.write_text(FAKE_TORCHRUN.format(python=sys.executable))
-    path.chmod(0o755)
-    return path
-
-
-@pytest.fixture
-def launched(tmp_path: Path) -> Path:
-    """A run directory as the launch's start finds it."""
-    path = tmp_path / "nccl-preflight-run-node1"
-    path.mkdir(mode=0o700)
-    (path / "nccl.env").write_text("GLOO_SOCKET_IFNAME='lo'\n")
-    (path / "check.py").write_text("print('hello')\n")
-    return path
+# The module tests' fake torchrun and run directory, as fixtures of this file too.
+fake_python = torchrun_tests.fake_python
+run_dir = torchrun_tests.run_dir
 
 
 def plain_look(options: dict[str, Any]) -> dict[str, Any]:
@@ -81,10 +64,9 @@ def test_look_pyz_holds_the_look_and_what_it_imports_only() -> None:
 
 
 def test_a_plain_look_sees_the_running_ranks_and_ends_nothing(
-    tmp_path: Path, stand_in: Path, launched: Path
+    tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
-    run_dir = launched
-    started = start(tmp_path, stand_in, run_dir, "hang")
+    started = start(tmp_path, fake_python, run_dir, "hang")
     assert started.get("failed") is not True, started
     assert stat.S_IMODE((run_dir / LOOK_ZIPAPP).stat().st_mode) == 0o600
     shown = started["invocation"]["module_args"]["look_zipapp"]
@@ -102,10 +84,9 @@ def test_a_plain_look_sees_the_running_ranks_and_ends_nothing(
 
 
 def test_the_plain_look_that_sees_the_end_brings_the_results_and_removes_the_run(
-    tmp_path: Path, stand_in: Path, launched: Path
+    tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
-    run_dir = launched
-    assert start(tmp_path, stand_in, run_dir, "ok").get("failed") is not True
+    assert start(tmp_path, fake_python, run_dir, "ok").get("failed") is not True
     ended = plain_look(finished_args(run_dir, watch_s=20, collect=True, remove_run_dir=True))
     assert ended["running"] is False and ended["torchrun_rc"] == 0 and ended["changed"] is True
     with tarfile.open(fileobj=io.BytesIO(base64.b64decode(ended["collected_archive"]))) as tar:
