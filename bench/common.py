@@ -82,10 +82,6 @@ class CpuGroup:
         except OSError:
             self.path = None
 
-    @property
-    def procs_file(self) -> str | None:
-        return str(self.path / "cgroup.procs") if self.path else None
-
     def add(self, pid: int) -> None:
         if self.path:
             with contextlib.suppress(OSError):

@@ -5,8 +5,8 @@
 The floor is the same nccl_check run started by hand: torchrun in both hosts at once, static
 rendezvous on host 0's fabric address, GLOO_SOCKET_IFNAME set, the same arguments roles/launch
 gives (--out-dir, --timeout, nccl_check_args). The ratio playbook / floor is the overhead.
-Goal: <= 1.2x (issue 16). Each measurement gets a fresh lab (a one-shot validation pays for its SSH
-connections too).
+Goal: <= 1.3x (issue 26; issue 16 asked 1.2x). Each measurement gets a fresh lab (a one-shot
+validation pays for its SSH connections too).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from bench.common import (
     run_playbook,
 )
 
-GOAL = 1.2
+GOAL = 1.3
 NPROC = 2
 RUN_TIMEOUT = 300  # nccl_run_timeout: the project default
 # What the check runs: the project default (every test, bandwidth 1K..1M on CPU, 20 iterations).

@@ -426,8 +426,9 @@ FINDINGS = [
     "takes the run lock and starts the listeners (on the fabric address, chosen on the node "
     "with the environment play's own function, src/nccl_preflight/node/fabric_choice.py) and the "
     "torch probe: importing torch overlaps the environment play and the probes |",
-    "| pre-flight | 3 calls | 1 | nccl_tcp_probe's `collect` option: after the probes and the "
-    "firewall read, collects the listeners once every expected probe came (waiting up to "
+    "| pre-flight | 3 calls | 1 | the probe call's `collect` option (nccl_preflight_observe): "
+    "after the probes and the firewall read, collects the listeners once every expected probe "
+    "came (waiting up to "
     "preflight_collect_wait when all hosts probe at once), returns torch's versions and the "
     "clock, and with no launch after it removes the run directory; listeners still waiting for "
     "a later batch's probe (more hosts than forks) get one stop call after every host's "
@@ -531,6 +532,31 @@ FINDINGS = [
     "instead of five (each now about 0.05-0.2 s), the report's matplotlib (already imported",
     "only when report.html is written, and report_html is on by default). With every one of",
     "them the floor above still holds: about 1.3x here.",
+    "",
+    "**Overhead, seventh round** (issue 26 item 7, goal now 1.3x; measured on main before it",
+    "on a quiet machine, load 3: by hand 11.9 s, validate.yml 17.8 s = 1.52x, the empty mirror",
+    "of its shape 3.1 s). What changed: validate.yml has 5 plays instead of 7 (inputs and facts",
+    "share the nodes' play, pre-flight and launch the ready hosts' play, each role with its",
+    "stage's tags) and 34 tasks instead of 36 (the launch's 'note what came back' and the",
+    "pairwise relaunch's decision set_facts: roles/cleanup and the include work them out); the",
+    "node calls stay 4 per host (facts, probe, torchrun's start and wait; the probe call keeps",
+    "its four jobs under one name, nccl_preflight_observe, rather than a call per job); and the",
+    "watch's looks, one every launch_watch_interval on every node while the ranks run, are no",
+    "module runs any more: `python -I -S <run dir>/look.pyz` (written by the start; the same",
+    "code as the module's state=finished) costs about 0.07 CPU s on the node against 0.3-0.4",
+    "for a module run (measured on this machine, 10 calls each through ansible-playbook: 0.29",
+    "CPU s more per module call than per plain command). A local test of plays alone (7 plays",
+    "of one set_fact against 1 play of 7, 2 hosts) showed plays nearly free (about 0.05 CPU s",
+    "for 6 plays): the floor is the node calls and what runs in them. Measured in 3 turns with",
+    "main (b1adc84), one run each, 06:14-06:33 UTC, while other sessions' tests held the",
+    "1-minute load average at 17-37 (section 1's table): torchrun by hand took 46-87 s instead",
+    "of 11.9, so the wall ratios (1.76-2.12x against 1.70-3.14x) measure the load. The CPU",
+    "does not: the nodes' CPU above the by-hand floor's own was 11.0, 10.7 and 11.9 s against",
+    "14.9, 12.6 and 13.5 s (median 11.0 against 13.5, -2.5 CPU s, -19 %), the control",
+    "machine's 7.1 against 7.1 s (median). Whether 1.3x is met needs the quiet re-run",
+    "(`python -m bench.run --only overhead,ansible_floor`); section 1b is still the 7-play",
+    "shape's. Not done: one argument-spec check instead of five, caching the rank script's",
+    "zipapp (built per host, 0.1-0.3 CPU s each), the report (another branch).",
     "",
     "**Scaling** (the third round, 2026-11-22, a quiet machine; table 2 now holds the fourth",
     "round's 2 to 16 hosts under load). 2 hosts now take 6.3 s (20.3 s in the first round,",

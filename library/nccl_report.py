@@ -51,8 +51,9 @@ options:
     default: true
   html_template:
     description:
-      - The jinja2 template of C(report.html) on the control machine (the report role passes
-        C(roles/report/templates/report.html.j2)). Empty means no C(report.html).
+      - The jinja2 template of C(report.html) on the control machine (the playbook passes
+        C(report_html_template), the project's own template unless set). Empty means no
+        C(report.html).
     type: path
     default: ""
   verdict_copy:
@@ -162,14 +163,14 @@ summary_lines:
   elements: str
 console:
   description:
-    - "The run's closing summary as plain aligned lines (src/nccl_preflight/core/console.py):
-      verdict, hosts, failures with their fixes, bus bandwidth, where the report is."
-    - "plugins/callback/nccl_console.py prints them after the play recap."
+    - "The run's closing summary as plain aligned lines: verdict, hosts, failures with their
+      fixes, bus bandwidth, where the report is."
+    - "The project's console callback prints them after the play recap."
   returned: always
   type: list
   elements: str
 exit_class:
-  description: The class of the run (src/nccl_preflight/core/exit_classes.py), most severe finding.
+  description: The class of the run, its most severe finding (README.md, "Exit codes").
   returned: always
   type: str
   sample: wrong_data

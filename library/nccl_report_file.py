@@ -12,7 +12,7 @@ description:
   - Writes O(dest) on the control machine from O(content), or O(data) as indented JSON with sorted
     keys, making the missing parent directories. The write is atomic (a temporary file in the same
     directory, then a rename), so a reader never sees half a file.
-  - Runs entirely in the action plugin (plugins/action/nccl_report_file.py) on the control machine;
+  - Runs entirely in its action plugin on the control machine;
     no module is transferred or started, which is what makes it cheaper than
     M(ansible.builtin.file) plus M(ansible.builtin.copy) delegated to localhost.
 version_added: "0.1.0"

@@ -11,15 +11,14 @@ DOCUMENTATION = r"""
 module: nccl_torchrun
 short_description: Run torchrun on one node in time bounds, end its process tree, return its results
 description:
-  - O(state=started) makes O(run_dir) when it is missing (mode O(run_dir_mode), with the checks of
-    C(src/nccl_preflight/node/run_dir.py), which refuse a symbolic link, something that is not a
-    directory, or a directory owned by another user, and set the mode of one it finds exactly),
-    writes O(env_content) to O(env_file) and O(script_content) to O(script) (when given), waits on
-    node rank 0 until nothing accepts connections on O(master_addr):O(master_port) any more (a
-    previous run's store may still be closing; at most O(port_wait_timeout) seconds), then starts a
-    detached supervisor (double fork and C(setsid), standard streams to C(<run_dir>/torchrun.log),
-    like Ansible's C(async_wrapper)) and returns at once, so every node starts together whatever
-    C(forks) is.
+  - O(state=started) makes O(run_dir) when it is missing (mode O(run_dir_mode); it refuses a
+    symbolic link, a non-directory or another user's directory, and sets the mode of one it
+    finds exactly), writes O(env_content) to O(env_file) and O(script_content) to O(script) (when
+    given), waits on node rank 0 until nothing accepts connections on O(master_addr):O(master_port)
+    any more (a previous run's store may still be closing; at most O(port_wait_timeout) s), then
+    starts a detached supervisor (double fork and C(setsid), standard streams to
+    C(<run_dir>/torchrun.log), like Ansible's C(async_wrapper)) and returns at once, so every node
+    starts together whatever C(forks) is.
   - The supervisor starts C(python -m torch.distributed.run) with static rendezvous in its own
     session, records every process of its tree (pid and start time) in C(<run_dir>/torchrun.pids),
     and ends every recorded process still alive after O(timeout) seconds (SIGTERM, then SIGKILL
@@ -41,7 +40,7 @@ description:
     (C(results/nccl.<pid>.log), named C(nccl-rank-<R>.log) by the pid in C(rank-<R>.json))
     as one gzip tar archive in
     RV(collected_archive) (logs longer than O(collect_log_max_bytes) keep their end, after a line
-    that says how much was cut). The action plugin of roles/launch unpacks it into O(collect_to)
+    that says how much was cut). This module's action plugin unpacks it into O(collect_to)
     on the control machine and drops it from the result.
   - With O(remove_run_dir), O(state=finished) and O(state=stopped) remove O(run_dir) once the
     results are packed and nothing of the run is alive.
@@ -86,18 +85,26 @@ options:
   script_zipapp:
     description:
       - Base64 of a zipapp (the rank script and the sibling modules it imports, built on the
-        control machine by C(src/nccl_preflight/core/zipapp.py)), written to O(script) (mode 0600)
+        control machine), written to O(script) (mode 0600)
         before the start; torchrun runs it as it would run the C(.py) (C(python -u <script>
         args)). Not shown in the task's C(invocation). Mutually exclusive with O(script_content).
-      - Set by the action plugin of roles/launch from O(script_src).
+      - Set by this module's action plugin from O(script_src).
     type: str
   script_src:
     description:
-      - Path of the rank script on the control machine (C(launch_script)). The action plugin of
-        roles/launch bundles it and the modules beside it that it imports into one zipapp and
+      - Path of the rank script on the control machine (C(launch_script)). This module's
+        action plugin bundles it and the modules beside it that it imports into one zipapp and
         passes it as O(script_zipapp); a file it cannot read or parse fails the task, naming
         the file, before anything is written on the node. Never seen by the node.
     type: path
+  look_zipapp:
+    description:
+      - Base64 of a zipapp, written with O(state=started) to C(<run_dir>/look.pyz) (mode 0600) - the
+        look of O(state=finished) as a plain Python program (the same code; the standard library
+        only). Set by this module's action plugin on every start; the watch's looks then run
+        C(python -I -S <run_dir>/look.pyz) instead of this module, sparing the ranks a module start
+        per look. Not shown in the task's C(invocation).
+    type: str
   script_args:
     description: Arguments for the script.
     type: list
@@ -184,7 +191,7 @@ options:
       - Directory on the control machine to unpack the results into (C(rank-<R>.json),
         C(rank-<R>.log), C(torchrun.log), C(launch.json), C(nccl-rank-<R>.log)); sets
         O(collect).
-      - Handled by the action plugin of roles/launch on the control machine, never by the node.
+      - Handled by this module's action plugin on the control machine, never by the node.
     type: path
   remove_run_dir:
     description:
@@ -226,11 +233,15 @@ options:
     type: dict
   watch:
     description:
-      - Handled by the action plugin of roles/launch on the control machine, never by the node;
-        it then calls this module with O(watch_s) until the run ended, prints the progress of the
-        host's ranks, ends the run when another host's run failed or when no rank advanced for
-        the stall timeout (after a O(diagnose) call on every host). Keys are documented in
-        roles/launch/action_plugins/nccl_torchrun.py.
+      - Handled by this module's action plugin on the control machine, never by the node; it
+        calls this module with O(watch_s) until the run ended, prints the host's ranks' progress,
+        ends the run when another host's run failed or no rank advanced for the stall timeout
+        (after a O(diagnose) call on every host). Keys C(host), C(report_dir) (holds every host's
+        C(<host>/progress.json)), C(hosts) (node-rank order, each C(host), C(ranks), C(ifname),
+        C(address), C(preflight_state), C(probes)), C(interval), C(stall_timeout) (0 - none),
+        C(progress) (C(auto), C(terminal), C(log), C(off)), C(progress_interval), C(python) (the
+        node's Python that runs C(<run_dir>/look.pyz) for each look; without it, or when that
+        fails, a look is a call of this module).
     type: dict
 attributes:
   check_mode:
@@ -359,7 +370,7 @@ truncated:
 collected_archive:
   description:
     - Base64 of a gzip tar archive of the collected files, flat (no directories).
-    - The action plugin of roles/launch removes it from the result after unpacking it.
+    - This module's action plugin removes it from the result after unpacking it.
   returned: when O(collect) and the action plugin did not take it
   type: str
 collected_to:
@@ -403,9 +414,7 @@ import base64
 import binascii
 import io
 import os
-import shutil
 import socket
-import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -413,12 +422,17 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_preflight.node.files import write_atomically
 from ansible.module_utils.nccl_preflight.node.processes import is_alive
-from ansible.module_utils.nccl_preflight.node.run_collect import pack_results
 from ansible.module_utils.nccl_preflight.node.run_dir import (
     bad_file_name,
     make_private_dir,
     parse_mode,
     private_dir_problem,
+)
+from ansible.module_utils.nccl_preflight.node.run_look import (
+    LOOK_ZIPAPP,
+    RefusedRemoval,
+    finish,
+    finished,
 )
 from ansible.module_utils.nccl_preflight.node.run_observe import (
     interface_state,
@@ -432,17 +446,14 @@ from ansible.module_utils.nccl_preflight.node.run_start import (
     wait_port_free,
 )
 from ansible.module_utils.nccl_preflight.node.supervisor import (
-    FINISH_MARGIN_S,
     LAUNCH_FILE,
     PIDS_FILE,
     RESULTS_DIR,
-    STILL_RUNNING,
     TORCHRUN_LOG,
     WATCH_FILE,
     read_pids,
     start_supervisor,
     stop_run,
-    wait_supervisor,
 )
 
 # Options state=started cannot do without.
@@ -608,6 +619,9 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
     env = run_environment(module, env_file)
     if script is not None:
         write_atomically(params["script"], script, 0o600)
+    if params["look_zipapp"]:  # the watch's looks run it without a module start
+        look = base64.b64decode(params["look_zipapp"], validate=True)
+        write_atomically(str(run_dir / LOOK_ZIPAPP), look, 0o600)
     wait_master_port(module)
     argv = build_argv(params)
     (run_dir / RESULTS_DIR).mkdir(exist_ok=True)
@@ -647,65 +661,26 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
 def finish_call(module: AnsibleModule, result: dict[str, Any]) -> dict[str, Any]:
     """What state=finished and state=stopped share at the end: collect, then remove."""
     params = module.params
-    run_dir = Path(params["run_dir"])
-    if (params["collect"] or params["collect_to"]) and run_dir.is_dir():
-        archive, names, truncated = pack_results(run_dir, params["collect_log_max_bytes"])
-        result["collected_archive"] = base64.b64encode(archive).decode("ascii")
-        result["collected"] = names
-        result["truncated"] = truncated
-    result["run_dir_removed"] = False
-    if params["remove_run_dir"] and run_dir.is_dir():
-        if run_dir.resolve() in (Path("/"), Path.home().resolve()):
-            module.fail_json(msg=f"refusing to remove {run_dir}: not a private run directory")
-        shutil.rmtree(run_dir)
-        result["run_dir_removed"] = True
-        result["changed"] = True
-    return result
-
-
-def look_at_run(module: AnsibleModule) -> dict[str, Any] | str | None:
-    """state=finished without stop_reason: wait (with watch_s, only that long) for the run.
-
-    -> the look's result when the run is still alive after watch_s, else why the run must be
-    ended now (None: it ended by itself)."""
-    params = module.params
-    run_dir = Path(params["run_dir"])
-    watch_s = params["watch_s"]
-    until = time.time() + watch_s if watch_s > 0 else None
-    if until is not None:
-        touch_watch(run_dir / WATCH_FILE, params["watch_stale_s"])
-    reason = wait_supervisor(run_dir, FINISH_MARGIN_S, until=until)
-    if reason != STILL_RUNNING:
-        return reason
-    touch_watch(run_dir / WATCH_FILE, params["watch_stale_s"])
-    look = {"changed": False, "running": True, "progress": read_progress(run_dir / RESULTS_DIR)}
-    if params["watch_ifname"]:
-        look["interface"] = interface_state(params["watch_ifname"])
-    return look
+    try:
+        return finish(
+            Path(params["run_dir"]),
+            result,
+            bool(params["collect"] or params["collect_to"]),
+            params["collect_log_max_bytes"],
+            params["remove_run_dir"],
+        )
+    except RefusedRemoval as exc:
+        module.fail_json(msg=str(exc))
 
 
 def run_finished(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
-    run_dir = Path(params["run_dir"])
-    reason = params["stop_reason"] or None
-    if params["diagnose"] is not None and reason is None:
-        return diagnose_run(run_dir, params["diagnose"], params["watch_stale_s"])
-    if reason is None:
-        looked = look_at_run(module)
-        if isinstance(looked, dict):
-            return looked
-        reason = looked
-    result = stop_run(
-        run_dir,
-        params["kill_grace"],
-        params["timeout"],
-        params["rank_offset"],
-        reason,
-        params["stop_details"],
-    )
-    result["running"] = False
-    result["progress"] = read_progress(run_dir / RESULTS_DIR)
-    return finish_call(module, result)
+    if params["diagnose"] is not None and not params["stop_reason"]:
+        return diagnose_run(Path(params["run_dir"]), params["diagnose"], params["watch_stale_s"])
+    try:
+        return finished(params)
+    except RefusedRemoval as exc:
+        module.fail_json(msg=str(exc))
 
 
 def diagnose_run(run_dir: Path, spec: dict[str, Any], stale_s: float) -> dict[str, Any]:
@@ -760,6 +735,7 @@ def main() -> None:
             "script_content": {"type": "str", "no_log": True},
             "script_zipapp": {"type": "str", "no_log": True},
             "script_src": {"type": "path"},
+            "look_zipapp": {"type": "str", "no_log": True},
             "script_args": {"type": "list", "elements": "str", "default": []},
             "nnodes": {"type": "int"},
             "node_rank": {"type": "int"},

@@ -7,7 +7,8 @@ src/nccl_preflight/node/preflight_calls.py' ``start`` with the options validated
 argument spec (``START_SPEC``, which ``FACTS_START_SPEC`` extends). It is called directly rather
 than through nccl_facts' main() because the facts call always runs the torch probe (its ``python``
 defaults to the module's interpreter); a test of the listeners alone passes no ``python``. The stop
-is nccl_tcp_probe's main() with only its ``collect`` option, exactly the probe call's collect.
+is nccl_preflight_observe's main() with only its ``collect`` option, exactly the probe call's
+collect.
 
 Both return a :class:`~tests.module_exit.ModuleExit`: the pre-flight part of the result, and
 whether it failed (the facts and probe calls report a failed start or collect in their result
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import nccl_tcp_probe
+import nccl_preflight_observe
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.nccl_preflight.node.preflight_calls import START_SPEC, start
@@ -40,10 +41,10 @@ def start_call(
 def stop_call(
     monkeypatch: pytest.MonkeyPatch, args: dict[str, Any], check_mode: bool = False
 ) -> ModuleExit:
-    """nccl_tcp_probe with only ``collect: args`` (no target), as the probe call collects the
-    pre-flight; -> the collect part of its result."""
+    """nccl_preflight_observe with only ``collect: args`` (no target), as the probe call collects
+    the pre-flight; -> the collect part of its result."""
     module_args = {"collect": args, "_ansible_check_mode": check_mode}
-    ended = run_module_main(monkeypatch, nccl_tcp_probe.main, module_args)
+    ended = run_module_main(monkeypatch, nccl_preflight_observe.main, module_args)
     assert not ended.failed and ended.result["results"] == [], (
         ended.result
     )  # the module never fails

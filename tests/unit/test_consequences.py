@@ -32,7 +32,7 @@ EPHEMERAL = (32768, 60999)
 
 
 def firewall(host: str, rule: str) -> dict[str, Any]:
-    """What nccl_tcp_probe's firewall read returns for ``host`` with one iptables rule."""
+    """What nccl_preflight_observe's firewall read returns for ``host`` with one iptables rule."""
     chains = ":INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]"
     saved = f"*filter\n{chains}\n{rule}\nCOMMIT\n"
     ports = [("ephemeral range", [EPHEMERAL])]

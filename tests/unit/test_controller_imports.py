@@ -77,7 +77,7 @@ def test_every_plugin_loads_the_project_as_the_nccl_preflight_package_only() -> 
     # The plugins do use both rooms (the report's run, the fabric choice, the atomic write, ...).
     assert {
         "nccl_preflight.core.report_run",
-        "nccl_preflight.core.check_result",
+        "nccl_preflight.core.preflight.result",
         "nccl_preflight.node.fabric_choice",
         "nccl_preflight.node.files",
     } <= set(seen["loaded"])

@@ -215,12 +215,6 @@ def test_dcgm_4_shape() -> None:
     assert rows[1]["info"] == "Uncorrectable ECC error"
 
 
-def test_cuda_visible_devices() -> None:
-    assert parse.parse_cuda_visible_devices(None) is None
-    assert parse.parse_cuda_visible_devices("") == []
-    assert parse.parse_cuda_visible_devices("0, 1") == ["0", "1"]
-
-
 # --------------------------------------------------------------------------- checks
 def test_healthy_h100_node_passes_every_check() -> None:
     got = results({"n1": observation()}, "n1")

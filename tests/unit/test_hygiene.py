@@ -391,3 +391,29 @@ def test_no_loader_prelude_anywhere() -> None:
     ]
     assert offenders == []
     assert not (ROOT / "module_utils").exists()
+
+
+# "check" means the rank script (files/nccl_check*.py, tests/check/) and, in the pre-flight, one
+# of its results (core/preflight/: the checks and their shared record, result.py). Ansible's
+# --check is called by what it does (node/read_only.py). Any other file of the package whose
+# name says "check" would be a third meaning (issue 26 item 5).
+def check_stem_offences(paths: list[str]) -> list[str]:
+    return [
+        path
+        for path in paths
+        if "check" in Path(path).stem and not path.startswith("core/preflight/")
+    ]
+
+
+def test_the_check_stem_rule_catches_a_third_meaning() -> None:
+    assert check_stem_offences(["core/preflight/gpu_checks.py", "node/parse.py"]) == []
+    assert check_stem_offences(["node/check_mode.py", "core/check_result.py"]) == [
+        "node/check_mode.py",
+        "core/check_result.py",
+    ]
+
+
+def test_check_in_a_package_file_name_is_a_pre_flight_check() -> None:
+    paths = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))]
+    assert "core/preflight/result.py" in paths
+    assert check_stem_offences(paths) == []

@@ -13,7 +13,6 @@ import pytest
 
 from nccl_preflight.node.run_dir import (
     bad_file_name,
-    file_is_current,
     make_private_dir,
     parse_mode,
     private_dir_problem,
@@ -100,13 +99,3 @@ def test_modes_are_octal_strings(text: str, mode: int | None) -> None:
 @pytest.mark.parametrize("name", ["../escape", "a/b", "..", ".", "", "a\0b"])
 def test_a_file_name_with_a_directory_part_is_bad(name: str) -> None:
     assert bad_file_name(name) and not bad_file_name("nccl.env")
-
-
-def test_a_file_is_current_only_with_the_same_content_and_mode(tmp_path: Path) -> None:
-    path = tmp_path / "nccl.env"
-    assert not file_is_current(str(path), b"A=1\n", 0o600)
-    path.write_bytes(b"A=1\n")
-    path.chmod(0o600)
-    assert file_is_current(str(path), b"A=1\n", 0o600)
-    assert not file_is_current(str(path), b"A=2\n", 0o600)
-    assert not file_is_current(str(path), b"A=1\n", 0o644)

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight's listeners as the playbook runs them: a real detached listener process on
 loopback, started as the facts call starts it (src/nccl_preflight/node/preflight_calls.py ``start``,
-the facts call's ``preflight`` option) and stopped through nccl_tcp_probe's ``collect`` option
-(tests/preflight_calls.py); once through nccl_facts itself with the real interpreter's torch, and
-once through ansible to prove the facts call's session ends while the listener lives on."""
+the facts call's ``preflight`` option) and stopped through nccl_preflight_observe's ``collect``
+option (tests/preflight_calls.py); once through nccl_facts itself with the real interpreter's
+torch, and once through ansible to prove the facts call's session ends while the listener lives
+on."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import nccl_facts
-import nccl_tcp_probe
+import nccl_preflight_observe
 import pytest
 from ansible.module_utils.nccl_preflight.node import listener as nccl_listener
 from ansible.module_utils.nccl_preflight.node.processes import (
@@ -81,7 +82,7 @@ def test_started_returns_the_ports_and_leaves_a_detached_listener(
     others = [t for fd, t in fds.items() if fd > 2]
     assert sorted(t.split(":")[0] for t in others) in (["socket"], ["anon_inode", "socket"])
 
-    probe = nccl_tcp_probe.probe("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
+    probe = nccl_preflight_observe.probe("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
     assert probe["ok"], probe
 
     before = time.time()
@@ -93,7 +94,7 @@ def test_started_returns_the_ports_and_leaves_a_detached_listener(
     [entry] = result["listeners"]
     assert (entry["port"], entry["accepted"], entry["complete"]) == (port, ["127.0.0.1"], False)
     assert not alive(listen_dir)
-    refused = nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)
+    refused = nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)
     assert refused["error_kind"] == "refused"
 
 
@@ -102,7 +103,7 @@ def test_listener_closes_as_soon_as_every_connection_came(
 ) -> None:
     started = start_call(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
     port = started.result["ports"]["ring"]["port"]
-    assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
     assert wait_until(lambda: (listen_dir / "listener.json").exists(), 5)
     assert wait_until(lambda: not alive(listen_dir), 5)
     stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
@@ -135,7 +136,7 @@ def test_listener_exits_when_the_run_directory_is_removed(
     assert wait_until(lambda: not is_alive(pid, start_time), 5)
     assert not listen_dir.parent.exists()  # and it wrote nothing back
     port = started.result["ports"]["ring"]["port"]
-    assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["error_kind"] == "refused"
+    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["error_kind"] == "refused"
 
 
 def start_on_master_port(
@@ -441,7 +442,7 @@ def test_through_ansible_the_facts_call_returns_while_its_listener_lives_on(tmp_
     started = facts["preflight"]
     assert alive(path) and started["pid"] == pid_record(path)[0]
     port = started["ports"]["ring"]["port"]
-    assert nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
-    stopped = module("nccl_tcp_probe", {"collect": {"path": str(path)}})["collect"]
+    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    stopped = module("nccl_preflight_observe", {"collect": {"path": str(path)}})["collect"]
     assert stopped["ended"] == "complete" and stopped["listeners"][0]["accepted"] == ["127.0.0.1"]
     assert not alive(path)

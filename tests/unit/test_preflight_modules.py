@@ -1,10 +1,11 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The pre-flight modules: nccl_tcp_probe's firewall read (through patch_module_args, tools answered
-from fixtures),
+"""The pre-flight modules: nccl_preflight_observe's firewall read (through patch_module_args, tools
+answered from fixtures),
 the port owner look-up of src/nccl_preflight/node/port_owner.py (recorded /proc/net/tcp, a fake
-/proc tree, a real socket), nccl_tcp_probe and src/nccl_preflight/node/listener.py (their socket
-functions, on loopback only; the listener process itself: tests/unit/test_preflight_listener.py)."""
+/proc tree, a real socket), nccl_preflight_observe and src/nccl_preflight/node/listener.py (their
+socket functions, on loopback only; the listener process itself:
+tests/unit/test_preflight_listener.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-import nccl_tcp_probe
+import nccl_preflight_observe
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.nccl_preflight.node import listener as nccl_listener
@@ -32,9 +33,10 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "firewall"
 
 
 def read_firewall(monkeypatch, args: dict):
-    """nccl_tcp_probe with no target and ``args`` as its firewall option, the way the pre-flight
-    reads the firewall; -> the module's end (``.result`` is the firewall part of its result)."""
-    ended = run_module_main(monkeypatch, nccl_tcp_probe.main, {"firewall": args})
+    """nccl_preflight_observe with no target and ``args`` as its firewall option, the way the
+    pre-flight reads the firewall; -> the module's end (``.result`` is the firewall part of its
+    result)."""
+    ended = run_module_main(monkeypatch, nccl_preflight_observe.main, {"firewall": args})
     if not ended.failed:
         # It only reads: nothing changed, and no connection was tried.
         assert ended.result["changed"] is False and ended.result["results"] == []
@@ -272,13 +274,13 @@ def test_listener_and_probe_on_loopback() -> None:
         )
     )
     server.start()
-    ok = nccl_tcp_probe.probe("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
+    ok = nccl_preflight_observe.probe("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
     server.join(10)
     assert ok["ok"] and ok["error_kind"] == ""
     assert done == ["complete"]
     assert entries[0]["accepted"] == ["127.0.0.1"] and entries[0]["complete"]
     # The listener is gone: connecting now is refused, and named so.
-    refused = nccl_tcp_probe.probe("127.0.0.1", port, "", 2.0, 0.3)
+    refused = nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.3)
     assert (refused["ok"], refused["error_kind"]) == (False, "refused")
 
 
@@ -299,7 +301,7 @@ def test_listener_stops_on_the_stop_file_and_reports_bind_errors(tmp_path: Path)
 
 
 def test_probe_from_an_address_not_on_this_host_says_so() -> None:
-    result = nccl_tcp_probe.probe("127.0.0.1", 9, "192.0.2.77", 1.0, 0.0)
+    result = nccl_preflight_observe.probe("127.0.0.1", 9, "192.0.2.77", 1.0, 0.0)
     assert (result["ok"], result["error_kind"]) == (False, "source")
 
 

@@ -56,6 +56,7 @@ SETTINGS = ROOT / "roles" / "preflight" / "tasks" / "settings.yml"
 PLAYBOOK_ONLY = {"ansible.builtin.import_role", "ansible.builtin.group_by"}
 PLAYBOOK = ROOT / "playbooks" / "validate.yml"
 LAUNCH = ROOT / "roles" / "launch" / "tasks" / "run.yml"
+FACTS = ROOT / "roles" / "facts" / "tasks" / "main.yml"
 
 
 # The pre-flight's stop of listeners its probe call left waiting for a later batch's probe (more
@@ -80,22 +81,22 @@ def node_calls(path: Path) -> list[str]:
 def test_one_module_call_per_host_in_the_preflight_play_and_no_async() -> None:
     tasks = tasks_of(yaml.safe_load(TASKS.read_text()))
     assert len(tasks) > 5
-    assert node_calls(TASKS) == ["nccl_tcp_probe"]
+    assert node_calls(TASKS) == ["nccl_preflight_observe"]
     # The firewall is read by the probe's call, with become when asked for; the same call
     # collects the listeners, and never fails the host for it.
-    probe, late = [t for t in tasks if action_of(t) == "nccl_tcp_probe"]
-    assert "firewall" in probe["nccl_tcp_probe"]
-    assert probe["nccl_tcp_probe"]["collect"]["path"] == "{{ preflight_run_dir }}"
+    probe, late = [t for t in tasks if action_of(t) == "nccl_preflight_observe"]
+    assert "firewall" in probe["nccl_preflight_observe"]
+    assert probe["nccl_preflight_observe"]["collect"]["path"] == "{{ preflight_run_dir }}"
     assert probe["become"] == "{{ preflight_become_firewall }}"
     assert probe.get("ignore_errors") is True and "when" not in probe
     # It leaves listeners still waiting for a peer's probe running; the next task, after every
     # host's probes (linear strategy), stops them, on those hosts only, with collect alone.
-    assert probe["nccl_tcp_probe"]["collect"]["leave_unfinished"] is True
+    assert probe["nccl_preflight_observe"]["collect"]["leave_unfinished"] is True
     assert tasks.index(late) == tasks.index(probe) + 1
     assert late["when"] == LATE_STOP_WHEN and late.get("ignore_errors") is True
-    assert late["nccl_tcp_probe"].keys() == {"collect"}
-    assert "leave_unfinished" not in late["nccl_tcp_probe"]["collect"]
-    assert late["nccl_tcp_probe"]["collect"]["path"] == "{{ preflight_run_dir }}"
+    assert late["nccl_preflight_observe"].keys() == {"collect"}
+    assert "leave_unfinished" not in late["nccl_preflight_observe"]["collect"]
+    assert late["nccl_preflight_observe"]["collect"]["path"] == "{{ preflight_run_dir }}"
     assert late["register"] == "preflight_late_collect"
     assert [t["name"] for t in tasks if {"async", "poll"} & t.keys()] == []
     assert [t["name"] for t in tasks if "async_status" in action_of(t)] == []
@@ -116,20 +117,46 @@ def play_tasks(play: dict) -> list[dict]:
 
 def test_every_play_of_the_playbook_is_hosts_and_roles() -> None:
     plays = yaml.safe_load(PLAYBOOK.read_text())
-    assert len(plays) == 7
+    # One play per set of hosts (nodes, reachable, environment ready, ready or stopped, the
+    # control machine): stages on the same hosts share a play (each play costs time).
+    assert [p["hosts"] for p in plays] == [
+        "nccl_nodes", "nccl_reachable", "nccl_env_ready", "nccl_env_ready:nccl_env_stopped",
+        "localhost",
+    ]  # fmt: skip
     assert [sorted(p.keys() - PLAY_KEYS) for p in plays] == [[]] * len(plays)
     assert [sorted(p.get("vars", {}).keys() - PLAY_VARS) for p in plays] == [[]] * len(plays)
     for play in plays:
-        assert {"hosts", "gather_facts", "roles", "tags"} <= play.keys(), play["name"]
-        assert play["gather_facts"] is False and play["tags"], play["name"]
+        assert {"hosts", "gather_facts", "roles"} <= play.keys(), play["name"]
+        assert play["gather_facts"] is False, play["name"]
         assert play["roles"][0]["role"] == "nccl_defaults", play["name"]
         assert all((ROOT / "roles" / r["role"]).is_dir() for r in play["roles"]), play["name"]
+        # Every stage has its tags: the play's, or, where stages share a play, each role's.
+        for role in play["roles"][1:]:
+            assert play.get("tags") or role.get("tags"), (play["name"], role["role"])
+            assert not (play.get("tags") and role.get("tags")), (play["name"], role["role"])
+
+
+def test_each_stage_keeps_its_tags() -> None:
+    """--tags facts, preflight, launch and report select the same roles as with a play per stage."""
+    tags = {}
+    for play in yaml.safe_load(PLAYBOOK.read_text()):
+        for role in play["roles"][1:]:
+            tags[role["role"]] = set(play.get("tags") or role["tags"])
+    assert tags == {
+        "validate_inputs": {"always"},
+        "facts": {"facts", "preflight", "launch"},
+        "nccl_env": {"facts", "preflight", "launch"},
+        "preflight": {"preflight"},
+        "launch": {"launch"},
+        "cleanup": {"preflight", "launch"},
+        "report": {"preflight", "launch", "report"},
+    }
 
 
 def facts_play_tasks() -> list[dict]:
     plays = yaml.safe_load(PLAYBOOK.read_text())
-    [facts_play] = [p for p in plays if p["name"].startswith("Gather interfaces")]
-    return play_tasks(facts_play)
+    [facts_play] = [p for p in plays if any(r["role"] == "facts" for r in p["roles"])]
+    return [t for t in play_tasks(facts_play) if t in tasks_of(yaml.safe_load(FACTS.read_text()))]
 
 
 def test_the_facts_call_starts_the_listeners_the_probe_call_collects() -> None:
@@ -163,4 +190,4 @@ def test_four_module_calls_per_node_for_a_whole_run() -> None:
     facts = [action_of(t) for t in facts_play_tasks()]
     facts = [a for a in facts if a not in CONTROLLER_ACTIONS | PLAYBOOK_ONLY]
     calls = facts + node_calls(TASKS) + node_calls(LAUNCH)
-    assert calls == ["nccl_facts", "nccl_tcp_probe", "nccl_torchrun", "nccl_torchrun"]
+    assert calls == ["nccl_facts", "nccl_preflight_observe", "nccl_torchrun", "nccl_torchrun"]

@@ -24,6 +24,7 @@ import io
 import json
 import os
 import re
+import shlex
 import sys
 import tarfile
 import time
@@ -36,8 +37,9 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from nccl_preflight.core import run_watch as watch_rules
-from nccl_preflight.core.zipapp import BundleError, build_zipapp
+from nccl_preflight.core.zipapp import BundleError, build_zipapp, zip_bytes
 from nccl_preflight.node.files import write_atomically
+from nccl_preflight.node.run_look import LOOK_ZIPAPP, zipapp_files
 
 display = Display()
 
@@ -141,6 +143,8 @@ class RunWatch:
         mode = str(spec.get("progress", "auto")).lower()
         self.terminal = stdout_is_terminal() if mode == "auto" else mode == "terminal"
         self.quiet = mode in ("off", "false", "no")
+        # The node's Python for the looks through look.pyz (none: every look is a module call).
+        self.python = spec.get("python") or None
         self.mine = next((h for h in self.hosts if h["host"] == self.host), {"ranks": []})
         self.stale_s = max(WATCH_STALE_MIN_S, 4 * self.interval)
         now = time.time()
@@ -160,11 +164,31 @@ class RunWatch:
         self.shown: dict[str, Any] = {}
 
     def call(self, task_vars: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        """A look (or the stop, or a diagnosis) on the node: a look through look.pyz when the
+        watch has the node's Python, else, and when that fails, a call of the module."""
+        if self.python and not extra.get("stop_reason") and "diagnose" not in extra:
+            looked = self.plain_look({**self.args, **extra})
+            if looked is not None:
+                return looked
         return self.action._execute_module(
             module_name=self.action._task.action,
             module_args={**self.args, **extra},
             task_vars=task_vars,
         )
+
+    def plain_look(self, args: dict[str, Any]) -> dict[str, Any] | None:
+        """``python -I -S <run dir>/look.pyz '<args>'`` on the node (no module start); its result,
+        or None when it did not answer one (no look.pyz there, say)."""
+        zipapp = f"{args['run_dir']}/{LOOK_ZIPAPP}"
+        cmd = shlex.join([str(self.python), "-I", "-S", zipapp, json.dumps(args, default=str)])
+        ran = self.action._low_level_execute_command(cmd, sudoable=False)
+        if ran.get("rc") != 0:
+            return None
+        try:
+            result = json.loads(ran.get("stdout") or "")
+        except ValueError:
+            return None
+        return result if isinstance(result, dict) else None
 
     def run(self, task_vars: dict[str, Any]) -> dict[str, Any]:
         look = {
@@ -328,6 +352,8 @@ class ActionModule(ActionBase):
             except BundleError as exc:  # before anything is written on the node
                 return {**result, "failed": True, "msg": f"script_src (launch_script): {exc}"}
             del module_args["script_src"]
+            # The watch's looks, as a plain program in the run directory (node/run_look.py).
+            module_args["look_zipapp"] = base64.b64encode(zip_bytes(zipapp_files())).decode()
         if collect_to:
             module_args["collect"] = True
         watching = (

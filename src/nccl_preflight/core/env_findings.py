@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nccl_preflight.core.check_result import check_result
+from nccl_preflight.core.preflight.result import check_result
 from nccl_preflight.node.fabric_choice import fabric_network, nccl_fabric_candidate
 
 CHECK = "environment"

@@ -19,9 +19,9 @@ A host's fabric figure, in Gb/s:
 The cluster's figure is the slowest host's; the report shows where each came from, e.g.
 "node1: 2 x 400 Gb/s mlx5_0, mlx5_1 (RDMA ports in use) x 0.9".
 
-Only the standard library at import time: src/nccl_preflight/core/pair_triggers.py loads this file
-by its path on the control machine (before the run, without logs) to turn the same figure into
-the pairwise rounds' trigger; the NCCL log parser is imported where the logs are read.
+Only the standard library at import time: core/pair_triggers.py imports it before the run (no
+logs yet) to turn the same figure into the pairwise rounds' trigger; the NCCL log parser is
+imported where the logs are read.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """What the node's readers ask of the module that calls them: find a command, run it.
 
-The Ansible module passes its AnsibleModule (library/nccl_facts.py, library/nccl_tcp_probe.py);
-the node room names only this shape, so it imports nothing from Ansible.
+The Ansible module passes its AnsibleModule (library/nccl_facts.py,
+library/nccl_preflight_observe.py); the node room names only this shape, so it imports nothing
+from Ansible.
 """
 
 from __future__ import annotations

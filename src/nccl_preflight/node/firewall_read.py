@@ -4,8 +4,8 @@
 (src/nccl_preflight/node/firewall_<tool>.py).
 
 Runs the read-only commands through the calling module (AnsibleModule.run_command); used by
-library/nccl_tcp_probe.py, which reads the firewall in the same call as its probes (one SSH round
-trip less per host).
+library/nccl_preflight_observe.py, which reads the firewall in the same call as its probes (one
+SSH round trip less per host).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .firewall_ufw import evaluate_ufw, parse_ufw_status, ufw_owns
 # sbin directories are often missing from a non-login PATH over SSH
 EXTRA_PATHS = ["/usr/sbin", "/sbin", "/usr/local/sbin"]
 
-# The argument spec of one port range (nccl_tcp_probe's firewall.ports).
+# The argument spec of one port range (nccl_preflight_observe's firewall.ports).
 PORTS_SPEC = {
     "label": {"type": "str", "required": True},
     "low": {"type": "int", "required": True},

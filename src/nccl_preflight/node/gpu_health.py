@@ -350,11 +350,3 @@ def parse_dcgm_diag(text: str) -> list[dict]:
                     }
                 )
     return out
-
-
-def parse_cuda_visible_devices(value: str | None) -> list[str] | None:
-    """CUDA_VISIBLE_DEVICES -> its entries (None when unset; [] when set to '' - no GPU)."""
-    if value is None:
-        return None
-    entries = [e.strip() for e in value.split(",")]
-    return [] if entries == [""] else entries

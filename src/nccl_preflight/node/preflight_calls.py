@@ -11,7 +11,8 @@ rides on calls that run anyway:
   the environment play and the probes;
 - :func:`stop` - wait (bounded) until the listeners got every expected connection, stop them and
   return who connected, what torch reported and the clock, optionally removing the run directory -
-  runs inside ``nccl_tcp_probe`` after its probes (its ``collect`` option, :data:`STOP_SPEC`).
+  runs inside ``nccl_preflight_observe`` after its probes (its ``collect`` option,
+  :data:`STOP_SPEC`).
   With ``leave_unfinished`` listeners still waiting for a peer's probe are not stopped: the result
   says ``pending`` and a later call (after every host's probes, however ``forks`` batched the
   hosts) stops them.
@@ -28,7 +29,6 @@ import re
 import time
 from typing import Any
 
-from .check_mode import probe_python_read_only, would_start
 from .fabric_choice import nccl_fabric_choice
 from .listener import (
     PID_FILE,
@@ -43,6 +43,7 @@ from .listener import (
 )
 from .port_owner import port_owner
 from .processes import is_alive, read_json, write_json
+from .read_only import probe_python_read_only, would_start
 from .run_dir import (
     make_private_dir,
     parse_mode,
@@ -100,7 +101,7 @@ FACTS_START_SPEC: dict[str, dict] = {
 # the node before the environment play runs.
 FABRIC = "fabric"
 FABRIC_FIELD = "{fabric_address}"
-# The options of a stop (nccl_tcp_probe's collect option).
+# The options of a stop (nccl_preflight_observe's collect option).
 STOP_SPEC: dict[str, dict] = {
     "path": {"type": "path", "required": True},
     "wait": {"type": "float", "default": 0.0},

@@ -107,14 +107,3 @@ def remove_private_dir(path: str) -> str:
     except OSError as exc:
         return f"cannot remove {path}: {exc}"
     return ""
-
-
-def file_is_current(path: str, content: bytes, mode: int) -> bool:
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) != mode:
-        return False
-    with open(path, "rb") as fh:
-        return fh.read() == content

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from nccl_preflight.core.check_result import append_results, check_result, rank_order
+from nccl_preflight.core.preflight.result import append_results, check_result, rank_order
 
 
 def _names(items: list[dict[str, Any]], key: str = "name") -> str:

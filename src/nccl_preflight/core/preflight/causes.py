@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# The probe checks and the nccl_tcp_probe target name each one judges.
+# The probe checks and the nccl_preflight_observe target name each one judges.
 PROBE_CHECKS = {"tcp_master_port": "master", "tcp_ring": "ring", "tcp_hccl_port": "hccl"}
 UNREACHABLE_CHECK = "host reachable"  # src/nccl_preflight/core/verdict.py's finding of such a host
 EPHEMERAL_LABEL = "ephemeral range"  # roles/preflight's firewall query of the ephemeral range

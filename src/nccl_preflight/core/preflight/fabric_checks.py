@@ -18,10 +18,10 @@ import ipaddress
 import re
 from typing import Any
 
-from nccl_preflight.core.check_result import append_results, no_observation, rank_order
-from nccl_preflight.core.check_result import check_result as _result
-from nccl_preflight.core.check_result import host_table as _table
-from nccl_preflight.core.check_result import reference_value as _reference
+from nccl_preflight.core.preflight.result import append_results, no_observation, rank_order
+from nccl_preflight.core.preflight.result import check_result as _result
+from nccl_preflight.core.preflight.result import host_table as _table
+from nccl_preflight.core.preflight.result import reference_value as _reference
 
 FABRIC_CHECKS = ("rdma", "nccl_ib_hca", "gpudirect", "limits", "nccl_config", "fabric")
 GIB = 1024**3

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from nccl_preflight.core.check_result import append_results, no_observation, rank_order
-from nccl_preflight.core.check_result import check_result as _result
-from nccl_preflight.core.check_result import host_table as _table
-from nccl_preflight.core.check_result import reference_value as _reference
+from nccl_preflight.core.preflight.result import append_results, no_observation, rank_order
+from nccl_preflight.core.preflight.result import check_result as _result
+from nccl_preflight.core.preflight.result import host_table as _table
+from nccl_preflight.core.preflight.result import reference_value as _reference
 
 GPU_CHECKS = (
     "gpu_memory",

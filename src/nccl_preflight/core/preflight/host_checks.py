@@ -22,9 +22,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from nccl_preflight.core.check_result import check_result as _result
-from nccl_preflight.core.check_result import host_table as table
-from nccl_preflight.core.check_result import (
+from nccl_preflight.core.preflight.result import check_result as _result
+from nccl_preflight.core.preflight.result import host_table as table
+from nccl_preflight.core.preflight.result import (
     no_observation,
     rank_order,
     reference_value,
@@ -660,7 +660,7 @@ def nccl_preflight_probe_plan(
     full_mesh: bool = False,
     hccl_port: int = 0,
 ) -> dict[str, Any]:
-    """The nccl_tcp_probe targets of ``host`` and, per probe, why it cannot run.
+    """The nccl_preflight_observe targets of ``host`` and, per probe, why it cannot run.
 
     ``ports_by_host``: each host's listener ports, as the pre-flight's start (nccl_facts' RV
     preflight) returns them ({"master"|"ring"|"hccl": {"port", "error"}});

@@ -26,14 +26,14 @@ Every check is skipped, with the reason, unless the run's backend is hccl.
 
 from __future__ import annotations
 
-from nccl_preflight.core.check_result import (
+from nccl_preflight.core.preflight.result import (
     append_results,
     host_table,
     rank_order,
     reference_value,
     too_few_devices,
 )
-from nccl_preflight.core.check_result import check_result as _result
+from nccl_preflight.core.preflight.result import check_result as _result
 
 HCCL_DEFAULT_BASE_PORT = 60000
 HCCL_PORTS = 16

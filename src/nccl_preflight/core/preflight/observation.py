@@ -27,11 +27,11 @@ what can change without touching the keys.
                    port, error, accepted, complete}], timed_out, waited, ...}) when it lists
                    listeners, else the start's result when that has a listener list (at least
                    the bind errors), else {}
-    probes         nccl_tcp_probe's results ([{name, ...}]), [] when it did not run
+    probes         nccl_preflight_observe's results ([{name, ...}]), [] when it did not run
     probe_skip     {master, ring}: why a target was not probed (roles/preflight/vars/main.yml
                    preflight_probe_plan.skip); in check mode both say no listener was started
-    firewall       {findings, tools} read by nccl_tcp_probe's firewall option; {} when the call
-                   failed or read no firewall
+    firewall       {findings, tools} read by nccl_preflight_observe's firewall option; {} when
+                   the call failed or read no firewall
     firewall_skip  why there is no firewall reading: the probe call's failure message, "no
                    fabric address" when it read none, "" when it read one
     python_facts   what the torch probe reported (the shape of ansible_facts.nccl.python): the
@@ -110,10 +110,10 @@ def nccl_preflight_observation(
     ``facts``: ansible_facts.nccl; ``env``: the nccl_env values without their prefix (ifname,
     ifname_reason, address, master_addr, master_port, nproc_per_node, backend, python);
     ``started``: the pre-flight's start, nccl_facts' RV preflight (port_owner, lock, listeners,
-    python); ``probe``: nccl_tcp_probe's result (results, firewall); ``stopped``: the
-    pre-flight's stop, nccl_tcp_probe's RV collect (listeners, python, clock, waited; failed and
-    msg when it could not collect); ``probe_skip``: preflight_probe_plan.skip. The start and the
-    stop are src/nccl_preflight/node/preflight_calls.py's start and stop.
+    python); ``probe``: nccl_preflight_observe's result (results, firewall); ``stopped``: the
+    pre-flight's stop, nccl_preflight_observe's RV collect (listeners, python, clock, waited;
+    failed and msg when it could not collect); ``probe_skip``: preflight_probe_plan.skip. The
+    start and the stop are src/nccl_preflight/node/preflight_calls.py's start and stop.
     """
     env = env or {}
     started, probe, stopped = _result(started), _result(probe), _result(stopped)

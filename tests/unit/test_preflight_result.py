@@ -1,10 +1,10 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""src/nccl_preflight/core/check_result.py: what every pre-flight judge shares."""
+"""src/nccl_preflight/core/preflight/result.py: what every pre-flight judge shares."""
 
 from __future__ import annotations
 
-from nccl_preflight.core.check_result import (
+from nccl_preflight.core.preflight.result import (
     append_results,
     host_table,
     no_observation,

@@ -3,16 +3,12 @@
 """The record every pre-flight check returns, and the cross-host comparison the judges share.
 
 A check's result is ``{check, host, status: passed|failed|skipped|error, message, hint}``
-(docs/design.md, "Pre-flight"); the judges (core/preflight/: host_checks.py, fabric_checks.py,
-gpu_checks.py, npu_checks.py, backend_checks.py) and the environment stage's findings
-(core/env_findings.py) build it here. A cross-host check compares one host with the value most
-hosts have and shows the table host -> value. The judges share the hosts' rank order, the
+(docs/design.md, "Pre-flight results"); the judges beside this file (host_checks.py,
+fabric_checks.py, gpu_checks.py, npu_checks.py, backend_checks.py) and the environment stage's
+findings (core/env_findings.py) build it here. A cross-host check compares one host with the
+value most hosts have and shows the table host -> value. The judges share the hosts' rank order, the
 results of a host without an observation, the appending of their checks to
 judge_host_checks' results, and the rule of one device per rank.
-
-Ansible loads a filter file by its path, not as a package, so a judge finds this file by putting
-its own folder on ``sys.path`` (tests/conftest.py puts the same folder there under pytest). This
-file has no filter of its own.
 """
 
 from __future__ import annotations

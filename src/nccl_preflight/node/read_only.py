@@ -1,6 +1,9 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""What the pre-flight does on a node under ``ansible-playbook --check``: only reads.
+"""What the pre-flight does on a node when it may only read (``ansible-playbook --check``).
+
+Named for what it does, not for Ansible's word: "check" in this project is the rank script
+(files/nccl_check.py) and a pre-flight result (core/preflight/result.py).
 
 The torch probe runs in the foreground (``python -B``: no bytecode written) instead of beside
 listeners, and the steps that would change the node are described instead of done.

@@ -1,24 +1,36 @@
 #!/usr/bin/python
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Open TCP connections from this host's fabric address to peers (reachability probe)."""
+"""The pre-flight's observation on one node: TCP to the peers, the firewall, the listeners."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: nccl_tcp_probe
-short_description: Open a TCP connection to each target from a given source address
+module: nccl_preflight_observe
+short_description: A node's side of the pre-flight - TCP to the peers, the firewall, the listeners
 description:
-  - For each target, connects from O(source) with a short timeout and closes at once. ICMP is
-    often blocked; TCP to the very ports the job uses is what matters.
-  - With O(firewall), also reads (never changes) this host's firewall in the same call, so the
-    pre-flight saves an SSH round trip and a module start per host. It runs
-    C(ufw status verbose), C(firewall-cmd --list-all), C(nft -j list ruleset), C(iptables-save)
-    and C(ip6tables-save), whichever are installed, and reports every rule or policy that would
-    drop or reject a new TCP connection from O(firewall.peers) to O(firewall.ports) on
-    O(firewall.address) (arriving on O(firewall.ifname)), and from this host itself (its own
-    ranks and probe connect to O(firewall.address); that traffic arrives on C(lo)).
+  - The pre-flight's one observation on a node, after M(nccl_facts) started the pre-flight
+    (O(nccl_facts#module:preflight)) - the listeners on the fabric address and the torch probe.
+    Each part runs when its option is given, in this order - connect to O(targets), read the
+    firewall (O(firewall)), collect the listeners and the torch probe (O(collect)) and, when this
+    is the run's last call on the node, remove its run directory (O(collect.remove_run_dir)).
+  - One module for these jobs, and one call, by design - a module per job would be one more SSH
+    round trip and Python start per host (0.4-0.7 s each), and the listeners must be collected
+    after this host's own connections. Like M(ansible.builtin.wait_for), the name says what the
+    options have in common - what this node shows the pre-flight; the judging is done on the
+    control machine.
+  - O(targets) - for each target, connects from O(source) with a short timeout and closes at once.
+    ICMP is often blocked; TCP to the very ports the job uses is what matters. A refused
+    connection is retried for O(refused_retry) seconds (a listener that has not called C(listen)
+    yet); a timeout is not retried. Never fails for an unreachable target; each target's outcome
+    is in RV(results).
+  - O(firewall) - reads (never changes) this host's firewall. It runs C(ufw status verbose),
+    C(firewall-cmd --list-all), C(nft -j list ruleset), C(iptables-save) and C(ip6tables-save),
+    whichever are installed, and reports every rule or policy that would drop or reject a new
+    TCP connection from O(firewall.peers) to O(firewall.ports) on O(firewall.address) (arriving
+    on O(firewall.ifname)), and from this host itself (its own ranks and probes connect to
+    O(firewall.address); that traffic arrives on C(lo)).
   - When ufw is active, its rules and defaults are judged from C(ufw status verbose), and from
     iptables only the rules outside ufw's own chains (a DROP inserted before them, say); tables
     owned by iptables-nft or firewalld are not reported a second time from nft.
@@ -26,16 +38,12 @@ description:
     C(firewall-cmd --list-all); the ports of its services, and of the services they include, are
     read with C(firewall-cmd --info-service) and count as open. A service that cannot be read
     turns what the zone's target would reject into an uncertain finding (C(certain) false).
-  - A refused connection is retried for O(refused_retry) seconds (a listener that has not
-    called C(listen) yet); a timeout is not retried.
-  - Never fails for an unreachable target; each target's outcome is in the result.
-  - With O(collect), then collects the pre-flight's listeners started by M(nccl_facts)
-    (O(nccl_facts#module:preflight)) in the same call (C(src/nccl_preflight/node/preflight_calls.py)
-    C(stop)) and returns that result in RV(collect) - optionally waits until the listeners got
-    every expected connection, writes C(<path>/listener.stop), waits up to
+  - O(collect) - after the connections, stops the listeners and the torch probe that
+    M(nccl_facts) started and returns what they saw in RV(collect) - optionally waits until the
+    listeners got every expected connection, writes C(<path>/listener.stop), waits up to
     O(collect.stop_timeout) seconds for the listener process to exit (kills it after that; it
-    first waits for the torch probe, up to its C(python_timeout)) and returns what it saw, what
-    torch reported and this host's clock.
+    first waits for the torch probe, up to the start's C(python_timeout)) and returns what it
+    saw, what torch reported and this host's clock.
 version_added: "0.1.0"
 options:
   targets:
@@ -156,13 +164,13 @@ author:
 
 EXAMPLES = r"""
 - name: Connect to the master's MASTER_PORT from the fabric address
-  nccl_tcp_probe:
+  nccl_preflight_observe:
     source: 10.0.0.12
     targets:
       - {name: master, host: node1, address: 10.0.0.11, port: 29500}
 
-- name: Probe the peers and read the firewall in one call
-  nccl_tcp_probe:
+- name: Connect to the peers and read the firewall in one call
+  nccl_preflight_observe:
     source: 10.0.0.12
     targets:
       - {name: master, host: node1, address: 10.0.0.11, port: 29500}
@@ -174,8 +182,8 @@ EXAMPLES = r"""
         - {label: ephemeral range, low: 32768, high: 60999}
   become: true
 
-- name: Probe, then stop the pre-flight's listeners and collect who connected
-  nccl_tcp_probe:
+- name: Connect, then stop the pre-flight's listeners and collect who connected
+  nccl_preflight_observe:
     source: 10.0.0.12
     targets:
       - {name: master, host: node1, address: 10.0.0.11, port: 29500}

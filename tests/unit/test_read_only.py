@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""--check is a dry run: the pre-flight's read-only parts (src/nccl_preflight/node/check_mode.py)
+"""--check is a dry run: the pre-flight's read-only parts (src/nccl_preflight/node/read_only.py)
 and the report marked as check mode (nccl_report run_check_mode)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nccl_report
 import pytest
-from ansible.module_utils.nccl_preflight.node.check_mode import probe_python_read_only, would_start
+from ansible.module_utils.nccl_preflight.node.read_only import probe_python_read_only, would_start
 from ansible.module_utils.testing import patch_module_args
 
 from tests.jenkins_schema import validate_report_junit
