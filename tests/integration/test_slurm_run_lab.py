@@ -8,12 +8,16 @@ Tests marked `lab` need root, the node Python (NCCL_LAB_NODE_PYTHON) and Debian'
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +25,18 @@ import pytest
 
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
-from tests.lab.runs import QUICK, leftovers, new_run_id, playbook
+from tests.lab.runs import (
+    PHASE_WAIT_S,
+    QUICK,
+    body_ended,
+    during,
+    leftovers,
+    new_run_id,
+    paused_before_barrier,
+    playbook,
+    rank_suites,
+    validate,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 MASTER_PORT = 29500
@@ -54,7 +69,7 @@ def slurm_command(
     lab: Lab, tmp_path: Path, run_id: str, *args: str, **config: Any
 ) -> subprocess.CompletedProcess[str]:
     """bin/nccl-preflight slurm -N 3 on the lab, from the control machine (no allocation yet)."""
-    cfg = write_config(lab, tmp_path / "nccl.yml", nccl_run_id=run_id, **config)
+    cfg = write_config(lab, tmp_path / "nccl.yml", **config)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_"))}
     env.update(lab.slurm_env())
     argv = [
@@ -64,7 +79,8 @@ def slurm_command(
         "-N",
         str(len(lab.hosts)),
     ]
-    argv += ["--config", str(cfg), "--report-root", str(tmp_path / "reports"), *args]
+    argv += ["--config", str(cfg), "--report-root", str(tmp_path / "reports")]
+    argv += ["--run-id", run_id, *args]
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
 
 
@@ -151,4 +167,167 @@ def test_a_master_whose_firewall_drops_master_port_is_named(slurm3: Lab, tmp_pat
         assert probe["cause"] == {"host": names[0], "check": "firewall"}
     verdict = json.loads((report / "verdict.json").read_text())
     assert verdict["class"] == "preflight_failed"
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
+# ------------------------------------------------------------------------------------------------
+# Faults while the ranks run: as tests/integration/test_run_faults_lab.py injects them into the
+# Ansible path, and named as it names them.
+# ------------------------------------------------------------------------------------------------
+
+# Enough work that the ranks are still inside the collectives when a link is cut (as there).
+LONG_SWEEP = ["--max-bytes", "4M", "--iters", "40", "--warmup", "1"]
+
+
+def rank_file(run_id: str, rank: int) -> Path | None:
+    """The rank's result file in its node's private directory (ship.BOOT's mkdtemp; the lab's
+    hosts share this machine's /tmp), once it exists."""
+    found = glob.glob(f"/tmp/nccl-preflight-{run_id}-*/run/results/rank-{rank}.json")
+    return Path(found[0]) if found else None
+
+
+def rank_doc(run_id: str, rank: int) -> dict[str, Any]:
+    path = rank_file(run_id, rank)
+    try:
+        return json.loads(path.read_text()) if path else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float) -> None:
+    """In a `during` action: until predicate() or timeout; gives up once the body ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not body_ended():
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError("the condition never came")
+
+
+def launch_records(report: Path, names: list[str]) -> dict[str, dict[str, Any]]:
+    return {n: json.loads((report / n / "launch.json").read_text()) for n in names}
+
+
+def finished_epoch(launch: dict[str, Any]) -> float:
+    return datetime.fromisoformat(launch["finished_at"]).timestamp()
+
+
+def test_a_sigkilled_rank_ends_the_run_on_every_node_and_is_named(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """As test_run_faults_lab's SIGKILL test: rank 3 (local rank 1 of the second node, 2 ranks
+    per node) is killed while it waits in barrier for rank 0, which pauses before it, so the
+    other nodes cannot end by themselves: the watch ends them, naming the death."""
+    run_id = new_run_id()
+    names, victim = slurm3.slurm_nodes, slurm3.hosts[1]
+    killed: dict[str, Any] = {}
+
+    def kill() -> None:
+        wait_until(lambda: rank_doc(run_id, 3).get("current_test") == "barrier", PHASE_WAIT_S)
+        killed["pid"] = int(rank_doc(run_id, 3)["pid"])
+        killed["at"] = time.time()
+        slurm3.kill(victim, killed["pid"])
+
+    with during(kill):
+        done = slurm_command(
+            slurm3,
+            tmp_path,
+            run_id,
+            nccl_nproc_per_node=2,
+            # Long on purpose: the end must come from the death, not from a timeout.
+            nccl_run_timeout=240,
+            nccl_check_args=paused_before_barrier(),
+        )
+    out = done.stdout + done.stderr
+    assert "at" in killed, out[-3000:]
+    assert done.returncode == 4, out[-3000:]  # rank_lost, as the Ansible path's verdict
+    report = tmp_path / "reports" / run_id
+    assert json.loads((report / "verdict.json").read_text())["class"] == "rank_lost"
+    launches = launch_records(report, names)
+    for node, record in launches.items():
+        assert record["timed_out"] is False, (node, record)
+        # Far below nccl_run_timeout (240 s); the goal (10 s) is bench/'s, not this test's.
+        took = finished_epoch(record) - killed["at"]
+        assert took <= 60 + 1, f"{node} ended {took:.1f} s after the kill: {record}"
+    exits = launches[names[1]]["rank_exits"]
+    root = next(e for e in exits if e["root_cause"])
+    assert root["rank"] == 3 and root["pid"] == killed["pid"], exits
+    assert root["signal"] == "SIGKILL" and root["exitcode"] == -9, root
+    assert root["oom"] is None
+    assert "SIGKILL" in root["text"] and ("OOM" in root["text"] or "dmesg" in root["text"])
+    for i in (0, 2):
+        other = launches[names[i]]
+        assert f"rank 3 on {names[1]} killed by SIGKILL" in (other["stopped_by"] or ""), other
+        assert other["stop"]["kind"] == "failure_elsewhere", other
+    assert "killed by SIGKILL" in done.stdout
+    suite = rank_suites(report / "junit.xml")[f"nccl.{names[1].replace('.', '_')}.rank3"]
+    errors = [e.get("message", "") for e in suite.iter("error")]
+    assert any("It was killed by SIGKILL" in m for m in errors), errors
+    validate(report)
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
+def test_a_link_cut_mid_run_is_named_by_node_interface_test_and_size(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """As test_run_faults_lab's link-cut tests: the second node's fabric link goes down while the
+    ranks time a collective; the run ends long before nccl_run_timeout, every node's run stopped
+    with the stall's words (that node's interface is down, where the ranks waited), and the
+    verdict, the report and every rank's JUnit name it."""
+    run_id = new_run_id()
+    names, victim = slurm3.slurm_nodes, slurm3.hosts[1]
+    report = tmp_path / "reports" / run_id
+    cut: dict[str, float] = {}
+    undo: list[Callable[[], None]] = []
+
+    def watched_bandwidth() -> bool:
+        """Rank 0 times a bandwidth size and the watch saw every node in a bandwidth test."""
+        doc = rank_doc(run_id, 0)
+        if not str(doc.get("current_test") or "").startswith("bandwidth_"):
+            return False
+        for node in names:
+            try:
+                state = json.loads((report / node / "progress.json").read_text())
+            except (OSError, ValueError):
+                return False
+            tests = [str(p.get("test") or "") for p in state.get("progress") or []]
+            if not any(t.startswith("bandwidth_") for t in tests):
+                return False
+        return True
+
+    def cut_link() -> None:
+        wait_until(watched_bandwidth, PHASE_WAIT_S)
+        undo.append(slurm3.link_down(victim))
+        cut["at"] = time.time()
+
+    with during(cut_link, undo):
+        done = slurm_command(
+            slurm3, tmp_path, run_id, nccl_run_timeout=300, nccl_check_args=LONG_SWEEP
+        )
+    out = done.stdout + done.stderr
+    assert "at" in cut, out[-3000:]
+    assert done.returncode == 4, out[-3000:]  # rank_lost, as the Ansible path's verdict
+    named = f"{names[1]}: {victim.fabric_ifname} is DOWN (was UP at the pre-flight)"
+    line = next((x for x in done.stdout.splitlines() if "stalled:" in x), "")
+    assert named in line, out[-4000:]
+    assert re.search(r"waited on rank \d+ in bandwidth_\w+ at [\d.]+ [KMG]?i?B", line), line
+    for node, record in launch_records(report, names).items():
+        assert (record["stopped_by"] or "").startswith(f"stalled: {named}"), (node, record)
+        assert record["timed_out"] is False
+        stop = record["stop"]
+        assert stop["kind"] == "stall" and names[1] in stop["culprits"], stop
+        assert stop["cause_named"] is True, stop
+        assert stop["test"].startswith("bandwidth_") and isinstance(stop["size_bytes"], int)
+        took = finished_epoch(record) - cut["at"]
+        assert took <= 90, f"{node} ended {took:.0f} s after the cut"
+    verdict = json.loads((report / "verdict.json").read_text())
+    assert verdict["class"] == "rank_lost"
+    assert any(named in json.dumps(f) for f in verdict["findings"]), verdict["findings"]
+    assert named in (report / "report.html").read_text()
+    suites = rank_suites(report / "junit.xml")
+    assert set(suites) == {f"nccl.{n.replace('.', '_')}.rank{i}" for i, n in enumerate(names)}
+    for suite_name, suite in suites.items():
+        errors = [e.get("message", "") for e in suite.iter("error")]
+        assert any(named in m for m in errors), (suite_name, errors)
+    validate(report)
     assert_nothing_left(slurm3, run_id, done.stdout)

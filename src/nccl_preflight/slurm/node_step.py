@@ -12,7 +12,9 @@ stdin's end means the control machine is gone: whatever runs is ended.
                        its peers, reads the firewall, stops the listeners -> record "observed"
     launch SETTINGS    torchrun under node/supervisor.py's Supervision, in the foreground;
                        every `interval` s a record "progress" (node/run_observe.read_progress,
-                       the fabric link now); a stdin message {"stop": reason} ends the run;
+                       the fabric link now); a stdin message {"stop": reason} ends the run,
+                       {"diagnose": {node: spec}} is answered with a record "diagnosis" (the
+                       stall's evidence: node/run_observe.stall_evidence);
                        at the end one record "results" (node/run_collect.pack_results, base64)
 """
 
@@ -44,7 +46,7 @@ from ..node.parse import (
 )
 from ..node.preflight_calls import for_fabric, start, stop
 from ..node.run_collect import pack_results
-from ..node.run_observe import interface_state, rank_exits, read_progress
+from ..node.run_observe import interface_state, rank_exits, read_progress, stall_evidence
 from ..node.run_start import build_argv
 from ..node.supervisor import (
     LAUNCH_FILE,
@@ -256,9 +258,10 @@ def _rank_script(run_dir: Path) -> str:
     return str(target)
 
 
-def _stop_message(messages: queue.Queue) -> tuple[str, dict | None] | None:
+def _stop_message(messages: queue.Queue, results: Path) -> tuple[str, dict | None] | None:
     """A stop asked for since the last look ({"stop": reason, "details": {...}}, or stdin's
-    end), else None."""
+    end), else None. A stall's diagnosis asked for on the way ({"diagnose": {node: spec}}) is
+    answered at once: record "diagnosis" (node/run_observe.stall_evidence)."""
     while True:
         try:
             message = messages.get_nowait()
@@ -268,6 +271,10 @@ def _stop_message(messages: queue.Queue) -> tuple[str, dict | None] | None:
             return "the control machine went away (the step's stdin closed)", None
         if message.get("stop"):
             return str(message["stop"]), message.get("details")
+        spec = (message.get("diagnose") or {}).get(node_name())
+        if isinstance(spec, dict):
+            evidence = stall_evidence(spec)
+            emit({"kind": "diagnosis", "diagnosis": evidence, "progress": read_progress(results)})
 
 
 def _supervise(run: Supervision, settings: dict[str, Any], messages: queue.Queue) -> dict | None:
@@ -282,7 +289,7 @@ def _supervise(run: Supervision, settings: dict[str, Any], messages: queue.Queue
         if time.monotonic() >= deadline:
             return None  # run.timed_out is set
         run.timed_out = False
-        asked = _stop_message(messages)
+        asked = _stop_message(messages, results)
         if asked:
             run.stopped_by = asked[0]
             return asked[1]

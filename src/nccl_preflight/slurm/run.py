@@ -29,7 +29,7 @@ from ..core.report_run import run_report
 from ..core.support import predicted_skips
 from ..node.files import write_atomically
 from .allocation import Allocation, Interrupted, SlurmError
-from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env
+from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env, watch_hosts
 from .observe import Observed, observations, run_observe
 from .ship import build_node_bundle
 from .step import Step
@@ -52,11 +52,13 @@ def write_json(path: Path, data: Any) -> None:
 class SlurmRun:
     """One run: its settings, allocation, directories and what each stage found."""
 
-    def __init__(self, config: dict[str, Any], alloc: Allocation, report_root: Path) -> None:
+    def __init__(
+        self, config: dict[str, Any], alloc: Allocation, report_root: Path, run_id: str = ""
+    ) -> None:
         self.config = config
         self.alloc = alloc
         self.nodes = alloc.nodes
-        self.run_id = str(config.get("nccl_run_id") or new_run_id())
+        self.run_id = run_id or new_run_id()
         self.run_dir = report_root / self.run_id
         self.python = str(config.get("nccl_python") or "python3")
         self.bundle = build_node_bundle()
@@ -195,7 +197,7 @@ class SlurmRun:
             }
         return {"by_node": by_node}
 
-    def launch(self) -> None:
+    def launch(self, obs: Observed) -> None:
         settings = json.dumps(self.launch_settings())
         step = Step(
             self.alloc.job_id,
@@ -206,10 +208,12 @@ class SlurmRun:
             self.bundle,
             self.alloc.env(),
         )
-        watch = Watch(step, self.run_dir, self.layout, self.say)
+        hosts = watch_hosts(self.layout, self.env_by_node, obs.facts)
+        stall_timeout = float(self.config.get("nccl_stall_timeout") or 0)
+        watch = Watch(step, self.run_dir, hosts, stall_timeout, self.say)
         try:
             bound = int(self.config["nccl_run_timeout"]) + KILL_GRACE_S + MARGIN_S
-            missing = watch.run(self.nodes, bound)
+            missing = watch.run(bound)
         finally:
             step.end()
         for node in missing:
@@ -258,7 +262,7 @@ class SlurmRun:
                 )
             self.plan(obs, skipped)
             if not skipped:
-                self.launch()
+                self.launch(obs)
         return self.report(expect_ranks)
 
     def report(self, expect_ranks: bool) -> dict[str, Any]:
@@ -287,7 +291,7 @@ def run_command(args: Any, config: dict[str, Any]) -> int:
     report_root = Path(args.report_root or config.get("nccl_report_root") or "reports")
     try:
         with Allocation(args.nodes, args.partition, args.time) as alloc:
-            run = SlurmRun(config, alloc, report_root.absolute())
+            run = SlurmRun(config, alloc, report_root.absolute(), args.run_id)
             result = run.run()
     except Interrupted as exc:
         print(f"nccl-preflight slurm: interrupted by {exc}; the allocation was given back",

@@ -5,11 +5,15 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..core.exit_classes import BY_NAME
+
+# A run id names reports/<run-id>/ and the nodes' temporary directories: a plain name.
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def add_slurm_parser(subparsers: Any) -> None:
@@ -24,6 +28,9 @@ def add_slurm_parser(subparsers: Any) -> None:
     p.add_argument("--time", default="", help="salloc --time (own allocation only)")
     p.add_argument("--drain", action="store_true", help="drain the nodes the run names as bad")
     p.add_argument("--report-root", default="", help="where reports/<run-id>/ goes")
+    p.add_argument(
+        "--run-id", default="", help="the run's id (default: YYYYmmddTHHMMSS-<6 hex>, as Ansible's)"
+    )
     p.add_argument("check_args", nargs="*", help="after --: arguments of the rank script")
     p.set_defaults(func=slurm_main)
 
@@ -48,7 +55,7 @@ def load_config(path: str) -> dict[str, Any]:
     user = yaml.safe_load(Path(path).read_text()) or {}
     if not isinstance(user, dict):
         raise ValueError(f"{path}: expected a mapping of nccl_* variables")
-    unknown = sorted(set(user) - set(config) - {"nccl_python", "nccl_report_root", "nccl_run_id"})
+    unknown = sorted(set(user) - set(config) - {"nccl_python", "nccl_report_root"})
     if unknown:
         raise ValueError(f"{path}: unknown variable(s) {', '.join(unknown)}")
     return {**config, **user}
@@ -59,6 +66,13 @@ def slurm_main(args: argparse.Namespace) -> int:
 
     if args.nodes < 1:
         print("nccl-preflight slurm: -N must be 1 or more", file=sys.stderr)
+        return BY_NAME["bad_input"].code
+    if args.run_id and not RUN_ID.fullmatch(args.run_id):
+        print(
+            f"nccl-preflight slurm: --run-id {args.run_id!r}: use up to 64 letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit",
+            file=sys.stderr,
+        )
         return BY_NAME["bad_input"].code
     if args.drain:  # refused before anything runs, never a silent no-op
         print("nccl-preflight slurm: --drain is not implemented yet", file=sys.stderr)
