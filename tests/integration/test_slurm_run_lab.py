@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -65,10 +66,11 @@ def write_config(lab: Lab, path: Path, **extra: Any) -> Path:
     return path
 
 
-def slurm_command(
+def slurm_argv(
     lab: Lab, tmp_path: Path, run_id: str, *args: str, **config: Any
-) -> subprocess.CompletedProcess[str]:
-    """bin/nccl-preflight slurm -N 3 on the lab, from the control machine (no allocation yet)."""
+) -> tuple[list[str], dict[str, str]]:
+    """bin/nccl-preflight slurm -N <all hosts> on the lab, from the control machine (no
+    allocation yet): its argv and environment."""
     cfg = write_config(lab, tmp_path / "nccl.yml", **config)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_"))}
     env.update(lab.slurm_env())
@@ -80,7 +82,14 @@ def slurm_command(
         str(len(lab.hosts)),
     ]
     argv += ["--config", str(cfg), "--report-root", str(tmp_path / "reports")]
-    argv += ["--run-id", run_id, *args]
+    return [*argv, "--run-id", run_id, *args], env
+
+
+def slurm_command(
+    lab: Lab, tmp_path: Path, run_id: str, *args: str, **config: Any
+) -> subprocess.CompletedProcess[str]:
+    """The command run to its end."""
+    argv, env = slurm_argv(lab, tmp_path, run_id, *args, **config)
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
 
 
@@ -330,4 +339,104 @@ def test_a_link_cut_mid_run_is_named_by_node_interface_test_and_size(
         errors = [e.get("message", "") for e in suite.iter("error")]
         assert any(named in m for m in errors), (suite_name, errors)
     validate(report)
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
+# ------------------------------------------------------------------------------------------------
+# Ending it from outside: Ctrl-C of the command, scancel of its job
+# ------------------------------------------------------------------------------------------------
+
+
+def interrupted_mid_run(
+    lab: Lab, tmp_path: Path, run_id: str, interrupt: Callable[[subprocess.Popen[str]], None]
+) -> tuple[int, str, str]:
+    """The command started with ranks that wait in barrier for rank 0 (paused before it), so
+    nothing ends by itself; once rank 1 waits there, interrupt(command); -> (exit code, its
+    stdout, its stderr)."""
+    argv, env = slurm_argv(
+        lab, tmp_path, run_id, nccl_run_timeout=240, nccl_check_args=paused_before_barrier()
+    )
+    # Its own process group, as a shell gives a foreground command (Ctrl-C reaches the group).
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + PHASE_WAIT_S
+        while rank_doc(run_id, 1).get("current_test") != "barrier":
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "rank 1 never reached barrier"
+            time.sleep(0.2)
+        interrupt(proc)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_of_the_command_leaves_nothing_on_any_node(slurm3: Lab, tmp_path: Path) -> None:
+    run_id = new_run_id()
+
+    def ctrl_c(proc: subprocess.Popen[str]) -> None:
+        os.killpg(proc.pid, signal.SIGINT)
+
+    code, out, err = interrupted_mid_run(slurm3, tmp_path, run_id, ctrl_c)
+    assert code == 1, out[-3000:] + err[-3000:]  # no_verdict, as bin/nccl-preflight's Ctrl-C
+    assert "interrupted by SIGINT; the allocation was given back" in err, err[-3000:]
+    assert_nothing_left(slurm3, run_id, out)
+
+
+def test_scancel_of_the_job_leaves_nothing_on_any_node(slurm3: Lab, tmp_path: Path) -> None:
+    run_id = new_run_id()
+    cancelled: list[str] = []
+
+    def scancel(_: subprocess.Popen[str]) -> None:
+        jobs = slurm3.slurm_cmd("squeue", "-h", "-o", "%i").stdout.split()
+        assert len(jobs) == 1, jobs
+        slurm3.slurm_cmd("scancel", jobs[0])
+        cancelled.append(jobs[0])
+
+    code, out, err = interrupted_mid_run(slurm3, tmp_path, run_id, scancel)
+    assert code == 1, out[-3000:] + err[-3000:]  # no_verdict: the ranks were ended from outside
+    assert f"job {cancelled[0]} ended (CANCELLED) while the ranks ran" in err, err[-3000:]
+    assert_nothing_left(slurm3, run_id, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# --drain
+# ------------------------------------------------------------------------------------------------
+
+
+def drain_reasons(lab: Lab) -> dict[str, str]:
+    """{node: reason} of every drained node, the reason whole (`sinfo -R -o '%n %E'`)."""
+    out = lab.slurm_cmd("sinfo", "-h", "-R", "-o", "%n %E").stdout
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+def test_drain_drains_only_the_node_a_finding_names_with_its_reason(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """The second node's fabric MTU differs from the two others': the pre-flight names it (mtu),
+    and --drain drains it alone, with `nccl-preflight: mtu: <value>`; the others stay idle."""
+    run_id = new_run_id()
+    names = slurm3.slurm_nodes
+    undo = slurm3.set_mtu(slurm3.hosts[1], 1400)
+    try:
+        done = slurm_command(slurm3, tmp_path, run_id, "--drain")
+        reasons = drain_reasons(slurm3)
+        states = slurm3.slurm_node_states()
+    finally:
+        undo()
+        slurm3.scontrol("update", f"nodename={names[1]}", "state=resume", check=False)
+        slurm3.slurm_wait_idle()
+    out = done.stdout + done.stderr
+    assert done.returncode == 10, out[-3000:]  # preflight_failed
+    reason = f"nccl-preflight: mtu: MTU 1400 on {slurm3.hosts[1].fabric_ifname} differs from"
+    assert list(reasons) == [names[1]], reasons
+    assert reasons[names[1]].startswith(reason), reasons
+    assert f"--drain: drained {names[1]}: {reason}" in done.stdout, out[-3000:]
+    assert states[names[1]].startswith("drain"), states
+    assert not [n for n in (names[0], names[2]) if states[n].startswith("drain")], states
     assert_nothing_left(slurm3, run_id, done.stdout)

@@ -63,6 +63,14 @@ def job_nodelist(job_id: str, env: Mapping[str, str] | None = None) -> str:
     raise SlurmError(f"scontrol show job {job_id} gave no NodeList")
 
 
+def job_state(job_id: str, env: Mapping[str, str] | None = None) -> str:
+    """The JobState of a job (`scontrol show job -o`): RUNNING, CANCELLED, ..."""
+    for field in slurm(["scontrol", "show", "job", "-o", job_id], env).split():
+        if field.startswith("JobState="):
+            return field.split("=", 1)[1]
+    raise SlurmError(f"scontrol show job {job_id} gave no JobState")
+
+
 class Allocation:
     """`with Allocation(n, partition, time) as alloc:` alloc.job_id, alloc.nodes, alloc.own."""
 

@@ -7,7 +7,7 @@ pre-flight judgement (observe.py), the environment stage's findings (core/env_fi
 one rank layout (core/layout.py), the launch step (launch.py), then the report in
 reports/<run-id>/ through the Ansible path's report build (core/report_run.py: JUnit per rank and
 merged, summary.md, report.html, verdict.json) and its exit code (core/exit_classes.py).
---drain drains the nodes the run names as bad (drain.py).
+--drain drains the nodes the run names as bad (drain.py), never for a cluster-wide cause.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from ..core.preflight.judge import judge_preflight
 from ..core.report_run import run_report
 from ..core.support import predicted_skips
 from ..node.files import write_atomically
-from .allocation import Allocation, Interrupted, SlurmError
+from .allocation import Allocation, Interrupted, SlurmError, job_state
+from .drain import drain, drain_targets
 from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env, watch_hosts
 from .observe import Observed, observations, run_observe
 from .ship import build_node_bundle
@@ -216,6 +217,13 @@ class SlurmRun:
             missing = watch.run(bound)
         finally:
             step.end()
+        if missing:
+            # scancel of the job (or its time limit) ended the ranks from outside: no verdict.
+            state = job_state(self.alloc.job_id, self.alloc.env())
+            if state != "RUNNING":
+                raise SlurmError(
+                    f"job {self.alloc.job_id} ended ({state}) while the ranks ran: no verdict"
+                )
         for node in missing:
             self.say(f"{node}: no results came back from the launch step")
         if missing and step.diagnostics():
@@ -284,6 +292,26 @@ class SlurmRun:
         return result
 
 
+def drain_named(run: SlurmRun) -> None:
+    """--drain: drain the nodes the verdict names as bad (drain.py says which, never for a
+    cluster-wide cause); a node scontrol refuses is said, the others still drained."""
+    try:
+        verdict = json.loads((run.run_dir / "verdict.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        run.say(f"--drain: no verdict to read ({exc}); nothing drained")
+        return
+    targets = drain_targets(verdict.get("findings") or [], run.nodes)
+    if not targets:
+        run.say("--drain: no node-level finding; nothing drained")
+    for node, reason in targets.items():
+        try:
+            drain(node, reason, run.alloc.env())
+        except SlurmError as exc:
+            run.say(f"--drain: {node} not drained: {exc}")
+        else:
+            run.say(f"--drain: drained {node}: {reason}")
+
+
 def run_command(args: Any, config: dict[str, Any]) -> int:
     """The `slurm` subcommand with parsed args and the loaded config; -> exit code."""
     if args.check_args:
@@ -293,6 +321,8 @@ def run_command(args: Any, config: dict[str, Any]) -> int:
         with Allocation(args.nodes, args.partition, args.time) as alloc:
             run = SlurmRun(config, alloc, report_root.absolute(), args.run_id)
             result = run.run()
+            if args.drain and not result.get("failed"):
+                drain_named(run)
     except Interrupted as exc:
         print(f"nccl-preflight slurm: interrupted by {exc}; the allocation was given back",
               file=sys.stderr)  # fmt: skip

@@ -26,7 +26,11 @@ def add_slurm_parser(subparsers: Any) -> None:
     p.add_argument("--config", required=True, help="YAML file of nccl_* variables")
     p.add_argument("--partition", default="", help="salloc --partition (own allocation only)")
     p.add_argument("--time", default="", help="salloc --time (own allocation only)")
-    p.add_argument("--drain", action="store_true", help="drain the nodes the run names as bad")
+    p.add_argument(
+        "--drain",
+        action="store_true",
+        help="drain the nodes the run names as bad (never for a cluster-wide cause)",
+    )
     p.add_argument("--report-root", default="", help="where reports/<run-id>/ goes")
     p.add_argument(
         "--run-id", default="", help="the run's id (default: YYYYmmddTHHMMSS-<6 hex>, as Ansible's)"
@@ -73,9 +77,6 @@ def slurm_main(args: argparse.Namespace) -> int:
             "'.', '_' or '-', starting with a letter or digit",
             file=sys.stderr,
         )
-        return BY_NAME["bad_input"].code
-    if args.drain:  # refused before anything runs, never a silent no-op
-        print("nccl-preflight slurm: --drain is not implemented yet", file=sys.stderr)
         return BY_NAME["bad_input"].code
     try:
         config = load_config(args.config)

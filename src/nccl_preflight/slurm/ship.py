@@ -46,7 +46,7 @@ def stop(signum, frame):
     if child is not None and child.poll() is None:
         child.send_signal(signum)
         try:
-            child.wait(1.5)
+            child.wait(1.0)
         except subprocess.TimeoutExpired:
             child.kill()
     raise SystemExit(128 + signum)

@@ -23,7 +23,9 @@ from typing import Any
 
 from .ship import BOOT, Unframer, stream_header
 
-END_GRACE_S = 5.0  # after stdin's end, the nodes end their runs and clean up, then SIGTERM
+# After stdin's end the nodes end their runs (the supervisor's kill grace, 5 s), send their
+# results and remove their directories; only then SIGTERM to srun.
+END_GRACE_S = 20.0
 
 
 class Step:
