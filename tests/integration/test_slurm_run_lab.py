@@ -24,6 +24,9 @@ from typing import Any
 
 import pytest
 
+from tests.integration.test_pairwise_lab import CHECK_ARGS as PAIRWISE_CHECK_ARGS
+from tests.integration.test_pairwise_lab import links as pairwise_links
+from tests.integration.test_pairwise_lab import pairwise_cases
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 from tests.lab.runs import (
@@ -440,3 +443,60 @@ def test_drain_drains_only_the_node_a_finding_names_with_its_reason(
     assert states[names[1]].startswith("drain"), states
     assert not [n for n in (names[0], names[2]) if states[n].startswith("drain")], states
     assert_nothing_left(slurm3, run_id, done.stdout)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pairwise rounds: test_pairwise_lab's four-node case, through the Slurm front-end
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def slurm4(lab_factory: LabFactory) -> Lab:
+    require_slurm()
+    return lab_factory(4, slurm=True)
+
+
+def test_pairwise_always_on_four_nodes_names_the_slow_node_and_drain_drains_it(
+    slurm4: Lab, tmp_path: Path
+) -> None:
+    """As test_pairwise_lab's four hosts with two rails: the third node's fabric link is a
+    quarter of the others'; nccl_pairwise=always names it and it alone (console, summary.md, the
+    JUnit, pairwise.json), and --drain drains it with the pairwise reason."""
+    run_id = new_run_id()
+    names, bad = slurm4.slurm_nodes, slurm4.hosts[2]
+    try:
+        with pairwise_links(slurm4, bad):
+            done = slurm_command(
+                slurm4,
+                tmp_path,
+                run_id,
+                "--drain",
+                nccl_run_timeout=240,
+                nccl_pairwise="always",
+                nccl_nproc_per_node=2,
+                nccl_check_args=PAIRWISE_CHECK_ARGS,
+            )
+        reasons = drain_reasons(slurm4)
+    finally:
+        slurm4.scontrol("update", f"nodename={names[2]}", "state=resume", check=False)
+        slurm4.slurm_wait_idle()
+    out = done.stdout + done.stderr
+    assert done.returncode == 8, out[-4000:]  # bandwidth: the slow node's class
+    report = tmp_path / "reports" / run_id
+    assert f"{names[2]} is SLOW" in done.stdout, out[-4000:]
+    summary = (report / "summary.md").read_text()
+    slow_lines = [line for line in summary.splitlines() if line.startswith("- slow:")]
+    assert len(slow_lines) == 1 and names[2] in slow_lines[0], summary
+    cases = pairwise_cases(report)
+    assert sorted(cases) == sorted(f"pairwise.{n}" for n in names)
+    failed = [c for c, case in cases.items() if case.find("failure") is not None]
+    assert failed == [f"pairwise.{names[2]}"]
+    doc = json.loads((report / "pairwise.json").read_text())
+    assert {v["host"]: v["status"] for v in doc["verdicts"]} == {
+        n: "slow" if n == names[2] else "ok" for n in names
+    }
+    assert doc["rails"] == 2
+    assert list(reasons) == [names[2]], reasons
+    assert reasons[names[2]].startswith(f"nccl-preflight: pairwise: {names[2]} is SLOW"), reasons
+    validate(report)
+    assert_nothing_left(slurm4, run_id, done.stdout)

@@ -303,6 +303,115 @@ def test_core_imports_nothing_from_ansible() -> None:
     assert offences == []
 
 
+# --- the Slurm front-end's room (src/nccl_preflight/slurm/): it may import node and core; neither
+# imports it; what runs on a node (the node step and the modules of the slurm room it imports)
+# imports the standard library and the node room only.
+
+# The slurm room's modules that the node bundle runs on a node.
+NODE_STEP_MODULES = {"node_step", "ship", "__init__"}
+
+
+def _package_parts(where: str, level: int, name: str) -> list[str]:
+    """The absolute dotted parts an import names, from a module at ``where`` (a path under
+    src/); ``from .. import x`` names the package itself (its ``x`` is no module we see)."""
+    here = Path(where).with_suffix("").parts
+    base = list(here[here.index("nccl_preflight") : -1]) if "nccl_preflight" in here else []
+    if level == 0:
+        return name.split(".")
+    return [*base[: len(base) - (level - 1)], *([p for p in name.split(".") if p])]
+
+
+def slurm_import_offences(where: str, source: str) -> list[str]:
+    """core and node never import the slurm room (absolutely or relatively)."""
+    return [
+        f"{where}: imports the slurm room ({'.' * level}{name})"
+        for level, name in imports_of(source)
+        if _package_parts(where, level, name)[:2] == ["nccl_preflight", "slurm"]
+    ]
+
+
+def node_step_offences(where: str, source: str) -> list[str]:
+    """A module of the slurm room that runs on a node imports the standard library, the node
+    room and the slurm room's other node-side modules only."""
+    offences = []
+    for level, name in imports_of(source):
+        parts = _package_parts(where, level, name)
+        if level == 0 and parts[0] in sys.stdlib_module_names:
+            continue
+        if parts[:2] == ["nccl_preflight", "node"]:
+            continue
+        if (
+            parts[:2] == ["nccl_preflight", "slurm"]
+            and parts[2:3]
+            and parts[2] in NODE_STEP_MODULES
+        ):
+            continue
+        offences.append(f"{where}: imports {'.' * level}{name} (not the node room)")
+    return offences
+
+
+def slurm_room_offences(where: str, source: str) -> list[str]:
+    """The slurm room imports the standard library, node, core and itself; not Ansible."""
+    return [
+        f"{where}: imports {name}"
+        for level, name in imports_of(source)
+        if level == 0 and name.split(".")[0] == "ansible"
+    ]
+
+
+def test_the_slurm_room_rules_catch_what_they_forbid() -> None:
+    core, node, step = (
+        "src/nccl_preflight/core/verdict.py",
+        "src/nccl_preflight/node/files.py",
+        "src/nccl_preflight/slurm/node_step.py",
+    )
+    assert slurm_import_offences(core, "from ..slurm.drain import x\nfrom .junit import y\n") == [
+        f"{core}: imports the slurm room (..slurm.drain)"
+    ]
+    assert slurm_import_offences(node, "import nccl_preflight.slurm\nfrom ..node import x\n") == [
+        f"{node}: imports the slurm room (nccl_preflight.slurm)"
+    ]
+    deep = "src/nccl_preflight/core/preflight/judge.py"
+    assert slurm_import_offences(deep, "from ...slurm import run\nfrom ..verdict import x\n") == [
+        f"{deep}: imports the slurm room (...slurm)"
+    ]
+    assert (
+        node_step_offences(step, "import os\nfrom ..node.files import x\nfrom .ship import f\n")
+        == []
+    )
+    assert node_step_offences(step, "from ..core.verdict import x\nfrom .run import y\n") == [
+        f"{step}: imports ..core.verdict (not the node room)",
+        f"{step}: imports .run (not the node room)",
+    ]
+    assert node_step_offences(step, "import yaml\n") == [
+        f"{step}: imports yaml (not the node room)"
+    ]
+    assert slurm_room_offences("s.py", "from ..core import x\nimport ansible.constants\n") == [
+        "s.py: imports ansible.constants"
+    ]
+
+
+def test_core_and_node_never_import_the_slurm_room() -> None:
+    files = sorted((PACKAGE / "core").rglob("*.py")) + sorted((PACKAGE / "node").glob("*.py"))
+    offences = []
+    for path in files:
+        where = str(path.relative_to(ROOT))
+        offences += slurm_import_offences(where, path.read_text(encoding="utf-8"))
+    assert offences == []
+
+
+def test_the_slurm_room_imports_no_ansible_and_its_node_side_only_the_node_room() -> None:
+    files = sorted((PACKAGE / "slurm").glob("*.py"))
+    assert {p.stem for p in files} >= NODE_STEP_MODULES
+    offences = []
+    for path in files:
+        where, source = str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
+        offences += slurm_room_offences(where, source)
+        if path.stem in NODE_STEP_MODULES:
+            offences += node_step_offences(where, source)
+    assert offences == []
+
+
 # library/nccl_report.py alone runs on the control machine (in its action plugin's stead).
 CONTROL_MODULES = {"library/nccl_report.py"}
 

@@ -22,18 +22,19 @@ from typing import Any
 from ..core.env_findings import nccl_env_findings
 from ..core.exit_classes import BY_NAME
 from ..core.layout import nccl_rank_layout
+from ..core.pair_triggers import nccl_pair_trigger_args, nccl_pair_triggers
 from ..core.preflight.backend_checks import nccl_backend_choice
+from ..core.preflight.fabric_checks import nccl_expect_net, nccl_rdma_plan
 from ..core.preflight.host_checks import nccl_preflight_failed_hosts
 from ..core.preflight.judge import judge_preflight
 from ..core.report_run import run_report
 from ..core.support import predicted_skips
 from ..node.files import write_atomically
-from .allocation import Allocation, Interrupted, SlurmError, job_state
+from .allocation import Allocation, Interrupted, SlurmError, ended_state
 from .drain import drain, drain_targets
 from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env, watch_hosts
 from .observe import Observed, observations, run_observe
-from .ship import build_node_bundle
-from .step import Step
+from .step import Step, build_node_bundle
 
 ROOT = Path(__file__).resolve().parents[3]
 HTML_TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
@@ -66,6 +67,7 @@ class SlurmRun:
         self.env_by_node: dict[str, dict[str, Any]] = {}
         self.layout: dict[str, Any] = {}
         self.results: dict[str, Any] = {}
+        self.pair_triggers: list[dict[str, Any]] = []
 
     def say(self, line: str) -> None:
         print(line, flush=True)
@@ -127,22 +129,43 @@ class SlurmRun:
                 )
         return nccl_preflight_failed_hosts(by_node)
 
+    def plan_hosts(self, obs: Observed) -> list[dict[str, Any]]:
+        """plan.json's host rows, as roles/launch/tasks/plan.yml makes them."""
+        rows = []
+        requested = str(self.config.get("nccl_backend") or "auto")
+        extra_env = self.config.get("nccl_extra_env") or {}
+        for row in self.layout["hosts"]:
+            node, env = row["host"], self.env_by_node[row["host"]]
+            facts = obs.facts.get(node) or {}
+            iface = (facts.get("interfaces") or {}).get(env["ifname"]) or {}
+            rows.append(
+                {
+                    **{k: row[k] for k in ("host", "node_rank", "nproc_per_node", "rank_offset")},
+                    "address": env["address"] or None,
+                    "ifname": env["ifname"] or None,
+                    "link_speed_mbps": iface.get("speed_mbps"),
+                    "rdma": nccl_rdma_plan(facts, extra_env) if facts else None,
+                    "reachable": node in obs.facts,
+                    "backend_choice": nccl_backend_choice(facts, requested) if facts else None,
+                    "expect_net": nccl_expect_net(
+                        facts, env["ifname"], str(self.config.get("nccl_expect_net") or "auto")
+                    )
+                    if facts
+                    else None,
+                }
+            )
+        return rows
+
     def plan(self, obs: Observed, skipped: str) -> None:
         """plan.json, as roles/launch/tasks/plan.yml writes it (what the report reads)."""
         env = self.env_by_node[self.nodes[0]]
-        hosts = [
-            {
-                **{k: row[k] for k in ("host", "node_rank", "nproc_per_node", "rank_offset")},
-                "address": self.env_by_node[row["host"]]["address"] or None,
-                "ifname": self.env_by_node[row["host"]]["ifname"] or None,
-                "link_speed_mbps": None,
-                "rdma": None,
-                "reachable": row["host"] in obs.facts,
-                "backend_choice": None,
-                "expect_net": None,
-            }
-            for row in self.layout["hosts"]
-        ]
+        hosts = self.plan_hosts(obs)
+        self.pair_triggers = nccl_pair_triggers(
+            hosts,
+            self.config.get("nccl_expected_busbw") or {},
+            self.config.get("nccl_busbw_warn", 0.8),
+            self.config.get("nccl_busbw_efficiency", 0.9),
+        )
         check_args = list(self.config.get("nccl_check_args") or [])
         write_json(
             self.run_dir / "plan.json",
@@ -155,6 +178,7 @@ class SlurmRun:
                 "backend": env["backend"],
                 "run_timeout_s": int(self.config["nccl_run_timeout"]),
                 "check_args": check_args,
+                "pair_triggers": self.pair_triggers,
                 "launch_skipped": skipped,
                 "expect": {
                     "expected_busbw": self.config.get("nccl_expected_busbw") or {},
@@ -168,11 +192,25 @@ class SlurmRun:
             },
         )
 
+    def pairwise_args(self) -> list[str]:
+        """The pairwise rounds' options of the rank script (roles/launch's launch_pairwise_args;
+        nccl_check_args, after them, win)."""
+        return [
+            "--pairwise",
+            str(self.config.get("nccl_pairwise") or "auto"),
+            "--pair-min-ratio",
+            str(self.config.get("nccl_pair_min_ratio")),
+            "--pair-trigger-min-bytes",
+            str(self.config.get("nccl_busbw_min_bytes")),
+            *nccl_pair_trigger_args(self.pair_triggers),
+        ]
+
     def launch_settings(self) -> dict[str, Any]:
         timeout = int(self.config["nccl_run_timeout"])
         per_node = ",".join(str(r["nproc_per_node"]) for r in self.layout["hosts"])
         args = ["--out-dir", "{results}", "--backend", self.env_by_node[self.nodes[0]]["backend"]]
         args += ["--timeout", str(check_timeout(timeout)), "--ranks-per-node", per_node]
+        args += self.pairwise_args()
         args += [str(a) for a in self.config.get("nccl_check_args") or []]
         by_node = {}
         for node in self.nodes:
@@ -219,7 +257,7 @@ class SlurmRun:
             step.end()
         if missing:
             # scancel of the job (or its time limit) ended the ranks from outside: no verdict.
-            state = job_state(self.alloc.job_id, self.alloc.env())
+            state = ended_state(self.alloc.job_id, self.alloc.env())
             if state != "RUNNING":
                 raise SlurmError(
                     f"job {self.alloc.job_id} ended ({state}) while the ranks ran: no verdict"

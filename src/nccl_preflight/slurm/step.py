@@ -156,3 +156,30 @@ def collect(step: Step, nodes: list[str], kind: str, deadline: float) -> dict[st
         if record.get("kind") == kind and record.get("node") in nodes:
             found.setdefault(record["node"], record)
     return found
+
+
+# ------------------------------------------------------------------------------------------------
+# The node bundle (until slurm/bundle.py, the node-check helper's builder, lands on main); here,
+# on the control machine's side: ship.py runs on the nodes and imports the node room only
+# ------------------------------------------------------------------------------------------------
+
+BUNDLE_MAIN = (
+    "import sys\nfrom nccl_preflight.slurm.node_step import main\nsys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def build_node_bundle() -> bytes:
+    """A zipapp of the node room, the node step and the rank script's own zipapp."""
+    from pathlib import Path
+
+    from ..core.zipapp import build_zipapp, zip_bytes
+
+    package = Path(__file__).resolve().parents[1]
+    files: dict[str, bytes] = {"__main__.py": BUNDLE_MAIN.encode()}
+    files["nccl_preflight/__init__.py"] = (package / "__init__.py").read_bytes()
+    for path in sorted((package / "node").glob("*.py")):
+        files[f"nccl_preflight/node/{path.name}"] = path.read_bytes()
+    for name in ("__init__.py", "ship.py", "node_step.py"):
+        files[f"nccl_preflight/slurm/{name}"] = (package / "slurm" / name).read_bytes()
+    files["nccl_check.pyz"] = build_zipapp(package.parents[1] / "files" / "nccl_check.py")
+    return zip_bytes(files)
