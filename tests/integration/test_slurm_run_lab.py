@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 from tests.integration.test_pairwise_lab import CHECK_ARGS as PAIRWISE_CHECK_ARGS
+from tests.integration.test_pairwise_lab import FAST as PAIRWISE_FAST
+from tests.integration.test_pairwise_lab import HANGING_SWEEP, pairwise_cases
 from tests.integration.test_pairwise_lab import links as pairwise_links
-from tests.integration.test_pairwise_lab import pairwise_cases
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 from tests.lab.runs import (
@@ -500,3 +501,44 @@ def test_pairwise_always_on_four_nodes_names_the_slow_node_and_drain_drains_it(
     assert reasons[names[2]].startswith(f"nccl-preflight: pairwise: {names[2]} is SLOW"), reasons
     validate(report)
     assert_nothing_left(slurm4, run_id, done.stdout)
+
+
+def test_a_collective_that_hangs_then_the_pairwise_relaunch_names_the_node(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """As test_pairwise_lab's relaunch test: the third node's link at 300 kbit/s, one all_reduce
+    of 4M cannot finish; the run is ended as a stall (20 s) with no named cause, so the pairwise
+    rounds run again alone (a small payload) and name that node."""
+    run_id = new_run_id()
+    names, bad = slurm3.slurm_nodes, slurm3.hosts[2]
+    undo = [slurm3.rate_limit(h, "300kbit" if h is bad else PAIRWISE_FAST) for h in slurm3.hosts]
+    try:
+        done = slurm_command(
+            slurm3,
+            tmp_path,
+            run_id,
+            nccl_run_timeout=150,
+            nccl_pairwise="auto",
+            nccl_stall_timeout=20,
+            nccl_check_args=HANGING_SWEEP,
+        )
+    finally:
+        for step in undo:
+            step()
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out[-4000:]
+    assert "running only the pairwise rounds to name the node" in done.stdout, out[-4000:]
+    report = tmp_path / "reports" / run_id
+    first = json.loads((report / names[0] / "rank-0.json").read_text())
+    assert not [t for t in first["tests"] if t["name"] == "pairwise"]
+    assert sorted(p.parent.parent.name for p in report.glob("*/pairwise/rank-*.json")) == names
+    doc = json.loads((report / "pairwise.json").read_text())
+    assert doc["relaunched"] is True and "second launch" in doc["why"], doc["why"]
+    assert {v["host"]: v["status"] for v in doc["verdicts"]} == {
+        n: "slow" if n == names[2] else "ok" for n in names
+    }
+    verdict = json.loads((report / "verdict.json").read_text())
+    named = [f for f in verdict["findings"] if f["test"] == "pairwise"]
+    assert [f["host"] for f in named] == [names[2]], verdict["findings"]
+    validate(report)
+    assert_nothing_left(slurm3, run_id, done.stdout)

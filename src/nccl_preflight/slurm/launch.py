@@ -129,8 +129,10 @@ class Watch:
         hosts: list[dict[str, Any]],
         stall_timeout: float,
         say: Any,
+        subdir: str = "",
     ) -> None:
         self.step, self.run_dir, self.hosts, self.say = step, run_dir, hosts, say
+        self.subdir = subdir  # where in reports/<run-id>/<node>/ the results go ("pairwise")
         self.stall_timeout = stall_timeout
         now = time.time()
         self.states: dict[str, dict[str, Any]] = {
@@ -184,12 +186,12 @@ class Watch:
             self.say(line)
 
     def write_state(self, node: str) -> None:
-        target = self.run_dir / node / "progress.json"
+        target = self.run_dir / node / self.subdir / "progress.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(target, json.dumps(self.states[node], indent=1, sort_keys=True) + "\n")
 
     def results(self, node: str, record: dict[str, Any]) -> None:
-        dest = self.run_dir / node
+        dest = self.run_dir / node / self.subdir
         unpack(base64.b64decode(record.get("archive") or ""), dest)
         launch_path = dest / "launch.json"
         launch = json.loads(launch_path.read_text()) if launch_path.is_file() else {}

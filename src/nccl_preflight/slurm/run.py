@@ -23,6 +23,7 @@ from ..core.env_findings import nccl_env_findings
 from ..core.exit_classes import BY_NAME
 from ..core.layout import nccl_rank_layout
 from ..core.pair_triggers import nccl_pair_trigger_args, nccl_pair_triggers
+from ..core.pairwise_relaunch import nccl_pairwise_relaunch, nccl_relaunch_check_args
 from ..core.preflight.backend_checks import nccl_backend_choice
 from ..core.preflight.fabric_checks import nccl_expect_net, nccl_rdma_plan
 from ..core.preflight.host_checks import nccl_preflight_failed_hosts
@@ -39,6 +40,11 @@ from .step import Step, build_node_bundle
 ROOT = Path(__file__).resolve().parents[3]
 HTML_TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
 RANK_SCRIPT = ROOT / "files" / "nccl_check.py"
+# The pairwise-only relaunch (roles/launch/defaults: launch_relaunch_timeout is at most
+# nccl_run_timeout, launch_relaunch_pair_bytes, launch_relaunch_pair_iters).
+RELAUNCH_TIMEOUT_S = 120
+RELAUNCH_PAIR_BYTES = "64K"
+RELAUNCH_PAIR_ITERS = "2"
 
 
 def new_run_id() -> str:
@@ -205,13 +211,24 @@ class SlurmRun:
             *nccl_pair_trigger_args(self.pair_triggers),
         ]
 
-    def launch_settings(self) -> dict[str, Any]:
-        timeout = int(self.config["nccl_run_timeout"])
+    def script_args(self, timeout: int, extra: list[str]) -> list[str]:
+        """The rank script's arguments (roles/launch/tasks/run.yml's and pairwise_run.yml's)."""
         per_node = ",".join(str(r["nproc_per_node"]) for r in self.layout["hosts"])
         args = ["--out-dir", "{results}", "--backend", self.env_by_node[self.nodes[0]]["backend"]]
         args += ["--timeout", str(check_timeout(timeout)), "--ranks-per-node", per_node]
-        args += self.pairwise_args()
-        args += [str(a) for a in self.config.get("nccl_check_args") or []]
+        return args + extra
+
+    def relaunch_args(self, check_args: list[str]) -> list[str]:
+        """roles/launch/tasks/pairwise_run.yml's: nccl_check_args without what the relaunch
+        sets, then only barrier and the pairwise rounds with a small payload."""
+        return [
+            *nccl_relaunch_check_args(check_args),
+            *("--tests", "barrier", "--pairwise", "always"),
+            *("--pair-bytes", RELAUNCH_PAIR_BYTES, "--pair-iters", RELAUNCH_PAIR_ITERS),
+            *("--pair-min-ratio", str(self.config.get("nccl_pair_min_ratio"))),
+        ]
+
+    def launch_settings(self, args: list[str], timeout: int, rdzv_id: str) -> dict[str, Any]:
         by_node = {}
         for node in self.nodes:
             env, row = self.env_by_node[node], self.layout["by_host"][node]
@@ -224,7 +241,7 @@ class SlurmRun:
                     "master_addr": env["master_addr"],
                     "master_port": env["master_port"],
                     "local_addr": env["address"],
-                    "rdzv_id": f"nccl-preflight-{self.run_id}",
+                    "rdzv_id": rdzv_id,
                     "script_args": args,
                 },
                 "env": rank_env(self.config, env, row),
@@ -236,23 +253,39 @@ class SlurmRun:
             }
         return {"by_node": by_node}
 
-    def launch(self, obs: Observed) -> None:
-        settings = json.dumps(self.launch_settings())
+    def launch(self, obs: Observed, pairwise_only: bool = False) -> None:
+        """The ranks, watched; with pairwise_only the relaunch of roles/launch/tasks/
+        pairwise_run.yml: only the pairwise rounds (and barrier), a small payload, bounded by
+        RELAUNCH_TIMEOUT_S, no stall watch (a slow pair must not be ended as a stall), the
+        results into <node>/pairwise/."""
+        check_args = [str(a) for a in self.config.get("nccl_check_args") or []]
+        timeout = int(self.config["nccl_run_timeout"])
+        if pairwise_only:
+            timeout = min(timeout, RELAUNCH_TIMEOUT_S)
+            extra = self.relaunch_args(check_args)
+            rdzv_id, subdir, stall_timeout = (
+                f"nccl-preflight-{self.run_id}-pairwise",
+                "pairwise",
+                0.0,
+            )
+        else:
+            extra = self.pairwise_args() + check_args
+            rdzv_id, subdir = f"nccl-preflight-{self.run_id}", ""
+            stall_timeout = float(self.config.get("nccl_stall_timeout") or 0)
+        settings = self.launch_settings(self.script_args(timeout, extra), timeout, rdzv_id)
         step = Step(
             self.alloc.job_id,
             self.nodes,
             self.python,
             self.run_id,
-            ["launch", settings],
+            ["launch", json.dumps(settings)],
             self.bundle,
             self.alloc.env(),
         )
         hosts = watch_hosts(self.layout, self.env_by_node, obs.facts)
-        stall_timeout = float(self.config.get("nccl_stall_timeout") or 0)
-        watch = Watch(step, self.run_dir, hosts, stall_timeout, self.say)
+        watch = Watch(step, self.run_dir, hosts, stall_timeout, self.say, subdir)
         try:
-            bound = int(self.config["nccl_run_timeout"]) + KILL_GRACE_S + MARGIN_S
-            missing = watch.run(bound)
+            missing = watch.run(timeout + KILL_GRACE_S + MARGIN_S)
         finally:
             step.end()
         if missing:
@@ -266,6 +299,20 @@ class SlurmRun:
             self.say(f"{node}: no results came back from the launch step")
         if missing and step.diagnostics():
             self.say(step.diagnostics())
+
+    def relaunch_reason(self) -> str:
+        """Why the pairwise rounds run again alone (core/pairwise_relaunch.py), "" when not:
+        from every node's launch.json, as roles/launch/tasks/pairwise.yml reads the launch's."""
+        rows = []
+        for node in self.nodes:
+            try:
+                ended = json.loads((self.run_dir / node / "launch.json").read_text())
+            except (OSError, ValueError):
+                ended = {}
+            keys = ("timed_out", "stopped_by", "stop", "rank_exits")
+            rows.append({"host": node, **{k: ended.get(k) for k in keys}})
+        mode = str(self.config.get("nccl_pairwise") or "auto")
+        return nccl_pairwise_relaunch(rows, mode, len(self.nodes))
 
     # ------------------------------------------------------------------ the whole run
     def run(self) -> dict[str, Any]:
@@ -309,6 +356,10 @@ class SlurmRun:
             self.plan(obs, skipped)
             if not skipped:
                 self.launch(obs)
+                reason = self.relaunch_reason()
+                if reason:
+                    self.say(f"{reason}: running only the pairwise rounds to name the node")
+                    self.launch(obs, pairwise_only=True)
         return self.report(expect_ranks)
 
     def report(self, expect_ranks: bool) -> dict[str, Any]:
