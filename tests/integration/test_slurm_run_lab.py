@@ -18,7 +18,6 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +27,14 @@ from tests.integration.test_pairwise_lab import CHECK_ARGS as PAIRWISE_CHECK_ARG
 from tests.integration.test_pairwise_lab import FAST as PAIRWISE_FAST
 from tests.integration.test_pairwise_lab import HANGING_SWEEP, pairwise_cases
 from tests.integration.test_pairwise_lab import links as pairwise_links
+from tests.integration.test_run_faults_lab import LONG_SWEEP, wait_for
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 from tests.lab.runs import (
     PHASE_WAIT_S,
     QUICK,
-    body_ended,
     during,
+    finished_epoch,
     leftovers,
     new_run_id,
     paused_before_barrier,
@@ -188,9 +188,6 @@ def test_a_master_whose_firewall_drops_master_port_is_named(slurm3: Lab, tmp_pat
 # Ansible path, and named as it names them.
 # ------------------------------------------------------------------------------------------------
 
-# Enough work that the ranks are still inside the collectives when a link is cut (as there).
-LONG_SWEEP = ["--max-bytes", "4M", "--iters", "40", "--warmup", "1"]
-
 
 def rank_file(run_id: str, rank: int) -> Path | None:
     """The rank's result file in its node's private directory (ship.BOOT's mkdtemp; the lab's
@@ -207,22 +204,8 @@ def rank_doc(run_id: str, rank: int) -> dict[str, Any]:
         return {}
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float) -> None:
-    """In a `during` action: until predicate() or timeout; gives up once the body ended."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not body_ended():
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError("the condition never came")
-
-
 def launch_records(report: Path, names: list[str]) -> dict[str, dict[str, Any]]:
     return {n: json.loads((report / n / "launch.json").read_text()) for n in names}
-
-
-def finished_epoch(launch: dict[str, Any]) -> float:
-    return datetime.fromisoformat(launch["finished_at"]).timestamp()
 
 
 def test_a_sigkilled_rank_ends_the_run_on_every_node_and_is_named(
@@ -236,7 +219,7 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_and_is_named(
     killed: dict[str, Any] = {}
 
     def kill() -> None:
-        wait_until(lambda: rank_doc(run_id, 3).get("current_test") == "barrier", PHASE_WAIT_S)
+        wait_for(lambda: rank_doc(run_id, 3).get("current_test") == "barrier", PHASE_WAIT_S)
         killed["pid"] = int(rank_doc(run_id, 3)["pid"])
         killed["at"] = time.time()
         slurm3.kill(victim, killed["pid"])
@@ -309,7 +292,7 @@ def test_a_link_cut_mid_run_is_named_by_node_interface_test_and_size(
         return True
 
     def cut_link() -> None:
-        wait_until(watched_bandwidth, PHASE_WAIT_S)
+        wait_for(watched_bandwidth, PHASE_WAIT_S)
         undo.append(slurm3.link_down(victim))
         cut["at"] = time.time()
 

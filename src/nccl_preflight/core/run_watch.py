@@ -241,6 +241,24 @@ def stall_due(
     return quiet_s, limit, why
 
 
+def new_watch_state(host: str, now: float) -> dict[str, Any]:
+    """A host's watch state before its first look (what <host>/progress.json holds, docs/design.md
+    "Watching a run"): advance, stall_due, failure_elsewhere and stall_message read it."""
+    return {
+        "host": host,
+        "started": now,
+        "updated": now,
+        "last_advance": now,
+        "running": True,
+        "progress": [],
+        "history": {},
+        "interface": None,
+        "diagnosis": None,
+        "ending": None,
+        "ended": None,
+    }
+
+
 def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
     """Why this host's run must end now because another host's run ended badly, else None.
 

@@ -31,6 +31,7 @@ from ..core.run_watch import (
     advance,
     failure_elsewhere,
     link_down,
+    new_watch_state,
     progress_line,
     stall_due,
     stall_message,
@@ -135,22 +136,7 @@ class Watch:
         self.subdir = subdir  # where in reports/<run-id>/<node>/ the results go ("pairwise")
         self.stall_timeout = stall_timeout
         now = time.time()
-        self.states: dict[str, dict[str, Any]] = {
-            h["host"]: {
-                "host": h["host"],
-                "started": now,
-                "updated": now,
-                "last_advance": now,
-                "running": True,
-                "progress": [],
-                "history": {},
-                "interface": None,
-                "diagnosis": None,
-                "ending": None,
-                "ended": None,
-            }
-            for h in hosts
-        }
+        self.states = {h["host"]: new_watch_state(h["host"], now) for h in hosts}
         self.ranks = {h["host"]: h["ranks"] for h in hosts}
         self.shown: dict[str, str] = {}
         self.stop_sent = False

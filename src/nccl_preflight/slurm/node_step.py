@@ -25,6 +25,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -51,10 +52,10 @@ from ..node.run_start import build_argv
 from ..node.supervisor import (
     LAUNCH_FILE,
     RESULTS_DIR,
+    STOP_SIGNALS,
     TORCHRUN_LOG,
     Stop,
     Supervision,
-    _catch_stop_signals,
     _ignore_stop_signals,
 )
 from .ship import frame
@@ -302,6 +303,13 @@ def _supervise(run: Supervision, settings: dict[str, Any], messages: queue.Queue
         )
 
 
+def _stop_once(signum: int, _frame: Any) -> None:
+    """The first stop signal raises Stop; any later one (Slurm signals every process of the
+    step and ship.BOOT passes its own on) is ignored, so the tree's end is never cut short."""
+    _ignore_stop_signals()
+    raise Stop(signal.Signals(signum).name)
+
+
 def launch(settings: dict[str, Any], messages: queue.Queue) -> int:
     """torchrun of this node in the foreground; see the module docstring."""
     run_dir = work_dir() / "run"
@@ -315,7 +323,8 @@ def launch(settings: dict[str, Any], messages: queue.Queue) -> int:
         "NCCL_DEBUG_FILE", str(run_dir / RESULTS_DIR / "nccl.%p.log")
     )
     run = Supervision(build_argv(params), run_dir, int(settings["timeout"]), settings["grace"])
-    _catch_stop_signals()
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _stop_once)
     details = None
     try:
         run.write_pids()
@@ -326,7 +335,10 @@ def launch(settings: dict[str, Any], messages: queue.Queue) -> int:
         else:
             details = _supervise(run, settings, messages)
     except Stop as exc:
+        # A signal (scancel, srun's SIGTERM): Slurm kills what is left after its KillWait and
+        # nobody collects; end the tree at once, before this process is killed.
         run.stopped_by = str(exc)
+        run.kill_grace = 0
     finally:
         _ignore_stop_signals()
     if run.proc is not None:
