@@ -288,13 +288,13 @@ class SlurmRun:
             missing = watch.run(timeout + KILL_GRACE_S + MARGIN_S)
         finally:
             step.end()
-        if missing:
-            # scancel of the job (or its time limit) ended the ranks from outside: no verdict.
-            state = ended_state(self.alloc.job_id, self.alloc.env())
-            if state != "RUNNING":
-                raise SlurmError(
-                    f"job {self.alloc.job_id} ended ({state}) while the ranks ran: no verdict"
-                )
+        # scancel of the job (or its time limit) ended the ranks from outside: whatever came
+        # back, the run was cut short, so no verdict.
+        state = ended_state(self.alloc.job_id, self.alloc.env())
+        if state != "RUNNING":
+            raise SlurmError(
+                f"job {self.alloc.job_id} ended ({state}) while the ranks ran: no verdict"
+            )
         for node in missing:
             self.say(f"{node}: no results came back from the launch step")
         if missing and step.diagnostics():
