@@ -52,8 +52,8 @@ options:
     default: true
   gpu_health:
     description:
-      - When GPUs were found, also read their health (src/nccl_preflight/node/gpu_health_read.py)
-        into C(nccl.gpu_health) - C(nvidia-smi -q), C(nvidia-smi topo -m),
+      - When GPUs were found, also read their health into C(nccl.gpu_health) -
+        C(nvidia-smi -q), C(nvidia-smi topo -m),
         C(nvidia-smi nvlink -s), Xid events of the kernel log, the Fabric Manager service.
     type: bool
     default: true
@@ -71,7 +71,7 @@ options:
   npu_smi:
     description:
       - Name (looked up on PATH) or path of Ascend's C(npu-smi); C(npu-smi info) fills
-        C(nccl.accelerators.npus) (src/nccl_preflight/node/accel_facts.py).
+        C(nccl.accelerators.npus).
     type: str
     default: npu-smi
   query_xpu:
@@ -83,18 +83,17 @@ options:
     default: false
   preflight:
     description:
-      - Also start the pre-flight in this call (one SSH session and Python start less per host;
-        C(src/nccl_preflight/node/preflight_calls.py) C(start)), its result in RV(preflight).
+      - Also start the pre-flight in this call (one SSH session and Python start less per host),
+        its result in RV(preflight).
         M(nccl_tcp_probe) O(nccl_tcp_probe#module:collect) collects it.
-      - Makes O(preflight.run_dir) when given (with the checks of
-        C(src/nccl_preflight/node/run_dir.py) - a private directory of this user, never a symbolic
+      - Makes O(preflight.run_dir) when given (a private directory of this user, never a symbolic
         link) and O(preflight.path) inside it (mode 0700) when missing, looks for a process already
         listening on O(preflight.check_port), takes the run lock (O(preflight.lock)), binds one TCP
         listener per entry of O(preflight.listeners) (MASTER_PORT on the master, a port the kernel
         picks from C(net.ipv4.ip_local_port_range) on every host) and hands them to a detached
         listener process (double fork, new session, standard streams to C(/dev/null) and
-        C(<path>/listener.log)), so the module, and the SSH session that runs it, ends at once.
-        The peers can connect as soon as it returns.
+        C(<path>/listener.log)), so the module, and the SSH session that runs it, ends at once. The
+        peers can connect as soon as it returns.
       - The listener process also runs O(preflight.python) with a short script that imports
         torch and prints the torch, CUDA, NCCL and torch_npu versions (what O(query_python)
         does); the collect returns them. Importing torch takes seconds; here it overlaps the
@@ -154,7 +153,7 @@ options:
               - The literal local address to bind.
               - C(fabric) - this host's fabric address, chosen from the facts just read with
                 O(preflight.fabric) as roles/nccl_env will choose it
-                (C(src/nccl_preflight/node/fabric_choice.py)). Without a fabric address the listener
+                (the same choice of interface and address). Without a fabric address the listener
                 is left out.
             type: str
             required: true
@@ -181,11 +180,10 @@ options:
         type: int
       lock:
         description:
-          - Take the run lock C(lock.path) before binding (on the master; see
-            C(src/nccl_preflight/node/run_lock.py)) and hand it to a detached keeper that holds it
-            until O(preflight.run_dir) is removed or C(lock.lifetime) seconds passed. Held by
-            another run - the listener on O(preflight.check_port) is not started and RV(preflight)
-            C(lock) names that run. A lock whose keeper is gone is taken over. Needs
+          - Take the run lock C(lock.path) before binding (on the master) and hand it to a detached
+            keeper that holds it until O(preflight.run_dir) is removed or C(lock.lifetime) seconds
+            passed. Held by another run - the listener on O(preflight.check_port) is not started and
+            RV(preflight) C(lock) names that run. A lock whose keeper is gone is taken over. Needs
             O(preflight.run_dir). In check mode the lock is only looked at.
           - C({fabric_address}) in C(lock.path) is filled in with this host's fabric address;
             without one the lock is left out.
@@ -222,8 +220,7 @@ options:
           - The backend set (the playbook passes C(nccl_backend)). A listener with a C(backend)
             (the C(hccl) one) is held only where this node would use that backend - the backend
             set, or with C(auto) the one this node's own facts call for (C(nccl) with NVIDIA
-            GPUs, C(hccl) with Ascend NPUs; C(src/nccl_preflight/node/preflight_calls.py)
-            C(node_backend)).
+            GPUs, C(hccl) with Ascend NPUs).
         type: str
         default: auto
 attributes:
@@ -383,7 +380,7 @@ ansible_facts:
           sample: "nvidia-smi not found on PATH"
         gpu_health:
           description:
-            - The GPUs' health (see src/nccl_preflight/node/gpu_health_read.py), only with
+            - The GPUs' health, only with
               O(gpu_health) and GPUs found; otherwise empty. Each part is null with a
               C(<part>_reason) when it could not be read.
           type: dict
@@ -432,7 +429,7 @@ ansible_facts:
         fabric:
           description:
             - What the node offers NCCL below IP, from sysfs and /proc
-              (src/nccl_preflight/node/fabric_facts.py, docs/design.md). C(rdma) every RDMA device
+              (docs/design.md). C(rdma) every RDMA device
               and port (state, phys_state, rate, link_layer, netdevs, RoCE GIDs with type and
               address); C(gpudirect) (peer-memory module, dma-buf); C(limits) (RLIMIT_MEMLOCK,
               /dev/shm, ephemeral ports) as this session has them; C(nccl_config) (nccl.conf
@@ -452,217 +449,12 @@ ansible_facts:
             ssh_address: 192.168.100.10
 """
 
-import os
-import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_preflight.node.accel_facts import read_npus, read_xpus, xpus_of_probe
-from ansible.module_utils.nccl_preflight.node.fabric_facts import gather_fabric
-from ansible.module_utils.nccl_preflight.node.gpu_health_read import read_gpu_health
-from ansible.module_utils.nccl_preflight.node.listener import run_python_probe
-from ansible.module_utils.nccl_preflight.node.parse import (
-    NVIDIA_SMI_FIELDS,
-    PYTHON_PROBE,
-    empty_python_facts,
-    find_rdma_devices,
-    parse_ip_addr,
-    parse_nvidia_smi_csv,
-    parse_route_get,
-    python_facts_from_run,
-    read_port_range,
-    read_speed_mbps,
-    unique_addresses,
-)
+from ansible.module_utils.nccl_preflight.node.facts import gather
 from ansible.module_utils.nccl_preflight.node.preflight_calls import FACTS_START_SPEC, for_fabric
 from ansible.module_utils.nccl_preflight.node.preflight_calls import start as start_preflight
-
-SYS_ROOT = "/sys"
-PROC_ROOT = "/proc"
-
-
-def _tail(text: str, limit: int = 400) -> str:
-    text = (text or "").strip()
-    return text if len(text) <= limit else "..." + text[-limit:]
-
-
-def _find_tool(module: AnsibleModule, name: str) -> str | None:
-    if os.sep in name:
-        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
-    return module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin", "/usr/bin"])
-
-
-def gather_interfaces(module: AnsibleModule) -> tuple[dict, str]:
-    ip = _find_tool(module, "ip")
-    if ip is None:
-        return {}, "ip (iproute2) not found on PATH, /usr/sbin or /sbin; install iproute2"
-    argv = [ip, "-j", "-d", "addr", "show"]
-    rc, out, err = module.run_command(argv)
-    if rc != 0:
-        return {}, f"{' '.join(argv)} failed (rc={rc}): {_tail(err or out)}"
-    try:
-        interfaces = parse_ip_addr(out)
-    except ValueError as exc:
-        return {}, str(exc)
-    rdma = find_rdma_devices(SYS_ROOT)
-    for name, interface in interfaces.items():
-        interface["speed_mbps"] = read_speed_mbps(name, SYS_ROOT)
-        interface["rdma_devices"] = rdma.get(name, [])
-    return interfaces, ""
-
-
-def _resolve(destination: str) -> tuple[str | None, str]:
-    try:
-        infos = socket.getaddrinfo(destination, None, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
-        return None, f"cannot resolve {destination!r} on this node: {exc}"
-    addresses = unique_addresses(infos)
-    ipv4 = [a for a in addresses if ":" not in a]
-    return (ipv4 or addresses)[0], ""
-
-
-def gather_route(module: AnsibleModule, route_to: str) -> tuple[dict, str]:
-    if not route_to:
-        return {}, "route_to not given"
-    address, reason = _resolve(route_to)
-    if address is None:
-        return {}, reason
-    ip = _find_tool(module, "ip")
-    if ip is None:
-        return {}, "ip (iproute2) not found on PATH, /usr/sbin or /sbin; install iproute2"
-    argv = [ip, "-j", "route", "get", address]
-    rc, out, err = module.run_command(argv)
-    if rc != 0:
-        return {}, f"{' '.join(argv)} failed (rc={rc}): {_tail(err or out)}"
-    try:
-        return parse_route_get(out), ""
-    except ValueError as exc:
-        return {}, str(exc)
-
-
-def gather_hostname() -> tuple[str, list[str], str]:
-    hostname = socket.gethostname()
-    try:
-        infos = socket.getaddrinfo(hostname, None, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
-        return hostname, [], f"hostname {hostname!r} does not resolve on this node: {exc}"
-    return hostname, unique_addresses(infos), ""
-
-
-def gather_gpus(module: AnsibleModule, nvidia_smi: str) -> tuple[list, str]:
-    tool = _find_tool(module, nvidia_smi)
-    if tool is None:
-        where = "on PATH" if os.sep not in nvidia_smi else "or not executable"
-        return [], f"{nvidia_smi} not found {where}; no NVIDIA driver tools on this node"
-    argv = [tool, f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits"]
-    rc, out, err = module.run_command(argv)
-    if rc != 0:
-        return [], f"{' '.join(argv)} failed (rc={rc}): {_tail(out + err)}"
-    if "No devices were found" in out:
-        return [], f"{tool} found no GPU: {_tail(out)}"
-    try:
-        gpus = parse_nvidia_smi_csv(out)
-    except ValueError as exc:
-        return [], f"cannot read {tool} output: {exc}"
-    if not gpus:
-        return [], f"{tool} printed no GPU"
-    return gpus, ""
-
-
-def gather_gpu_health(module: AnsibleModule, gpus: list) -> dict:
-    params = module.params
-    if not (gpus and params["gpu_health"]):
-        return {}
-    tool = _find_tool(module, params["nvidia_smi"]) or params["nvidia_smi"]
-    return read_gpu_health(
-        module, tool, params["dcgm_diag_level"], float(params["dcgm_diag_timeout"])
-    )
-
-
-def gather_python(module: AnsibleModule, python: str) -> dict:
-    executable = python or sys.executable
-    tool = _find_tool(module, executable)
-    if tool is None:
-        return empty_python_facts(f"python {executable!r} not found or not executable", executable)
-    rc, out, err = module.run_command([tool, "-c", PYTHON_PROBE])
-    return python_facts_from_run(tool, rc, out, err)
-
-
-def gather_accelerators(module: AnsibleModule, gpus: list, shared: dict | None = None) -> dict:
-    """Ascend NPUs (npu-smi) and, when asked and no GPU or NPU was found, Intel XPUs.
-
-    ``shared`` ({python, timeout}): read the XPUs through the pre-flight's torch probe, run here
-    with that Python (one torch import for both); its run is kept in ``shared["run"]``.
-    """
-    params = module.params
-
-    def run(argv: list[str]) -> tuple[int, str, str]:
-        return module.run_command(argv)
-
-    found = read_npus(run, _find_tool(module, params["npu_smi"]), params["npu_smi"])
-    if not params["query_xpu"]:
-        xpus = {"xpus": [], "xpus_reason": "query_xpu is false", "torch_npu_version": None}
-    elif gpus or found["npus"]:
-        xpus = {
-            "xpus": [],
-            "xpus_reason": "not asked: GPUs or NPUs found",
-            "torch_npu_version": None,
-        }
-    elif shared is not None:
-        shared["run"] = run_python_probe(shared["python"], shared["timeout"])
-        done = shared["run"]
-        xpus = xpus_of_probe(
-            -1 if done["rc"] is None else done["rc"],
-            done["stdout"],
-            done["stderr"] or done["error"],
-            shared["python"],
-        )
-    else:
-        xpus = read_xpus(run, _find_tool(module, params["python"] or sys.executable))
-    try:  # HCCL's host ports must be reserved (pre-flight check hccl_ports)
-        with open(f"{PROC_ROOT}/sys/net/ipv4/ip_local_reserved_ports", encoding="utf-8") as f:
-            reserved = f.read().strip()
-    except OSError:
-        reserved = None
-    return {**found, **xpus, "ip_local_reserved_ports": reserved}
-
-
-def gather(module: AnsibleModule, shared: dict | None = None) -> dict:
-    params = module.params
-    hostname, hostname_addresses, hostname_reason = gather_hostname()
-    interfaces, interfaces_reason = gather_interfaces(module)
-    route, route_reason = gather_route(module, params["route_to"])
-    try:
-        port_range = read_port_range(PROC_ROOT)
-    except (OSError, ValueError):
-        port_range = []
-    if params["query_gpus"]:
-        gpus, gpus_reason = gather_gpus(module, params["nvidia_smi"])
-    else:
-        gpus, gpus_reason = [], "query_gpus is false"
-    if params["query_python"]:
-        python = gather_python(module, params["python"])
-    else:
-        python = empty_python_facts("query_python is false", params["python"] or None)
-    return {
-        "hostname": hostname,
-        "hostname_addresses": hostname_addresses,
-        "hostname_reason": hostname_reason,
-        "module_python": sys.executable,
-        "interfaces": interfaces,
-        "interfaces_reason": interfaces_reason,
-        "route": route,
-        "route_reason": route_reason,
-        "ip_local_port_range": port_range,
-        "gpus": gpus,
-        "gpus_reason": gpus_reason,
-        "gpu_health": gather_gpu_health(module, gpus),
-        # Ascend NPUs and Intel XPUs (src/nccl_preflight/node/accel_facts.py).
-        "accelerators": gather_accelerators(module, gpus, shared),
-        "python": python,
-        # RDMA ports, GPUDirect, limits, NCCL configuration (nccl_preflight/node/fabric_facts.py).
-        "fabric": gather_fabric(SYS_ROOT, PROC_ROOT),
-    }
 
 
 def main() -> None:
@@ -696,7 +488,7 @@ def main() -> None:
         python = pre["python"] or sys.executable
         if python == (module.params["python"] or sys.executable):
             shared = {"python": python, "timeout": pre["python_timeout"]}
-    facts = gather(module, shared)
+    facts = gather(module, module.params, shared)
     if pre is None:
         module.exit_json(changed=False, ansible_facts={"nccl": facts})
     pre = for_fabric({**pre, "python": pre["python"] or sys.executable}, facts)

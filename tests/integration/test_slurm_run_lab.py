@@ -75,7 +75,7 @@ def slurm_argv(
 ) -> tuple[list[str], dict[str, str]]:
     """bin/nccl-preflight slurm -N <all hosts> on the lab, from the control machine (no
     allocation yet): its argv and environment."""
-    cfg = write_config(lab, tmp_path / "nccl.yml", **config)
+    cfg = write_config(lab, tmp_path / "nccl.yml", nccl_run_id=run_id, **config)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_"))}
     env.update(lab.slurm_env())
     argv = [
@@ -86,7 +86,7 @@ def slurm_argv(
         str(len(lab.hosts)),
     ]
     argv += ["--config", str(cfg), "--report-root", str(tmp_path / "reports")]
-    return [*argv, "--run-id", run_id, *args], env
+    return [*argv, *args], env
 
 
 def slurm_command(

@@ -365,6 +365,14 @@ class LabSlurm:
 
         self._slurm_wait(idle, f"idle Slurm node among {', '.join(wanted)}", timeout)
 
+    def slurm_reconfigure(self, extra: Sequence[str] = ()) -> None:
+        """Rewrite slurm.conf as the lab's own lines plus ``extra`` (e.g. HealthCheckProgram=...,
+        Prolog=...; none: back to the lab's own) and have slurmctld and every slurmd read it
+        again (`scontrol reconfigure`)."""
+        lines = "".join(f"{line}\n" for line in extra)
+        self.slurm_conf.write_text(self._slurm_conf_text() + lines)
+        self.scontrol("reconfigure")
+
     def slurm_describe(self) -> list[str]:
         """Lines for Lab.describe(): where the controller is and how to reach it."""
         env = " ".join(f"{k}={v}" for k, v in self.slurm_env().items())

@@ -263,3 +263,12 @@ def test_inside_a_bundle_the_data_comes_from_the_bundle(tmp_path: Path) -> None:
     assert roles.startswith(str(archive)) and "config_data" in roles
     assert got_defaults == defaults()
     assert error == f"{config}:2: nccl_dcgm_diag_level: is 9, not one of 0, 1, 2, 3, 4"
+
+
+def test_the_run_id_may_be_given_and_must_name_a_directory(tmp_path: Path) -> None:
+    """nccl_run_id has no default (each run makes one) but may be set, as -e nccl_run_id does."""
+    good = write(tmp_path, "nccl_run_id: 20261126T060000-abc123\n")
+    assert load_config(good)["nccl_run_id"] == "20261126T060000-abc123"
+    assert "nccl_run_id" not in load_config(write(tmp_path, "{}\n", "empty.yaml"))
+    bad = write(tmp_path, "nccl_master_port: 29500\nnccl_run_id: ../x\n", "bad.yaml")
+    assert refusal(bad).startswith(f"{bad}:2: nccl_run_id: '../x' is not an identifier")

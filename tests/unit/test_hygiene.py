@@ -303,6 +303,39 @@ def test_core_imports_nothing_from_ansible() -> None:
     assert offences == []
 
 
+def slurm_room_offences(where: str, source: str) -> list[str]:
+    """The node and core rooms never import the Slurm front-end (src/nccl_preflight/slurm/)."""
+    return [
+        f"{where}: imports {name or '.'}"
+        for level, name in imports_of(source)
+        if name.startswith("nccl_preflight.slurm")
+        or (level and (name == "slurm" or name.startswith("slurm.")))
+    ]
+
+
+def test_node_and_core_never_import_the_slurm_front_end() -> None:
+    assert slurm_room_offences("c.py", "from nccl_preflight.slurm.cli import main\n") == [
+        "c.py: imports nccl_preflight.slurm.cli"
+    ]
+    assert slurm_room_offences("c.py", "from ..slurm import cli\nimport json\n") == [
+        "c.py: imports slurm"
+    ]
+    files = sorted((PACKAGE / "node").rglob("*.py")) + sorted((PACKAGE / "core").rglob("*.py"))
+    offences = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        offences += slurm_room_offences(str(path.relative_to(ROOT)), text)
+    assert offences == []
+
+
+def test_the_slurm_front_end_imports_nothing_from_ansible() -> None:
+    files = sorted((PACKAGE / "slurm").glob("*.py"))
+    assert len(files) >= 4
+    offences = []
+    for path in files:
+        offences += core_offences(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+
+
 # --- the Slurm front-end's room (src/nccl_preflight/slurm/): it may import node and core; neither
 # imports it; what runs on a node (the node step and the modules of the slurm room it imports)
 # imports the standard library and the node room only.
@@ -319,15 +352,6 @@ def _package_parts(where: str, level: int, name: str) -> list[str]:
     if level == 0:
         return name.split(".")
     return [*base[: len(base) - (level - 1)], *([p for p in name.split(".") if p])]
-
-
-def slurm_import_offences(where: str, source: str) -> list[str]:
-    """core and node never import the slurm room (absolutely or relatively)."""
-    return [
-        f"{where}: imports the slurm room ({'.' * level}{name})"
-        for level, name in imports_of(source)
-        if _package_parts(where, level, name)[:2] == ["nccl_preflight", "slurm"]
-    ]
 
 
 def node_step_offences(where: str, source: str) -> list[str]:
@@ -350,35 +374,10 @@ def node_step_offences(where: str, source: str) -> list[str]:
     return offences
 
 
-def slurm_room_offences(where: str, source: str) -> list[str]:
-    """The slurm room imports the standard library, node, core and itself; not Ansible."""
-    return [
-        f"{where}: imports {name}"
-        for level, name in imports_of(source)
-        if level == 0 and name.split(".")[0] == "ansible"
-    ]
-
-
-def test_the_slurm_room_rules_catch_what_they_forbid() -> None:
-    core, node, step = (
-        "src/nccl_preflight/core/verdict.py",
-        "src/nccl_preflight/node/files.py",
-        "src/nccl_preflight/slurm/node_step.py",
-    )
-    assert slurm_import_offences(core, "from ..slurm.drain import x\nfrom .junit import y\n") == [
-        f"{core}: imports the slurm room (..slurm.drain)"
-    ]
-    assert slurm_import_offences(node, "import nccl_preflight.slurm\nfrom ..node import x\n") == [
-        f"{node}: imports the slurm room (nccl_preflight.slurm)"
-    ]
-    deep = "src/nccl_preflight/core/preflight/judge.py"
-    assert slurm_import_offences(deep, "from ...slurm import run\nfrom ..verdict import x\n") == [
-        f"{deep}: imports the slurm room (...slurm)"
-    ]
-    assert (
-        node_step_offences(step, "import os\nfrom ..node.files import x\nfrom .ship import f\n")
-        == []
-    )
+def test_the_node_side_rule_catches_what_it_forbids() -> None:
+    step = "src/nccl_preflight/slurm/node_step.py"
+    ok = "import os\nfrom ..node.files import x\nfrom .ship import f\n"
+    assert node_step_offences(step, ok) == []
     assert node_step_offences(step, "from ..core.verdict import x\nfrom .run import y\n") == [
         f"{step}: imports ..core.verdict (not the node room)",
         f"{step}: imports .run (not the node room)",
@@ -386,29 +385,21 @@ def test_the_slurm_room_rules_catch_what_they_forbid() -> None:
     assert node_step_offences(step, "import yaml\n") == [
         f"{step}: imports yaml (not the node room)"
     ]
-    assert slurm_room_offences("s.py", "from ..core import x\nimport ansible.constants\n") == [
-        "s.py: imports ansible.constants"
+    assert _package_parts("src/nccl_preflight/core/preflight/judge.py", 3, "slurm") == [
+        "nccl_preflight",
+        "slurm",
     ]
 
 
-def test_core_and_node_never_import_the_slurm_room() -> None:
-    files = sorted((PACKAGE / "core").rglob("*.py")) + sorted((PACKAGE / "node").glob("*.py"))
+def test_what_the_slurm_front_end_runs_on_a_node_imports_the_node_room_only() -> None:
+    files = [p for p in sorted((PACKAGE / "slurm").glob("*.py")) if p.stem in NODE_STEP_MODULES]
+    assert {p.stem for p in files} == NODE_STEP_MODULES
     offences = []
     for path in files:
         where = str(path.relative_to(ROOT))
-        offences += slurm_import_offences(where, path.read_text(encoding="utf-8"))
+        offences += node_step_offences(where, path.read_text(encoding="utf-8"))
     assert offences == []
 
-
-def test_the_slurm_room_imports_no_ansible_and_its_node_side_only_the_node_room() -> None:
-    files = sorted((PACKAGE / "slurm").glob("*.py"))
-    assert {p.stem for p in files} >= NODE_STEP_MODULES
-    offences = []
-    for path in files:
-        where, source = str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
-        offences += slurm_room_offences(where, source)
-        if path.stem in NODE_STEP_MODULES:
-            offences += node_step_offences(where, source)
     assert offences == []
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import nccl_facts
 import pytest
 from ansible.module_utils import basic
+from ansible.module_utils.nccl_preflight.node import facts as node_facts
 
 from tests.module_exit import ModuleExit as Exit
 from tests.module_exit import run_module_main
@@ -92,13 +93,14 @@ def sysfs(tmp_path: Path) -> Path:
 
 
 def use_node(monkeypatch: pytest.MonkeyPatch, fake: FakeNode, sysfs: Path) -> FakeNode:
-    """nccl_facts sees ``fake``'s tools and answers and the sysfs and /proc trees of ``sysfs``."""
-    monkeypatch.setattr(nccl_facts, "_find_tool", fake.find_tool)
+    """nccl_facts sees ``fake``'s tools and answers and the sysfs and /proc trees of ``sysfs``
+    (it reads them through the node room's facts, node/facts.py)."""
+    monkeypatch.setattr(node_facts, "find_tool", fake.find_tool)
     monkeypatch.setattr(
         basic.AnsibleModule, "run_command", lambda self, argv, **kw: fake.run_command(argv, **kw)
     )
-    monkeypatch.setattr(nccl_facts, "SYS_ROOT", str(sysfs / "sys"))
-    monkeypatch.setattr(nccl_facts, "PROC_ROOT", str(sysfs / "proc"))
+    monkeypatch.setattr(node_facts, "SYS_ROOT", str(sysfs / "sys"))
+    monkeypatch.setattr(node_facts, "PROC_ROOT", str(sysfs / "proc"))
     return fake
 
 
@@ -257,7 +259,7 @@ def test_route_to_a_name_is_resolved_on_the_node(
             ]
         return real(host, *args, **kwargs)
 
-    monkeypatch.setattr(nccl_facts.socket, "getaddrinfo", fake)
+    monkeypatch.setattr(node_facts.socket, "getaddrinfo", fake)
     facts = facts_of(run(route_to="spark-b", query_python=False))
     assert ["/usr/sbin/ip", "-j", "route", "get", "192.168.100.11"] in node.calls
     assert facts["route"]["interface"] == "enp1s0f0np0"
@@ -269,7 +271,7 @@ def test_unresolvable_route_to_and_hostname_give_reasons(
     def fake(host: str, *args: object, **kwargs: object) -> list:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
-    monkeypatch.setattr(nccl_facts.socket, "getaddrinfo", fake)
+    monkeypatch.setattr(node_facts.socket, "getaddrinfo", fake)
     facts = facts_of(run(route_to="master.invalid", query_python=False))
     assert facts["route"] == {}
     assert facts["route_reason"].startswith("cannot resolve 'master.invalid' on this node")

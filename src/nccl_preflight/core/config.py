@@ -95,6 +95,11 @@ def argument_spec_files() -> list[Traversable]:
     return sorted((file for file in found if file.is_file()), key=lambda file: str(file))
 
 
+# Project-wide variables with no default: the run's identifier (Ansible: -e nccl_run_id=...;
+# unset, each run makes a new one), letters, digits, '.', '_' and '-' only (it names a directory).
+RUN_NAMES = {"nccl_run_id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")}
+
+
 @functools.lru_cache(maxsize=1)
 def _defaults_and_places() -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
     """(defaults without templates, name -> "FILE:LINE" of its default, every default's name)."""
@@ -106,7 +111,7 @@ def _defaults_and_places() -> tuple[dict[str, Any], dict[str, str], frozenset[st
         for name, value in (document.value or {}).items():
             places[name] = f"{shown}:{document.key_lines[name]}"
             values[name] = value
-    names = frozenset(values)
+    names = frozenset(values) | frozenset(RUN_NAMES)
     kept = {name: value for name, value in values.items() if not _templated(value)}
     return kept, places, names
 
@@ -166,10 +171,19 @@ def load_config(path: str | Path) -> dict[str, Any]:
     ]
     values = {**defaults(), **{k: v for k, v in document.value.items() if k in known_names()}}
     problems += _validation_problems(values, places)
+    problems += [
+        (places[name], f"{name}: {values[name]!r} is not an identifier ({pattern.pattern})")
+        for name, pattern in RUN_NAMES.items()
+        if name in values and not _identifier(values[name], pattern)
+    ]
     if problems:
         problems.sort(key=_order)
         raise ConfigError("\n".join(f"{place}: {problem}" for place, problem in problems))
     return values
+
+
+def _identifier(value: Any, pattern: re.Pattern[str]) -> bool:
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
 
 
 def _unknown(name: Any) -> str:

@@ -1,17 +1,95 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""`nccl-preflight node-check|slurm ...`: the Slurm front-end's commands, one subparser each."""
+"""The Slurm front-end's commands, one argparse subparser each; bin/nccl-preflight and the node
+bundle's __main__.py call ``main(argv)`` (argv without the program name):
+
+    node-check --config FILE [--drain] [--json] [--timeout S]   slurm/node_check.py
+    bundle -o PATH                                               slurm/bundle.py
+    slurm -N NODES --config FILE [...] [-- CHECK ARGS]           slurm/run_args.py, run.py
+
+Standard library only at import time: the node bundle runs this with a bare python3.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable, Sequence
 
-from .run_args import add_slurm_parser
+from nccl_preflight.slurm import node_check
+from nccl_preflight.slurm.run_args import add_slurm_parser
+
+PROG = "nccl-preflight"
+Command = Callable[[argparse.Namespace], int]
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="nccl-preflight")
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    add_slurm_parser(subparsers)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+def _node_check(args: argparse.Namespace) -> int:
+    return node_check.run_node_check(args.config, args.drain, args.json, args.timeout)
+
+
+def _bundle(args: argparse.Namespace) -> int:
+    from nccl_preflight.slurm import bundle
+
+    if not (bundle.CHECKOUT / "roles").is_dir() or not bundle.RANK_SCRIPT.is_file():
+        print(
+            f"{PROG} bundle: no checkout beside {bundle.PACKAGE} (roles/, files/nccl_check.py): "
+            "run bin/nccl-preflight bundle from the project's checkout",
+            file=sys.stderr,
+        )
+        return 2
+    print(bundle.write_bundle(args.output))
+    return 0
+
+
+def add_node_check(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "node-check",
+        help="check this node alone (GPU health, RDMA, limits, fabric interface, versions...)",
+        description="Run every pre-flight check that needs no peer on this node, print one line "
+        "per finding and exit 0 (healthy), 1 (a check failed) or 2 (the config was refused). "
+        "For Slurm's HealthCheckProgram or Prolog (docs/slurm.md).",
+    )
+    parser.add_argument(
+        "--config", required=True, help="YAML file of nccl_* variables (as group_vars)"
+    )
+    parser.add_argument(
+        "--drain",
+        action="store_true",
+        help="under Slurm (SLURMD_NODENAME set), drain this node when a check fails: "
+        "scontrol update nodename=$SLURMD_NODENAME state=drain reason='nccl-preflight: ...'; "
+        "never resumes a node",
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=node_check.DEFAULT_TIMEOUT,
+        help="seconds after which every command still running (and the torch probe) is killed "
+        "(default %(default)s; Slurm kills a HealthCheckProgram after 60 s)",
+    )
+    parser.set_defaults(command=_node_check)
+
+
+def add_bundle(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "bundle",
+        help="write the node bundle nccl-preflight.pyz",
+        description="Write nccl-preflight.pyz: one file that runs node-check (and the Slurm "
+        "run's node side) with any python3 >= 3.9, nothing installed.",
+    )
+    parser.add_argument("-o", "--output", required=True, help="the .pyz file to write")
+    parser.set_defaults(command=_bundle)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog=PROG, description="nccl-preflight's Slurm front-end")
+    commands = top.add_subparsers(dest="name", required=True, metavar="COMMAND")
+    for add in (add_node_check, add_bundle, add_slurm_parser):
+        add(commands)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    command: Command = args.command
+    return command(args)

@@ -1,7 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Draining the nodes a run names as bad: `scontrol update nodename=N state=drain
-reason="nccl-preflight: <check>: <value>"` (an argv list). Resuming stays the operator's.
+reason="nccl-preflight: <check>: <value>"` (an argv list, node_check.drain: the one drain of both
+commands). Resuming stays the operator's.
 
 ``drain_targets`` (pure, over verdict.json's findings) picks the nodes: a node-level finding
 that is a cause of its own (a pre-flight check failed there, the node failed before launch, the
@@ -16,14 +17,13 @@ pairwise rounds named it slow or its pair timed out), never a cluster-wide cause
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from .allocation import slurm
+from ..node.runner import SubprocessRunner
+from .node_check import REASON_MAX, REASON_PREFIX, one_line
+from .node_check import drain as drain_node
 
-REASON_PREFIX = "nccl-preflight"
-REASON_MAX = 200  # characters: a short line for `sinfo -R -o '%n %E'`
 # Checks that compare the nodes with each other, and the environment stage (a config value
 # resolved per node): a node is bad only when a majority of the others agree.
 MAJORITY_CHECKS = frozenset({"versions", "mtu", "gpu_model", "clock", "environment"})
@@ -32,10 +32,10 @@ PAIRWISE_TEST = "pairwise"
 
 
 def drain_reason(check: str, value: str) -> str:
-    """`nccl-preflight: <check>: <value>`, one line (Slurm keeps the reason as one string), at
-    most REASON_MAX characters."""
-    text = " ".join(f"{REASON_PREFIX}: {check}: {value}".split())
-    return text if len(text) <= REASON_MAX else text[: REASON_MAX - 3] + "..."
+    """`nccl-preflight: <check>: <value>` on one line (node_check.one_line), at most REASON_MAX
+    characters, as node-check words its own."""
+    text = " ".join(one_line(f"{REASON_PREFIX}{check}: {value}").split())
+    return text if len(text) <= REASON_MAX else text[: REASON_MAX - 3].rstrip() + "..."
 
 
 def _value(finding: Mapping[str, Any]) -> str:
@@ -73,13 +73,7 @@ def drain_targets(findings: list[Mapping[str, Any]], nodes: list[str]) -> dict[s
     return {n: chosen[n] for n in nodes if n in chosen}
 
 
-def drain_argv(node: str, reason: str) -> list[str]:
-    """scontrol's argv (no shell: the reason is one argument whatever it holds)."""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", node):
-        raise ValueError(f"not a Slurm node name: {node!r}")
-    return ["scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason}"]
-
-
-def drain(node: str, reason: str, env: Mapping[str, str] | None = None) -> None:
-    """Drain ``node`` with ``reason`` (SlurmError when scontrol refuses)."""
-    slurm(drain_argv(node, reason), env)
+def drain(node: str, reason: str) -> dict[str, Any]:
+    """Drain ``node`` with ``reason`` (scontrol from the control machine, its environment's
+    SLURM_CONF); {node, reason, drained, message}."""
+    return drain_node(SubprocessRunner(), node, reason)

@@ -60,13 +60,11 @@ def write_json(path: Path, data: Any) -> None:
 class SlurmRun:
     """One run: its settings, allocation, directories and what each stage found."""
 
-    def __init__(
-        self, config: dict[str, Any], alloc: Allocation, report_root: Path, run_id: str = ""
-    ) -> None:
+    def __init__(self, config: dict[str, Any], alloc: Allocation, report_root: Path) -> None:
         self.config = config
         self.alloc = alloc
         self.nodes = alloc.nodes
-        self.run_id = run_id or new_run_id()
+        self.run_id = str(config.get("nccl_run_id") or new_run_id())
         self.run_dir = report_root / self.run_id
         self.python = str(config.get("nccl_python") or "python3")
         self.bundle = build_node_bundle()
@@ -393,12 +391,9 @@ def drain_named(run: SlurmRun) -> None:
     if not targets:
         run.say("--drain: no node-level finding; nothing drained")
     for node, reason in targets.items():
-        try:
-            drain(node, reason, run.alloc.env())
-        except SlurmError as exc:
-            run.say(f"--drain: {node} not drained: {exc}")
-        else:
-            run.say(f"--drain: drained {node}: {reason}")
+        done = drain(node, reason)
+        run.say(f"--drain: {done['message']}" if done["drained"] else
+                f"--drain: {node} not drained: {done['message']}")  # fmt: skip
 
 
 def run_command(args: Any, config: dict[str, Any]) -> int:
@@ -408,7 +403,7 @@ def run_command(args: Any, config: dict[str, Any]) -> int:
     report_root = Path(args.report_root or config.get("nccl_report_root") or "reports")
     try:
         with Allocation(args.nodes, args.partition, args.time) as alloc:
-            run = SlurmRun(config, alloc, report_root.absolute(), args.run_id)
+            run = SlurmRun(config, alloc, report_root.absolute())
             result = run.run()
             if args.drain and not result.get("failed"):
                 drain_named(run)

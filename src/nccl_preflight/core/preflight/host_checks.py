@@ -79,6 +79,17 @@ def check_interface(obs: dict) -> dict:
             "does not understand NCCL's '^' (exclude) or '=' (exact) syntax",
             f"set nccl_socket_ifname for {host} to one name from: {present}",
         )
+    unread = (obs.get("facts") or {}).get("interfaces_reason") or ""
+    if not interfaces and unread:
+        return _result(
+            "interface",
+            host,
+            "failed",
+            f"{host}: its interfaces could not be read, so {name} cannot be checked: {unread}",
+            f"install iproute2 (the ip command) on {host}"
+            if "iproute2" in unread
+            else f"ip -br addr show  (on {host})",
+        )
     if name not in interfaces:
         return _result(
             "interface",
@@ -549,7 +560,11 @@ def check_versions(observations: dict, host: str, settings: dict, order: list[st
             "versions", host, "failed", f"{host}: " + "\n".join(problems), "; ".join(fixes)
         )
     text = ", ".join(f"{k} {mine[k]}" for k in VERSION_KEYS if mine[k] is not None)
-    return _result("versions", host, "passed", f"{host}: {text}, the same on every host")
+    if len(observations) > 1:
+        text += ", the same on every host"
+    elif expected:
+        text += f", as nccl_expected_versions pins ({', '.join(sorted(expected))})"
+    return _result("versions", host, "passed", f"{host}: {text}")
 
 
 # --------------------------------------------------------------------------- clock

@@ -1,0 +1,136 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""node-check under a real Slurm (tests/lab/slurm.py): the node bundle run by every slurmd through
+a two-line wrapper, as docs/slurm.md shows it, with the lab hosts' Python (torch and the standard
+library only).
+
+- As HealthCheckProgram, it drains only the host whose fabric link is down, with a reason that
+  starts ``nccl-preflight:`` and names the check and what it found; the healthy host stays idle.
+- As Prolog, a job asked for on that host does not run there: srun says "Prolog failure on node",
+  the host is drained with node-check's reason, and the same job runs on the healthy host.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.lab.base import node_python
+from tests.lab.fixtures import LabFactory, require_slurm
+from tests.lab.harness import Lab
+
+ROOT = Path(__file__).resolve().parents[2]
+INTERVAL = 5  # HealthCheckInterval, seconds
+REASON = "nccl-preflight: interface: interface fab0 is down"
+
+
+@pytest.fixture(scope="module")
+def checked_lab(
+    lab_factory: LabFactory, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Lab, Path]]:
+    """A 2-host Slurm lab and the wrapper slurmd runs: node-check --drain from the bundle."""
+    require_slurm()
+    lab = lab_factory(2, slurm=True)
+    where = tmp_path_factory.mktemp("node-check")
+    pyz = where / "nccl-preflight.pyz"
+    subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "nccl-preflight"), "bundle", "-o", str(pyz)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    config = where / "nccl-preflight.yaml"
+    config.write_text("nccl_socket_ifname: fab0\nnccl_backend: gloo\n")
+    wrapper = where / "node-check.sh"
+    # slurmd runs it with no PATH and no SLURM_CONF (the lab's slurm.conf is not the default)
+    wrapper.write_text(
+        f"#!/bin/sh\nexport PATH=/usr/bin:/bin SLURM_CONF={lab.slurm_conf}\n"
+        f"exec {node_python()} {pyz} node-check --config {config} --drain "
+        f'>>{where}/"$SLURMD_NODENAME".log 2>&1\n'
+    )
+    wrapper.chmod(0o755)
+    try:
+        yield lab, wrapper
+    finally:  # the lab as the other tests expect it: its own slurm.conf, every host idle
+        lab.reset_faults()
+        lab.slurm_reconfigure()
+        for node in lab.slurm_nodes:
+            lab.scontrol("update", f"nodename={node}", "state=resume", check=False)
+        lab.slurm_wait_idle()
+
+
+def node_field(lab: Lab, node: str, field: str) -> str:
+    out = lab.scontrol("show", "node", "-o", node).stdout
+    return out.split(f" {field}=", 1)[1].split(" ")[0] if f" {field}=" in out else ""
+
+
+def reason_of(lab: Lab, node: str) -> str:
+    """The node's reason, whole (sinfo -R cuts it at 20 characters)."""
+    out = lab.slurm_cmd("sinfo", "-h", "-N", "-n", node, "-o", "%E").stdout.strip()
+    return out.splitlines()[0] if out else ""
+
+
+def wait_for(condition, what: str, timeout: float) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def checks_logged(log: Path) -> int:
+    """How many node-check runs ended in the wrapper's log of one node."""
+    return log.read_text().count("node-check: ") if log.exists() else 0
+
+
+@pytest.mark.lab
+def test_health_check_drains_only_the_bad_node_with_its_reason(
+    checked_lab: tuple[Lab, Path],
+) -> None:
+    lab, wrapper = checked_lab
+    good, bad = lab.slurm_nodes
+    lab.slurm_reconfigure(
+        [
+            f"HealthCheckProgram={wrapper}",
+            f"HealthCheckInterval={INTERVAL}",
+            "HealthCheckNodeState=ANY",
+        ]
+    )
+    lab.link_down(bad)
+    # the bound only guards against a hang: a round every INTERVAL s, each a torch import
+    wait_for(lambda: lab.slurm_node_states().get(bad) == "drain", f"{bad} drained", 120)
+    assert reason_of(lab, bad) == REASON
+    assert node_field(lab, bad, "Reason").startswith("nccl-preflight:")
+    # the healthy node ran its check after the fault too, and stays in service
+    good_log = wrapper.parent / f"{good}.log"
+    seen = checks_logged(good_log)
+    wait_for(lambda: checks_logged(good_log) > seen, f"a health check on {good}", 120)
+    assert "healthy" in good_log.read_text().splitlines()[-1]
+    assert lab.slurm_node_states()[good] == "idle"
+    bad_log = (wrapper.parent / f"{bad}.log").read_text()
+    assert "interface: failed: " in bad_log and f"drained {bad}: {REASON}" in bad_log
+
+
+@pytest.mark.lab
+def test_as_prolog_a_job_does_not_run_on_the_bad_node(checked_lab: tuple[Lab, Path]) -> None:
+    lab, wrapper = checked_lab
+    good, bad = lab.slurm_nodes
+    # No health check: only the Prolog judges. slurmd answers srun's launch only after the
+    # Prolog: MessageTimeout (10 s by default) must cover node-check (a torch import), and this
+    # loaded machine can take longer than a real node (docs/slurm.md).
+    lab.slurm_reconfigure([f"Prolog={wrapper}", "MessageTimeout=60"])
+    lab.link_down(bad)
+    lab.scontrol("update", f"nodename={bad}", "state=resume", check=False)
+    lab.slurm_wait_idle()
+    job = lab.srun("-w", bad, "-N1", "hostname", check=False, timeout=120)
+    assert job.returncode != 0
+    assert f"Prolog failure on node {bad}" in job.stderr
+    assert job.stdout.strip() == ""  # hostname never ran there
+    assert lab.slurm_node_states()[bad] == "drain"
+    assert reason_of(lab, bad) == REASON
+    ran = lab.srun("-w", good, "-N1", "hostname", timeout=120)
+    assert ran.stdout.strip() == good

@@ -1,0 +1,132 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""src/nccl_preflight/slurm/bundle.py: `bin/nccl-preflight bundle -o PATH` writes one zipapp that
+runs node-check with the nodes' Python (torch and the standard library only) and with a Python
+from which every control-machine package is hidden."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from nccl_preflight.slurm import bundle
+from tests.lab.base import node_python
+from tests.unit.test_node_check import HEALTHY, fake_python
+
+ROOT = Path(__file__).resolve().parents[2]
+# What only the control machine has: a bundle that imports one of them fails on a node.
+CONTROL_PACKAGES = ("yaml", "jinja2", "ansible", "matplotlib", "junit_xml", "xmlschema")
+# Runs the bundle (argv[1:]) as `python bundle.pyz ...`, with the control machine's packages
+# made unimportable (an import of one raises ModuleNotFoundError naming it).
+BLOCKED_RUN = """
+import runpy, sys
+BLOCKED = set(sys.argv[1].split(","))
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"blocked: {name} (a control-machine package)", name=name)
+sys.meta_path.insert(0, Block())
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def pyz(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "nccl-preflight.pyz"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "nccl-preflight"), "bundle", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{out}: ")
+    return out
+
+
+def test_the_bundle_holds_the_package_the_defaults_and_the_rank_script(pyz: Path) -> None:
+    names = set(zipfile.ZipFile(pyz).namelist())
+    for name in (
+        "__main__.py",
+        "nccl_preflight/__init__.py",
+        "nccl_preflight/node/facts.py",
+        "nccl_preflight/core/preflight/judge.py",
+        "nccl_preflight/slurm/cli.py",
+        "nccl_preflight/core/config_data/roles/nccl_defaults/defaults/main/network.yml",
+        "nccl_preflight/core/config_data/roles/preflight/meta/argument_specs.yml",
+        "nccl_preflight/slurm/rank/nccl_check.py",
+        "nccl_preflight/slurm/rank/nccl_check_tables.py",
+    ):
+        assert name in names, name
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert pyz.read_bytes() == bundle.build_bundle(), "the same sources give the same bytes"
+    assert os.access(pyz, os.X_OK)
+
+
+def run_pyz(python: list[str], pyz: Path, *args: str, tmp: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SLURMD_NODENAME")}
+    return subprocess.run(
+        [*python, str(pyz), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_nodes_python_runs_node_check_from_the_bundle(pyz: Path, tmp_path: Path) -> None:
+    python = node_python()
+    if not Path(python).is_file():
+        pytest.skip(f"no node Python at {python} (NCCL_LAB_NODE_PYTHON)")
+    done = run_pyz([python, "-I"], pyz, "node-check", "--help", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "usage: nccl-preflight node-check" in done.stdout
+    config = tmp_path / "node.yml"
+    config.write_text(HEALTHY.replace("PYTHON", str(fake_python(tmp_path))))
+    done = run_pyz([python, "-I"], pyz, "node-check", "--config", str(config), tmp=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "interface: passed: " in done.stdout and "healthy" in done.stdout
+
+
+def test_node_check_imports_no_control_machine_package(pyz: Path, tmp_path: Path) -> None:
+    """This Python has PyYAML, jinja2 and Ansible: hidden, node-check still runs (and a
+    config error still names its file), so the bundle never needs them."""
+    for name in CONTROL_PACKAGES[:3]:
+        __import__(name)  # present here: the block below is what hides them
+    blocked = [sys.executable, "-I", "-c", BLOCKED_RUN, ",".join(CONTROL_PACKAGES)]
+    config = tmp_path / "node.yml"
+    config.write_text(HEALTHY.replace("PYTHON", str(fake_python(tmp_path))))
+    done = run_pyz(blocked, pyz, "node-check", "--config", str(config), "--json", tmp=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"exit": 0' in done.stdout
+    config.write_text(HEALTHY + "nccl_backend: nosuch\n")
+    done = run_pyz(blocked, pyz, "node-check", "--config", str(config), tmp=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "node.yml" in done.stderr and "blocked" not in done.stderr
+    importer = tmp_path / "imports_yaml.py"
+    importer.write_text("import yaml\n")
+    check = run_pyz(blocked, importer, tmp=tmp_path)
+    assert check.returncode == 1 and "blocked: yaml" in check.stderr  # the block works
+
+
+def test_the_bundle_command_needs_a_checkout(pyz: Path, tmp_path: Path) -> None:
+    done = run_pyz([sys.executable, "-I"], pyz, "bundle", "-o", str(tmp_path / "x"), tmp=tmp_path)
+    assert done.returncode == 2
+    assert "run bin/nccl-preflight bundle from the project's checkout" in done.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_bundle_bytes_are_a_zip_after_a_shebang() -> None:
+    data = bundle.build_bundle()
+    assert data.startswith(b"#!/usr/bin/env python3\n")
+    assert zipfile.ZipFile(io.BytesIO(data)).testzip() is None
