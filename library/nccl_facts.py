@@ -85,7 +85,7 @@ options:
     description:
       - Also start the pre-flight in this call (one SSH session and Python start less per host),
         its result in RV(preflight).
-        M(nccl_tcp_probe) O(nccl_tcp_probe#module:collect) collects it.
+        M(nccl_preflight_observe) O(nccl_preflight_observe#module:collect) collects it.
       - Makes O(preflight.run_dir) when given (a private directory of this user, never a symbolic
         link) and O(preflight.path) inside it (mode 0700) when missing, looks for a process already
         listening on O(preflight.check_port), takes the run lock (O(preflight.lock)), binds one TCP
@@ -152,7 +152,7 @@ options:
             description:
               - The literal local address to bind.
               - C(fabric) - this host's fabric address, chosen from the facts just read with
-                O(preflight.fabric) as roles/nccl_env will choose it
+                O(preflight.fabric) as the environment stage will choose it
                 (the same choice of interface and address). Without a fabric address the listener
                 is left out.
             type: str
@@ -209,7 +209,7 @@ options:
         default: 10
       fabric:
         description: How this host's fabric address is chosen for C(fabric) listener addresses
-          and the lock path, as roles/nccl_env chooses it.
+          and the lock path, as the environment stage chooses it.
         type: dict
         default: {}
         suboptions:

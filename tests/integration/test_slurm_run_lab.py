@@ -8,20 +8,40 @@ Tests marked `lab` need root, the node Python (NCCL_LAB_NODE_PYTHON) and Debian'
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration.test_pairwise_lab import CHECK_ARGS as PAIRWISE_CHECK_ARGS
+from tests.integration.test_pairwise_lab import FAST as PAIRWISE_FAST
+from tests.integration.test_pairwise_lab import HANGING_SWEEP, pairwise_cases
+from tests.integration.test_pairwise_lab import links as pairwise_links
+from tests.integration.test_run_faults_lab import LONG_SWEEP, wait_for
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
-from tests.lab.runs import QUICK, leftovers, new_run_id, playbook
+from tests.lab.runs import (
+    PHASE_WAIT_S,
+    QUICK,
+    during,
+    finished_epoch,
+    leftovers,
+    new_run_id,
+    paused_before_barrier,
+    playbook,
+    rank_suites,
+    validate,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 MASTER_PORT = 29500
@@ -50,10 +70,11 @@ def write_config(lab: Lab, path: Path, **extra: Any) -> Path:
     return path
 
 
-def slurm_command(
+def slurm_argv(
     lab: Lab, tmp_path: Path, run_id: str, *args: str, **config: Any
-) -> subprocess.CompletedProcess[str]:
-    """bin/nccl-preflight slurm -N 3 on the lab, from the control machine (no allocation yet)."""
+) -> tuple[list[str], dict[str, str]]:
+    """bin/nccl-preflight slurm -N <all hosts> on the lab, from the control machine (no
+    allocation yet): its argv and environment."""
     cfg = write_config(lab, tmp_path / "nccl.yml", nccl_run_id=run_id, **config)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_"))}
     env.update(lab.slurm_env())
@@ -64,7 +85,15 @@ def slurm_command(
         "-N",
         str(len(lab.hosts)),
     ]
-    argv += ["--config", str(cfg), "--report-root", str(tmp_path / "reports"), *args]
+    argv += ["--config", str(cfg), "--report-root", str(tmp_path / "reports")]
+    return [*argv, *args], env
+
+
+def slurm_command(
+    lab: Lab, tmp_path: Path, run_id: str, *args: str, **config: Any
+) -> subprocess.CompletedProcess[str]:
+    """The command run to its end."""
+    argv, env = slurm_argv(lab, tmp_path, run_id, *args, **config)
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
 
 
@@ -151,4 +180,348 @@ def test_a_master_whose_firewall_drops_master_port_is_named(slurm3: Lab, tmp_pat
         assert probe["cause"] == {"host": names[0], "check": "firewall"}
     verdict = json.loads((report / "verdict.json").read_text())
     assert verdict["class"] == "preflight_failed"
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
+# ------------------------------------------------------------------------------------------------
+# Faults while the ranks run: as tests/integration/test_run_faults_lab.py injects them into the
+# Ansible path, and named as it names them.
+# ------------------------------------------------------------------------------------------------
+
+
+def rank_file(run_id: str, rank: int) -> Path | None:
+    """The rank's result file in its node's private directory (ship.BOOT's mkdtemp; the lab's
+    hosts share this machine's /tmp), once it exists."""
+    found = glob.glob(f"/tmp/nccl-preflight-{run_id}-*/run/results/rank-{rank}.json")
+    return Path(found[0]) if found else None
+
+
+def rank_doc(run_id: str, rank: int) -> dict[str, Any]:
+    path = rank_file(run_id, rank)
+    try:
+        return json.loads(path.read_text()) if path else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def launch_records(report: Path, names: list[str]) -> dict[str, dict[str, Any]]:
+    return {n: json.loads((report / n / "launch.json").read_text()) for n in names}
+
+
+def test_a_sigkilled_rank_ends_the_run_on_every_node_and_is_named(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """As test_run_faults_lab's SIGKILL test: rank 3 (local rank 1 of the second node, 2 ranks
+    per node) is killed while it waits in barrier for rank 0, which pauses before it, so the
+    other nodes cannot end by themselves: the watch ends them, naming the death."""
+    run_id = new_run_id()
+    names, victim = slurm3.slurm_nodes, slurm3.hosts[1]
+    killed: dict[str, Any] = {}
+
+    def kill() -> None:
+        wait_for(lambda: rank_doc(run_id, 3).get("current_test") == "barrier", PHASE_WAIT_S)
+        killed["pid"] = int(rank_doc(run_id, 3)["pid"])
+        killed["at"] = time.time()
+        slurm3.kill(victim, killed["pid"])
+
+    with during(kill):
+        done = slurm_command(
+            slurm3,
+            tmp_path,
+            run_id,
+            nccl_nproc_per_node=2,
+            # Long on purpose: the end must come from the death, not from a timeout.
+            nccl_run_timeout=240,
+            nccl_check_args=paused_before_barrier(),
+        )
+    out = done.stdout + done.stderr
+    assert "at" in killed, out[-3000:]
+    assert done.returncode == 4, out[-3000:]  # rank_lost, as the Ansible path's verdict
+    report = tmp_path / "reports" / run_id
+    assert json.loads((report / "verdict.json").read_text())["class"] == "rank_lost"
+    launches = launch_records(report, names)
+    for node, record in launches.items():
+        assert record["timed_out"] is False, (node, record)
+        # Far below nccl_run_timeout (240 s); the goal (10 s) is bench/'s, not this test's.
+        took = finished_epoch(record) - killed["at"]
+        assert took <= 60 + 1, f"{node} ended {took:.1f} s after the kill: {record}"
+    exits = launches[names[1]]["rank_exits"]
+    root = next(e for e in exits if e["root_cause"])
+    assert root["rank"] == 3 and root["pid"] == killed["pid"], exits
+    assert root["signal"] == "SIGKILL" and root["exitcode"] == -9, root
+    assert root["oom"] is None
+    assert "SIGKILL" in root["text"] and ("OOM" in root["text"] or "dmesg" in root["text"])
+    for i in (0, 2):
+        other = launches[names[i]]
+        assert f"rank 3 on {names[1]} killed by SIGKILL" in (other["stopped_by"] or ""), other
+        assert other["stop"]["kind"] == "failure_elsewhere", other
+    assert "killed by SIGKILL" in done.stdout
+    suite = rank_suites(report / "junit.xml")[f"nccl.{names[1].replace('.', '_')}.rank3"]
+    errors = [e.get("message", "") for e in suite.iter("error")]
+    assert any("It was killed by SIGKILL" in m for m in errors), errors
+    validate(report)
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
+def test_a_link_cut_mid_run_is_named_by_node_interface_test_and_size(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """As test_run_faults_lab's link-cut tests: the second node's fabric link goes down while the
+    ranks time a collective; the run ends long before nccl_run_timeout, every node's run stopped
+    with the stall's words (that node's interface is down, where the ranks waited), and the
+    verdict, the report and every rank's JUnit name it."""
+    run_id = new_run_id()
+    names, victim = slurm3.slurm_nodes, slurm3.hosts[1]
+    report = tmp_path / "reports" / run_id
+    cut: dict[str, float] = {}
+    undo: list[Callable[[], None]] = []
+
+    def watched_bandwidth() -> bool:
+        """Rank 0 times a bandwidth size and the watch saw every node in a bandwidth test."""
+        doc = rank_doc(run_id, 0)
+        if not str(doc.get("current_test") or "").startswith("bandwidth_"):
+            return False
+        for node in names:
+            try:
+                state = json.loads((report / node / "progress.json").read_text())
+            except (OSError, ValueError):
+                return False
+            tests = [str(p.get("test") or "") for p in state.get("progress") or []]
+            if not any(t.startswith("bandwidth_") for t in tests):
+                return False
+        return True
+
+    def cut_link() -> None:
+        wait_for(watched_bandwidth, PHASE_WAIT_S)
+        undo.append(slurm3.link_down(victim))
+        cut["at"] = time.time()
+
+    with during(cut_link, undo):
+        done = slurm_command(
+            slurm3, tmp_path, run_id, nccl_run_timeout=300, nccl_check_args=LONG_SWEEP
+        )
+    out = done.stdout + done.stderr
+    assert "at" in cut, out[-3000:]
+    assert done.returncode == 4, out[-3000:]  # rank_lost, as the Ansible path's verdict
+    named = f"{names[1]}: {victim.fabric_ifname} is DOWN (was UP at the pre-flight)"
+    line = next((x for x in done.stdout.splitlines() if "stalled:" in x), "")
+    assert named in line, out[-4000:]
+    assert re.search(r"waited on rank \d+ in bandwidth_\w+ at [\d.]+ [KMG]?i?B", line), line
+    for node, record in launch_records(report, names).items():
+        assert (record["stopped_by"] or "").startswith(f"stalled: {named}"), (node, record)
+        assert record["timed_out"] is False
+        stop = record["stop"]
+        assert stop["kind"] == "stall" and names[1] in stop["culprits"], stop
+        assert stop["cause_named"] is True, stop
+        assert stop["test"].startswith("bandwidth_") and isinstance(stop["size_bytes"], int)
+        took = finished_epoch(record) - cut["at"]
+        assert took <= 90, f"{node} ended {took:.0f} s after the cut"
+    verdict = json.loads((report / "verdict.json").read_text())
+    assert verdict["class"] == "rank_lost"
+    assert any(named in json.dumps(f) for f in verdict["findings"]), verdict["findings"]
+    assert named in (report / "report.html").read_text()
+    suites = rank_suites(report / "junit.xml")
+    assert set(suites) == {f"nccl.{n.replace('.', '_')}.rank{i}" for i, n in enumerate(names)}
+    for suite_name, suite in suites.items():
+        errors = [e.get("message", "") for e in suite.iter("error")]
+        assert any(named in m for m in errors), (suite_name, errors)
+    validate(report)
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
+# ------------------------------------------------------------------------------------------------
+# Ending it from outside: Ctrl-C of the command, scancel of its job
+# ------------------------------------------------------------------------------------------------
+
+
+def interrupted_mid_run(
+    lab: Lab, tmp_path: Path, run_id: str, interrupt: Callable[[subprocess.Popen[str]], None]
+) -> tuple[int, str, str]:
+    """The command started with ranks that wait in barrier for rank 0 (paused before it), so
+    nothing ends by itself; once rank 1 waits there, interrupt(command); -> (exit code, its
+    stdout, its stderr)."""
+    argv, env = slurm_argv(
+        lab, tmp_path, run_id, nccl_run_timeout=240, nccl_check_args=paused_before_barrier()
+    )
+    # Its own process group, as a shell gives a foreground command (Ctrl-C reaches the group).
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + PHASE_WAIT_S
+        while rank_doc(run_id, 1).get("current_test") != "barrier":
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "rank 1 never reached barrier"
+            time.sleep(0.2)
+        interrupt(proc)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_of_the_command_leaves_nothing_on_any_node(slurm3: Lab, tmp_path: Path) -> None:
+    run_id = new_run_id()
+
+    def ctrl_c(proc: subprocess.Popen[str]) -> None:
+        os.killpg(proc.pid, signal.SIGINT)
+
+    code, out, err = interrupted_mid_run(slurm3, tmp_path, run_id, ctrl_c)
+    assert code == 1, out[-3000:] + err[-3000:]  # no_verdict, as bin/nccl-preflight's Ctrl-C
+    assert "interrupted by SIGINT; the allocation was given back" in err, err[-3000:]
+    assert_nothing_left(slurm3, run_id, out)
+
+
+def test_scancel_of_the_job_leaves_nothing_on_any_node(slurm3: Lab, tmp_path: Path) -> None:
+    run_id = new_run_id()
+    cancelled: list[str] = []
+
+    def scancel(_: subprocess.Popen[str]) -> None:
+        jobs = slurm3.slurm_cmd("squeue", "-h", "-o", "%i").stdout.split()
+        assert len(jobs) == 1, jobs
+        slurm3.slurm_cmd("scancel", jobs[0])
+        cancelled.append(jobs[0])
+
+    code, out, err = interrupted_mid_run(slurm3, tmp_path, run_id, scancel)
+    assert code == 1, out[-3000:] + err[-3000:]  # no_verdict: the ranks were ended from outside
+    assert f"job {cancelled[0]} ended (CANCELLED) while the ranks ran" in err, err[-3000:]
+    assert_nothing_left(slurm3, run_id, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# --drain
+# ------------------------------------------------------------------------------------------------
+
+
+def drain_reasons(lab: Lab) -> dict[str, str]:
+    """{node: reason} of every drained node, the reason whole (`sinfo -R -o '%n %E'`)."""
+    out = lab.slurm_cmd("sinfo", "-h", "-R", "-o", "%n %E").stdout
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+def test_drain_drains_only_the_node_a_finding_names_with_its_reason(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """The second node's fabric MTU differs from the two others': the pre-flight names it (mtu),
+    and --drain drains it alone, with `nccl-preflight: mtu: <value>`; the others stay idle."""
+    run_id = new_run_id()
+    names = slurm3.slurm_nodes
+    undo = slurm3.set_mtu(slurm3.hosts[1], 1400)
+    try:
+        done = slurm_command(slurm3, tmp_path, run_id, "--drain")
+        reasons = drain_reasons(slurm3)
+        states = slurm3.slurm_node_states()
+    finally:
+        undo()
+        slurm3.scontrol("update", f"nodename={names[1]}", "state=resume", check=False)
+        slurm3.slurm_wait_idle()
+    out = done.stdout + done.stderr
+    assert done.returncode == 10, out[-3000:]  # preflight_failed
+    reason = f"nccl-preflight: mtu: MTU 1400 on {slurm3.hosts[1].fabric_ifname} differs from"
+    assert list(reasons) == [names[1]], reasons
+    assert reasons[names[1]].startswith(reason), reasons
+    assert f"--drain: drained {names[1]}: {reason}" in done.stdout, out[-3000:]
+    assert states[names[1]].startswith("drain"), states
+    assert not [n for n in (names[0], names[2]) if states[n].startswith("drain")], states
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pairwise rounds: test_pairwise_lab's four-node case, through the Slurm front-end
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def slurm4(lab_factory: LabFactory) -> Lab:
+    require_slurm()
+    return lab_factory(4, slurm=True)
+
+
+def test_pairwise_always_on_four_nodes_names_the_slow_node_and_drain_drains_it(
+    slurm4: Lab, tmp_path: Path
+) -> None:
+    """As test_pairwise_lab's four hosts with two rails: the third node's fabric link is a
+    quarter of the others'; nccl_pairwise=always names it and it alone (console, summary.md, the
+    JUnit, pairwise.json), and --drain drains it with the pairwise reason."""
+    run_id = new_run_id()
+    names, bad = slurm4.slurm_nodes, slurm4.hosts[2]
+    try:
+        with pairwise_links(slurm4, bad):
+            done = slurm_command(
+                slurm4,
+                tmp_path,
+                run_id,
+                "--drain",
+                nccl_run_timeout=240,
+                nccl_pairwise="always",
+                nccl_nproc_per_node=2,
+                nccl_check_args=PAIRWISE_CHECK_ARGS,
+            )
+        reasons = drain_reasons(slurm4)
+    finally:
+        slurm4.scontrol("update", f"nodename={names[2]}", "state=resume", check=False)
+        slurm4.slurm_wait_idle()
+    out = done.stdout + done.stderr
+    assert done.returncode == 8, out[-4000:]  # bandwidth: the slow node's class
+    report = tmp_path / "reports" / run_id
+    assert f"{names[2]} is SLOW" in done.stdout, out[-4000:]
+    summary = (report / "summary.md").read_text()
+    slow_lines = [line for line in summary.splitlines() if line.startswith("- slow:")]
+    assert len(slow_lines) == 1 and names[2] in slow_lines[0], summary
+    cases = pairwise_cases(report)
+    assert sorted(cases) == sorted(f"pairwise.{n}" for n in names)
+    failed = [c for c, case in cases.items() if case.find("failure") is not None]
+    assert failed == [f"pairwise.{names[2]}"]
+    doc = json.loads((report / "pairwise.json").read_text())
+    assert {v["host"]: v["status"] for v in doc["verdicts"]} == {
+        n: "slow" if n == names[2] else "ok" for n in names
+    }
+    assert doc["rails"] == 2
+    assert list(reasons) == [names[2]], reasons
+    assert reasons[names[2]].startswith(f"nccl-preflight: pairwise: {names[2]} is SLOW"), reasons
+    validate(report)
+    assert_nothing_left(slurm4, run_id, done.stdout)
+
+
+def test_a_collective_that_hangs_then_the_pairwise_relaunch_names_the_node(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """As test_pairwise_lab's relaunch test: the third node's link at 300 kbit/s, one all_reduce
+    of 4M cannot finish; the run is ended as a stall (20 s) with no named cause, so the pairwise
+    rounds run again alone (a small payload) and name that node."""
+    run_id = new_run_id()
+    names, bad = slurm3.slurm_nodes, slurm3.hosts[2]
+    undo = [slurm3.rate_limit(h, "300kbit" if h is bad else PAIRWISE_FAST) for h in slurm3.hosts]
+    try:
+        done = slurm_command(
+            slurm3,
+            tmp_path,
+            run_id,
+            nccl_run_timeout=150,
+            nccl_pairwise="auto",
+            nccl_stall_timeout=20,
+            nccl_check_args=HANGING_SWEEP,
+        )
+    finally:
+        for step in undo:
+            step()
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out[-4000:]
+    assert "running only the pairwise rounds to name the node" in done.stdout, out[-4000:]
+    report = tmp_path / "reports" / run_id
+    first = json.loads((report / names[0] / "rank-0.json").read_text())
+    assert not [t for t in first["tests"] if t["name"] == "pairwise"]
+    assert sorted(p.parent.parent.name for p in report.glob("*/pairwise/rank-*.json")) == names
+    doc = json.loads((report / "pairwise.json").read_text())
+    assert doc["relaunched"] is True and "second launch" in doc["why"], doc["why"]
+    assert {v["host"]: v["status"] for v in doc["verdicts"]} == {
+        n: "slow" if n == names[2] else "ok" for n in names
+    }
+    verdict = json.loads((report / "verdict.json").read_text())
+    named = [f for f in verdict["findings"] if f["test"] == "pairwise"]
+    assert [f["host"] for f in named] == [names[2]], verdict["findings"]
+    validate(report)
     assert_nothing_left(slurm3, run_id, done.stdout)

@@ -334,6 +334,72 @@ def test_the_slurm_front_end_imports_nothing_from_ansible() -> None:
     offences = []
     for path in files:
         offences += core_offences(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+
+
+# --- the Slurm front-end's room (src/nccl_preflight/slurm/): it may import node and core; neither
+# imports it; what runs on a node (the node step and the modules of the slurm room it imports)
+# imports the standard library and the node room only.
+
+# The slurm room's modules that the node bundle runs on a node.
+NODE_STEP_MODULES = {"node_step", "ship", "__init__"}
+
+
+def _package_parts(where: str, level: int, name: str) -> list[str]:
+    """The absolute dotted parts an import names, from a module at ``where`` (a path under
+    src/); ``from .. import x`` names the package itself (its ``x`` is no module we see)."""
+    here = Path(where).with_suffix("").parts
+    base = list(here[here.index("nccl_preflight") : -1]) if "nccl_preflight" in here else []
+    if level == 0:
+        return name.split(".")
+    return [*base[: len(base) - (level - 1)], *([p for p in name.split(".") if p])]
+
+
+def node_step_offences(where: str, source: str) -> list[str]:
+    """A module of the slurm room that runs on a node imports the standard library, the node
+    room and the slurm room's other node-side modules only."""
+    offences = []
+    for level, name in imports_of(source):
+        parts = _package_parts(where, level, name)
+        if level == 0 and parts[0] in sys.stdlib_module_names:
+            continue
+        if parts[:2] == ["nccl_preflight", "node"]:
+            continue
+        if (
+            parts[:2] == ["nccl_preflight", "slurm"]
+            and parts[2:3]
+            and parts[2] in NODE_STEP_MODULES
+        ):
+            continue
+        offences.append(f"{where}: imports {'.' * level}{name} (not the node room)")
+    return offences
+
+
+def test_the_node_side_rule_catches_what_it_forbids() -> None:
+    step = "src/nccl_preflight/slurm/node_step.py"
+    ok = "import os\nfrom ..node.files import x\nfrom .ship import f\n"
+    assert node_step_offences(step, ok) == []
+    assert node_step_offences(step, "from ..core.verdict import x\nfrom .run import y\n") == [
+        f"{step}: imports ..core.verdict (not the node room)",
+        f"{step}: imports .run (not the node room)",
+    ]
+    assert node_step_offences(step, "import yaml\n") == [
+        f"{step}: imports yaml (not the node room)"
+    ]
+    assert _package_parts("src/nccl_preflight/core/preflight/judge.py", 3, "slurm") == [
+        "nccl_preflight",
+        "slurm",
+    ]
+
+
+def test_what_the_slurm_front_end_runs_on_a_node_imports_the_node_room_only() -> None:
+    files = [p for p in sorted((PACKAGE / "slurm").glob("*.py")) if p.stem in NODE_STEP_MODULES]
+    assert {p.stem for p in files} == NODE_STEP_MODULES
+    offences = []
+    for path in files:
+        where = str(path.relative_to(ROOT))
+        offences += node_step_offences(where, path.read_text(encoding="utf-8"))
+    assert offences == []
+
     assert offences == []
 
 
@@ -395,13 +461,17 @@ def test_no_loader_prelude_anywhere() -> None:
 
 # "check" means the rank script (files/nccl_check*.py, tests/check/) and, in the pre-flight, one
 # of its results (core/preflight/: the checks and their shared record, result.py). Ansible's
-# --check is called by what it does (node/read_only.py). Any other file of the package whose
-# name says "check" would be a third meaning (issue 26 item 5).
+# --check is called by what it does (node/read_only.py). The node-check command
+# (slurm/node_check.py) runs those pre-flight checks on one node, under the name the issue gave it.
+# Any other file of the package whose name says "check" would be a third meaning (issue 26 item 5).
+CHECK_STEM_HOMES = ("core/preflight/", "slurm/node_check.py")
+
+
 def check_stem_offences(paths: list[str]) -> list[str]:
     return [
         path
         for path in paths
-        if "check" in Path(path).stem and not path.startswith("core/preflight/")
+        if "check" in Path(path).stem and not path.startswith(CHECK_STEM_HOMES)
     ]
 
 

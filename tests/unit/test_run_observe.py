@@ -19,6 +19,7 @@ from nccl_preflight.node.run_observe import (
     parse_torchrun_failures,
     rank_progress,
     read_progress,
+    stall_evidence,
     tcp_probe,
     touch_watch,
     watcher_gone,
@@ -153,3 +154,21 @@ def test_the_watch_file_goes_stale_after_its_own_limit(tmp_path: Path) -> None:
     assert reason is not None and "stopped watching" in reason
     touch_watch(tmp_path / "gone" / "watch.json", 15.0)  # the run directory was removed
     assert not (tmp_path / "gone").exists()
+
+
+def test_stall_evidence_is_the_interface_and_a_probe_of_each_target() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        spec = {
+            "ifname": "lo",
+            "probes": [{"host": "peer", "address": "127.0.0.1", "port": port}],
+            "probe_timeout": 2.0,
+            "source": "127.0.0.1",
+        }
+        evidence = stall_evidence(spec)
+    assert evidence["interface"]["ifname"] == "lo" and evidence["interface"]["state"] != "absent"
+    [probe] = evidence["probes"]
+    assert probe["host"] == "peer" and probe["ok"] and probe["answer"] == "connected"
+    assert stall_evidence({}) == {"interface": {}, "probes": []}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nccl_preflight.core.run_watch import (
+    LINK_DOWN_PATIENCE_S,
     STALL_MARGIN,
     adopted_stop,
     advance,
@@ -17,10 +18,12 @@ from nccl_preflight.core.run_watch import (
     cause_named,
     failure_elsewhere,
     format_size,
+    link_down,
     predicted_s,
     progress_line,
     rank_list,
     should_show,
+    stall_due,
     stall_limit,
     stall_message,
 )
@@ -262,3 +265,38 @@ def test_a_named_cause_is_a_link_down_or_a_definite_probe_error_not_a_slow_answe
     assert message.startswith("node2: unreachable from node1") and not details["cause_named"]
     # Nothing wrong with the network: the rank behind is no named cause either.
     assert not cause_named(HOSTS, states(up))
+
+
+def watch_state(last_advance: float, *entries: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    return {"last_advance": last_advance, "history": {}, "progress": list(entries), **kw}
+
+
+WATCHED = [{"host": "a", "ranks": [0]}, {"host": "b", "ranks": [1]}]
+
+
+def test_a_stall_is_due_after_the_stall_timeout_once_every_rank_is_in_its_tests() -> None:
+    states = {"a": watch_state(100.0, rank(0, "barrier")), "b": watch_state(95.0, rank(1, "x"))}
+    assert stall_due(WATCHED, states, 30, 130) is None  # 30 s since the last advance: not more
+    quiet, limit, why = stall_due(WATCHED, states, 30, 131)  # type: ignore[misc]
+    assert (quiet, limit, why) == (31, 30, "nccl_stall_timeout 30 s")
+    assert stall_due(WATCHED, states, 0, 1000) is None  # 0: no stall detection
+    # A rank still checking in (index 0) is the check-in's finding, not a stall.
+    early = {**states, "b": watch_state(95.0, rank(1, "check_in", index=0))}
+    assert stall_due(WATCHED, early, 30, 1000) is None
+    # Every rank finished: the processes only exit.
+    done = {h: watch_state(0.0, rank(i, None, status="passed")) for i, h in enumerate("ab")}
+    assert stall_due(WATCHED, done, 30, 1000) is None
+
+
+def test_a_link_down_makes_the_stall_due_after_its_short_patience_even_before_the_tests() -> None:
+    down = {"ifname": "fab0", "state": "down", "carrier": None}
+    states = {
+        "a": watch_state(100.0, rank(0, "check_in", index=0)),
+        "b": watch_state(100.0, rank(1, "check_in", index=0), interface=down),
+    }
+    assert link_down(states["b"]) and not link_down(states["a"])
+    assert link_down({"interface": {"state": "up", "carrier": False}})
+    assert stall_due(WATCHED, states, 300, 100 + LINK_DOWN_PATIENCE_S) is None
+    quiet, limit, why = stall_due(WATCHED, states, 300, 111)  # type: ignore[misc]
+    assert (quiet, limit) == (11, LINK_DOWN_PATIENCE_S)
+    assert why == "10 s once a fabric link is down"

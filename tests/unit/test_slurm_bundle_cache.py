@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The slurm command's node bundle kept by its sources' content hash (slurm/ship.py
+"""The slurm command's node bundle kept by its sources' content hash (slurm/step.py
 build_node_bundle(cache_dir)): built once, read back while the sources are unchanged, built
 again when one changes, never taken from a file another user owns."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nccl_preflight.slurm import ship
+from nccl_preflight.slurm import step as ship
 
 
 def test_the_bundle_is_built_once_and_read_back_while_its_sources_are_unchanged(

@@ -193,6 +193,72 @@ def all_in_tests(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]])
 # ------------------------------------------------------------------------------------------------
 
 
+# A look that sees a host's fabric interface down needs this little patience before the run is
+# stalled (seconds without a rank advancing), whatever the stall timeout.
+LINK_DOWN_PATIENCE_S = 10.0
+# How long the watch that found a stall waits for every other host's evidence.
+DIAGNOSE_WAIT_S = 8.0
+
+
+def link_down(state: dict[str, Any]) -> bool:
+    """Whether a host's last look saw its fabric interface down or without carrier."""
+    iface = state.get("interface") or {}
+    return iface.get("state") not in (None, "up", "unknown") or iface.get("carrier") is False
+
+
+def stall_due(
+    hosts: list[dict[str, Any]],
+    states: dict[str, dict[str, Any]],
+    stall_timeout: float,
+    now: float,
+) -> tuple[float, float, str] | None:
+    """(seconds without a rank advancing, the limit, why that limit) when the run is stalled
+    now, else None. states: every host's watch state ({last_advance, history, progress,
+    interface}); stall_timeout: nccl_stall_timeout (0: never).
+
+    The limit is nccl_stall_timeout, longer when the sizes before predict more (stall_limit),
+    LINK_DOWN_PATIENCE_S once a host's fabric link is down. Before every rank is in its tests
+    (torch imports, rendezvous, check-in) only a link that is down ends the run: a slow start
+    or a missing rank is the check-in's finding. Once every rank finished, the processes only
+    exit (slowly on a loaded host): no stall."""
+    if stall_timeout <= 0 or not states:
+        return None
+    quiet_s = now - max(float(s.get("last_advance") or 0) for s in states.values())
+    limit = stall_limit([s.get("history") or {} for s in states.values()], stall_timeout)
+    why = (
+        f"nccl_stall_timeout {stall_timeout:g} s"
+        if limit <= stall_timeout
+        else f"{limit:.0f} s: the sizes before predicted {limit / STALL_MARGIN:.0f} s for this one"
+    )
+    down = any(link_down(s) for s in states.values())
+    if down and limit > LINK_DOWN_PATIENCE_S:
+        limit = LINK_DOWN_PATIENCE_S
+        why = f"{limit:g} s once a fabric link is down"
+    if quiet_s <= limit or not any_running(states):
+        return None
+    if not (down or all_in_tests(hosts, states)):
+        return None
+    return quiet_s, limit, why
+
+
+def new_watch_state(host: str, now: float) -> dict[str, Any]:
+    """A host's watch state before its first look (what <host>/progress.json holds, docs/design.md
+    "Watching a run"): advance, stall_due, failure_elsewhere and stall_message read it."""
+    return {
+        "host": host,
+        "started": now,
+        "updated": now,
+        "last_advance": now,
+        "running": True,
+        "progress": [],
+        "history": {},
+        "interface": None,
+        "diagnosis": None,
+        "ending": None,
+        "ended": None,
+    }
+
+
 def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
     """Why this host's run must end now because another host's run ended badly, else None.
 

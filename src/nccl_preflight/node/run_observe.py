@@ -284,6 +284,26 @@ def tcp_probe(
     }
 
 
+def stall_evidence(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stall's evidence on this node: {interface (its fabric interface now), probes (a TCP
+    probe of each target)}. spec: {ifname, probes [{host, address, port}], probe_timeout,
+    source (this node's fabric address)}."""
+    probes = [
+        {
+            "host": target.get("host"),
+            **tcp_probe(
+                str(target["address"]),
+                int(target["port"]),
+                float(spec.get("probe_timeout") or 2.0),
+                spec.get("source") or None,
+            ),
+        }
+        for target in spec.get("probes") or []
+    ]
+    ifname = spec.get("ifname")
+    return {"interface": interface_state(str(ifname)) if ifname else {}, "probes": probes}
+
+
 # ------------------------------------------------------------------------------------------------
 # The control machine's looks: watch.json in the run directory (docs/design.md)
 # ------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from collections.abc import Mapping
 from types import FrameType
 from typing import Any
@@ -61,6 +62,25 @@ def job_nodelist(job_id: str, env: Mapping[str, str] | None = None) -> str:
         if field.startswith("NodeList="):
             return field.split("=", 1)[1]
     raise SlurmError(f"scontrol show job {job_id} gave no NodeList")
+
+
+def job_state(job_id: str, env: Mapping[str, str] | None = None) -> str:
+    """The JobState of a job (`scontrol show job -o`): RUNNING, CANCELLED, ..."""
+    for field in slurm(["scontrol", "show", "job", "-o", job_id], env).split():
+        if field.startswith("JobState="):
+            return field.split("=", 1)[1]
+    raise SlurmError(f"scontrol show job {job_id} gave no JobState")
+
+
+def ended_state(job_id: str, env: Mapping[str, str] | None = None, wait: float = 10.0) -> str:
+    """The job's state; a job COMPLETING (its processes being ended) is waited for, at most
+    ``wait`` seconds, so that the state says how it ended (CANCELLED, TIMEOUT, ...)."""
+    deadline = time.monotonic() + wait
+    state = job_state(job_id, env)
+    while state == "COMPLETING" and time.monotonic() < deadline:
+        time.sleep(0.5)
+        state = job_state(job_id, env)
+    return state
 
 
 class Allocation:

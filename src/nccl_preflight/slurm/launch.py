@@ -9,7 +9,9 @@ nccl.env (roles/nccl_env/templates/nccl.env.j2) and the rank script's arguments 
 The control machine reads each node's records: "progress" (printed), then "results" (the gzip tar
 of node/run_collect.pack_results, written into reports/<run-id>/<node>/). When a node's run ended
 with a rank killed by a signal or was stopped, every other node is told to stop at once with the
-reason core/run_watch.failure_elsewhere words, as the Ansible path's watch does.
+reason core/run_watch.failure_elsewhere words; when no rank advanced for nccl_stall_timeout
+(core/run_watch.stall_due), every node is asked for the stall's evidence and the run is ended
+with core/run_watch.stall_message's words, as the Ansible path's watch does.
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.run_watch import adopted_stop, failure_elsewhere, progress_line
+from ..core.run_watch import (
+    DIAGNOSE_WAIT_S,
+    adopted_stop,
+    advance,
+    failure_elsewhere,
+    link_down,
+    new_watch_state,
+    progress_line,
+    stall_due,
+    stall_message,
+)
 from ..node.files import write_atomically
 from ..node.run_collect import COLLECTED_NAME
 from .step import Step
@@ -74,57 +86,166 @@ def unpack(archive: bytes, dest: Path) -> list[str]:
     return written
 
 
-class Watch:
-    """The launch step's records, by node: progress lines, results, stops elsewhere."""
+def watch_hosts(
+    layout: dict[str, Any],
+    env_by_node: dict[str, dict[str, Any]],
+    facts: dict[str, dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Every node of the run in node-rank order, with what a stall's diagnosis needs (as
+    roles/launch/tasks/run.yml's watch hosts): its ranks, fabric interface and address, that
+    interface's state at the pre-flight and the next node of the ring to probe at MASTER_PORT
+    (refused still means reachable)."""
+    ring = [row["host"] for row in layout["hosts"]]
+    rows = []
+    for i, node in enumerate(ring):
+        env, nxt = env_by_node[node], ring[(i + 1) % len(ring)]
+        interfaces = (facts.get(node) or {}).get("interfaces") or {}
+        probes = []
+        if len(ring) > 1:
+            target = env_by_node[nxt]
+            probes = [{"host": nxt, "address": target["address"], "port": env["master_port"]}]
+        rows.append(
+            {
+                "host": node,
+                "ranks": layout["by_host"][node]["ranks"],
+                "ifname": env["ifname"] or None,
+                "address": env["address"] or None,
+                "preflight_state": (interfaces.get(env["ifname"]) or {}).get("state"),
+                "probes": probes,
+            }
+        )
+    return rows
 
-    def __init__(self, step: Step, run_dir: Path, layout: dict[str, Any], say: Any) -> None:
-        self.step, self.run_dir, self.layout, self.say = step, run_dir, layout, say
-        self.states: dict[str, dict[str, Any]] = {}
+
+class Watch:
+    """The launch step's records, by node, judged as roles/launch's watch judges its looks
+    (core/run_watch.py): progress lines, a dead rank or a stopped run elsewhere, a stall (its
+    diagnosis: every node's link and a TCP probe of its ring peer) end every other node's run
+    with the same words. Each node's state goes to reports/<run-id>/<node>/progress.json."""
+
+    def __init__(
+        self,
+        step: Step,
+        run_dir: Path,
+        hosts: list[dict[str, Any]],
+        stall_timeout: float,
+        say: Any,
+        subdir: str = "",
+    ) -> None:
+        self.step, self.run_dir, self.hosts, self.say = step, run_dir, hosts, say
+        self.subdir = subdir  # where in reports/<run-id>/<node>/ the results go ("pairwise")
+        self.stall_timeout = stall_timeout
+        now = time.time()
+        self.states = {h["host"]: new_watch_state(h["host"], now) for h in hosts}
+        self.ranks = {h["host"]: h["ranks"] for h in hosts}
         self.shown: dict[str, str] = {}
         self.stop_sent = False
+        self.diagnosing: tuple[float, tuple[float, float, str]] | None = None
 
-    def progress(self, node: str, record: dict[str, Any]) -> None:
-        ranks = self.layout["by_host"][node]["ranks"]
-        line, key = progress_line(node, ranks, record.get("progress") or [])
-        if self.shown.get(node) != key:
-            self.shown[node] = key
+    # ------------------------------------------------------------------ records
+    def note(self, node: str, record: dict[str, Any]) -> None:
+        """A progress or diagnosis record folded into the node's state."""
+        now = time.time()
+        state = self.states[node]
+        progress = record.get("progress") or state["progress"]
+        history, moved = advance(state["history"], progress, now)
+        state.update(history=history, progress=progress, updated=now)
+        if record.get("interface") is not None:
+            state["interface"] = record["interface"]
+        if record.get("diagnosis") is not None:
+            state["diagnosis"] = record["diagnosis"]
+        if moved:
+            latest = max((item["since"] for item in history.values()), default=now)
+            state["last_advance"] = max(float(state["last_advance"]), min(now, latest))
+        self.write_state(node)
+        self.show(node)
+
+    def show(self, node: str) -> None:
+        state = self.states[node]
+        line, group = progress_line(node, self.ranks[node], state["progress"])
+        if link_down(state):
+            iface = state["interface"]
+            line += f" [{iface['ifname']} {str(iface['state']).upper()}]"
+            group += " link-down"
+        if self.shown.get(node) != group:
+            self.shown[node] = group
             self.say(line)
 
+    def write_state(self, node: str) -> None:
+        target = self.run_dir / node / self.subdir / "progress.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, json.dumps(self.states[node], indent=1, sort_keys=True) + "\n")
+
     def results(self, node: str, record: dict[str, Any]) -> None:
-        dest = self.run_dir / node
+        dest = self.run_dir / node / self.subdir
         unpack(base64.b64decode(record.get("archive") or ""), dest)
         launch_path = dest / "launch.json"
         launch = json.loads(launch_path.read_text()) if launch_path.is_file() else {}
-        self.states[node] = {"ended": launch, "updated": time.time()}
+        now = time.time()
+        self.states[node].update(ended=launch, running=False, updated=now, last_advance=now)
+        self.write_state(node)
+
+    # ------------------------------------------------------------------ judging
+    def stop(self, reason: str, details: dict[str, Any]) -> None:
+        """Every node still running ends its run with this reason (srun: stdin to every task)."""
+        running = [n for n, s in self.states.items() if s["running"]]
+        self.say(f"{', '.join(running)}: ending the run: {reason}")
+        for node in running:
+            self.states[node]["ending"] = {"stopped_by": reason, "stop": details}
+            self.write_state(node)
+        self.step.say({"stop": reason, "details": details})
+        self.stop_sent = True
+
+    def judge(self) -> None:
+        """After every record and every second: end the run when a node's run ended badly or
+        the run stalled (first a diagnosis on every node, then the stall's words)."""
         if self.stop_sent:
             return
-        for other in self.layout["by_host"]:
-            if other in self.states:
-                continue
-            reason = failure_elsewhere(other, self.states)
+        for node, state in self.states.items():
+            reason = failure_elsewhere(node, self.states) if state["running"] else None
             if reason:
-                self.say(f"{other}: ending the run: {reason}")
-                self.step.say({"stop": reason, "details": adopted_stop(reason, self.states)})
-                self.stop_sent = True
+                self.stop(reason, adopted_stop(reason, self.states))
                 return
+        if self.diagnosing is not None:
+            deadline, (quiet_s, limit, why) = self.diagnosing
+            pending = [n for n, s in self.states.items() if s["running"] and not s["diagnosis"]]
+            if pending and time.time() < deadline:
+                return
+            message, details = stall_message(self.hosts, self.states, quiet_s, limit, why)
+            self.stop(f"stalled: {message}", details)
+            return
+        due = stall_due(self.hosts, self.states, self.stall_timeout, time.time())
+        if due is not None:
+            spec = {
+                h["host"]: {
+                    "ifname": h["ifname"],
+                    "probes": h["probes"],
+                    "probe_timeout": 2.0,
+                    "source": h["address"],
+                }
+                for h in self.hosts
+            }
+            self.step.say({"diagnose": spec})
+            self.diagnosing = (time.time() + DIAGNOSE_WAIT_S, due)
 
-    def run(self, nodes: list[str], bound: float) -> list[str]:
+    def run(self, bound: float) -> list[str]:
         """Until every node sent its results or the bound; -> the nodes that sent none."""
         deadline = time.monotonic() + bound
-        while len(self.states) < len(nodes):
-            try:
-                record = self.step.next_record(max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
+        while any(s["running"] for s in self.states.values()):
+            left = deadline - time.monotonic()
+            if left <= 0:
                 break
+            try:
+                record = self.step.next_record(min(1.0, left))
+            except queue.Empty:
+                record = {}
             if record is None:
                 break
             node = record.get("node")
-            if node not in nodes:
-                continue
-            if record.get("kind") == "progress":
-                self.progress(node, record)
-            elif record.get("kind") == "results":
-                self.results(node, record)
-            if time.monotonic() > deadline:
-                break
-        return [n for n in nodes if n not in self.states]
+            if node in self.states:
+                if record.get("kind") in ("progress", "diagnosis"):
+                    self.note(node, record)
+                elif record.get("kind") == "results":
+                    self.results(node, record)
+            self.judge()
+        return [n for n, s in self.states.items() if s["running"]]

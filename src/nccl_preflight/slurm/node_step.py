@@ -12,7 +12,9 @@ stdin's end means the control machine is gone: whatever runs is ended.
                        its peers, reads the firewall, stops the listeners -> record "observed"
     launch SETTINGS    torchrun under node/supervisor.py's Supervision, in the foreground;
                        every `interval` s a record "progress" (node/run_observe.read_progress,
-                       the fabric link now); a stdin message {"stop": reason} ends the run;
+                       the fabric link now); a stdin message {"stop": reason} ends the run,
+                       {"diagnose": {node: spec}} is answered with a record "diagnosis" (the
+                       stall's evidence: node/run_observe.stall_evidence);
                        at the end one record "results" (node/run_collect.pack_results, base64)
 """
 
@@ -23,6 +25,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -44,15 +47,15 @@ from ..node.parse import (
 )
 from ..node.preflight_calls import for_fabric, start, stop
 from ..node.run_collect import pack_results
-from ..node.run_observe import interface_state, rank_exits, read_progress
+from ..node.run_observe import interface_state, rank_exits, read_progress, stall_evidence
 from ..node.run_start import build_argv
 from ..node.supervisor import (
     LAUNCH_FILE,
     RESULTS_DIR,
+    STOP_SIGNALS,
     TORCHRUN_LOG,
     Stop,
     Supervision,
-    _catch_stop_signals,
     _ignore_stop_signals,
 )
 from .ship import frame
@@ -161,7 +164,7 @@ def gather_facts(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def tcp_connect(address: str, port: int, source: str, timeout: float, retry: float) -> dict:
-    """One connection attempt, retried while refused, as nccl_tcp_probe's probe reports it."""
+    """One connection attempt, retried while refused, as nccl_preflight_observe's probe says it."""
     started = time.monotonic()
     while True:
         sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
@@ -256,9 +259,10 @@ def _rank_script(run_dir: Path) -> str:
     return str(target)
 
 
-def _stop_message(messages: queue.Queue) -> tuple[str, dict | None] | None:
+def _stop_message(messages: queue.Queue, results: Path) -> tuple[str, dict | None] | None:
     """A stop asked for since the last look ({"stop": reason, "details": {...}}, or stdin's
-    end), else None."""
+    end), else None. A stall's diagnosis asked for on the way ({"diagnose": {node: spec}}) is
+    answered at once: record "diagnosis" (node/run_observe.stall_evidence)."""
     while True:
         try:
             message = messages.get_nowait()
@@ -268,6 +272,10 @@ def _stop_message(messages: queue.Queue) -> tuple[str, dict | None] | None:
             return "the control machine went away (the step's stdin closed)", None
         if message.get("stop"):
             return str(message["stop"]), message.get("details")
+        spec = (message.get("diagnose") or {}).get(node_name())
+        if isinstance(spec, dict):
+            evidence = stall_evidence(spec)
+            emit({"kind": "diagnosis", "diagnosis": evidence, "progress": read_progress(results)})
 
 
 def _supervise(run: Supervision, settings: dict[str, Any], messages: queue.Queue) -> dict | None:
@@ -282,7 +290,7 @@ def _supervise(run: Supervision, settings: dict[str, Any], messages: queue.Queue
         if time.monotonic() >= deadline:
             return None  # run.timed_out is set
         run.timed_out = False
-        asked = _stop_message(messages)
+        asked = _stop_message(messages, results)
         if asked:
             run.stopped_by = asked[0]
             return asked[1]
@@ -293,6 +301,13 @@ def _supervise(run: Supervision, settings: dict[str, Any], messages: queue.Queue
                 "interface": interface_state(settings["ifname"]),
             }
         )
+
+
+def _stop_once(signum: int, _frame: Any) -> None:
+    """The first stop signal raises Stop; any later one (Slurm signals every process of the
+    step and ship.BOOT passes its own on) is ignored, so the tree's end is never cut short."""
+    _ignore_stop_signals()
+    raise Stop(signal.Signals(signum).name)
 
 
 def launch(settings: dict[str, Any], messages: queue.Queue) -> int:
@@ -308,7 +323,8 @@ def launch(settings: dict[str, Any], messages: queue.Queue) -> int:
         "NCCL_DEBUG_FILE", str(run_dir / RESULTS_DIR / "nccl.%p.log")
     )
     run = Supervision(build_argv(params), run_dir, int(settings["timeout"]), settings["grace"])
-    _catch_stop_signals()
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _stop_once)
     details = None
     try:
         run.write_pids()
@@ -319,7 +335,10 @@ def launch(settings: dict[str, Any], messages: queue.Queue) -> int:
         else:
             details = _supervise(run, settings, messages)
     except Stop as exc:
+        # A signal (scancel, srun's SIGTERM): Slurm kills what is left after its KillWait and
+        # nobody collects; end the tree at once, before this process is killed.
         run.stopped_by = str(exc)
+        run.kill_grace = 0
     finally:
         _ignore_stop_signals()
     if run.proc is not None:

@@ -7,7 +7,7 @@ pre-flight judgement (observe.py), the environment stage's findings (core/env_fi
 one rank layout (core/layout.py), the launch step (launch.py), then the report in
 reports/<run-id>/ through the Ansible path's report build (core/report_run.py: JUnit per rank and
 merged, summary.md, report.html, verdict.json) and its exit code (core/exit_classes.py).
---drain drains the nodes the run names as bad (drain.py).
+--drain drains the nodes the run names as bad (drain.py), never for a cluster-wide cause.
 """
 
 from __future__ import annotations
@@ -22,21 +22,29 @@ from typing import Any
 from ..core.env_findings import nccl_env_findings
 from ..core.exit_classes import BY_NAME
 from ..core.layout import nccl_rank_layout
+from ..core.pair_triggers import nccl_pair_trigger_args, nccl_pair_triggers
+from ..core.pairwise_relaunch import nccl_pairwise_relaunch, nccl_relaunch_check_args
 from ..core.preflight.backend_checks import nccl_backend_choice
+from ..core.preflight.fabric_checks import nccl_expect_net, nccl_rdma_plan
 from ..core.preflight.host_checks import nccl_preflight_failed_hosts
 from ..core.preflight.judge import judge_preflight
 from ..core.report_run import run_report
 from ..core.support import predicted_skips
 from ..node.files import write_atomically
-from .allocation import Allocation, Interrupted, SlurmError
-from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env
+from .allocation import Allocation, Interrupted, SlurmError, ended_state
+from .drain import drain, drain_targets
+from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env, watch_hosts
 from .observe import Observed, observations, run_observe
-from .ship import build_node_bundle
-from .step import Step
+from .step import Step, build_node_bundle
 
 ROOT = Path(__file__).resolve().parents[3]
 HTML_TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
 RANK_SCRIPT = ROOT / "files" / "nccl_check.py"
+# The pairwise-only relaunch (roles/launch/defaults: launch_relaunch_timeout is at most
+# nccl_run_timeout, launch_relaunch_pair_bytes, launch_relaunch_pair_iters).
+RELAUNCH_TIMEOUT_S = 120
+RELAUNCH_PAIR_BYTES = "64K"
+RELAUNCH_PAIR_ITERS = "2"
 
 
 def new_run_id() -> str:
@@ -59,10 +67,11 @@ class SlurmRun:
         self.run_id = str(config.get("nccl_run_id") or new_run_id())
         self.run_dir = report_root / self.run_id
         self.python = str(config.get("nccl_python") or "python3")
-        self.bundle = build_node_bundle()
+        self.bundle = build_node_bundle(report_root / ".bundle")
         self.env_by_node: dict[str, dict[str, Any]] = {}
         self.layout: dict[str, Any] = {}
         self.results: dict[str, Any] = {}
+        self.pair_triggers: list[dict[str, Any]] = []
 
     def say(self, line: str) -> None:
         print(line, flush=True)
@@ -124,22 +133,43 @@ class SlurmRun:
                 )
         return nccl_preflight_failed_hosts(by_node)
 
+    def plan_hosts(self, obs: Observed) -> list[dict[str, Any]]:
+        """plan.json's host rows, as roles/launch/tasks/plan.yml makes them."""
+        rows = []
+        requested = str(self.config.get("nccl_backend") or "auto")
+        extra_env = self.config.get("nccl_extra_env") or {}
+        for row in self.layout["hosts"]:
+            node, env = row["host"], self.env_by_node[row["host"]]
+            facts = obs.facts.get(node) or {}
+            iface = (facts.get("interfaces") or {}).get(env["ifname"]) or {}
+            rows.append(
+                {
+                    **{k: row[k] for k in ("host", "node_rank", "nproc_per_node", "rank_offset")},
+                    "address": env["address"] or None,
+                    "ifname": env["ifname"] or None,
+                    "link_speed_mbps": iface.get("speed_mbps"),
+                    "rdma": nccl_rdma_plan(facts, extra_env) if facts else None,
+                    "reachable": node in obs.facts,
+                    "backend_choice": nccl_backend_choice(facts, requested) if facts else None,
+                    "expect_net": nccl_expect_net(
+                        facts, env["ifname"], str(self.config.get("nccl_expect_net") or "auto")
+                    )
+                    if facts
+                    else None,
+                }
+            )
+        return rows
+
     def plan(self, obs: Observed, skipped: str) -> None:
         """plan.json, as roles/launch/tasks/plan.yml writes it (what the report reads)."""
         env = self.env_by_node[self.nodes[0]]
-        hosts = [
-            {
-                **{k: row[k] for k in ("host", "node_rank", "nproc_per_node", "rank_offset")},
-                "address": self.env_by_node[row["host"]]["address"] or None,
-                "ifname": self.env_by_node[row["host"]]["ifname"] or None,
-                "link_speed_mbps": None,
-                "rdma": None,
-                "reachable": row["host"] in obs.facts,
-                "backend_choice": None,
-                "expect_net": None,
-            }
-            for row in self.layout["hosts"]
-        ]
+        hosts = self.plan_hosts(obs)
+        self.pair_triggers = nccl_pair_triggers(
+            hosts,
+            self.config.get("nccl_expected_busbw") or {},
+            self.config.get("nccl_busbw_warn", 0.8),
+            self.config.get("nccl_busbw_efficiency", 0.9),
+        )
         check_args = list(self.config.get("nccl_check_args") or [])
         write_json(
             self.run_dir / "plan.json",
@@ -152,6 +182,7 @@ class SlurmRun:
                 "backend": env["backend"],
                 "run_timeout_s": int(self.config["nccl_run_timeout"]),
                 "check_args": check_args,
+                "pair_triggers": self.pair_triggers,
                 "launch_skipped": skipped,
                 "expect": {
                     "expected_busbw": self.config.get("nccl_expected_busbw") or {},
@@ -165,12 +196,37 @@ class SlurmRun:
             },
         )
 
-    def launch_settings(self) -> dict[str, Any]:
-        timeout = int(self.config["nccl_run_timeout"])
+    def pairwise_args(self) -> list[str]:
+        """The pairwise rounds' options of the rank script (roles/launch's launch_pairwise_args;
+        nccl_check_args, after them, win)."""
+        return [
+            "--pairwise",
+            str(self.config.get("nccl_pairwise") or "auto"),
+            "--pair-min-ratio",
+            str(self.config.get("nccl_pair_min_ratio")),
+            "--pair-trigger-min-bytes",
+            str(self.config.get("nccl_busbw_min_bytes")),
+            *nccl_pair_trigger_args(self.pair_triggers),
+        ]
+
+    def script_args(self, timeout: int, extra: list[str]) -> list[str]:
+        """The rank script's arguments (roles/launch/tasks/run.yml's and pairwise_run.yml's)."""
         per_node = ",".join(str(r["nproc_per_node"]) for r in self.layout["hosts"])
         args = ["--out-dir", "{results}", "--backend", self.env_by_node[self.nodes[0]]["backend"]]
         args += ["--timeout", str(check_timeout(timeout)), "--ranks-per-node", per_node]
-        args += [str(a) for a in self.config.get("nccl_check_args") or []]
+        return args + extra
+
+    def relaunch_args(self, check_args: list[str]) -> list[str]:
+        """roles/launch/tasks/pairwise_run.yml's: nccl_check_args without what the relaunch
+        sets, then only barrier and the pairwise rounds with a small payload."""
+        return [
+            *nccl_relaunch_check_args(check_args),
+            *("--tests", "barrier", "--pairwise", "always"),
+            *("--pair-bytes", RELAUNCH_PAIR_BYTES, "--pair-iters", RELAUNCH_PAIR_ITERS),
+            *("--pair-min-ratio", str(self.config.get("nccl_pair_min_ratio"))),
+        ]
+
+    def launch_settings(self, args: list[str], timeout: int, rdzv_id: str) -> dict[str, Any]:
         by_node = {}
         for node in self.nodes:
             env, row = self.env_by_node[node], self.layout["by_host"][node]
@@ -183,7 +239,7 @@ class SlurmRun:
                     "master_addr": env["master_addr"],
                     "master_port": env["master_port"],
                     "local_addr": env["address"],
-                    "rdzv_id": f"nccl-preflight-{self.run_id}",
+                    "rdzv_id": rdzv_id,
                     "script_args": args,
                 },
                 "env": rank_env(self.config, env, row),
@@ -195,27 +251,66 @@ class SlurmRun:
             }
         return {"by_node": by_node}
 
-    def launch(self) -> None:
-        settings = json.dumps(self.launch_settings())
+    def launch(self, obs: Observed, pairwise_only: bool = False) -> None:
+        """The ranks, watched; with pairwise_only the relaunch of roles/launch/tasks/
+        pairwise_run.yml: only the pairwise rounds (and barrier), a small payload, bounded by
+        RELAUNCH_TIMEOUT_S, no stall watch (a slow pair must not be ended as a stall), the
+        results into <node>/pairwise/."""
+        check_args = [str(a) for a in self.config.get("nccl_check_args") or []]
+        timeout = int(self.config["nccl_run_timeout"])
+        if pairwise_only:
+            timeout = min(timeout, RELAUNCH_TIMEOUT_S)
+            extra = self.relaunch_args(check_args)
+            rdzv_id, subdir, stall_timeout = (
+                f"nccl-preflight-{self.run_id}-pairwise",
+                "pairwise",
+                0.0,
+            )
+        else:
+            extra = self.pairwise_args() + check_args
+            rdzv_id, subdir = f"nccl-preflight-{self.run_id}", ""
+            stall_timeout = float(self.config.get("nccl_stall_timeout") or 0)
+        settings = self.launch_settings(self.script_args(timeout, extra), timeout, rdzv_id)
         step = Step(
             self.alloc.job_id,
             self.nodes,
             self.python,
             self.run_id,
-            ["launch", settings],
+            ["launch", json.dumps(settings)],
             self.bundle,
             self.alloc.env(),
         )
-        watch = Watch(step, self.run_dir, self.layout, self.say)
+        hosts = watch_hosts(self.layout, self.env_by_node, obs.facts)
+        watch = Watch(step, self.run_dir, hosts, stall_timeout, self.say, subdir)
         try:
-            bound = int(self.config["nccl_run_timeout"]) + KILL_GRACE_S + MARGIN_S
-            missing = watch.run(self.nodes, bound)
+            missing = watch.run(timeout + KILL_GRACE_S + MARGIN_S)
         finally:
             step.end()
+        # scancel of the job (or its time limit) ended the ranks from outside: whatever came
+        # back, the run was cut short, so no verdict.
+        state = ended_state(self.alloc.job_id, self.alloc.env())
+        if state != "RUNNING":
+            raise SlurmError(
+                f"job {self.alloc.job_id} ended ({state}) while the ranks ran: no verdict"
+            )
         for node in missing:
             self.say(f"{node}: no results came back from the launch step")
         if missing and step.diagnostics():
             self.say(step.diagnostics())
+
+    def relaunch_reason(self) -> str:
+        """Why the pairwise rounds run again alone (core/pairwise_relaunch.py), "" when not:
+        from every node's launch.json, as roles/launch/tasks/pairwise.yml reads the launch's."""
+        rows = []
+        for node in self.nodes:
+            try:
+                ended = json.loads((self.run_dir / node / "launch.json").read_text())
+            except (OSError, ValueError):
+                ended = {}
+            keys = ("timed_out", "stopped_by", "stop", "rank_exits")
+            rows.append({"host": node, **{k: ended.get(k) for k in keys}})
+        mode = str(self.config.get("nccl_pairwise") or "auto")
+        return nccl_pairwise_relaunch(rows, mode, len(self.nodes))
 
     # ------------------------------------------------------------------ the whole run
     def run(self) -> dict[str, Any]:
@@ -258,7 +353,11 @@ class SlurmRun:
                 )
             self.plan(obs, skipped)
             if not skipped:
-                self.launch()
+                self.launch(obs)
+                reason = self.relaunch_reason()
+                if reason:
+                    self.say(f"{reason}: running only the pairwise rounds to name the node")
+                    self.launch(obs, pairwise_only=True)
         return self.report(expect_ranks)
 
     def report(self, expect_ranks: bool) -> dict[str, Any]:
@@ -280,6 +379,23 @@ class SlurmRun:
         return result
 
 
+def drain_named(run: SlurmRun) -> None:
+    """--drain: drain the nodes the verdict names as bad (drain.py says which, never for a
+    cluster-wide cause); a node scontrol refuses is said, the others still drained."""
+    try:
+        verdict = json.loads((run.run_dir / "verdict.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        run.say(f"--drain: no verdict to read ({exc}); nothing drained")
+        return
+    targets = drain_targets(verdict.get("findings") or [], run.nodes)
+    if not targets:
+        run.say("--drain: no node-level finding; nothing drained")
+    for node, reason in targets.items():
+        done = drain(node, reason)
+        run.say(f"--drain: {done['message']}" if done["drained"] else
+                f"--drain: {node} not drained: {done['message']}")  # fmt: skip
+
+
 def run_command(args: Any, config: dict[str, Any]) -> int:
     """The `slurm` subcommand with parsed args and the loaded config; -> exit code."""
     if args.check_args:
@@ -289,6 +405,8 @@ def run_command(args: Any, config: dict[str, Any]) -> int:
         with Allocation(args.nodes, args.partition, args.time) as alloc:
             run = SlurmRun(config, alloc, report_root.absolute())
             result = run.run()
+            if args.drain and not result.get("failed"):
+                drain_named(run)
     except Interrupted as exc:
         print(f"nccl-preflight slurm: interrupted by {exc}; the allocation was given back",
               file=sys.stderr)  # fmt: skip

@@ -22,7 +22,11 @@ def add_slurm_parser(subparsers: Any) -> None:
     p.add_argument("--config", required=True, help="YAML file of nccl_* variables")
     p.add_argument("--partition", default="", help="salloc --partition (own allocation only)")
     p.add_argument("--time", default="", help="salloc --time (own allocation only)")
-    p.add_argument("--drain", action="store_true", help="drain the nodes the run names as bad")
+    p.add_argument(
+        "--drain",
+        action="store_true",
+        help="drain the nodes the run names as bad (never for a cluster-wide cause)",
+    )
     p.add_argument("--report-root", default="", help="where reports/<run-id>/ goes")
     p.add_argument("check_args", nargs="*", help="after --: arguments of the rank script")
     p.set_defaults(command=slurm_main)
@@ -33,9 +37,6 @@ def slurm_main(args: argparse.Namespace) -> int:
 
     if args.nodes < 1:
         print("nccl-preflight slurm: -N must be 1 or more", file=sys.stderr)
-        return BY_NAME["bad_input"].code
-    if args.drain:  # refused before anything runs, never a silent no-op
-        print("nccl-preflight slurm: --drain is not implemented yet", file=sys.stderr)
         return BY_NAME["bad_input"].code
     try:
         config = load_config(args.config)

@@ -18,7 +18,6 @@ kept as text.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 FRAME = "NCCL-PREFLIGHT-JSON "
@@ -47,7 +46,7 @@ def stop(signum, frame):
     if child is not None and child.poll() is None:
         child.send_signal(signum)
         try:
-            child.wait(1.5)
+            child.wait(1.0)
         except subprocess.TimeoutExpired:
             child.kill()
     raise SystemExit(128 + signum)
@@ -105,74 +104,3 @@ class Unframer:
         except ValueError:
             return False
         return record if isinstance(record, dict) else False
-
-
-# ------------------------------------------------------------------------------------------------
-# The node bundle (until slurm/bundle.py, the node-check helper's builder, lands on main)
-# ------------------------------------------------------------------------------------------------
-
-BUNDLE_MAIN = (
-    "import sys\nfrom nccl_preflight.slurm.node_step import main\nsys.exit(main(sys.argv[1:]))\n"
-)
-
-
-def bundle_sources() -> dict[str, bytes]:
-    """What the bundle is built from: {path relative to the checkout: bytes} (the builder too)."""
-    from pathlib import Path
-
-    package = Path(__file__).resolve().parents[1]
-    checkout = package.parents[1]
-    paths = [package / "__init__.py", *sorted((package / "node").glob("*.py"))]
-    paths += [package / "slurm" / name for name in ("__init__.py", "ship.py", "node_step.py")]
-    paths += [package / "core" / "zipapp.py", *sorted((checkout / "files").glob("*.py"))]
-    return {path.relative_to(checkout).as_posix(): path.read_bytes() for path in paths}
-
-
-def bundle_key(sources: dict[str, bytes]) -> str:
-    """The sources' content hash: equal sources, equal bundle (zip_bytes is deterministic)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name in sorted(sources):
-        digest.update(f"{name}\0{len(sources[name])}\0".encode())
-        digest.update(sources[name])
-    return digest.hexdigest()[:32]
-
-
-def build_node_bundle(cache_dir: str | os.PathLike[str] | None = None) -> bytes:
-    """A zipapp of the node room, the node step and the rank script's own zipapp.
-
-    With ``cache_dir`` (e.g. the report root's .bundle/), the bundle is kept there by its
-    sources' content hash and read back while the sources are unchanged: a run then reads the
-    sources and hashes them (a few ms) instead of building (0.05-0.08 CPU s, 0.2-0.4 s at load
-    15 on the lab machine). The file is written atomically, mode 0600, in a directory of mode
-    0700: what the nodes run is never a file another user could have put there."""
-    from pathlib import Path
-
-    sources = bundle_sources()
-    cached = None
-    if cache_dir is not None:
-        cached = Path(cache_dir) / f"node-bundle-{bundle_key(sources)}.pyz"
-        if cached.is_file() and cached.stat().st_uid == os.getuid():
-            return cached.read_bytes()
-    bundle = _build(sources)
-    if cached is not None:
-        cached.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        from ..node.files import write_atomically
-
-        write_atomically(cached, bundle, 0o600)
-    return bundle
-
-
-def _build(sources: dict[str, bytes]) -> bytes:
-    from pathlib import Path
-
-    from ..core.zipapp import build_zipapp, zip_bytes
-
-    checkout = Path(__file__).resolve().parents[3]
-    files: dict[str, bytes] = {"__main__.py": BUNDLE_MAIN.encode()}
-    for name, data in sources.items():
-        if name.startswith("src/nccl_preflight/") and not name.endswith("core/zipapp.py"):
-            files[name.removeprefix("src/")] = data
-    files["nccl_check.pyz"] = build_zipapp(checkout / "files" / "nccl_check.py")
-    return zip_bytes(files)

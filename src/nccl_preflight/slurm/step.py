@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import signal
 import subprocess
@@ -23,7 +24,9 @@ from typing import Any
 
 from .ship import BOOT, Unframer, stream_header
 
-END_GRACE_S = 5.0  # after stdin's end, the nodes end their runs and clean up, then SIGTERM
+# After stdin's end the nodes end their runs (the supervisor's kill grace, 5 s), send their
+# results and remove their directories; only then SIGTERM to srun.
+END_GRACE_S = 20.0
 
 
 class Step:
@@ -154,3 +157,75 @@ def collect(step: Step, nodes: list[str], kind: str, deadline: float) -> dict[st
         if record.get("kind") == kind and record.get("node") in nodes:
             found.setdefault(record["node"], record)
     return found
+
+
+# ------------------------------------------------------------------------------------------------
+# The run's node bundle, built on the control machine (ship.py runs on the nodes and imports the
+# node room only). slurm/bundle.py builds node-check's bundle for an operator's nodes.
+# ------------------------------------------------------------------------------------------------
+
+BUNDLE_MAIN = (
+    "import sys\nfrom nccl_preflight.slurm.node_step import main\nsys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def bundle_sources() -> dict[str, bytes]:
+    """What the bundle is built from: {path relative to the checkout: bytes} (the builder too)."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parents[1]
+    paths = [package / "__init__.py", *sorted((package / "node").glob("*.py"))]
+    paths += [package / "slurm" / name for name in ("__init__.py", "ship.py", "node_step.py")]
+    paths += [package / "core" / "zipapp.py", *sorted((checkout / "files").glob("*.py"))]
+    return {path.relative_to(checkout).as_posix(): path.read_bytes() for path in paths}
+
+
+def bundle_key(sources: dict[str, bytes]) -> str:
+    """The sources' content hash: equal sources, equal bundle (zip_bytes is deterministic)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in sorted(sources):
+        digest.update(f"{name}\0{len(sources[name])}\0".encode())
+        digest.update(sources[name])
+    return digest.hexdigest()[:32]
+
+
+def build_node_bundle(cache_dir: str | os.PathLike[str] | None = None) -> bytes:
+    """A zipapp of the node room, the node step and the rank script's own zipapp.
+
+    With ``cache_dir`` (e.g. the report root's .bundle/), the bundle is kept there by its
+    sources' content hash and read back while the sources are unchanged: a run then reads the
+    sources and hashes them (a few ms) instead of building (0.05-0.08 CPU s, 0.2-0.4 s at load
+    15 on the lab machine). The file is written atomically, mode 0600, in a directory of mode
+    0700: what the nodes run is never a file another user could have put there."""
+    from pathlib import Path
+
+    sources = bundle_sources()
+    cached = None
+    if cache_dir is not None:
+        cached = Path(cache_dir) / f"node-bundle-{bundle_key(sources)}.pyz"
+        if cached.is_file() and cached.stat().st_uid == os.getuid():
+            return cached.read_bytes()
+    bundle = _build(sources)
+    if cached is not None:
+        cached.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from ..node.files import write_atomically
+
+        write_atomically(cached, bundle, 0o600)
+    return bundle
+
+
+def _build(sources: dict[str, bytes]) -> bytes:
+    from pathlib import Path
+
+    from ..core.zipapp import build_zipapp, zip_bytes
+
+    checkout = Path(__file__).resolve().parents[3]
+    files: dict[str, bytes] = {"__main__.py": BUNDLE_MAIN.encode()}
+    for name, data in sources.items():
+        if name.startswith("src/nccl_preflight/") and not name.endswith("core/zipapp.py"):
+            files[name.removeprefix("src/")] = data
+    files["nccl_check.pyz"] = build_zipapp(checkout / "files" / "nccl_check.py")
+    return zip_bytes(files)
