@@ -38,11 +38,10 @@ description:
     the supervisor could not. Safe to run at any time, also when nothing was started.
   - With O(collect), O(state=finished) and O(state=stopped) return C(results/rank-*.json),
     C(results/rank-*.log), C(torchrun.log), C(launch.json) and the ranks' NCCL logs
-    (C(results/nccl.<pid>.log), named C(nccl-rank-<R>.log) by the pid in C(rank-<R>.json))
-    as one gzip tar archive in
-    RV(collected_archive) (logs longer than O(collect_log_max_bytes) keep their end, after a line
-    that says how much was cut). The action plugin of roles/launch unpacks it into O(collect_to)
-    on the control machine and drops it from the result.
+    (C(results/nccl.<pid>.log), named C(nccl-rank-<R>.log) by the pid in C(rank-<R>.json)) as
+    one gzip tar archive in RV(collected_archive) (logs longer than O(collect_log_max_bytes) keep
+    their end, after a line that says how much was cut). The action plugin of roles/launch
+    unpacks it into O(collect_to) on the control machine and drops it from the result.
   - With O(remove_run_dir), O(state=finished) and O(state=stopped) remove O(run_dir) once the
     results are packed and nothing of the run is alive.
   - Processes are only ever ended by their recorded pid (checked against the recorded start time,
@@ -182,8 +181,7 @@ options:
   collect_to:
     description:
       - Directory on the control machine to unpack the results into (C(rank-<R>.json),
-        C(rank-<R>.log), C(torchrun.log), C(launch.json), C(nccl-rank-<R>.log)); sets
-        O(collect).
+        C(rank-<R>.log), C(torchrun.log), C(launch.json), C(nccl-rank-<R>.log)); sets O(collect).
       - Handled by the action plugin of roles/launch on the control machine, never by the node.
     type: path
   remove_run_dir:
@@ -228,9 +226,9 @@ options:
     description:
       - Handled by the action plugin of roles/launch on the control machine, never by the node;
         it then calls this module with O(watch_s) until the run ended, prints the progress of the
-        host's ranks, ends the run when another host's run failed or when no rank advanced for
-        the stall timeout (after a O(diagnose) call on every host). Keys are documented in
-        roles/launch/action_plugins/nccl_torchrun.py.
+        host's ranks, ends the run when another host's run failed, when no rank advanced for
+        the stall timeout (after a O(diagnose) call on every host), or when torchrun waits in its
+        exit barrier for a host whose ranks failed. Keys in roles/launch/action_plugins/.
     type: dict
 attributes:
   check_mode:
@@ -385,6 +383,10 @@ rank_exits:
   returned: when O(state=finished) or O(state=stopped)
   type: list
   elements: dict
+workers_exited:
+  description: Whether torchrun is alive with every worker exited (in its exit barrier).
+  returned: when O(state=finished) and the run is still alive after O(watch_s)
+  type: bool
 interface:
   description: With O(watch_ifname), C({ifname, state, carrier, reason}) at the look.
   returned: when O(watch_ifname) and the run is still alive
@@ -440,6 +442,7 @@ from ansible.module_utils.nccl_preflight.node.supervisor import (
     TORCHRUN_LOG,
     WATCH_FILE,
     read_pids,
+    running_look,
     start_supervisor,
     stop_run,
     wait_supervisor,
@@ -678,10 +681,7 @@ def look_at_run(module: AnsibleModule) -> dict[str, Any] | str | None:
     if reason != STILL_RUNNING:
         return reason
     touch_watch(run_dir / WATCH_FILE, params["watch_stale_s"])
-    look = {"changed": False, "running": True, "progress": read_progress(run_dir / RESULTS_DIR)}
-    if params["watch_ifname"]:
-        look["interface"] = interface_state(params["watch_ifname"])
-    return look
+    return running_look(run_dir, params["watch_ifname"])
 
 
 def run_finished(module: AnsibleModule) -> dict[str, Any]:
