@@ -191,10 +191,12 @@ def test_a_torchrun_left_in_its_exit_barrier_is_ended_saying_so(
     (tmp_path / "b" / "progress.json").write_text(json.dumps(failed))
     exiting = {"running": True, "progress": [DONE], "workers_exited": False}
     waiting = {"running": True, "progress": [DONE], "workers_exited": True}
-    node = FakeNode([exiting, exiting, waiting])
+    # Left alone, the run would end at nccl_run_timeout, looks after.
+    timed_out = {"running": False, "progress": [DONE], "torchrun_rc": -15, "timed_out": True}
+    node = FakeNode([exiting, exiting, waiting, waiting, waiting, timed_out])
     node.report = tmp_path
     result = watch(node, tmp_path).run({})
-    assert result["running"] is False
+    assert result["running"] is False and not result.get("timed_out")
     looks = [c for c in node.calls if "watch_s" in c and "stop_reason" not in c]
     assert len(looks) == 3
     reason = "torchrun waited in its exit barrier for b, whose ranks failed (rank 1 exited 1 "
