@@ -89,6 +89,10 @@ def test_passing_run_exits_0_and_its_report_opens_clean(lab2: Lab, tmp_path: Pat
     assert code == 0, output
     assert verdict is not None and verdict["class"] == "passed" and verdict["findings"] == []
     report_dir = tmp_path / verdict["run_id"]
+    # Every torchrun left its exit barrier by itself: the watch ended nothing.
+    launches = launch_records(report_dir, lab2.hosts).values()
+    assert all(not launch["timed_out"] and launch["stopped_by"] is None for launch in launches)
+    assert "ending the run" not in output
     html = (report_dir / "report.html").read_text()
     assert html.count("<svg") >= 5  # a busbw plot per bandwidth collective
     check_page(report_dir, None, tmp_path / "passed.png")
