@@ -235,8 +235,9 @@ options:
     description:
       - Handled by this module's action plugin on the control machine, never by the node; it
         calls this module with O(watch_s) until the run ended, prints the host's ranks' progress,
-        ends the run when another host's run failed or no rank advanced for the stall timeout
-        (after a O(diagnose) call on every host). Keys C(host), C(report_dir) (holds every host's
+        ends the run when another host's run failed, when no rank advanced for the stall timeout
+        (after a O(diagnose) call on every host), or when torchrun waits in its exit barrier for
+        a host whose ranks failed. Keys C(host), C(report_dir) (holds every host's
         C(<host>/progress.json)), C(hosts) (node-rank order, each C(host), C(ranks), C(ifname),
         C(address), C(preflight_state), C(probes)), C(interval), C(stall_timeout) (0 - none),
         C(progress) (C(auto), C(terminal), C(log), C(off)), C(progress_interval), C(python) (the
@@ -396,6 +397,10 @@ rank_exits:
   returned: when O(state=finished) or O(state=stopped)
   type: list
   elements: dict
+workers_exited:
+  description: Whether torchrun is alive with every worker exited (in its exit barrier).
+  returned: when O(state=finished) and the run is still alive after O(watch_s)
+  type: bool
 interface:
   description: With O(watch_ifname), C({ifname, state, carrier, reason}) at the look.
   returned: when O(watch_ifname) and the run is still alive

@@ -21,7 +21,7 @@ import pytest
 
 from tests.browser import browser_unavailable_reason, distinct_colours, open_page
 from tests.lab.harness import Lab
-from tests.lab.runs import inventory_with_unreachable_host
+from tests.lab.runs import assert_nothing_left, inventory_with_unreachable_host, launch_records
 from tests.playbook_run import ansible_playbook
 
 pytestmark = pytest.mark.lab
@@ -89,6 +89,10 @@ def test_passing_run_exits_0_and_its_report_opens_clean(lab2: Lab, tmp_path: Pat
     assert code == 0, output
     assert verdict is not None and verdict["class"] == "passed" and verdict["findings"] == []
     report_dir = tmp_path / verdict["run_id"]
+    # Every torchrun left its exit barrier by itself: the watch ended nothing.
+    launches = launch_records(report_dir, lab2.hosts).values()
+    assert all(not launch["timed_out"] and launch["stopped_by"] is None for launch in launches)
+    assert "ending the run" not in output
     html = (report_dir / "report.html").read_text()
     assert html.count("<svg") >= 5  # a busbw plot per bandwidth collective
     check_page(report_dir, None, tmp_path / "passed.png")
@@ -103,19 +107,30 @@ def test_wrong_data_exits_7_names_the_suspect_and_the_page_shows_the_host(
     python = tmp_path / "python-corrupting-rank1"
     python.write_text(f'#!/bin/sh\nPYTHONPATH={site}\nexport PYTHONPATH\nexec {lab2.python} "$@"\n')
     python.chmod(0o755)
+    # The passing node's torchrun waits at its end for the failed node's in torch elastic's exit
+    # barrier, which never comes (a failed worker group skips it): the watch ends it once the
+    # failed node's run ended. A long nccl_run_timeout: the run must end on that event, not on it.
+    timeout = 240
     extra = {
         "nccl_master_port": 29542,
-        # The passing node's torchrun waits at its end for the failed node's (torch elastic's
-        # exit barrier), which never comes: that node's launch ends at nccl_run_timeout, so the
-        # run takes it whole. 60 s leave the ranks' start-up and tests room on 2 cores.
-        "nccl_run_timeout": 60,
+        "nccl_run_timeout": timeout,
         "nccl_python": str(python),
         "nccl_check_args": [*QUICK, "--tests", "all_reduce_sum,broadcast,bandwidth_all_reduce"],
     }
+    began = time.monotonic()
     code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
+    took = time.monotonic() - began
     assert verdict is not None, output
     assert (code, verdict["class"]) == (7, "wrong_data"), output
-    suspect = lab2.hosts[1].inventory_name  # rank 1 is node rank 1's only rank
+    passing, suspect = (h.inventory_name for h in lab2.hosts)  # rank 1: node rank 1's only rank
+    launches = launch_records(tmp_path / verdict["run_id"], lab2.hosts)
+    assert not any(launch["timed_out"] for launch in launches.values()), launches
+    assert launches[suspect]["stopped_by"] is None and launches[suspect]["rc"] == 1
+    said = f"torchrun waited in its exit barrier for {suspect}, whose ranks failed (rank 1 exited 1"
+    assert str(launches[passing]["stopped_by"]).startswith(said), launches[passing]
+    assert f"{passing}: ending the run: {said}" in output
+    assert took < timeout, f"the play took {took:.0f} s, nccl_run_timeout is {timeout} s"
+    assert_nothing_left(verdict["run_id"], lab2.hosts)
     wrong = [f for f in verdict["findings"] if f["class"] == "wrong_data"]
     assert wrong and all(f["host"] == suspect and f["rank"] == 1 for f in wrong)
     assert {f["test"] for f in wrong} == {"all_reduce_sum", "bandwidth_all_reduce"}

@@ -170,3 +170,53 @@ def test_no_stall_while_a_rank_is_still_checking_in(tmp_path: Path, shown: list[
     assert result["running"] is False
     assert not any("stop_reason" in c or "diagnose" in c for c in node.calls)
     assert shown == ["a: rank 0 at bandwidth_all_reduce 1 KiB (15 of 21 tests)"]
+
+
+# Rank 0 wrote its final result: it passed.
+DONE = {"rank": 0, "status": "passed", "test": None, "size": None, "index": 3, "count": 3,
+        "age_s": 0.5}  # fmt: skip
+
+
+def test_a_torchrun_left_in_its_exit_barrier_is_ended_saying_so(
+    tmp_path: Path, shown: list[str]
+) -> None:
+    """Host b's rank failed by itself (exit 1) and b's run ended; a's rank passed and its worker
+    exited, but a's torchrun waits in its exit barrier for b. a's watch ends the run at once and
+    says why; while a's worker still runs it only looks."""
+    failed = {"host": "b", "updated": 1.0, "running": False, "progress": [], "ended": {
+        "rc": 1, "stopped_by": None, "timed_out": False, "rank_exits": [
+            {"rank": 1, "signal": None, "text": "exited 1 (a check failed)",
+             "root_cause": True}]}}  # fmt: skip
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "progress.json").write_text(json.dumps(failed))
+    exiting = {"running": True, "progress": [DONE], "workers_exited": False}
+    waiting = {"running": True, "progress": [DONE], "workers_exited": True}
+    # Left alone, the run would end at nccl_run_timeout, looks after.
+    timed_out = {"running": False, "progress": [DONE], "torchrun_rc": -15, "timed_out": True}
+    node = FakeNode([exiting, exiting, waiting, waiting, waiting, timed_out])
+    node.report = tmp_path
+    result = watch(node, tmp_path).run({})
+    assert result["running"] is False and not result.get("timed_out")
+    looks = [c for c in node.calls if "watch_s" in c and "stop_reason" not in c]
+    assert len(looks) == 3
+    reason = "torchrun waited in its exit barrier for b, whose ranks failed (rank 1 exited 1 "
+    assert node.calls[-1]["stop_reason"].startswith(reason)
+    assert node.calls[-1]["stop_details"]["kind"] == "exit_barrier"
+    assert any(line.startswith(f"a: ending the run: {reason}") for line in shown)
+    assert node.state_at_stop is not None and node.state_at_stop["workers_exited"] is True
+
+
+def test_a_healthy_run_ends_by_itself_with_no_stop(tmp_path: Path, shown: list[str]) -> None:
+    """b's run ended well: its torchrun left the exit barrier, so a's leaves it too; a's watch
+    waits for that and asks for no stop."""
+    ended_well = {"rc": 0, "stopped_by": None, "timed_out": False, "rank_exits": []}
+    well = {"host": "b", "updated": 1.0, "running": False, "progress": [], "ended": ended_well}
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "progress.json").write_text(json.dumps(well))
+    waiting = {"running": True, "progress": [DONE], "workers_exited": True}
+    ended = {"running": False, "progress": [DONE], "torchrun_rc": 0, "stopped_by": None}
+    node = FakeNode([waiting, waiting, ended])
+    result = watch(node, tmp_path).run({})
+    assert result["running"] is False and result["torchrun_rc"] == 0
+    assert not any("stop_reason" in c or "diagnose" in c for c in node.calls)
+    assert not any("ending the run" in line for line in shown)

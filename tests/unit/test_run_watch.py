@@ -16,6 +16,7 @@ from nccl_preflight.core.run_watch import (
     all_in_tests,
     any_running,
     cause_named,
+    exit_barrier_wait,
     failure_elsewhere,
     format_size,
     link_down,
@@ -161,6 +162,65 @@ def test_a_run_being_stopped_elsewhere_ends_this_one_and_keeps_its_named_cause()
     assert adopted_stop(reason, {"n1": {}}) == {
         "kind": "stall", "message": reason, "seen_on": "another host"}  # fmt: skip
     assert adopted_stop("rank 1 on n2 killed by SIGKILL", states)["kind"] == "failure_elsewhere"
+
+
+def test_a_torchrun_left_in_its_exit_barrier_by_a_failed_host_is_ended_not_timed_out() -> None:
+    """node2's rank failed (wrong data: exit 1): its torchrun returned without the exit barrier,
+    node1's passed and waits there for it. Once node1's ranks all finished and exited and node2's
+    run ended, node1's torchrun is ended, saying so; never earlier, never in a healthy run."""
+    hosts = [{"host": "node1", "ranks": [0, 2]}, {"host": "node2", "ranks": [1]},
+             {"host": "node3", "ranks": [3]}]  # fmt: skip
+    passed = [rank(r, None, status="passed") for r in (0, 2)]
+    mine = {"progress": passed, "workers_exited": True}
+    failed = {
+        "updated": 5.0,
+        "ended": {
+            "rc": 1,
+            "stopped_by": None,
+            "rank_exits": [
+                {"rank": 1, "signal": None, "text": "exited 1 (a check failed)", "root_cause": True}
+            ],
+        },
+    }
+    waiting = {"progress": [rank(3, None, status="passed")], "workers_exited": True}
+    found = exit_barrier_wait("node1", hosts, {"node1": mine, "node2": failed, "node3": waiting})
+    reason = (
+        "torchrun waited in its exit barrier for node2, whose ranks failed "
+        "(rank 1 exited 1 (a check failed)); ended"
+    )
+    assert found == (reason, {"kind": "exit_barrier", "message": reason, "waited_for": ["node2"]})
+    # Not before this node's workers exited, nor while one of its ranks runs or has no record
+    # (before the rendezvous torchrun has no worker either).
+    for me in (
+        {**mine, "workers_exited": False},
+        {**mine, "progress": [passed[0], rank(2, "broadcast")]},
+        {**mine, "progress": passed[:1]},
+    ):
+        states = {"node1": me, "node2": failed, "node3": waiting}
+        assert exit_barrier_wait("node1", hosts, states) is None
+    # Not while a rank of a third host is still in a test (node1 may hold its store), nor
+    # before node2's run ended, nor when it ended well (its torchrun left the barrier).
+    busy = {"progress": [rank(3, "broadcast")]}
+    finishing = {"progress": [rank(1, None, status="failed")]}
+    well = {"updated": 5.0, "ended": {"rc": 0, "stopped_by": None, "rank_exits": []}}
+    for node2, node3 in ((failed, busy), (finishing, waiting), (well, waiting)):
+        states = {"node1": mine, "node2": node2, "node3": node3}
+        assert exit_barrier_wait("node1", hosts, states) is None
+    # A run ended in its exit barrier is no failure: it ends nothing elsewhere.
+    stop = found[1]
+    ended_here = {"updated": 6.0, "ended": {"rc": -15, "stopped_by": reason, "stop": stop}}
+    assert failure_elsewhere("node3", {"node1": ended_here, "node3": waiting}) is None
+    ending = {"ending": {"stopped_by": reason, "stop": stop}}
+    assert failure_elsewhere("node3", {"node1": ending}) is None
+    states = {"node1": ended_here, "node2": well, "node3": waiting}
+    assert exit_barrier_wait("node3", hosts, states) is None
+    # Two failed hosts: both named, the earliest failure said.
+    other = {"updated": 7.0, "ended": {"rc": 1, "stopped_by": None, "rank_exits": []}}
+    states = {"node1": mine, "node2": failed, "node3": other}
+    assert exit_barrier_wait("node1", hosts, states)[0] == (  # type: ignore[index]
+        "torchrun waited in its exit barrier for node2 and node3, whose ranks failed "
+        "(rank 1 exited 1 (a check failed) on node2); ended"
+    )
 
 
 HOSTS = [

@@ -733,7 +733,7 @@ def test_a_look_returns_the_progress_while_the_run_goes_on(
     assert time.monotonic() - began < 15
     assert look["running"] is True and look["changed"] is False
     assert look["progress"][0]["rank"] == 4 and look["progress"][0]["size"] == 4096
-    assert look["interface"]["ifname"] == "lo"
+    assert look["interface"]["ifname"] == "lo" and look["workers_exited"] is False
     assert len(tagged_processes(run_dir)) == 5, "a look ends nothing"
     assert (run_dir / "watch.json").is_file()
     probe = {"ifname": "lo", "probes": [{"host": "me", "address": "127.0.0.1", "port": 9}]}

@@ -158,6 +158,7 @@ class RunWatch:
             "history": {},
             "interface": None,
             "diagnosis": None,
+            "workers_exited": False,
             "ending": None,
             "ended": None,
         }
@@ -223,6 +224,7 @@ class RunWatch:
         progress = result.get("progress") or state["progress"]
         history, moved = watch_rules.advance(state["history"], progress, now)
         state.update(history=history, progress=progress, updated=now)
+        state["workers_exited"] = bool(result.get("workers_exited"))
         if result.get("interface") is not None:
             state["interface"] = result["interface"]
         if moved:
@@ -263,6 +265,9 @@ class RunWatch:
         reason = watch_rules.failure_elsewhere(self.host, states)
         if reason:
             return reason, watch_rules.adopted_stop(reason, states)
+        waiting = watch_rules.exit_barrier_wait(self.host, self.hosts, states)
+        if waiting is not None:
+            return waiting
         if self.stall_timeout <= 0:
             return None
         now = time.time()

@@ -16,6 +16,8 @@ from typing import Any
 
 # A size may take this many times what the sizes before it predict before the run is stalled.
 STALL_MARGIN = 3.0
+# stop.kind of a run ended while its torchrun waited in its exit barrier (exit_barrier_wait).
+EXIT_BARRIER = "exit_barrier"
 
 # ------------------------------------------------------------------------------------------------
 # Words
@@ -265,14 +267,15 @@ def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
     A rank killed by a signal (torchrun's first observed failure) comes first, then a run
     stopped on another host (a stall found there is adopted word for word), then torchrun
     itself killed; earliest first. A rank that ended by itself (a failed check: exit 1, its
-    watchdog: 124) ends nothing elsewhere: the other ranks finish or time out on their own.
-    A run being stopped (``ending``: its watch named why and makes the stop call) counts as
-    ended: the other hosts stop theirs without waiting for that call.
+    watchdog: 124) ends nothing elsewhere: the other ranks finish or time out on their own
+    (exit_barrier_wait ends a torchrun left waiting for it). A run ended in its exit barrier is
+    no failure. A run being stopped (``ending``: its watch named why and makes the stop call)
+    counts as ended: the other hosts stop theirs without waiting for that call.
     """
     found: list[tuple[int, float, str]] = []
     for host, state in states.items():
         ended = state.get("ended") or state.get("ending")
-        if host == me or not ended:
+        if host == me or not ended or (ended.get("stop") or {}).get("kind") == EXIT_BARRIER:
             continue
         at = float(state.get("updated") or 0.0)
         exits = ended.get("rank_exits") or []
@@ -287,6 +290,74 @@ def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
         elif isinstance(ended.get("rc"), int) and ended["rc"] < 0:
             found.append((2, at, f"torchrun on {host} was {describe_rc(ended['rc'])}"))
     return min(found)[2] if found else None
+
+
+def _ranks_done(info: dict[str, Any], state: dict[str, Any]) -> bool:
+    """Every rank of the host wrote its final result (a run that ended has no rank running)."""
+    if state.get("ended"):
+        return True
+    seen = {entry["rank"]: entry for entry in state.get("progress") or []}
+    return all(
+        rank in seen and seen[rank].get("status") not in (None, "running")
+        for rank in info.get("ranks") or []
+    )
+
+
+def _failed_words(ended: dict[str, Any]) -> str | None:
+    """Why a host's run failed in words ('rank 1 exited 1 (a check failed)'), None when it
+    ended well or was ended for an exit barrier itself (EXIT_BARRIER: never a cause)."""
+    if (ended.get("stop") or {}).get("kind") == EXIT_BARRIER:
+        return None
+    exits = ended.get("rank_exits") or []
+    root = next((e for e in exits if e.get("root_cause")), exits[0] if exits else None)
+    if root is not None:
+        return f"rank {root['rank']} {root['text']}"
+    rc = ended.get("rc")
+    if isinstance(rc, int) and rc != 0:
+        return f"its torchrun exited {rc}"
+    return None
+
+
+def exit_barrier_wait(
+    me: str, hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]
+) -> tuple[str, dict[str, Any]] | None:
+    """(why, details) when this host's torchrun only waits in torch elastic's exit barrier for
+    a host whose worker group failed, else None.
+
+    torchrun enters that barrier once its workers all succeeded and waits there (300 s, no
+    option to shorten it) for every node's torchrun; a node whose workers failed returns without
+    it, so the barrier never completes. Then: this host's ranks all wrote their final results and
+    exited (the look's ``workers_exited``), another host's run ended with a failure, and no rank
+    of a host still running is in a test (on the master node torchrun holds the store those
+    ranks may still use). A healthy run never gets here: every torchrun leaves the barrier.
+    """
+    mine = states.get(me) or {}
+    info = {h["host"]: h for h in hosts}
+    if not (mine.get("workers_exited") and mine.get("progress") and me in info):
+        return None
+    if not _ranks_done(info[me], mine):
+        return None
+    failed: list[tuple[float, str, str]] = []
+    for host in info:
+        state = states.get(host) or {}
+        if host == me:
+            continue
+        if not _ranks_done(info[host], state):
+            return None
+        words = _failed_words(state["ended"]) if state.get("ended") else None
+        if words:
+            failed.append((float(state.get("updated") or 0.0), host, words))
+    if not failed:
+        return None
+    failed.sort()
+    names = [host for _, host, _ in failed]
+    _, first, words = failed[0]
+    cause = words + (f" on {first}" if len(names) > 1 else "")
+    reason = (
+        f"torchrun waited in its exit barrier for {' and '.join(names)}, whose ranks failed "
+        f"({cause}); ended"
+    )
+    return reason, {"kind": EXIT_BARRIER, "message": reason, "waited_for": names}
 
 
 def adopted_stop(reason: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from .run_collect import pack_results
-from .run_observe import interface_state, read_progress, touch_watch
+from .run_observe import read_progress, touch_watch
 from .supervisor import (
     FINISH_MARGIN_S,
     RESULTS_DIR,
     STILL_RUNNING,
     WATCH_FILE,
+    running_look,
     stop_run,
     wait_supervisor,
 )
@@ -65,10 +66,7 @@ def look_at_run(
     if reason != STILL_RUNNING:
         return reason
     touch_watch(run_dir / WATCH_FILE, watch_stale_s)
-    look = {"changed": False, "running": True, "progress": read_progress(run_dir / RESULTS_DIR)}
-    if watch_ifname:
-        look["interface"] = interface_state(watch_ifname)
-    return look
+    return running_look(run_dir, watch_ifname)
 
 
 def finish(

@@ -41,7 +41,13 @@ from .processes import (
     signal_quietly,
     write_json,
 )
-from .run_observe import WATCHER_GONE, rank_exits, watcher_gone
+from .run_observe import (
+    WATCHER_GONE,
+    interface_state,
+    rank_exits,
+    read_progress,
+    watcher_gone,
+)
 
 PIDS_FILE = "torchrun.pids"
 LAUNCH_FILE = "launch.json"
@@ -387,6 +393,28 @@ def stop_run(
         "rank_logs": rank_logs,
         "launch_json": str(launch_path),
     }
+
+
+def workers_exited(run_dir: Path) -> bool:
+    """Whether the run's torchrun is alive with no process left below it: every worker exited
+    and torchrun waits (torch elastic's exit barrier, which a node whose worker group failed never
+    enters; docs/design.md, "Watching a run"). False when torchrun is gone or was never recorded."""
+    doc = read_pids(run_dir) or {}
+    pid = doc.get("torchrun_pid")
+    if not isinstance(pid, int) or not is_alive(pid, (doc.get("processes") or {}).get(str(pid))):
+        return False
+    table = process_table()
+    return all(table[p]["state"] in ("Z", "X") for p in descendants(pid, table))
+
+
+def running_look(run_dir: Path, ifname: str | None) -> dict[str, Any]:
+    """A watching look's answer while the run goes on (library/nccl_torchrun.py's RETURN):
+    every rank's place, whether torchrun waits with its workers gone, the fabric interface."""
+    look = {"changed": False, "running": True, "progress": read_progress(run_dir / RESULTS_DIR)}
+    look["workers_exited"] = workers_exited(run_dir)
+    if ifname:
+        look["interface"] = interface_state(ifname)
+    return look
 
 
 def reader_gone(fd: int) -> bool:
