@@ -263,49 +263,10 @@ collect:
     clock: 1763776800.123456
 """
 
-import errno
-import socket
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_preflight.node.firewall_read import PORTS_SPEC, read_firewall
 from ansible.module_utils.nccl_preflight.node.preflight_calls import STOP_SPEC, stop
-
-
-def probe(address: str, port: int, source: str, timeout: float, refused_retry: float) -> dict:
-    """One connection attempt (retried while refused). Returns ok, error, error_kind, elapsed."""
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    start = time.monotonic()
-    retry_until = start + refused_retry
-    while True:
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.settimeout(timeout)
-        try:
-            if source:
-                sock.bind((source, 0))
-            sock.connect((address, port))
-            ok, error, kind = True, "", ""
-        except TimeoutError:
-            ok, error, kind = False, f"timed out after {timeout:g} s", "timeout"
-        except OSError as exc:
-            ok, error = False, exc.strerror or str(exc)
-            kind = {
-                errno.ECONNREFUSED: "refused",
-                errno.EHOSTUNREACH: "unreachable",
-                errno.ENETUNREACH: "unreachable",
-                errno.EADDRNOTAVAIL: "source",
-            }.get(exc.errno, "error")
-        finally:
-            sock.close()
-        if ok or kind != "refused" or time.monotonic() >= retry_until:
-            break
-        time.sleep(0.2)
-    return {
-        "ok": ok,
-        "error": error,
-        "error_kind": kind,
-        "elapsed_ms": int((time.monotonic() - start) * 1000),
-    }
+from ansible.module_utils.nccl_preflight.node.tcp_connect import tcp_connect
 
 
 def main() -> None:
@@ -346,7 +307,7 @@ def main() -> None:
     p = module.params
     results = []
     for target in p["targets"]:
-        outcome = probe(
+        outcome = tcp_connect(
             target["address"], target["port"], p["source"], p["timeout"], p["refused_retry"]
         )
         results.append({**target, "source": p["source"], **outcome})

@@ -440,9 +440,8 @@ from ansible.module_utils.nccl_preflight.node.run_look import (
     finished,
 )
 from ansible.module_utils.nccl_preflight.node.run_observe import (
-    interface_state,
     read_progress,
-    tcp_probe,
+    stall_evidence,
     touch_watch,
 )
 from ansible.module_utils.nccl_preflight.node.run_start import (
@@ -695,24 +694,12 @@ def diagnose_run(run_dir: Path, spec: dict[str, Any], stale_s: float) -> dict[st
         touch_watch(run_dir / WATCH_FILE, stale_s)
     doc = read_pids(run_dir) or {}
     alive = bool(doc) and is_alive(doc.get("supervisor_pid") or 0, doc.get("supervisor_starttime"))
-    probes = []
-    for target in spec.get("probes") or []:
-        probe = tcp_probe(
-            str(target["address"]),
-            int(target["port"]),
-            float(spec.get("probe_timeout") or 2.0),
-            spec.get("source") or None,
-        )
-        probes.append({"host": target.get("host"), **probe})
-    ifname = spec.get("ifname")
+    diagnosis = stall_evidence(spec)  # up to probe_timeout per peer: the progress read after it
     return {
         "changed": False,
         "running": alive,
         "progress": read_progress(run_dir / RESULTS_DIR),
-        "diagnosis": {
-            "interface": interface_state(str(ifname)) if ifname else {},
-            "probes": probes,
-        },
+        "diagnosis": diagnosis,
     }
 
 

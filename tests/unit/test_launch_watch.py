@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from nccl_preflight.core.run_watch import DIAGNOSE_WAIT_S
 from tests.unit.test_launch_collect import action
 
 HOSTS = [
@@ -123,7 +124,7 @@ def test_a_stall_with_a_link_down_is_diagnosed_and_named(tmp_path: Path, shown: 
     assert diagnose["diagnose"]["ifname"] == "fab0"
     # A loaded control machine between two looks, or diagnosing, is not a control machine gone.
     [stale] = {c["watch_stale_s"] for c in node.calls if "watch_s" in c}
-    assert stale >= 30 and diagnose["watch_stale_s"] == stale + action.DIAGNOSE_WAIT_S
+    assert stale >= 30 and diagnose["watch_stale_s"] == stale + DIAGNOSE_WAIT_S
     assert diagnose["diagnose"]["probes"] == HOSTS[0]["probes"]
     reason = node.calls[-1]["stop_reason"]
     assert reason.startswith(

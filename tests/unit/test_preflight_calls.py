@@ -15,7 +15,6 @@ import threading
 import time
 from pathlib import Path
 
-import nccl_preflight_observe
 import pytest
 from ansible.module_utils.nccl_preflight.node.preflight_calls import (
     FABRIC,
@@ -25,6 +24,7 @@ from ansible.module_utils.nccl_preflight.node.preflight_calls import (
     start,
     stop,
 )
+from ansible.module_utils.nccl_preflight.node.tcp_connect import tcp_connect
 
 from tests.playbook_run import ROOT, ansible_playbook
 
@@ -137,9 +137,9 @@ def test_collect_waits_for_the_last_probe_then_removes_the_run_directory(tmp_pat
     started = start(start_params(run_dir, ring), check_mode=False)
     assert started["changed"] and not started.get("failed"), started
     port = started["ports"]["ring"]["port"]
-    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["ok"]
     # The second peer probes while the collect already waits (hosts probe at once).
-    late = threading.Timer(0.5, nccl_preflight_observe.probe, ("127.0.0.1", port, "", 2.0, 0.0))
+    late = threading.Timer(0.5, tcp_connect, ("127.0.0.1", port, "", 2.0, 0.0))
     late.start()
     began = time.monotonic()
     collected = stop(stop_params(run_dir, wait=10, remove=True), check_mode=False)
@@ -158,14 +158,14 @@ def test_collect_stops_listeners_still_waiting_after_the_bound_and_says_so(
     ring = [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 2}]
     started = start(start_params(run_dir, ring), check_mode=False)
     port = started["ports"]["ring"]["port"]
-    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["ok"]
     began = time.monotonic()
     collected = stop(stop_params(run_dir, wait=0.5), check_mode=False)
     assert 0.4 <= time.monotonic() - began < 5
     assert collected["waited"] == {"seconds": 0.5, "ended_alone": False}
     assert (collected["ended"], collected["timed_out"]) == ("stop file", True)
     assert collected["listeners"][0]["accepted"] == ["127.0.0.1"]
-    refused = nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)
+    refused = tcp_connect("127.0.0.1", port, "", 2.0, 0.0)
     assert refused["error_kind"] == "refused"  # a peer coming later finds nothing
 
 
@@ -179,14 +179,14 @@ def test_a_collect_leaves_listeners_waiting_for_a_later_batch_running_until_the_
     ring = [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 2}]
     started = start(start_params(run_dir, ring), check_mode=False)
     port = started["ports"]["ring"]["port"]
-    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["ok"]
     left = stop(stop_params(run_dir, wait=wait, remove=True, leave=True), check_mode=False)
     assert left["pending"] is True and not left["changed"], left
     assert left["waited"] == {"seconds": wait, "ended_alone": False}
     assert isinstance(left["clock"], float) and "listeners" not in left
     assert run_dir.is_dir()
     # The peer of the later batch probes after that call ended: the listener is still there.
-    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["ok"]
     collected = stop(stop_params(run_dir, wait=0, remove=True), check_mode=False)
     assert (collected["ended"], collected["timed_out"]) == ("complete", False), collected
     assert collected["listeners"][0]["accepted"] == ["127.0.0.1", "127.0.0.1"]

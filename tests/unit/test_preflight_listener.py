@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import nccl_facts
-import nccl_preflight_observe
 import pytest
 from ansible.module_utils.nccl_preflight.node import listener as nccl_listener
 from ansible.module_utils.nccl_preflight.node.processes import (
@@ -29,6 +28,7 @@ from ansible.module_utils.nccl_preflight.node.processes import (
     proc_stat,
     start_time,
 )
+from ansible.module_utils.nccl_preflight.node.tcp_connect import tcp_connect
 
 from tests.module_exit import ModuleExit, run_module_main
 from tests.polling import wait_for as wait_until
@@ -82,7 +82,7 @@ def test_started_returns_the_ports_and_leaves_a_detached_listener(
     others = [t for fd, t in fds.items() if fd > 2]
     assert sorted(t.split(":")[0] for t in others) in (["socket"], ["anon_inode", "socket"])
 
-    probe = nccl_preflight_observe.probe("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
+    probe = tcp_connect("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
     assert probe["ok"], probe
 
     before = time.time()
@@ -94,7 +94,7 @@ def test_started_returns_the_ports_and_leaves_a_detached_listener(
     [entry] = result["listeners"]
     assert (entry["port"], entry["accepted"], entry["complete"]) == (port, ["127.0.0.1"], False)
     assert not alive(listen_dir)
-    refused = nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)
+    refused = tcp_connect("127.0.0.1", port, "", 2.0, 0.0)
     assert refused["error_kind"] == "refused"
 
 
@@ -103,7 +103,7 @@ def test_listener_closes_as_soon_as_every_connection_came(
 ) -> None:
     started = start_call(monkeypatch, {"path": str(listen_dir), "listeners": ring(1)})
     port = started.result["ports"]["ring"]["port"]
-    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["ok"]
     assert wait_until(lambda: (listen_dir / "listener.json").exists(), 5)
     assert wait_until(lambda: not alive(listen_dir), 5)
     stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
@@ -136,7 +136,7 @@ def test_listener_exits_when_the_run_directory_is_removed(
     assert wait_until(lambda: not is_alive(pid, start_time), 5)
     assert not listen_dir.parent.exists()  # and it wrote nothing back
     port = started.result["ports"]["ring"]["port"]
-    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["error_kind"] == "refused"
+    assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["error_kind"] == "refused"
 
 
 def start_on_master_port(
@@ -442,7 +442,7 @@ def test_through_ansible_the_facts_call_returns_while_its_listener_lives_on(tmp_
     started = facts["preflight"]
     assert alive(path) and started["pid"] == pid_record(path)[0]
     port = started["ports"]["ring"]["port"]
-    assert nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.0)["ok"]
+    assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["ok"]
     stopped = module("nccl_preflight_observe", {"collect": {"path": str(path)}})["collect"]
     assert stopped["ended"] == "complete" and stopped["listeners"][0]["accepted"] == ["127.0.0.1"]
     assert not alive(path)

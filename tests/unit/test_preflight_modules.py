@@ -26,6 +26,7 @@ from ansible.module_utils.nccl_preflight.node.port_owner import (
     port_owner,
     socket_owners,
 )
+from ansible.module_utils.nccl_preflight.node.tcp_connect import tcp_connect
 
 from tests.module_exit import run_module_main
 
@@ -274,13 +275,13 @@ def test_listener_and_probe_on_loopback() -> None:
         )
     )
     server.start()
-    ok = nccl_preflight_observe.probe("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
+    ok = tcp_connect("127.0.0.1", port, "127.0.0.1", 2.0, 0.0)
     server.join(10)
     assert ok["ok"] and ok["error_kind"] == ""
     assert done == ["complete"]
     assert entries[0]["accepted"] == ["127.0.0.1"] and entries[0]["complete"]
     # The listener is gone: connecting now is refused, and named so.
-    refused = nccl_preflight_observe.probe("127.0.0.1", port, "", 2.0, 0.3)
+    refused = tcp_connect("127.0.0.1", port, "", 2.0, 0.3)
     assert (refused["ok"], refused["error_kind"]) == (False, "refused")
 
 
@@ -301,7 +302,7 @@ def test_listener_stops_on_the_stop_file_and_reports_bind_errors(tmp_path: Path)
 
 
 def test_probe_from_an_address_not_on_this_host_says_so() -> None:
-    result = nccl_preflight_observe.probe("127.0.0.1", 9, "192.0.2.77", 1.0, 0.0)
+    result = tcp_connect("127.0.0.1", 9, "192.0.2.77", 1.0, 0.0)
     assert (result["ok"], result["error_kind"]) == (False, "source")
 
 

@@ -75,14 +75,9 @@ def unpack_results(archive: bytes, dest: Path) -> list[str]:
     return written
 
 
-# A look that sees a host's fabric interface down needs this little patience before the run is
-# stalled (seconds without a rank advancing), whatever the stall timeout.
-LINK_DOWN_PATIENCE_S = 10.0
-# How long a host that found the stall waits for every other host's evidence.
-DIAGNOSE_WAIT_S = 8.0
 # The least time without a look before the supervisor ends the run (the control machine is
 # gone). Between two looks a loaded control machine takes a module's return and the next start:
-# 8-10 s on 2 cores at load 25; a diagnosis adds its call and DIAGNOSE_WAIT_S.
+# 8-10 s on 2 cores at load 25; a diagnosis adds its call and run_watch.DIAGNOSE_WAIT_S.
 WATCH_STALE_MIN_S = 30.0
 
 
@@ -117,11 +112,6 @@ def stdout_is_terminal() -> bool:
     return target.startswith(("/dev/pts/", "/dev/tty"))
 
 
-def link_down(state: dict[str, Any]) -> bool:
-    iface = state.get("interface") or {}
-    return iface.get("state") not in (None, "up", "unknown") or iface.get("carrier") is False
-
-
 class RunWatch:
     """The short looks of one host's wait, on the control machine (one per Ansible worker).
 
@@ -147,20 +137,10 @@ class RunWatch:
         self.python = spec.get("python") or None
         self.mine = next((h for h in self.hosts if h["host"] == self.host), {"ranks": []})
         self.stale_s = max(WATCH_STALE_MIN_S, 4 * self.interval)
-        now = time.time()
+        # The Ansible watch also keeps the look's workers_exited (exit_barrier_wait reads it).
         self.state: dict[str, Any] = {
-            "host": self.host,
-            "started": now,
-            "updated": now,
-            "last_advance": now,
-            "running": True,
-            "progress": [],
-            "history": {},
-            "interface": None,
-            "diagnosis": None,
+            **watch_rules.new_watch_state(self.host, time.time()),
             "workers_exited": False,
-            "ending": None,
-            "ended": None,
         }
         self.shown: dict[str, Any] = {}
 
@@ -249,7 +229,7 @@ class RunWatch:
         line, group = watch_rules.progress_line(
             self.host, self.mine.get("ranks") or [], self.state["progress"]
         )
-        if link_down(self.state):
+        if watch_rules.link_down(self.state):
             iface = self.state["interface"]
             line += f" [{iface['ifname']} {str(iface['state']).upper()}]"
             group += " link-down"  # news for a log too
@@ -268,29 +248,10 @@ class RunWatch:
         waiting = watch_rules.exit_barrier_wait(self.host, self.hosts, states)
         if waiting is not None:
             return waiting
-        if self.stall_timeout <= 0:
+        due = watch_rules.stall_due(self.hosts, states, self.stall_timeout, time.time())
+        if due is None:
             return None
-        now = time.time()
-        quiet_s = now - max(float(s.get("last_advance") or 0) for s in states.values())
-        limit = watch_rules.stall_limit([s.get("history") or {} for s in states.values()],
-                                        self.stall_timeout)  # fmt: skip
-        why = (
-            f"nccl_stall_timeout {self.stall_timeout:g} s"
-            if limit <= self.stall_timeout
-            else f"{limit:.0f} s: the sizes before predicted "
-            f"{limit / watch_rules.STALL_MARGIN:.0f} s for this one"
-        )
-        down = any(link_down(s) for s in states.values())
-        if down and limit > LINK_DOWN_PATIENCE_S:
-            limit = LINK_DOWN_PATIENCE_S
-            why = f"{limit:g} s once a fabric link is down"
-        # Before every rank is in its tests (torch imports, rendezvous, check-in), only a link
-        # that is down ends the run: a slow start or a missing rank is the check-in's finding.
-        # Once every rank finished, the processes only exit (slowly on a loaded host): no stall.
-        if quiet_s <= limit or not watch_rules.any_running(states):
-            return None
-        if not (down or watch_rules.all_in_tests(self.hosts, states)):
-            return None
+        quiet_s, limit, why = due
         return self.diagnose(task_vars, names, quiet_s, limit, why)
 
     def diagnose(
@@ -313,10 +274,12 @@ class RunWatch:
         }
         # A look too: the node's supervisor must not take the wait for the others' evidence and
         # the stop call after it for a control machine that is gone.
-        answer = self.call(task_vars, diagnose=probe, watch_stale_s=self.stale_s + DIAGNOSE_WAIT_S)
+        answer = self.call(
+            task_vars, diagnose=probe, watch_stale_s=self.stale_s + watch_rules.DIAGNOSE_WAIT_S
+        )
         self.state["diagnosis"] = answer.get("diagnosis") or {"error": answer.get("msg")}
         write_state(self.report_dir, self.state)
-        deadline = time.time() + DIAGNOSE_WAIT_S
+        deadline = time.time() + watch_rules.DIAGNOSE_WAIT_S
         while True:
             states = read_states(self.report_dir, names)
             states[self.host] = self.state
