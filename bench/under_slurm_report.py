@@ -99,7 +99,8 @@ def model(overhead: dict[str, Any] | None, cpu: dict[str, Any] | None) -> dict[s
         ("observe step: facts, listeners, torch probe, ring probes on every node", node_side,
          "measured (2 nodes): the nodes work in parallel, each probes its 2 ring peers only"),
         ("two srun launches (observe, launch)", 2 * ASSUMED["fan-out"][0], ASSUMED["fan-out"][1]),
-        ("the bundle and the settings on stdin, twice", 2 * ASSUMED["stdin"][0], ASSUMED["stdin"][1]),
+        ("the bundle and the settings on stdin, twice", 2 * ASSUMED["stdin"][0],
+         ASSUMED["stdin"][1]),
         (f"control CPU that grows with nodes: {fmt(slope, 3)} s x {NODES}", slope * NODES,
          "measured slope between 2 and 8 nodes (linear: a term growing faster than n would not "
          "show at 8 nodes)"),
