@@ -205,7 +205,9 @@ def test_a_node_whose_task_ends_before_it_started_is_named_unreachable(
     verdict = json.loads((tmp_path / "reports" / run_id / "verdict.json").read_text())
     assert verdict["class"] == "unreachable", verdict
     assert done.returncode == verdict["exit_code"] != 0, out
-    assert [f["host"] for f in verdict["findings"] if f["class"] == "unreachable"] == [bad]
+    # the cause: that node; every rank that never started is its consequence
+    causes = [f for f in verdict["findings"] if not f["consequence"]]
+    assert [(f["class"], f["host"]) for f in causes] == [("unreachable", bad)], causes
     assert_nothing_left(slurm3, run_id, done.stdout)
 
 
