@@ -23,9 +23,10 @@ ASSUMED = {
         "levels); the lab's 8 nodes give only the slope of a flat launch",
     ),
     "stdin": (
-        1.1,
-        "the bundle (127 KB) written by srun to every task's own I/O connection: 130 MB from the "
-        "control machine at 1 Gbit/s (0.1 s at 10 Gbit/s)",
+        3.6,
+        "the node bundle (317 KB: the one bundle node-check runs too) and the step's settings "
+        "(at most 123 KB at 1,024 nodes, bench/slurm_sizes.py) written by srun to every task's "
+        "own I/O connection: 0.45 GB from the control machine at 1 Gbit/s (0.36 s at 10 Gbit/s)",
     ),
     "rendezvous": (
         20.0,
@@ -72,8 +73,8 @@ def model_line(m: dict[str, Any]) -> str:
         f"{fmt(m['total_s'], 0)} s modelled ({fmt(m['measured_s'], 0)} s from lab measurements, "
         f"the rest assumed), within 5 min only if a pairwise round costs <= "
         f"{fmt(m['round_budget_s'], 2)} s ({m['rounds']} rounds; the lab's gloo round: "
-        f"{fmt(m['pairwise_lab_round_s'], 2)} s); today the command cannot start a step beyond "
-        "~137 nodes (argv over 128 KiB)"
+        f"{fmt(m['pairwise_lab_round_s'], 2)} s); what a step is sent grows linearly (123 KB of "
+        "settings at 1,024 nodes, measured on fake node lists), no real run beyond 8 nodes"
     )
 
 
@@ -98,7 +99,8 @@ def model(overhead: dict[str, Any] | None, cpu: dict[str, Any] | None) -> dict[s
         ("observe step: facts, listeners, torch probe, ring probes on every node", node_side,
          "measured (2 nodes): the nodes work in parallel, each probes its 2 ring peers only"),
         ("two srun launches (observe, launch)", 2 * ASSUMED["fan-out"][0], ASSUMED["fan-out"][1]),
-        ("the bundle on stdin, twice", 2 * ASSUMED["stdin"][0], ASSUMED["stdin"][1]),
+        ("the bundle and the settings on stdin, twice", 2 * ASSUMED["stdin"][0],
+         ASSUMED["stdin"][1]),
         (f"control CPU that grows with nodes: {fmt(slope, 3)} s x {NODES}", slope * NODES,
          "measured slope between 2 and 8 nodes (linear: a term growing faster than n would not "
          "show at 8 nodes)"),
@@ -124,8 +126,7 @@ def model(overhead: dict[str, Any] | None, cpu: dict[str, Any] | None) -> dict[s
         "pairwise_at_lab_round_s": rounds * lab_round,
         "round_budget_s": (GOAL_S - (total - rounds * ASSUMED["round"][0])) / rounds,
         "log2_rounds": math.ceil(math.log2(NODES)),
-        # Not judged: the total hangs on the assumed round, and today's command cannot start a
-        # step on more than ~137 nodes (section 7).
+        # Not judged: the total hangs on the assumed round (section 7).
         "met": None,
     }
 
@@ -242,26 +243,34 @@ def model_section(m: dict[str, Any]) -> list[str]:
     return out
 
 
-# Measured on this checkout (2026-11-26) with the command's own functions on synthetic node lists
-# (observe.node_settings, SlurmRun.launch_settings, observe._plans): what stops the model today.
+# Measured 2026-11-26 by bench/slurm_sizes.py (the command's own functions on fake node lists):
+# what each step is sent, after the settings left srun's command line.
 SCALE_LIMITS = [
-    "**What stops a 1,024-node run today** (measured with the command's own functions on "
-    "synthetic node lists, no Slurm involved):",
+    "**What a 1,024-node run sends** (bench/slurm_sizes.py: the command's own functions on fake "
+    "node lists, no Slurm involved; tests/unit/test_slurm_step_size.py bounds the same numbers):",
     "",
-    "- Each step's settings for *every* node travel as one argument of srun's command line. "
-    "Linux refuses a single argument of 128 KiB or more (MAX_ARG_STRLEN: execve fails with "
-    "E2BIG, checked here). The launch step's settings take 5.5 KB at 8 nodes, 119 KB at 128, "
-    "201 KB at 190 and 2.8 MB at 1,024 nodes: **the launch cannot start beyond about 137 "
-    "nodes**; the observe step's settings (282 KB at 1,024 nodes) fail beyond about 470.",
-    "- The probe plan is one stdin message holding every node's plan, and each plan lists every "
-    "other node's address for the firewall read: 16 bytes x n^2. At 1,024 nodes that is 14.6 MB, "
-    "which srun copies to every task: **14.9 GB** out of the control machine (0.25 GB at 256 "
-    "nodes), and each node parses all of it.",
-    "- Fix (slurm/step.py, node_step.py, observe.py, run.py; not this branch's files): send the "
-    "settings as the first stdin line after the bundle (node_step.main reads it before its "
-    "message thread starts), and send what all nodes share once (every node's address and ports) "
-    "with only what differs per node, so that each node derives its own plan with the core's "
-    "nccl_preflight_probe_plan: O(n) bytes per node instead of O(n^2).",
+    "| nodes | observe step's stdin beyond the bundle | launch step's | longest srun argument "
+    "| srun's command line | out of the control machine per step (bundle included) |",
+    "|---|---|---|---|---|---|",
+    "| 8 | 1.3 KB | 1.5 KB | 1.3 KB | 1.5 KB | 2.5 MB |",
+    "| 128 | 13.7 KB | 15.5 KB | 1.8 KB | 3.2 KB | 42.5 MB |",
+    "| 512 | 53.5 KB | 61.4 KB | 7.2 KB | 8.6 KB | 193.6 MB |",
+    "| 1024 | 106.5 KB | 122.7 KB | 14.3 KB | 15.8 KB | 450.0 MB |",
+    "",
+    "- Each step's settings travel on its stdin, one line after the node bundle: what every node "
+    "shares once, and per node only what differs (its rank, address and interface: about 120 "
+    "bytes a node; slurm/ship.py shared_and_own). Before, they were one argument of srun's "
+    "command line (2.8 MB at 1,024 nodes for the launch step), and Linux refuses one argument "
+    "of 128 KiB (E2BIG): the launch could not start beyond about 137 nodes, the observe step "
+    "beyond about 470. Now only `--nodelist` grows (about 15 bytes a node): 14.3 KB at 1,024.",
+    "- The probe plan: every node gets every node's ports and fabric address in one message "
+    "(88 KB at 1,024 nodes) and works out its own plan and firewall read with the function the "
+    "Ansible path uses (node/probe_plan.py). Before, the control machine sent every node's plan "
+    "to every node, each listing every other node's address: 14.6 MB per node, 14.9 GB out of "
+    "the control machine at 1,024 nodes.",
+    "- Left: srun copies the whole stdin to every task, so each node still receives every "
+    "node's part (O(n) per node, O(n^2) in all: 0.45 GB per step at 1,024 nodes, mostly the "
+    "317 KB bundle); the lab has 8 nodes, so no step beyond 8 real nodes was run.",
     "",
 ]
 
@@ -308,7 +317,7 @@ FINDINGS = [
     "closed, then the nodes clean up) in a thread while the control machine judges and starts "
     "the launch, and run.py build the report while the launch step's srun ends (0.3-0.7 s); "
     "node_step.observe could start the torch probe before gathering the facts (the facts take "
-    "1-3 s of the step at this load). Section 7's argv and plan-size limits come first.",
+    "1-3 s of the step at this load). Section 7's argv and plan-size limits are lifted since.",
     "",
     "Section 5 measures the project's default check with 2 ranks per node (section 1's "
     "layout), at load 10-12 (06:38-06:41 UTC): 1.22x, 1.25x, 1.27x; the launch step (27.1 s) "

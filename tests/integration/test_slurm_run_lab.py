@@ -183,6 +183,34 @@ def test_a_master_whose_firewall_drops_master_port_is_named(slurm3: Lab, tmp_pat
     assert_nothing_left(slurm3, run_id, done.stdout)
 
 
+def test_a_node_whose_task_ends_before_it_started_is_named_unreachable(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """One node's Python fails at once (a wrapper that exits 1 there): srun says its task
+    ended, the command stops waiting for that node's "started" record and names it; the run
+    goes on as the Ansible path does with an unreachable host (no launch, class unreachable)."""
+    bad = slurm3.slurm_nodes[2]
+    wrapper = tmp_path / "python"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$SLURMD_NODENAME" = "{bad}" ]; then echo "no python on this node" >&2; exit 1; fi\n'
+        f'exec "{slurm3.python}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    run_id = new_run_id()
+    done = slurm_command(slurm3, tmp_path, run_id, nccl_python=str(wrapper))
+    out = done.stdout + done.stderr
+    assert f"{bad}: unreachable: its task ended before it started" in out, out
+    assert "Exited with exit code 1" in out, out
+    verdict = json.loads((tmp_path / "reports" / run_id / "verdict.json").read_text())
+    assert verdict["class"] == "unreachable", verdict
+    assert done.returncode == verdict["exit_code"] != 0, out
+    # the cause: that node; every rank that never started is its consequence
+    causes = [f for f in verdict["findings"] if not f["consequence"]]
+    assert [(f["class"], f["host"]) for f in causes] == [("unreachable", bad)], causes
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
 # ------------------------------------------------------------------------------------------------
 # Faults while the ranks run: as tests/integration/test_run_faults_lab.py injects them into the
 # Ansible path, and named as it names them.

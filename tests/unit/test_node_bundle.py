@@ -62,10 +62,13 @@ def test_the_bundle_holds_the_package_the_defaults_and_the_rank_script(pyz: Path
         "nccl_preflight/slurm/cli.py",
         "nccl_preflight/core/config_data/roles/nccl_defaults/defaults/main/network.yml",
         "nccl_preflight/core/config_data/roles/preflight/meta/argument_specs.yml",
-        "nccl_preflight/slurm/rank/nccl_check.py",
-        "nccl_preflight/slurm/rank/nccl_check_tables.py",
+        "nccl_preflight/slurm/node_step.py",
+        "nccl_check.pyz",
     ):
         assert name in names, name
+    # the rank script and the siblings it imports, as the run's ranks and the Ansible path run it
+    rank = zipfile.ZipFile(io.BytesIO(zipfile.ZipFile(pyz).read("nccl_check.pyz"))).namelist()
+    assert {"__main__.py", "nccl_check.py", "nccl_check_tables.py"} <= set(rank)
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert pyz.read_bytes() == bundle.build_bundle(), "the same sources give the same bytes"
     assert os.access(pyz, os.X_OK)

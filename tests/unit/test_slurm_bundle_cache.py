@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The slurm command's node bundle kept by its sources' content hash (slurm/step.py
+"""The slurm command's node bundle kept by its sources' content hash (slurm/bundle.py
 build_node_bundle(cache_dir)): built once, read back while the sources are unchanged, built
 again when one changes, never taken from a file another user owns."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nccl_preflight.slurm import step as ship
+from nccl_preflight.slurm import bundle as builder
 
 
 def test_the_bundle_is_built_once_and_read_back_while_its_sources_are_unchanged(
@@ -21,29 +21,29 @@ def test_the_bundle_is_built_once_and_read_back_while_its_sources_are_unchanged(
 ) -> None:
     cache = tmp_path / "reports" / ".bundle"
     built = []
-    real_build = ship._build
-    monkeypatch.setattr(ship, "_build", lambda sources: built.append(1) or real_build(sources))
-    first = ship.build_node_bundle(cache)
-    assert ship.build_node_bundle(cache) == first
+    real_build = builder._build
+    monkeypatch.setattr(builder, "_build", lambda sources: built.append(1) or real_build(sources))
+    first = builder.build_node_bundle(cache)
+    assert builder.build_node_bundle(cache) == first
     assert len(built) == 1
     (kept,) = cache.iterdir()
     assert kept.stat().st_mode & 0o777 == 0o600 and cache.stat().st_mode & 0o777 == 0o700
     names = zipfile.ZipFile(io.BytesIO(first)).namelist()
     assert {"__main__.py", "nccl_check.pyz", "nccl_preflight/slurm/node_step.py"} <= set(names)
     # without a cache directory: built every time, the same bytes
-    assert ship.build_node_bundle() == first and len(built) == 2
+    assert builder.build_node_bundle() == first and len(built) == 2
 
 
 def test_a_changed_source_builds_a_new_bundle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / ".bundle"
-    first = ship.build_node_bundle(cache)
-    sources = ship.bundle_sources()
+    first = builder.build_node_bundle(cache)
+    sources = builder.bundle_sources()
     step = "src/nccl_preflight/slurm/node_step.py"
     changed = {**sources, step: sources[step] + b"\n# changed\n"}
-    monkeypatch.setattr(ship, "bundle_sources", lambda: changed)
-    second = ship.build_node_bundle(cache)
+    monkeypatch.setattr(builder, "bundle_sources", lambda: changed)
+    second = builder.build_node_bundle(cache)
     assert second != first
     assert (
         zipfile.ZipFile(io.BytesIO(second)).read(step.removeprefix("src/")).endswith(b"# changed\n")
@@ -55,11 +55,11 @@ def test_a_cached_file_another_user_owns_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / ".bundle"
-    key = ship.bundle_key(ship.bundle_sources())
+    key = builder.bundle_key(builder.bundle_sources())
     cache.mkdir()
     planted = cache / f"node-bundle-{key}.pyz"
     planted.write_bytes(b"not the bundle")
     monkeypatch.setattr(os, "getuid", lambda: os.stat(planted).st_uid + 1)
-    bundle = ship.build_node_bundle(cache)
+    bundle = builder.build_node_bundle(cache)
     assert bundle != b"not the bundle"
     assert "__main__.py" in zipfile.ZipFile(io.BytesIO(bundle)).namelist()

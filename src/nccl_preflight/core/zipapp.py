@@ -169,10 +169,12 @@ def zip_bytes(files: dict[str, bytes]) -> bytes:
 def build_zipapp(entry: str | os.PathLike[str]) -> bytes:
     """The zipapp of ``entry`` (the rank script's path on this machine) and its siblings."""
     entry = Path(entry)
-    modules = bundle_modules(entry)
-    main = MAIN_TEMPLATE.format(
-        entry=entry.stem, modules=", ".join(f"{m}.py" for m in sorted(modules))
-    )
+    return zipapp_of(entry.stem, bundle_modules(entry))
+
+
+def zipapp_of(entry: str, modules: dict[str, bytes]) -> bytes:
+    """The zipapp of the module ``entry`` among ``modules`` ({name: source}, bundle_modules')."""
+    main = MAIN_TEMPLATE.format(entry=entry, modules=", ".join(f"{m}.py" for m in sorted(modules)))
     files = {f"{name}.py": source for name, source in modules.items()}
     files[f"{MAIN}.py"] = main.encode("utf-8")
     return zip_bytes(files)

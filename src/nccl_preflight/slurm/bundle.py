@@ -1,43 +1,57 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The node bundle: ONE zipapp, ``nccl-preflight.pyz``, that runs the Slurm front-end's node side
-with any python3 >= 3.9 and nothing installed (``bin/nccl-preflight bundle -o PATH``).
+with any python3 >= 3.9 and nothing installed: node-check (``bin/nccl-preflight bundle -o PATH``
+writes it for an operator's nodes) and the slurm command's job steps (which send it on each
+step's stdin). One builder, one list of what goes in (bundle_sources):
 
-    __main__.py                              nccl_preflight.slurm.cli.main(sys.argv[1:])
+    __main__.py                              `node-step WHAT`: slurm/node_step.py main (the run's
+                                             steps); anything else: nccl_preflight.slurm.cli.main
     nccl_preflight/{__init__,node/*,core/**,slurm/*}.py   the package (core's modules that need
                                              jinja2, matplotlib or PyYAML import them lazily;
                                              the node side never reaches them)
     nccl_preflight/core/config_data/roles/   the defaults (nccl_defaults/defaults/main/*.yml) and
                                              argument specs (*/meta/argument_specs.yml) that
                                              core/config.py reads through importlib.resources
-    nccl_preflight/slurm/rank/*.py           the rank script files/nccl_check.py and the siblings
-                                             it imports (core/zipapp.py finds them), for the run
+    nccl_check.pyz                           the rank script files/nccl_check.py and the siblings
+                                             it imports, as the Ansible path ships it
+                                             (core/zipapp.py), for the run's ranks
 
 Built from this checkout's files (not from an installed copy); the bytes depend only on them
 (core/zipapp.py zip_bytes: sorted names, fixed times and modes). ``python3 nccl-preflight.pyz
-node-check --config FILE`` is what a HealthCheckProgram or Prolog wrapper runs.
+node-check --config FILE`` is what a HealthCheckProgram or Prolog wrapper runs. The run keeps
+the bundle by its sources' content hash (build_node_bundle(cache_dir)).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import zipfile
 from pathlib import Path
 
-from nccl_preflight.core.zipapp import bundle_modules, zip_bytes
+from nccl_preflight.core.zipapp import bundle_modules, zip_bytes, zipapp_of
+from nccl_preflight.node.files import write_atomically
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/nccl_preflight
 CHECKOUT = PACKAGE.parents[1]
 ROOMS = ("node", "core", "slurm")
 CONFIG_DATA = "nccl_preflight/core/config_data/roles"  # core/config.py BUNDLE_DATA's place
-RANK_DIR = "nccl_preflight/slurm/rank"
 RANK_SCRIPT = CHECKOUT / "files" / "nccl_check.py"
+RANK_ZIPAPP = "nccl_check.pyz"  # slurm/node_step.py RANK_SCRIPT: a member of the bundle
 BUNDLE_NAME = "nccl-preflight.pyz"
 
 MAIN = '''"""nccl-preflight's node bundle (built by src/nccl_preflight/slurm/bundle.py): the Slurm
-front-end's commands, e.g. `python3 nccl-preflight.pyz node-check --config FILE`."""
+front-end's commands, e.g. `python3 nccl-preflight.pyz node-check --config FILE`; `node-step
+WHAT` is one task of the slurm command's job steps."""
 
 import sys
+
+if sys.argv[1:2] == ["node-step"]:
+    from nccl_preflight.slurm.node_step import main
+
+    sys.exit(main(sys.argv[2:]))
 
 from nccl_preflight.slurm.cli import main
 
@@ -45,35 +59,69 @@ sys.exit(main(sys.argv[1:]))
 '''
 
 
-def package_files(package: Path = PACKAGE) -> dict[str, bytes]:
-    """{name in the zip: bytes} of the package's Python files: its __init__ and the rooms."""
-    files = {"nccl_preflight/__init__.py": (package / "__init__.py").read_bytes()}
+def bundle_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
+    """What the bundle is built from: {path relative to ``checkout``: bytes}."""
+    package = checkout / "src" / "nccl_preflight"
+    paths = [package / "__init__.py"]
     for room in ROOMS:
-        for path in sorted((package / room).rglob("*.py")):
-            if "__pycache__" not in path.parts:
-                files[f"nccl_preflight/{path.relative_to(package).as_posix()}"] = path.read_bytes()
-    return files
-
-
-def config_files(roles: Path) -> dict[str, bytes]:
-    """The defaults and the argument specs, under their paths relative to roles/."""
-    paths = sorted((roles / "nccl_defaults" / "defaults" / "main").glob("*.yml"))
+        paths += [p for p in sorted((package / room).rglob("*.py")) if "__pycache__" not in p.parts]
+    roles = checkout / "roles"
+    paths += sorted((roles / "nccl_defaults" / "defaults" / "main").glob("*.yml"))
     paths += sorted(roles.glob("*/meta/argument_specs.yml"))
-    return {f"{CONFIG_DATA}/{p.relative_to(roles).as_posix()}": p.read_bytes() for p in paths}
+    sources = {p.relative_to(checkout).as_posix(): p.read_bytes() for p in paths}
+    for name, source in bundle_modules(checkout / "files" / "nccl_check.py").items():
+        sources[f"files/{name}.py"] = source
+    return sources
 
 
-def rank_files(entry: Path = RANK_SCRIPT) -> dict[str, bytes]:
-    """The rank script and the modules beside it that it imports."""
-    return {f"{RANK_DIR}/{name}.py": source for name, source in bundle_modules(entry).items()}
+def bundle_key(sources: dict[str, bytes]) -> str:
+    """The sources' content hash: equal sources, equal bundle (zip_bytes is deterministic)."""
+    digest = hashlib.sha256()
+    for name in sorted(sources):
+        digest.update(f"{name}\0{len(sources[name])}\0".encode())
+        digest.update(sources[name])
+    return digest.hexdigest()[:32]
+
+
+def _build(sources: dict[str, bytes]) -> bytes:
+    """The bundle's bytes from bundle_sources' files."""
+    files = {"__main__.py": MAIN.encode("utf-8")}
+    rank: dict[str, bytes] = {}
+    for name, data in sources.items():
+        if name.startswith("src/"):
+            files[name.removeprefix("src/")] = data
+        elif name.startswith("roles/"):
+            files[f"{CONFIG_DATA}/{name.removeprefix('roles/')}"] = data
+        elif name.startswith("files/"):
+            rank[Path(name).stem] = data
+    files[RANK_ZIPAPP] = zipapp_of(RANK_SCRIPT.stem, rank)
+    return zip_bytes(files)
 
 
 def build_bundle(checkout: Path = CHECKOUT) -> bytes:
     """The bytes of nccl-preflight.pyz from ``checkout``'s src/, roles/ and files/."""
-    files = package_files(checkout / "src" / "nccl_preflight")
-    files.update(config_files(checkout / "roles"))
-    files.update(rank_files(checkout / "files" / "nccl_check.py"))
-    files["__main__.py"] = MAIN.encode("utf-8")
-    return zip_bytes(files)
+    return _build(bundle_sources(checkout))
+
+
+def build_node_bundle(cache_dir: str | os.PathLike[str] | None = None) -> bytes:
+    """The bundle, for the slurm command's steps.
+
+    With ``cache_dir`` (e.g. the report root's .bundle/), the bundle is kept there by its
+    sources' content hash and read back while the sources are unchanged: a run then reads the
+    sources and hashes them (a few ms) instead of building. The file is written atomically,
+    mode 0600, in a directory of mode 0700: what the nodes run is never a file another user
+    could have put there."""
+    sources = bundle_sources()
+    cached = None
+    if cache_dir is not None:
+        cached = Path(cache_dir) / f"node-bundle-{bundle_key(sources)}.pyz"
+        if cached.is_file() and cached.stat().st_uid == os.getuid():
+            return cached.read_bytes()
+    bundle = _build(sources)
+    if cached is not None:
+        cached.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomically(cached, bundle, 0o600)
+    return bundle
 
 
 def write_bundle(output: str | Path, checkout: Path = CHECKOUT) -> str:

@@ -7,10 +7,16 @@ node's Python: standard library only (the node room), torch only in the ranks. R
 on stdout (ship.frame); the control machine's messages come on stdin, one JSON line each, and
 stdin's end means the control machine is gone: whatever runs is ended.
 
-    observe SETTINGS   facts, fabric choice, listeners and the torch probe (node/preflight_calls
-                       start) -> record "started"; then reads the probe plan from stdin, probes
-                       its peers, reads the firewall, stops the listeners -> record "observed"
-    launch SETTINGS    torchrun under node/supervisor.py's Supervision, in the foreground;
+The step's settings come first on stdin, one JSON line for every node (ship.settings_of takes
+this node's part by its name), so that the command line stays short at any number of nodes.
+
+    observe            facts (node/facts.py gather, with the options roles/facts gives
+                       nccl_facts), fabric choice, listeners (this node's own, from the node
+                       order) and the torch probe (node/preflight_calls start) -> record
+                       "started"; then reads every node's ports and fabric address from stdin,
+                       works out its own probe plan (node/probe_plan.py, the Ansible path's
+                       function) and firewall read, probes, stops the listeners -> "observed"
+    launch             torchrun under node/supervisor.py's Supervision, in the foreground;
                        every `interval` s a record "progress" (node/run_observe.read_progress,
                        the fabric link now); a stdin message {"stop": reason} ends the run,
                        {"diagnose": {node: spec}} is answered with a record "diagnosis" (the
@@ -24,10 +30,8 @@ import base64
 import json
 import os
 import queue
-import shutil
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -35,20 +39,15 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from ..node.fabric_facts import gather_fabric
+from ..node.fabric_choice import nccl_fabric_choice
+from ..node.facts import gather
 from ..node.firewall_read import read_firewall
-from ..node.parse import (
-    empty_python_facts,
-    find_rdma_devices,
-    parse_ip_addr,
-    read_port_range,
-    read_speed_mbps,
-    unique_addresses,
-)
 from ..node.preflight_calls import for_fabric, start, stop
+from ..node.probe_plan import nccl_preflight_expected_connections, nccl_preflight_probe_plan
 from ..node.run_collect import pack_results
 from ..node.run_observe import interface_state, rank_exits, read_progress, stall_evidence
 from ..node.run_start import build_argv
+from ..node.runner import SubprocessRunner
 from ..node.supervisor import (
     LAUNCH_FILE,
     RESULTS_DIR,
@@ -58,7 +57,7 @@ from ..node.supervisor import (
     Supervision,
     _ignore_stop_signals,
 )
-from .ship import frame
+from .ship import frame, settings_of
 
 RANK_SCRIPT = "nccl_check.pyz"  # the rank script's zipapp, a member of the node bundle
 LOG_MAX_BYTES = 4 << 20  # launch_collect_log_max_bytes
@@ -80,87 +79,47 @@ def work_dir() -> Path:
 
 
 # ------------------------------------------------------------------------------------------------
-# Running commands without Ansible (node/commands.py CommandRunner)
-# ------------------------------------------------------------------------------------------------
-
-
-class Runner:
-    """get_bin_path and run_command as the node readers call them, with subprocess."""
-
-    def get_bin_path(
-        self, arg: str, required: bool = False, opt_dirs: list[str] | None = None
-    ) -> str | None:
-        if os.sep in arg:
-            return arg if os.access(arg, os.X_OK) else None
-        path = os.pathsep.join([os.environ.get("PATH", "/usr/bin:/bin"), *(opt_dirs or [])])
-        return shutil.which(arg, path=path)
-
-    def run_command(
-        self, args: list[str], environ_update: dict[str, str] | None = None, **_: Any
-    ) -> tuple[int, str, str]:
-        env = {**os.environ, **(environ_update or {})}
-        try:
-            done = subprocess.run(
-                list(args), capture_output=True, text=True, env=env, timeout=60, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return 127, "", str(exc)
-        return done.returncode, done.stdout, done.stderr
-
-
-def _interfaces(runner: Runner) -> tuple[dict[str, Any], str]:
-    ip = runner.get_bin_path("ip", opt_dirs=["/usr/sbin", "/sbin"])
-    if ip is None:
-        return {}, "ip (iproute2) not found on PATH, /usr/sbin or /sbin; install iproute2"
-    rc, out, err = runner.run_command([ip, "-j", "-d", "addr", "show"])
-    if rc != 0:
-        return {}, f"ip -j -d addr show failed (rc={rc}): {(err or out).strip()[-400:]}"
-    interfaces = parse_ip_addr(out)
-    rdma = find_rdma_devices("/sys")
-    for name, interface in interfaces.items():
-        interface["speed_mbps"] = read_speed_mbps(name, "/sys")
-        interface["rdma_devices"] = rdma.get(name, [])
-    return interfaces, ""
-
-
-def gather_facts(settings: dict[str, Any]) -> dict[str, Any]:
-    """This node's facts (the keys of ansible_facts.nccl the judgement reads).
-
-    Until node/facts.py (the facts without Ansible) lands, the network and fabric part only: no
-    GPU or NPU query (gpus_reason says so); the torch probe runs in the listener process."""
-    hostname = socket.gethostname()
-    try:
-        addresses = unique_addresses(socket.getaddrinfo(hostname, None, proto=socket.IPPROTO_TCP))
-        hostname_reason = ""
-    except (OSError, UnicodeError) as exc:
-        addresses, hostname_reason = [], f"hostname {hostname!r} does not resolve: {exc}"
-    interfaces, interfaces_reason = _interfaces(Runner())
-    try:
-        port_range = read_port_range("/proc")
-    except (OSError, ValueError):
-        port_range = []
-    return {
-        "hostname": hostname,
-        "hostname_addresses": addresses,
-        "hostname_reason": hostname_reason,
-        "module_python": sys.executable,
-        "interfaces": interfaces,
-        "interfaces_reason": interfaces_reason,
-        "route": {},
-        "route_reason": "not read under Slurm",
-        "ip_local_port_range": port_range,
-        "gpus": [],
-        "gpus_reason": "not queried: the Slurm front-end reads no GPU yet",
-        "gpu_health": {},
-        "accelerators": {},
-        "python": empty_python_facts("read by the pre-flight's torch probe", settings["python"]),
-        "fabric": gather_fabric("/sys", "/proc"),
-    }
-
-
-# ------------------------------------------------------------------------------------------------
 # observe
 # ------------------------------------------------------------------------------------------------
+
+
+def runner(settings: dict[str, Any]) -> SubprocessRunner:
+    """Commands as the node check runs them, each bounded (dcgmi diag may take its own)."""
+    return SubprocessRunner(timeout=max(60.0, float(settings["facts"]["dcgm_diag_timeout"]) + 30))
+
+
+def listeners(settings: dict[str, Any], node: str) -> list[dict[str, Any]]:
+    """This node's listeners, as roles/facts gives them: MASTER_PORT on the master, an
+    ephemeral ring port where a peer will probe."""
+    nodes, port = settings["nodes"], int(settings["master_port"])
+    specs = []
+    if node == nodes[0]:
+        specs.append({"name": "master", "address": "fabric", "port": port, "expect": len(nodes)})
+    expect = nccl_preflight_expected_connections(nodes, node, bool(settings["full_mesh"]))
+    if expect:
+        specs.append({"name": "ring", "address": "fabric", "port": 0, "expect": expect})
+    return specs
+
+
+def firewall_read(
+    settings: dict[str, Any], node: str, facts: dict[str, Any], addresses: dict[str, str]
+) -> dict[str, Any] | None:
+    """What this node's firewall read looks at (roles/preflight's firewall option)."""
+    fabric = settings["fabric"]
+    choice = nccl_fabric_choice(facts, fabric["socket_ifname"], fabric["cidr"])
+    if not choice["address"]:
+        return None
+    peers = [a for n, a in addresses.items() if n != node and a]
+    low, high = (facts.get("ip_local_port_range") or [32768, 60999])[:2]
+    ports = [{"label": "MASTER_PORT", "low": int(settings["master_port"])}]
+    ports = ports if node == settings["nodes"][0] else []
+    ports.append({"label": "ephemeral range", "low": int(low), "high": int(high)})
+    return {
+        "peers": peers or [choice["address"]],
+        "address": choice["address"],
+        "ifname": choice["ifname"],
+        "ports": ports,
+    }
 
 
 def tcp_connect(address: str, port: int, source: str, timeout: float, retry: float) -> dict:
@@ -190,48 +149,68 @@ def tcp_connect(address: str, port: int, source: str, timeout: float, retry: flo
     return {"ok": ok, "error": error, "error_kind": kind, "elapsed_ms": elapsed}
 
 
+def _shared_inputs(messages: queue.Queue) -> dict[str, Any] | None:
+    """The control machine's {"plan": {"ports": {node: ports}, "addresses": {node: address}}},
+    the same for every node; None when stdin ended (the control machine is gone)."""
+    while True:
+        message = messages.get()
+        if message is None:
+            return None
+        if isinstance(message.get("plan"), dict):
+            return message["plan"]
+
+
 def observe(settings: dict[str, Any], messages: queue.Queue) -> int:
     """The pre-flight's node side in one step; see the module docstring."""
-    facts = gather_facts(settings)
+    node, commands = node_name(), runner(settings)
+    python, python_timeout = settings["python"], float(settings["python_timeout"])
+    # As library/nccl_facts.py: the XPU question and the pre-flight's versions are one torch
+    # probe when both use the same Python; the listener process keeps its run.
+    shared: dict[str, Any] = {"python": python, "timeout": python_timeout}
+    facts = gather(commands, settings["facts"], shared)
     listen_dir = str(work_dir() / "preflight")
+    is_master = node == settings["nodes"][0]
     p = for_fabric(
         {
             "path": listen_dir,
             "run_dir": None,
             "run_dir_mode": "0700",
-            "python": settings["python"],
-            "python_timeout": float(settings["python_timeout"]),
-            "listeners": settings["listeners"],
-            "check_port": settings.get("check_port"),
+            "python": python,
+            "python_timeout": python_timeout,
+            "listeners": listeners(settings, node),
+            "check_port": int(settings["master_port"]) if is_master else None,
             "lock": None,
             "timeout": float(settings["listen_timeout"]),
-            "stop_timeout": float(settings["python_timeout"]) + 10,
+            "stop_timeout": python_timeout + 10,
             "fabric": settings["fabric"],
             "backend": settings["backend"],
         },
         facts,
     )
-    started = start(p, False)
+    started = start(p, False, python_done=shared.get("run"))
     emit({"kind": "started", "facts": facts, "started": started})
-    message = messages.get()
-    plan = (message or {}).get("by_node", {}).get(node_name())
-    if plan is None:  # the control machine is gone
+    inputs = _shared_inputs(messages)
+    if inputs is None:
         stop({"path": listen_dir, "wait": 0.0, "stop_timeout": 5.0, "remove_run_dir": None}, False)
         return 1
-    source = p["fabric_address"]
+    nodes, addresses = settings["nodes"], inputs["addresses"]
+    plan = nccl_preflight_probe_plan(
+        inputs["ports"], node, nodes[0], nodes, addresses, bool(settings["full_mesh"])
+    )
+    source, timeout = p["fabric_address"], float(settings["probe_timeout"])
     results = [
-        {**t, "source": source, **tcp_connect(t["address"], t["port"], source, 3.0, 2.0)}
-        for t in plan.get("targets", [])
+        {**t, "source": source, **tcp_connect(t["address"], t["port"], source, timeout, 2.0)}
+        for t in plan["targets"]
     ]
     firewall: dict[str, Any] = {}
-    if plan.get("firewall"):
-        fw = plan["firewall"]
-        firewall = read_firewall(Runner(), fw["peers"], fw["ports"], fw["address"], fw["ifname"])
+    fw = firewall_read(settings, node, facts, addresses)
+    if fw:
+        firewall = read_firewall(commands, fw["peers"], fw["ports"], fw["address"], fw["ifname"])
     collect = {
         "path": listen_dir,
-        "wait": float(plan.get("collect_wait", 8.0)),
+        "wait": float(settings["collect_wait"]),
         "leave_unfinished": False,
-        "stop_timeout": float(settings["python_timeout"]) + 10,
+        "stop_timeout": python_timeout + 10,
         "remove_run_dir": None,
     }
     stopped = stop(collect, False)
@@ -379,8 +358,14 @@ def _read_messages(messages: queue.Queue) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`node-step observe|launch SETTINGS-JSON` (run by the bundle's __main__)."""
-    what, settings = argv[0], json.loads(argv[1])["by_node"][node_name()]
+    """`node-step observe|launch` (run by the bundle's __main__); the settings are stdin's first
+    line (ship.settings_of: this node's part)."""
+    what = argv[0]
+    try:
+        settings = settings_of(json.loads(sys.stdin.readline()), node_name())
+    except ValueError:
+        sys.stderr.write(f"nccl-preflight: {node_name()}: no step settings on stdin\n")
+        return 1
     messages: queue.Queue = queue.Queue()
     threading.Thread(target=_read_messages, args=(messages,), daemon=True).start()
     step = {"observe": observe, "launch": launch}[what]

@@ -2,28 +2,29 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight under Slurm: one observe step on every node, then the core's one judgement.
 
-The step (node_step.observe) starts each node's listeners (MASTER_PORT on the master, an
-ephemeral ring port) and its torch probe and sends "started" (facts, ports); the control machine
-works out every node's probe plan from every node's ports and fabric address
-(core/preflight/host_checks.nccl_preflight_probe_plan, as roles/preflight does) and sends it on
-the step's stdin; each node probes, reads its firewall, stops its listeners and sends "observed".
+The step (node_step.observe) gets what every node shares, once (observe_settings: the node order,
+MASTER_PORT, the fabric settings, nccl_facts' options as roles/facts gives them); each node
+gathers its facts (node/facts.py gather, as the Ansible path's facts call), starts its own
+listeners (MASTER_PORT on the master, an ephemeral ring port) and its torch probe and sends
+"started" (facts, ports). The control machine sends every node's ports and fabric address in one
+message; each node works out its own probe plan from them (node/probe_plan.py
+nccl_preflight_probe_plan, the function roles/preflight uses), probes, reads its firewall, stops
+its listeners and sends "observed". What is sent grows with the nodes, never with their square.
+A node whose task ended before its record came (srun says so) is not waited for: it is named.
 The observations are built and judged exactly as in the Ansible path
 (core/preflight/observation.py, core/preflight/judge.py).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.preflight.host_checks import (
-    nccl_preflight_expected_connections,
-    nccl_preflight_probe_plan,
-)
+from ..core.preflight.host_checks import nccl_preflight_probe_plan
 from ..core.preflight.observation import nccl_preflight_observation
 from ..node.fabric_choice import nccl_fabric_choice
+from .node_check import facts_params
 from .step import Step, collect
 
 PROBE_TIMEOUT_S = 3.0  # preflight_probe_timeout
@@ -43,72 +44,60 @@ class Observed:
     problem: str = ""
 
 
-def node_settings(config: dict[str, Any], nodes: list[str], python: str) -> dict[str, Any]:
-    """Every node's observe settings (each node picks its own by name)."""
-    master, port = nodes[0], int(config["nccl_master_port"])
-    by_node = {}
-    for node in nodes:
-        listeners = []
-        if node == master:
-            listeners.append(
-                {"name": "master", "address": "fabric", "port": port, "expect": len(nodes)}
-            )
-        expect = nccl_preflight_expected_connections(nodes, node)
-        if expect:
-            listeners.append({"name": "ring", "address": "fabric", "port": 0, "expect": expect})
-        by_node[node] = {
-            "python": python,
-            "python_timeout": PYTHON_TIMEOUT_S,
-            "listeners": listeners,
-            "check_port": port if node == master else None,
-            "listen_timeout": 60 + 10 * len(nodes),
-            "fabric": {
-                "socket_ifname": str(config.get("nccl_socket_ifname") or ""),
-                "cidr": str(config.get("nccl_fabric_cidr") or ""),
-            },
-            "backend": str(config.get("nccl_backend") or "auto"),
-        }
-    return {"by_node": by_node}
-
-
-def _firewall(config: dict, node: str, nodes: list[str], obs: Observed) -> dict | None:
-    """What the node's firewall read looks at (roles/preflight's firewall option)."""
-    address = obs.choices[node]["address"]
-    if not address:
-        return None
-    peers = [obs.choices[n]["address"] for n in nodes if n != node and n in obs.choices]
-    low, high = (obs.facts[node].get("ip_local_port_range") or [32768, 60999])[:2]
-    ports = [{"label": "MASTER_PORT", "low": int(config["nccl_master_port"])}] * (node == nodes[0])
-    ports.append({"label": "ephemeral range", "low": int(low), "high": int(high)})
+def observe_settings(config: dict[str, Any], nodes: list[str], python: str) -> dict[str, Any]:
+    """The observe step's settings: the same for every node (each derives its own part)."""
     return {
-        "peers": [p for p in peers if p] or [address],
-        "address": address,
-        "ifname": obs.choices[node]["ifname"],
-        "ports": ports,
+        "nodes": nodes,
+        "master_port": int(config["nccl_master_port"]),
+        "full_mesh": False,
+        "python": python,
+        "python_timeout": PYTHON_TIMEOUT_S,
+        "listen_timeout": 60 + 10 * len(nodes),
+        "probe_timeout": PROBE_TIMEOUT_S,
+        "collect_wait": 2 + 2 * PROBE_TIMEOUT_S,
+        "fabric": {
+            "socket_ifname": str(config.get("nccl_socket_ifname") or ""),
+            "cidr": str(config.get("nccl_fabric_cidr") or ""),
+        },
+        "backend": str(config.get("nccl_backend") or "auto"),
+        # nccl_facts' options as roles/facts gives them; route_to: the master (its name, as the
+        # inventory gives the master's address there)
+        "facts": {**facts_params(config, python), "route_to": nodes[0]},
     }
 
 
-def _plans(config: dict, nodes: list[str], obs: Observed) -> dict[str, Any]:
-    ports = {n: (obs.started.get(n) or {}).get("ports") or {} for n in nodes}
-    addresses = {n: obs.choices.get(n, {}).get("address", "") for n in nodes}
-    by_node = {}
-    for node in obs.started:
-        plan = nccl_preflight_probe_plan(ports, node, nodes[0], nodes, addresses)
-        obs.plans[node] = plan
-        by_node[node] = {
-            "targets": plan["targets"],
-            "firewall": _firewall(config, node, nodes, obs),
-            "collect_wait": 2 + 2 * PROBE_TIMEOUT_S,
+def shared_inputs(nodes: list[str], obs: Observed) -> dict[str, Any]:
+    """What every node's probe plan is worked out from (node_step.observe): each node's ports
+    and fabric address, one message for all."""
+    return {
+        "plan": {
+            "ports": {n: (obs.started.get(n) or {}).get("ports") or {} for n in nodes},
+            "addresses": {n: obs.choices.get(n, {}).get("address", "") for n in nodes},
         }
-    return {"by_node": by_node}
+    }
+
+
+def missing_line(step: Step, nodes: list[str], present: dict[str, Any], what: str) -> str:
+    """Who of ``nodes`` sent no ``what`` record, and why when srun said (the task ended)."""
+    lines = []
+    for node in nodes:
+        if node in present:
+            continue
+        if node in step.ended:
+            lines.append(
+                f"{node}: unreachable: its task ended before it {what} ({step.ended[node]})"
+            )
+        else:
+            lines.append(f"{node}: unreachable: it sent no record that it {what}")
+    return "\n".join(lines)
 
 
 def run_observe(
     config: dict, job_id: str, nodes: list[str], python: str, run_id: str, bundle: bytes, env: dict
 ) -> Observed:
     """The observe step on every node; -> what each node showed."""
-    settings = json.dumps(node_settings(config, nodes, python))
-    step = Step(job_id, nodes, python, run_id, ["observe", settings], bundle, env)
+    settings = {"shared": observe_settings(config, nodes, python), "own": {}}
+    step = Step(job_id, nodes, python, run_id, "observe", settings, bundle, env)
     obs = Observed()
     try:
         bound = time.monotonic() + 120 + PYTHON_TIMEOUT_S
@@ -120,7 +109,12 @@ def run_observe(
                 str(config.get("nccl_socket_ifname") or ""),
                 str(config.get("nccl_fabric_cidr") or ""),
             )
-        step.say(_plans(config, nodes, obs))
+        inputs = shared_inputs(nodes, obs)
+        for node in obs.started:  # the plan each node works out for itself, for the judgement
+            obs.plans[node] = nccl_preflight_probe_plan(
+                inputs["plan"]["ports"], node, nodes[0], nodes, inputs["plan"]["addresses"]
+            )
+        step.say(inputs)
         bound = time.monotonic() + 60 + PYTHON_TIMEOUT_S
         for node, record in collect(step, list(obs.started), "observed", bound).items():
             obs.probe[node] = record.get("probe") or {}
@@ -128,7 +122,8 @@ def run_observe(
     finally:
         step.end()
     if len(obs.facts) < len(nodes):
-        obs.problem = step.diagnostics()
+        named = missing_line(step, nodes, obs.facts, "started")
+        obs.problem = "\n".join(x for x in (named, step.diagnostics()) if x)
     return obs
 
 

@@ -32,10 +32,12 @@ from ..core.report_run import run_report
 from ..core.support import predicted_skips
 from ..node.files import write_atomically
 from .allocation import Allocation, Interrupted, SlurmError, ended_state
+from .bundle import build_node_bundle
 from .drain import drain, drain_targets
 from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env, watch_hosts
 from .observe import Observed, observations, run_observe
-from .step import Step, build_node_bundle
+from .ship import shared_and_own
+from .step import Step
 
 ROOT = Path(__file__).resolve().parents[3]
 HTML_TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
@@ -227,6 +229,8 @@ class SlurmRun:
         ]
 
     def launch_settings(self, args: list[str], timeout: int, rdzv_id: str) -> dict[str, Any]:
+        """Every node's launch settings, sent once for all (ship.shared_and_own: what differs
+        by node is its rank, address and interface)."""
         by_node = {}
         for node in self.nodes:
             env, row = self.env_by_node[node], self.layout["by_host"][node]
@@ -249,7 +253,7 @@ class SlurmRun:
                 "ifname": env["ifname"],
                 "interval": 1.0,
             }
-        return {"by_node": by_node}
+        return shared_and_own(by_node)
 
     def launch(self, obs: Observed, pairwise_only: bool = False) -> None:
         """The ranks, watched; with pairwise_only the relaunch of roles/launch/tasks/
@@ -276,7 +280,8 @@ class SlurmRun:
             self.nodes,
             self.python,
             self.run_id,
-            ["launch", json.dumps(settings)],
+            "launch",
+            settings,
             self.bundle,
             self.alloc.env(),
         )

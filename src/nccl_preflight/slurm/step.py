@@ -2,19 +2,22 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """One job step of the node program on every node of the allocation, from the control machine.
 
-`srun --jobid J -N n --ntasks-per-node=1 --nodelist ... python3 -c BOOT RUN_ID ARGS`, its stdin
-the bundle (ship.py) and then the control machine's messages, its stdout read line by line into
-records (each names its node, SLURMD_NODENAME; ship.frame keeps every line short, since srun
-interleaves the pieces of long lines of several tasks). srun runs in its own session: a Ctrl-C
-of the command reaches the command alone, which ends its steps itself (end()).
+`srun --jobid J -N n --ntasks-per-node=1 --nodelist ... python3 -c BOOT RUN_ID node-step WHAT`,
+its stdin the bundle (ship.py; slurm/bundle.py builds it), the step's settings (one line: what
+every node shares, once, and per node only what differs: ship.shared_and_own) and then the
+control machine's messages, its stdout read line by line into records (each names its node,
+SLURMD_NODENAME; ship.frame keeps every line short, since srun interleaves the pieces of long
+lines of several tasks). A node whose task ended (srun's "task N: Exited ..." on its stderr) is
+no longer waited for. srun runs in its own session: a Ctrl-C of the command reaches the command
+alone, which ends its steps itself (end()).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -22,11 +25,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .ship import BOOT, Unframer, stream_header
+from .ship import BOOT, Unframer, settings_line, stream_header
 
 # After stdin's end the nodes end their runs (the supervisor's kill grace, 5 s), send their
 # results and remove their directories; only then SIGTERM to srun.
 END_GRACE_S = 20.0
+NODE_STEP = "node-step"  # the bundle's __main__ runs slurm/node_step.py main for it
+ENDED = "task ended"  # the record collect() gets when srun says a node's task ended
 
 
 class Step:
@@ -38,27 +43,16 @@ class Step:
         nodes: list[str],
         python: str,
         run_id: str,
-        args: list[str],
+        what: str,
+        settings: dict[str, Any],
         bundle: bytes,
         env: Mapping[str, str],
     ) -> None:
-        argv = [
-            "srun",
-            f"--jobid={job_id}",
-            f"--nodes={len(nodes)}",
-            f"--ntasks={len(nodes)}",
-            "--ntasks-per-node=1",
-            f"--nodelist={','.join(nodes)}",
-            "--kill-on-bad-exit=0",
-            f"--job-name=nccl-preflight-{args[0]}",
-            python,
-            "-c",
-            BOOT,
-            run_id,
-            *args,
-        ]
+        """``settings``: ship.shared_and_own's document (every node takes its own part)."""
+        self.nodes = nodes
+        self.ended: dict[str, str] = {}  # node -> srun's line saying its task ended
         self.proc = subprocess.Popen(
-            argv,
+            step_argv(job_id, nodes, python, run_id, what),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -75,8 +69,9 @@ class Step:
         for reader in self._readers:
             reader.start()
         assert self.proc.stdin is not None
-        self.proc.stdin.write(stream_header(bundle) + bundle)
-        self.proc.stdin.flush()
+        with contextlib.suppress(OSError):  # srun gone at once: its stderr says why
+            self.proc.stdin.write(step_input(bundle, settings))
+            self.proc.stdin.flush()
 
     def _read_out(self) -> None:
         assert self.proc.stdout is not None
@@ -93,7 +88,12 @@ class Step:
     def _read_err(self) -> None:
         assert self.proc.stderr is not None
         for raw in self.proc.stderr:
-            self.errors.append(raw.decode("utf-8", errors="replace").rstrip("\n"))
+            line = raw.decode("utf-8", errors="replace").rstrip("\n")
+            self.errors.append(line)
+            for node in ended_nodes(line, self.nodes):
+                if node not in self.ended:
+                    self.ended[node] = line
+                    self.queue.put({"kind": ENDED, "node": node, "line": line})
 
     def next_record(self, timeout: float | None) -> dict[str, Any] | None:
         """The next record; None when the step's output ended. queue.Empty after timeout."""
@@ -141,10 +141,10 @@ class Step:
 
 
 def collect(step: Step, nodes: list[str], kind: str, deadline: float) -> dict[str, dict]:
-    """Each node's first record of ``kind`` until every node sent one, the output ended or the
-    deadline passed."""
+    """Each node's first record of ``kind`` until every node sent one or its task ended
+    (step.ended: srun said so), the output ended or the deadline passed."""
     found: dict[str, dict] = {}
-    while len(found) < len(nodes):
+    while len(found) + len(set(step.ended).intersection(nodes).difference(found)) < len(nodes):
         left = deadline - time.monotonic()
         if left <= 0:
             break
@@ -159,73 +159,62 @@ def collect(step: Step, nodes: list[str], kind: str, deadline: float) -> dict[st
     return found
 
 
-# ------------------------------------------------------------------------------------------------
-# The run's node bundle, built on the control machine (ship.py runs on the nodes and imports the
-# node room only). slurm/bundle.py builds node-check's bundle for an operator's nodes.
-# ------------------------------------------------------------------------------------------------
-
-BUNDLE_MAIN = (
-    "import sys\nfrom nccl_preflight.slurm.node_step import main\nsys.exit(main(sys.argv[1:]))\n"
-)
-
-
-def bundle_sources() -> dict[str, bytes]:
-    """What the bundle is built from: {path relative to the checkout: bytes} (the builder too)."""
-    from pathlib import Path
-
-    package = Path(__file__).resolve().parents[1]
-    checkout = package.parents[1]
-    paths = [package / "__init__.py", *sorted((package / "node").glob("*.py"))]
-    paths += [package / "slurm" / name for name in ("__init__.py", "ship.py", "node_step.py")]
-    paths += [package / "core" / "zipapp.py", *sorted((checkout / "files").glob("*.py"))]
-    return {path.relative_to(checkout).as_posix(): path.read_bytes() for path in paths}
-
-
-def bundle_key(sources: dict[str, bytes]) -> str:
-    """The sources' content hash: equal sources, equal bundle (zip_bytes is deterministic)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name in sorted(sources):
-        digest.update(f"{name}\0{len(sources[name])}\0".encode())
-        digest.update(sources[name])
-    return digest.hexdigest()[:32]
+def step_argv(job_id: str, nodes: list[str], python: str, run_id: str, what: str) -> list[str]:
+    """srun's command line: the settings are not on it (step_input), so only the node list
+    grows with the nodes (about 15 bytes a node)."""
+    return [
+        "srun",
+        f"--jobid={job_id}",
+        f"--nodes={len(nodes)}",
+        f"--ntasks={len(nodes)}",
+        "--ntasks-per-node=1",
+        f"--nodelist={','.join(nodes)}",
+        "--kill-on-bad-exit=0",
+        f"--job-name=nccl-preflight-{what}",
+        python,
+        "-c",
+        BOOT,
+        run_id,
+        NODE_STEP,
+        what,
+    ]
 
 
-def build_node_bundle(cache_dir: str | os.PathLike[str] | None = None) -> bytes:
-    """A zipapp of the node room, the node step and the rank script's own zipapp.
-
-    With ``cache_dir`` (e.g. the report root's .bundle/), the bundle is kept there by its
-    sources' content hash and read back while the sources are unchanged: a run then reads the
-    sources and hashes them (a few ms) instead of building (0.05-0.08 CPU s, 0.2-0.4 s at load
-    15 on the lab machine). The file is written atomically, mode 0600, in a directory of mode
-    0700: what the nodes run is never a file another user could have put there."""
-    from pathlib import Path
-
-    sources = bundle_sources()
-    cached = None
-    if cache_dir is not None:
-        cached = Path(cache_dir) / f"node-bundle-{bundle_key(sources)}.pyz"
-        if cached.is_file() and cached.stat().st_uid == os.getuid():
-            return cached.read_bytes()
-    bundle = _build(sources)
-    if cached is not None:
-        cached.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        from ..node.files import write_atomically
-
-        write_atomically(cached, bundle, 0o600)
-    return bundle
+def step_input(bundle: bytes, settings: dict[str, Any]) -> bytes:
+    """What the step's stdin starts with: the bundle, then the settings' one line."""
+    return stream_header(bundle) + bundle + settings_line(settings)
 
 
-def _build(sources: dict[str, bytes]) -> bytes:
-    from pathlib import Path
+# srun's words for a task that ended (Slurm 22.05 src/plugins/launch/slurm/launch_slurm.c
+# _task_finish): "srun: error: HOSTS: task(s) IDS: Exited with exit code N" or a signal's name.
+TASK_ENDED = re.compile(r"^srun: error: (?P<hosts>\S+): tasks? [0-9,\-]+: (?P<how>.+)$")
 
-    from ..core.zipapp import build_zipapp, zip_bytes
 
-    checkout = Path(__file__).resolve().parents[3]
-    files: dict[str, bytes] = {"__main__.py": BUNDLE_MAIN.encode()}
-    for name, data in sources.items():
-        if name.startswith("src/nccl_preflight/") and not name.endswith("core/zipapp.py"):
-            files[name.removeprefix("src/")] = data
-    files["nccl_check.pyz"] = build_zipapp(checkout / "files" / "nccl_check.py")
-    return zip_bytes(files)
+def ended_nodes(line: str, nodes: list[str]) -> list[str]:
+    """The nodes of the step that srun's stderr ``line`` says their task ended (a hostlist such
+    as h[1-3,5] expanded)."""
+    match = TASK_ENDED.match(line.strip())
+    if not match:
+        return []
+    named = set(expand_hostlist(match["hosts"]))
+    return [n for n in nodes if n in named]
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm's hostlist ("a1,b[01-03,7]x") as names; one bracket group per name."""
+    names: list[str] = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,]*)?|\[[^\]]*\][^,]*", text):
+        group = re.fullmatch(r"(?P<head>[^\[]*)\[(?P<ranges>[^\]]*)\](?P<tail>.*)", part)
+        if group is None:
+            names.append(part)
+            continue
+        for item in group["ranges"].split(","):
+            low, _, high = item.partition("-")
+            if not high:
+                names.append(f"{group['head']}{low}{group['tail']}")
+                continue
+            if not (low.isdigit() and high.isdigit()):
+                continue
+            for number in range(int(low), int(high) + 1):
+                names.append(f"{group['head']}{number:0{len(low)}d}{group['tail']}")
+    return names

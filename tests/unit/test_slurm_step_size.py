@@ -1,0 +1,161 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""What the slurm command sends to a step grows with the nodes, not with their square, and no
+argument of srun's command line grows with the settings (Linux refuses one of 128 KiB: E2BIG).
+
+Measured with the command's own functions (slurm/observe.py, slurm/run.py SlurmRun,
+slurm/step.py step_argv and step_input) on fake node lists, no Slurm involved; each node's part
+is what the node step takes out of the one document (ship.settings_of), and each node's own
+probe plan (node_step's, from the shared inputs) is the one the control machine judges with.
+"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from nccl_preflight.core.config import load_config
+from nccl_preflight.node.probe_plan import nccl_preflight_probe_plan
+from nccl_preflight.slurm import node_step, observe
+from nccl_preflight.slurm.run import SlurmRun
+from nccl_preflight.slurm.ship import settings_of, shared_and_own
+from nccl_preflight.slurm.step import step_argv, step_input
+
+MAX_ARG_STRLEN = 128 * 1024  # Linux: one argument of execve at most (PAGE_SIZE * 32)
+PER_NODE_BYTES = 200  # a bound on what one more node adds to a step's input
+
+
+def fake_nodes(n: int) -> list[str]:
+    return [f"gpu-node-{i:04d}" for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("cfg") / "nccl.yml"
+    path.write_text('nccl_fabric_cidr: "10.0.0.0/8"\nnccl_nproc_per_node: 8\n')
+    return load_config(path)
+
+
+def started(nodes: list[str]) -> observe.Observed:
+    """What every node's "started" record would bring: ports and a fabric address."""
+    obs = observe.Observed()
+    for i, node in enumerate(nodes):
+        ports = {"ring": {"port": 40000 + i, "error": ""}}
+        if i == 0:
+            ports["master"] = {"port": 29500, "error": ""}
+        obs.facts[node] = {}
+        obs.started[node] = {"ports": ports}
+        address = f"10.1.{i // 250}.{i % 250 + 1}"
+        obs.choices[node] = {"ifname": "ib0", "address": address, "reason": ""}
+    return obs
+
+
+def launch_doc(config: dict[str, Any], nodes: list[str], obs: observe.Observed) -> dict:
+    """The launch step's settings document, as SlurmRun.launch makes it."""
+    run = SlurmRun.__new__(SlurmRun)  # no allocation, no bundle: only the settings
+    run.config, run.nodes, run.python = config, nodes, "python3"
+    run.run_id, run.alloc = "20260101T000000-abcdef", SimpleNamespace(job_id="7", nodes=nodes)
+    run.env_by_node, run.layout, run.results, run.pair_triggers = {}, {}, {}, []
+    run.environment(obs)
+    args = run.script_args(600, run.pairwise_args())
+    return run.launch_settings(args, 600, "rdzv")
+
+
+def step_bytes(config: dict[str, Any], n: int) -> dict[str, int]:
+    """Bytes on each step's stdin beyond the bundle, and the longest argument of srun."""
+    nodes, obs = fake_nodes(n), started(fake_nodes(n))
+    settings = {"shared": observe.observe_settings(config, nodes, "python3"), "own": {}}
+    plan_message = len(json.dumps(observe.shared_inputs(nodes, obs))) + 1
+    argv = step_argv("7", nodes, "python3", "20260101T000000-abcdef", "launch")
+    return {
+        "observe": len(step_input(b"", settings)) - 2 + plan_message,  # less the "0\n" header
+        "launch": len(step_input(b"", launch_doc(config, nodes, obs))) - 2,
+        "longest_arg": max(len(a) for a in argv),
+        "argv": sum(len(a) + 1 for a in argv),
+    }
+
+
+def test_a_step_gets_o_n_bytes_and_a_short_command_line_at_1024_nodes(
+    config: dict[str, Any],
+) -> None:
+    sizes = {n: step_bytes(config, n) for n in (256, 512, 1024)}
+    for step in ("observe", "launch"):
+        # linear: doubling the nodes at most doubles the bytes (n^2 would quadruple them)
+        assert sizes[1024][step] <= 2.1 * sizes[512][step] <= 4.41 * sizes[256][step], sizes
+        assert sizes[1024][step] <= PER_NODE_BYTES * 1024, sizes
+    # only --nodelist grows (about 15 bytes a node): far below one argument's limit
+    assert sizes[1024]["longest_arg"] < MAX_ARG_STRLEN // 8, sizes
+    assert sizes[1024]["argv"] < MAX_ARG_STRLEN // 4, sizes
+
+
+def test_every_node_takes_its_own_launch_settings_out_of_the_shared_document(
+    config: dict[str, Any],
+) -> None:
+    nodes = fake_nodes(64)
+    obs = started(nodes)
+    doc = launch_doc(config, nodes, obs)
+    for i in (0, 1, 37, 63):
+        mine = settings_of(doc, nodes[i])
+        assert mine["torchrun"]["node_rank"] == i
+        assert mine["torchrun"]["local_addr"] == obs.choices[nodes[i]]["address"]
+        assert mine["torchrun"]["nnodes"] == 64 and mine["rank_offset"] == 8 * i
+        assert mine["env"]["NODE_RANK"] == str(i) and mine["env"]["NCCL_SOCKET_IFNAME"] == "ib0"
+    # what every node shares is sent once: the per-node part names no other node
+    assert all(json.dumps(own).count("10.1.") <= 1 for own in doc["own"].values())
+
+
+def test_each_node_works_out_the_probe_plan_and_listeners_the_control_machine_judges_with(
+    config: dict[str, Any],
+) -> None:
+    nodes = fake_nodes(5)
+    obs = started(nodes)
+    settings = settings_of(
+        {"shared": observe.observe_settings(config, nodes, "py"), "own": {}}, "x"
+    )
+    inputs = observe.shared_inputs(nodes, obs)["plan"]
+    for i, node in enumerate(nodes):
+        plan = nccl_preflight_probe_plan(
+            inputs["ports"], node, nodes[0], nodes, inputs["addresses"]
+        )
+        ring = [t for t in plan["targets"] if t["name"] == "ring"]
+        assert ring == [
+            {"name": "ring", "host": nodes[(i + 1) % 5], "port": 40000 + (i + 1) % 5,
+             "address": obs.choices[nodes[(i + 1) % 5]]["address"]}
+        ]  # fmt: skip
+        names = [(s["name"], s["expect"]) for s in node_step.listeners(settings, node)]
+        assert names == ([("master", 5)] if i == 0 else []) + [("ring", 1)]
+    # the firewall read of the master: every peer's address, MASTER_PORT and the port range
+    facts = {
+        "interfaces": {"ib0": {"ipv4": [{"address": "10.1.0.1"}], "ipv6": []}},
+        "ip_local_port_range": [32768, 60999],
+    }
+    firewall = node_step.firewall_read(settings, nodes[0], facts, inputs["addresses"])
+    assert firewall == {
+        "peers": [obs.choices[n]["address"] for n in nodes[1:]],
+        "address": "10.1.0.1",
+        "ifname": "ib0",
+        "ports": [
+            {"label": "MASTER_PORT", "low": 29500},
+            {"label": "ephemeral range", "low": 32768, "high": 60999},
+        ],
+    }
+    assert [
+        p["label"] for p in node_step.firewall_read(settings, nodes[1], facts, {})["ports"]
+    ] == ["ephemeral range"]
+    assert node_step.firewall_read(settings, nodes[0], {"interfaces": {}}, {}) is None
+
+
+def test_shared_and_own_gives_each_node_back_exactly_its_settings() -> None:
+    by_node = {
+        "a": {"x": 1, "env": {"A": "1", "B": "a"}, "l": [1], "k": {}},
+        "b": {"x": 1, "env": {"A": "1", "B": "b"}, "l": [2], "k": 3, "only": {"z": {}}},
+        "c": {"x": 2, "env": {"A": "1"}, "l": [1], "k": {}},
+    }
+    doc = shared_and_own(by_node)
+    assert doc["shared"] == {"env": {"A": "1"}}
+    assert {n: settings_of(doc, n) for n in by_node} == by_node
+    same = shared_and_own({"a": {"x": [1]}, "b": {"x": [1]}})
+    assert same == {"shared": {"x": [1]}, "own": {}}
