@@ -57,6 +57,7 @@ from ..node.supervisor import (
     Supervision,
     _ignore_stop_signals,
 )
+from ..node.tcp_connect import tcp_connect
 from .ship import frame, settings_of
 
 RANK_SCRIPT = "nccl_check.pyz"  # the rank script's zipapp, a member of the node bundle
@@ -120,33 +121,6 @@ def firewall_read(
         "ifname": choice["ifname"],
         "ports": ports,
     }
-
-
-def tcp_connect(address: str, port: int, source: str, timeout: float, retry: float) -> dict:
-    """One connection attempt, retried while refused, as nccl_preflight_observe's probe says it."""
-    started = time.monotonic()
-    while True:
-        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
-        sock.settimeout(timeout)
-        try:
-            if source:
-                sock.bind((source, 0))
-            sock.connect((address, port))
-            ok, error, kind = True, "", ""
-        except TimeoutError:
-            ok, error, kind = False, f"timed out after {timeout:g} s", "timeout"
-        except OSError as exc:
-            ok, error = False, exc.strerror or str(exc)
-            kind = {111: "refused", 113: "unreachable", 101: "unreachable", 99: "source"}.get(
-                exc.errno or 0, "error"
-            )
-        finally:
-            sock.close()
-        if ok or kind != "refused" or time.monotonic() >= started + retry:
-            break
-        time.sleep(0.2)
-    elapsed = int((time.monotonic() - started) * 1000)
-    return {"ok": ok, "error": error, "error_kind": kind, "elapsed_ms": elapsed}
 
 
 def _shared_inputs(messages: queue.Queue) -> dict[str, Any] | None:
