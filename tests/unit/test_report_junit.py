@@ -609,3 +609,24 @@ def test_a_rank_ended_at_the_timeout_is_hung_in_its_running_test(
     )
     said = "The rank said: rank 0 on node1 was stopped by SIGTERM Hint: rank 0 on node1 stopped in"
     assert said in error.get("message")  # nccl_hints adds the fix: where it stopped, what to read
+
+
+def test_under_slurm_an_unreachable_host_is_explained_in_slurms_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """plan.json's front_end "slurm" (the slurm command writes it): no Ansible ping advice."""
+    run = RunDir(tmp_path, ["node1", "node2"], nproc=1).plan(
+        unreachable=("node2",), launch_skipped="node2 dropped out before launch"
+    )
+    plan = json.loads((run.dir / "plan.json").read_text())
+    (run.dir / "plan.json").write_text(json.dumps({**plan, "front_end": "slurm"}))
+    run.preflight("node1")
+    build(run, capsys)
+    validate_report_junit(run.dir)
+    message = case(suites(run.dir / "junit.xml")["preflight.node2"], "host reachable")
+    text = message.find("error").get("message")
+    assert "srun -w node2 -N 1" in text and "sinfo -n node2" in text and "ansible" not in text
+    verdict = json.loads((run.dir / "verdict.json").read_text())
+    (finding,) = [f for f in verdict["findings"] if f["test"] == "host reachable"]
+    assert finding["host"] == "node2" and finding["fix"].startswith("sinfo -n node2")
+    assert "ansible" not in finding["fix"]

@@ -31,6 +31,7 @@ from .run_data import (  # noqa: F401 - part of this module's interface
     HostData,
     RunData,
     read_run,
+    unreachable_check,
 )
 from .run_stop import RunStop
 from .summary import predicted_skip_lines  # noqa: F401 - part of this module's interface
@@ -365,8 +366,9 @@ def _of(item: dict[str, Any]) -> str:
     return f" (a consequence of {cause.get('host')}'s failed {cause.get('check')} check)"
 
 
-def preflight_suite(host: HostData) -> TestSuite | None:
-    """One testsuite per host: a testcase per pre-flight check (+ reachability)."""
+def preflight_suite(host: HostData, unreachable_hint: str = "") -> TestSuite | None:
+    """One testsuite per host: a testcase per pre-flight check (+ reachability, with
+    ``unreachable_hint``: run_data.unreachable_check, the front-end's way to see why)."""
     classname = f"preflight.{host_label(host.host)}"
     cases: list[TestCase] = []
     if not host.reachable:
@@ -374,8 +376,7 @@ def preflight_suite(host: HostData) -> TestSuite | None:
         case.add_error_info(
             message=(
                 f"{host.host} was unreachable or failed before launch: none of its ranks "
-                f"ran. Check `ansible {host.host} -m ansible.builtin.ping` and the play "
-                f"output above."
+                f"ran. {unreachable_hint}"
             ),
             error_type="unreachable",
         )
@@ -435,7 +436,7 @@ def build_suites(
     hints = rank_hints(run)
     files: list[SuiteFile] = []
     for host in run.hosts:
-        pre = preflight_suite(host)
+        pre = preflight_suite(host, unreachable_check(run, host.host))
         if pre is not None:
             files.append(
                 SuiteFile(

@@ -56,6 +56,31 @@ class RunData:
     report_dir: Path | None = None  # where read_run read it (<host>/pairwise/: nccl_pairwise)
 
 
+def unreachable_fix(run: RunData, host: str) -> str:
+    """How to see why ``host`` dropped out before launch, in its front-end's words (plan.json's
+    ``front_end``: "slurm" for the slurm command, absent for the Ansible path)."""
+    if run.plan.get("front_end") == "slurm":
+        return (
+            f"sinfo -n {host} -o '%n %T %E' and srun -w {host} -N 1 <nccl_python> -c "
+            "'import torch' show why (node down or drained, no Python with torch); see the "
+            "command's output"
+        )
+    return (
+        f"ansible {host} -m ansible.builtin.ping -i <inventory> shows why "
+        "(SSH address, key, user, a Python on the node); see the play output"
+    )
+
+
+def unreachable_check(run: RunData, host: str) -> str:
+    """The JUnit's sentence for the same: what to run to see why ``host`` dropped out."""
+    if run.plan.get("front_end") == "slurm":
+        return (
+            f"Check `sinfo -n {host} -o '%n %T %E'` and `srun -w {host} -N 1 <nccl_python> -c "
+            "'import torch'`, and the command's output above."
+        )
+    return f"Check `ansible {host} -m ansible.builtin.ping` and the play output above."
+
+
 def _read_json(path: Path) -> tuple[Any, str | None]:
     """(document, None) or (None, why it could not be read)."""
     try:

@@ -21,6 +21,7 @@ from nccl_preflight.node.files import write_atomically
 
 from .exit_classes import BY_NAME, ExitClass, code_table, most_severe
 from .hints import is_below_threshold
+from .run_data import unreachable_fix
 from .run_stop import UNREACHABLE_CHECK, RunStop
 
 if TYPE_CHECKING:
@@ -52,10 +53,7 @@ def _preflight_findings(run: RunData) -> list[dict[str, Any]]:
                     "rank": None,
                     "test": UNREACHABLE_CHECK,
                     "what": f"{host.host} was unreachable or failed before launch",
-                    "fix": (
-                        f"ansible {host.host} -m ansible.builtin.ping -i <inventory> shows why "
-                        "(SSH address, key, user, a Python on the node); see the play output"
-                    ),
+                    "fix": unreachable_fix(run, host.host),
                     "consequence": False,
                 }
             )

@@ -177,6 +177,7 @@ class SlurmRun:
             self.run_dir / "plan.json",
             {
                 "run_id": self.run_id,
+                "front_end": "slurm",
                 "hosts": hosts,
                 "world_size": self.layout["world_size"],
                 "master_addr": env["master_addr"],
