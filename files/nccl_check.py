@@ -887,8 +887,11 @@ def run_pairwise(run: Run, ctx: Context, stopped_by: str | None) -> None:
     if why := phase.trigger():
         run.record.start("pairwise")
         entry = run_test("pairwise", lambda: phase.body(why))
-        with run.record.lock:  # the finished test holds the rows now
-            run.record.data.pop("pairwise", None)
+        if entry["status"] != "error":
+            with run.record.lock:  # the finished test holds the rows now
+                run.record.data.pop("pairwise", None)
+        # An error (a peer that died makes gloo raise where NCCL would hang) keeps the rounds
+        # saved so far and the round under way in the record's "pairwise", as a watchdog does.
         run.record.add(entry)
 
 

@@ -68,18 +68,14 @@ def test_every_pair_of_nodes_is_measured_on_every_rail_by_both_ranks(tmp_path: P
     assert "# pairwise, 3 nodes" in outputs[0]
 
 
-def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) -> None:
-    """Rank 2 (node 2) stops before round 1 (pair 0-2); the watchdogs end every rank. Round 0
-    (pair 1-2) is in every record's ``pairwise``, with the round under way, and the controller
-    names nodes 0 and 2 as timed out, node 1 not."""
-    from nccl_preflight.core import pairwise as nccl_pairwise
-
-    port, nodes = free_port(), 3
-    procs = []
-    for rank in range(nodes):
+def start_three_nodes_pausing(tmp_path: Path, timeout: int) -> list[subprocess.Popen[str]]:
+    """Three single-rank "nodes" with --pairwise always; rank 2 (node 2) pauses before round 1
+    (pair 0-2), after round 0 (pair 1-2)."""
+    port, procs = free_port(), []
+    for rank in range(3):
         argv = [sys.executable, str(SCRIPT), "--init-method", f"tcp://127.0.0.1:{port}"]
-        argv += ["--rank", str(rank), "--world-size", str(nodes), "--local-rank", "0"]
-        argv += ["--out-dir", str(tmp_path), "--timeout", "8", "--tests", "barrier"]
+        argv += ["--rank", str(rank), "--world-size", "3", "--local-rank", "0"]
+        argv += ["--out-dir", str(tmp_path), "--timeout", str(timeout), "--tests", "barrier"]
         argv += ["--pairwise", "always", "--pair-bytes", "4K", "--pair-iters", "1"]
         argv += ["--pause-before", "pairwise pass 1 round 1@2"]
         environ = {**env(), "NODE_RANK": str(rank), "LOCAL_WORLD_SIZE": "1"}
@@ -88,11 +84,17 @@ def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) 
                 argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ
             )
         )
-    outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
-    assert [p.returncode for p in procs] == [124] * nodes, outputs
+    return procs
 
-    found = records(tmp_path)
-    for rank, record in found.items():
+
+def assert_round_zero_kept(found: dict[int, dict], ranks: list[int], outputs: list[str]) -> None:
+    """Each rank's record keeps round 0 (pair 1-2: ranks 1 and 2 have its row) and names round 1
+    (pair 0-2) as the round under way."""
+    assert sorted(found) == ranks, outputs
+    for rank in ranks:
+        record = found[rank]
+        # a rank whose watchdog ended an earlier phase never reached the rounds: say which
+        assert "pairwise" in record, (rank, record.get("current_test"), record["tests"], outputs)
         saved = record["pairwise"]
         assert saved["under_way"] == {"pass": 1, "round": 1}, rank
         assert saved["under_way_pairs"] == [[0, 2]]
@@ -100,9 +102,49 @@ def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) 
             [(0, 3 - rank)] if rank in (1, 2) else []
         )
         assert all(r["busbw_gbps"] > 0 for r in saved["rows"])
+
+
+def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) -> None:
+    """Rank 2 stops before round 1; the watchdogs end every rank. Round 0 (pair 1-2) is in every
+    record's ``pairwise``, with the round under way, and the controller names nodes 0 and 2 as
+    timed out, node 1 not."""
+    from nccl_preflight.core import pairwise as nccl_pairwise
+
+    procs = start_three_nodes_pausing(tmp_path, timeout=8)
+    outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
+    assert [p.returncode for p in procs] == [124] * 3, outputs
+
+    found = records(tmp_path)
+    assert_round_zero_kept(found, [0, 1, 2], outputs)
     tests = nccl_pairwise.pairwise_tests(found)
     rows = [row for _, details in tests for row in details["rows"]]
     assert nccl_pairwise.unfinished_pairs(tests, rows) == [(0, 2)]
-    hosts = {n: f"n{n}" for n in range(nodes)}
-    verdict = nccl_pairwise.judge(range(nodes), hosts, rows, 0.8, [(0, 2)])
+    hosts = {n: f"n{n}" for n in range(3)}
+    verdict = nccl_pairwise.judge(range(3), hosts, rows, 0.8, [(0, 2)])
     assert [v["status"] for v in verdict["verdicts"]] == ["timed out", "ok", "timed out"]
+
+
+def test_a_node_that_dies_in_a_round_leaves_the_rounds_before_it_on_disk(tmp_path: Path) -> None:
+    """Rank 2 is killed (SIGKILL) before round 1: with gloo the other ranks' round-1 barrier
+    raises (the connection is gone) instead of hanging. Their records still keep round 0 and
+    the round under way, beside the pairwise test's error, so the controller judges round 0."""
+    from nccl_preflight.core import pairwise as nccl_pairwise
+
+    procs = start_three_nodes_pausing(tmp_path, timeout=10)
+    assert procs[2].stdout is not None
+    for line in procs[2].stdout:  # the pause announces itself
+        if "paused before pairwise pass 1 round 1" in line:
+            break
+    procs[2].kill()
+    outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
+    assert procs[2].returncode == -9
+
+    found = records(tmp_path)
+    kept = {rank: found[rank] for rank in (0, 1)}
+    assert_round_zero_kept(kept, [0, 1], outputs)
+    errors = [t for rank in (0, 1) for t in found[rank]["tests"] if t["name"] == "pairwise"]
+    assert [t["status"] for t in errors] == ["error", "error"], outputs
+    tests = nccl_pairwise.pairwise_tests(kept)
+    rows = [row for _, details in tests for row in details["rows"]]
+    assert [(r["rank"], r["peer_node"]) for r in rows] == [(1, 2)]
+    assert nccl_pairwise.unfinished_pairs(tests, rows) == [(0, 2)]

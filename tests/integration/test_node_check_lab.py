@@ -59,9 +59,22 @@ def checked_lab(
     finally:  # the lab as the other tests expect it: its own slurm.conf, every host idle
         lab.reset_faults()
         lab.slurm_reconfigure()
+        wait_checks_ended(pyz)
         for node in lab.slurm_nodes:
             lab.scontrol("update", f"nodename={node}", "state=resume", check=False)
         lab.slurm_wait_idle()
+
+
+def wait_checks_ended(pyz: Path, timeout: float = 120) -> None:
+    """Until no node-check from ``pyz`` runs on any lab host (their processes are visible here:
+    the hosts are network namespaces). After the health check is configured away, one started
+    before can still end later and drain its node again, after a test resumed it."""
+
+    def running() -> bool:
+        found = subprocess.run(["pgrep", "-f", str(pyz)], capture_output=True, check=False)
+        return found.returncode == 0
+
+    wait_for(lambda: not running(), f"the node-checks of {pyz} to end", timeout)
 
 
 def node_field(lab: Lab, node: str, field: str) -> str:
@@ -123,6 +136,7 @@ def test_as_prolog_a_job_does_not_run_on_the_bad_node(checked_lab: tuple[Lab, Pa
     # Prolog: MessageTimeout (10 s by default) must cover node-check (a torch import), and this
     # loaded machine can take longer than a real node (docs/slurm.md).
     lab.slurm_reconfigure([f"Prolog={wrapper}", "MessageTimeout=60"])
+    wait_checks_ended(wrapper.parent / "nccl-preflight.pyz")  # the previous test's health checks
     lab.link_down(bad)
     lab.scontrol("update", f"nodename={bad}", "state=resume", check=False)
     lab.slurm_wait_idle()
