@@ -2,24 +2,73 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """What the slurm command sends to each job step, by number of nodes (BENCHMARKS.md section 7).
 
-Measured with the command's own functions on fake node lists, no Slurm involved (the helpers of
-tests/unit/test_slurm_step_size.py, which bounds the same numbers): the bytes on each step's stdin
-beyond the node bundle (the settings' line; for observe also the one message of every node's ports
-and address), srun's longest argument and its whole command line, and the bundle itself.
+Measured with the command's own functions on fake node lists, no Slurm involved
+(tests/unit/test_slurm_step_size.py bounds the same numbers with these helpers): the bytes on
+each step's stdin beyond the node bundle (the settings' line; for observe also the one message
+of every node's ports and address), srun's longest argument and its whole command line, and the
+bundle itself.
 
     .venv/bin/python -m bench.slurm_sizes
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from nccl_preflight.core.config import load_config
+from nccl_preflight.slurm import observe
 from nccl_preflight.slurm.bundle import build_bundle
-from tests.unit.test_slurm_step_size import step_bytes
+from nccl_preflight.slurm.run import SlurmRun
+from nccl_preflight.slurm.step import step_argv, step_input
 
 SIZES = (8, 128, 512, 1024)
+
+
+def fake_nodes(n: int) -> list[str]:
+    return [f"gpu-node-{i:04d}" for i in range(n)]
+
+
+def started(nodes: list[str]) -> observe.Observed:
+    """What every node's "started" record would bring: ports and a fabric address."""
+    obs = observe.Observed()
+    for i, node in enumerate(nodes):
+        ports = {"ring": {"port": 40000 + i, "error": ""}}
+        if i == 0:
+            ports["master"] = {"port": 29500, "error": ""}
+        obs.facts[node] = {}
+        obs.started[node] = {"ports": ports}
+        address = f"10.1.{i // 250}.{i % 250 + 1}"
+        obs.choices[node] = {"ifname": "ib0", "address": address, "reason": ""}
+    return obs
+
+
+def launch_doc(config: dict[str, Any], nodes: list[str], obs: observe.Observed) -> dict:
+    """The launch step's settings document, as SlurmRun.launch makes it."""
+    run = SlurmRun.__new__(SlurmRun)  # no allocation, no bundle: only the settings
+    run.config, run.nodes, run.python = config, nodes, "python3"
+    run.run_id, run.alloc = "20260101T000000-abcdef", SimpleNamespace(job_id="7", nodes=nodes)
+    run.env_by_node, run.layout, run.results, run.pair_triggers = {}, {}, {}, []
+    run.environment(obs)
+    args = run.script_args(600, run.pairwise_args())
+    return run.launch_settings(args, 600, "rdzv")
+
+
+def step_bytes(config: dict[str, Any], n: int) -> dict[str, int]:
+    """Bytes on each step's stdin beyond the bundle, and the longest argument of srun."""
+    nodes, obs = fake_nodes(n), started(fake_nodes(n))
+    settings = {"shared": observe.observe_settings(config, nodes, "python3"), "own": {}}
+    plan_message = len(json.dumps(observe.shared_inputs(nodes, obs))) + 1
+    argv = step_argv("7", nodes, "python3", "20260101T000000-abcdef", "launch")
+    return {
+        "observe": len(step_input(b"", settings)) - 2 + plan_message,  # less the "0\n" header
+        "launch": len(step_input(b"", launch_doc(config, nodes, obs))) - 2,
+        "longest_arg": max(len(a) for a in argv),
+        "argv": sum(len(a) + 1 for a in argv),
+    }
 
 
 def main() -> None:

@@ -12,24 +12,18 @@ probe plan (node_step's, from the shared inputs) is the one the control machine 
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from bench.slurm_sizes import fake_nodes, launch_doc, started, step_bytes
 from nccl_preflight.core.config import load_config
 from nccl_preflight.node.probe_plan import nccl_preflight_probe_plan
 from nccl_preflight.slurm import node_step, observe
-from nccl_preflight.slurm.run import SlurmRun
 from nccl_preflight.slurm.ship import settings_of, shared_and_own
-from nccl_preflight.slurm.step import step_argv, step_input
 
 MAX_ARG_STRLEN = 128 * 1024  # Linux: one argument of execve at most (PAGE_SIZE * 32)
 PER_NODE_BYTES = 200  # a bound on what one more node adds to a step's input
-
-
-def fake_nodes(n: int) -> list[str]:
-    return [f"gpu-node-{i:04d}" for i in range(n)]
 
 
 @pytest.fixture(scope="module")
@@ -37,45 +31,6 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path = tmp_path_factory.mktemp("cfg") / "nccl.yml"
     path.write_text('nccl_fabric_cidr: "10.0.0.0/8"\nnccl_nproc_per_node: 8\n')
     return load_config(path)
-
-
-def started(nodes: list[str]) -> observe.Observed:
-    """What every node's "started" record would bring: ports and a fabric address."""
-    obs = observe.Observed()
-    for i, node in enumerate(nodes):
-        ports = {"ring": {"port": 40000 + i, "error": ""}}
-        if i == 0:
-            ports["master"] = {"port": 29500, "error": ""}
-        obs.facts[node] = {}
-        obs.started[node] = {"ports": ports}
-        address = f"10.1.{i // 250}.{i % 250 + 1}"
-        obs.choices[node] = {"ifname": "ib0", "address": address, "reason": ""}
-    return obs
-
-
-def launch_doc(config: dict[str, Any], nodes: list[str], obs: observe.Observed) -> dict:
-    """The launch step's settings document, as SlurmRun.launch makes it."""
-    run = SlurmRun.__new__(SlurmRun)  # no allocation, no bundle: only the settings
-    run.config, run.nodes, run.python = config, nodes, "python3"
-    run.run_id, run.alloc = "20260101T000000-abcdef", SimpleNamespace(job_id="7", nodes=nodes)
-    run.env_by_node, run.layout, run.results, run.pair_triggers = {}, {}, {}, []
-    run.environment(obs)
-    args = run.script_args(600, run.pairwise_args())
-    return run.launch_settings(args, 600, "rdzv")
-
-
-def step_bytes(config: dict[str, Any], n: int) -> dict[str, int]:
-    """Bytes on each step's stdin beyond the bundle, and the longest argument of srun."""
-    nodes, obs = fake_nodes(n), started(fake_nodes(n))
-    settings = {"shared": observe.observe_settings(config, nodes, "python3"), "own": {}}
-    plan_message = len(json.dumps(observe.shared_inputs(nodes, obs))) + 1
-    argv = step_argv("7", nodes, "python3", "20260101T000000-abcdef", "launch")
-    return {
-        "observe": len(step_input(b"", settings)) - 2 + plan_message,  # less the "0\n" header
-        "launch": len(step_input(b"", launch_doc(config, nodes, obs))) - 2,
-        "longest_arg": max(len(a) for a in argv),
-        "argv": sum(len(a) + 1 for a in argv),
-    }
 
 
 def test_a_step_gets_o_n_bytes_and_a_short_command_line_at_1024_nodes(
