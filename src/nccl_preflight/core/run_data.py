@@ -56,29 +56,46 @@ class RunData:
     report_dir: Path | None = None  # where read_run read it (<host>/pairwise/: nccl_pairwise)
 
 
+@dataclass(frozen=True)
+class UnreachableLook:
+    """What a front-end's user runs to see why a host dropped out before launch."""
+
+    commands: tuple[str, ...]  # each with {host}
+    shows: str  # the causes they tell apart
+    output: str  # where the front-end already said something
+
+
+# plan.json's ``front_end``: "slurm" for the slurm command, absent for the Ansible path.
+UNREACHABLE_LOOKS = {
+    "slurm": UnreachableLook(
+        ("sinfo -n {host} -o '%n %T %E'", "srun -w {host} -N 1 <nccl_python> -c 'import torch'"),
+        "node down or drained, no Python with torch",
+        "the command's output",
+    ),
+    "ansible": UnreachableLook(
+        ("ansible {host} -m ansible.builtin.ping -i <inventory>",),
+        "SSH address, key, user, a Python on the node",
+        "the play output",
+    ),
+}
+
+
+def _unreachable_look(run: RunData, host: str) -> tuple[list[str], UnreachableLook]:
+    look = UNREACHABLE_LOOKS[run.plan.get("front_end") or "ansible"]
+    return [command.format(host=host) for command in look.commands], look
+
+
 def unreachable_fix(run: RunData, host: str) -> str:
-    """How to see why ``host`` dropped out before launch, in its front-end's words (plan.json's
-    ``front_end``: "slurm" for the slurm command, absent for the Ansible path)."""
-    if run.plan.get("front_end") == "slurm":
-        return (
-            f"sinfo -n {host} -o '%n %T %E' and srun -w {host} -N 1 <nccl_python> -c "
-            "'import torch' show why (node down or drained, no Python with torch); see the "
-            "command's output"
-        )
-    return (
-        f"ansible {host} -m ansible.builtin.ping -i <inventory> shows why "
-        "(SSH address, key, user, a Python on the node); see the play output"
-    )
+    """How to see why ``host`` dropped out before launch, in its front-end's words."""
+    commands, look = _unreachable_look(run, host)
+    verb = "shows" if len(commands) == 1 else "show"
+    return f"{' and '.join(commands)} {verb} why ({look.shows}); see {look.output}"
 
 
 def unreachable_check(run: RunData, host: str) -> str:
     """The JUnit's sentence for the same: what to run to see why ``host`` dropped out."""
-    if run.plan.get("front_end") == "slurm":
-        return (
-            f"Check `sinfo -n {host} -o '%n %T %E'` and `srun -w {host} -N 1 <nccl_python> -c "
-            "'import torch'`, and the command's output above."
-        )
-    return f"Check `ansible {host} -m ansible.builtin.ping` and the play output above."
+    commands, look = _unreachable_look(run, host)
+    return f"Check {' and '.join(f'`{c}`' for c in commands)}, and {look.output} above."
 
 
 def _read_json(path: Path) -> tuple[Any, str | None]:
