@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from nccl_preflight.core.preflight import gpu_checks
 from nccl_preflight.node import gpu_health
 from nccl_preflight.node.parse import parse_nvidia_smi_csv, parse_python_probe
 from nccl_preflight.slurm import node_check
@@ -25,6 +26,19 @@ from tests.report_build import build_report, build_verdict
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # tests/device/gpu-node.yml: the config node_check_gpu.sh gives node-check on the machine.
 DEVICE_CONFIG = {"nccl_socket_ifname": "eth0", "nccl_backend": "nccl"}
+# The GPU health checks of a healthy lone GPU in these VMs: no NVLink, no NVSwitch, no RDMA NIC,
+# DCGM not run.
+LONE_HEALTHY_GPU = {
+    "gpu_memory": "passed",
+    "gpu_xid": "passed",
+    "gpu_pcie": "passed",
+    "gpu_nvlink": "skipped",
+    "gpu_fabric": "skipped",
+    "gpu_topology": "skipped",
+    "gpu_modes": "passed",
+    "gpu_visible": "passed",
+    "gpu_dcgm": "skipped",
+}
 
 
 def text(name: str) -> str:
@@ -74,6 +88,16 @@ class Machine:
                 "gpu_health": self.health(dmesg),
             },
         }
+
+    def gpu_health_results(self, dmesg: str | None = None) -> dict[str, dict[str, Any]]:
+        """The pre-flight's GPU health checks of the machine as the one host of a one-rank run,
+        by check."""
+        results = gpu_checks.nccl_gpu_health_results(
+            {self.host: self.observation(dmesg=dmesg)},
+            self.host,
+            {"require_gpu": True, "order": [self.host]},
+        )
+        return {r["check"]: r for r in results}
 
     def run_dir(self, tmp_path: Path, case: str, nproc: int, logs: dict[int, str] | None) -> Path:
         """reports/<run-id>/ of this one host holding the recorded rank JSONs of ``case`` and,

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from nccl_preflight.core.preflight import gpu_checks
 from nccl_preflight.core.preflight import host_checks as pf
 from nccl_preflight.core.transport import describe, parse_nccl_log
 from nccl_preflight.node import gpu_health
 from nccl_preflight.node.parse import parse_nvidia_smi_csv, parse_python_probe
 from nccl_preflight.slurm.node_check import finding_line
-from tests.recorded_gpu import FIXTURES, Machine, text
+from tests.recorded_gpu import FIXTURES, LONE_HEALTHY_GPU, Machine, text
 
 H100 = Machine("h100-vm")
 HOST = H100.host
@@ -106,19 +105,8 @@ def test_torch_probe() -> None:
 
 # --------------------------------------------------------------------------- judges
 def test_gpu_health_judges_the_healthy_h100() -> None:
-    results = gpu_checks.nccl_gpu_health_results({HOST: H100.observation()}, HOST, SETTINGS)
-    by_check = {r["check"]: r for r in results}
-    assert {check: r["status"] for check, r in by_check.items()} == {
-        "gpu_memory": "passed",
-        "gpu_xid": "passed",
-        "gpu_pcie": "passed",
-        "gpu_nvlink": "skipped",
-        "gpu_fabric": "skipped",
-        "gpu_topology": "skipped",
-        "gpu_modes": "passed",
-        "gpu_visible": "passed",
-        "gpu_dcgm": "skipped",
-    }
+    by_check = H100.gpu_health_results()
+    assert {check: r["status"] for check, r in by_check.items()} == LONE_HEALTHY_GPU
     assert by_check["gpu_memory"]["message"] == (
         "vm: no uncorrectable memory error, nothing pending (1 GPUs report ECC counters; no "
         "correctable error)"

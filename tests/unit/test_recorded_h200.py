@@ -22,7 +22,7 @@ from nccl_preflight.node.parse import parse_nvidia_smi_csv, parse_python_probe
 from nccl_preflight.node.run_observe import parse_torchrun_failures
 from tests.check.support import load_script
 from tests.jenkins_schema import validate_report_junit
-from tests.recorded_gpu import FIXTURES, Machine, text
+from tests.recorded_gpu import FIXTURES, LONE_HEALTHY_GPU, Machine, text
 from tests.report_build import build_report, build_verdict
 
 H200 = Machine("h200-vm")
@@ -123,22 +123,8 @@ def test_gpu_health_judges_the_healthy_h200() -> None:
     (nvmlDeviceGetRemappedRows, docs.nvidia.com/deploy/nvml-api) calls for a reset only when a
     remapping is pending and for replacement when one failed; the rule (docs/design.md
     "gpu_memory") fails only those and uncorrectable errors, and shows the correctable count."""
-    results = gpu_checks.nccl_gpu_health_results(
-        {HOST: observation()}, HOST, {"require_gpu": True, "order": [HOST]}
-    )
-    by_check = {r["check"]: r for r in results}
-    status = {check: r["status"] for check, r in by_check.items()}
-    assert status == {
-        "gpu_memory": "passed",
-        "gpu_xid": "passed",
-        "gpu_pcie": "passed",
-        "gpu_nvlink": "skipped",
-        "gpu_fabric": "skipped",
-        "gpu_topology": "skipped",
-        "gpu_modes": "passed",
-        "gpu_visible": "passed",
-        "gpu_dcgm": "skipped",
-    }
+    by_check = H200.gpu_health_results(dmesg=DMESG)
+    assert {check: r["status"] for check, r in by_check.items()} == LONE_HEALTHY_GPU
     assert by_check["gpu_memory"]["message"] == (
         "vm: no uncorrectable memory error, nothing pending (1 GPUs report ECC counters; "
         "GPU 0 (00000000:00:06.0) 5101 correctable (aggregate))"
