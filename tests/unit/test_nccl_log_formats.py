@@ -95,7 +95,7 @@ def test_every_row_is_sourced(name: str) -> None:
     assert (LOGS / name).is_file()
     if row["status"] == "recorded":  # on a GPU machine: the machine, the script and the date
         assert name.startswith("recorded-")
-        assert "tests/device/record_gpu.sh" in row["source"]
+        assert re.search(r"tests/device/record_(gpu|h100)\.sh", row["source"])
         assert re.search(r"\b20\d\d-\d\d-\d\d\b", row["source"])
     else:
         assert row["status"] == "transcribed"

@@ -17,6 +17,7 @@ import pytest
 from nccl_preflight.core.preflight.judge import NODE_CHECKS
 from nccl_preflight.node import facts as node_facts
 from nccl_preflight.slurm import node_check
+from tests.recorded_gpu import Machine
 from tests.unit.test_nccl_facts import FakeNode, fixture, sysfs  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -274,16 +275,7 @@ def test_the_recorded_gpu_machine_is_judged_as_it_was_there_and_a_missing_ip_is_
     recorded by tests/device/node_check_gpu.sh) judged alone: its GPU checks pass as node-check
     printed there (gpu/node-check-h200-vm.txt); it has no iproute2, and the interface check says
     so instead of "interface eth0 does not exist; interfaces present: none" (what it said there)."""
-    recorded = json.loads(fixture("gpu/facts-h200-vm.json"))
-    monkeypatch.setattr(node_check, "gather", lambda runner, params, shared: recorded)
-    monkeypatch.setenv("SLURMD_NODENAME", "vm")
-    probe = json.dumps(recorded["python"])
-    config = {"nccl_socket_ifname": "eth0", "nccl_backend": "nccl"}
-    host, results = node_check.check_node(
-        config,
-        runner=FakeRunner(),
-        probe=lambda python, timeout: {"rc": 0, "stdout": probe, "stderr": "", "error": ""},
-    )
+    host, results = Machine("h200-vm").node_check(monkeypatch)
     assert host == "vm"
     seen = by_check(results)
     there = {

@@ -8,9 +8,7 @@ to the project's real parsers, judges and report writers and asserts what they m
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,52 +22,20 @@ from nccl_preflight.node.parse import parse_nvidia_smi_csv, parse_python_probe
 from nccl_preflight.node.run_observe import parse_torchrun_failures
 from tests.check.support import load_script
 from tests.jenkins_schema import validate_report_junit
+from tests.recorded_gpu import FIXTURES, LONE_HEALTHY_GPU, Machine, text
 from tests.report_build import build_report, build_verdict
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-HOST = "vm"  # the recorded machine's host name (NCCL's log prefix, the rank JSON's host)
+H200 = Machine("h200-vm")
+HOST = H200.host
+DMESG = "gpu/dmesg-h200-vm-nvrm.txt"  # the kernel log's nvidia/NVRM lines, recorded
 
 
-def text(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
+def readers() -> dict:
+    return H200.readers()
 
 
-def readers() -> dict[str, Any]:
-    """What the node room's readers made of the machine, on the machine
-    (tests/device/node_readers.py)."""
-    return json.loads(text("gpu/node-readers-h200-vm.json"))
-
-
-def recorded_health() -> dict[str, Any]:
-    """facts.gpu_health as the node would send it: the parts parsed here from the raw
-    recordings, the parts with no raw recording (kernel log, fabric manager, DCGM) as the
-    readers reported them on the machine."""
-    return {
-        **readers()["gpu_health"],
-        "query": gpu_health.parse_smi_query(text("gpu/q-h200-vm.txt")),
-        "topology": gpu_health.parse_topology(text("gpu/topo-h200-vm.txt")),
-        "nvlink": gpu_health.parse_nvlink_status(text("gpu/nvlink-h200-vm.txt")),
-        "kernel_log": {
-            "source": "dmesg",
-            "xids": gpu_health.parse_xids(text("gpu/dmesg-h200-vm-nvrm.txt")),
-        },
-    }
-
-
-def observation(nproc: int = 1) -> dict[str, Any]:
-    return {
-        "host": HOST,
-        "backend": "nccl",
-        "ifname": "eth0",
-        "nproc_per_node": nproc,
-        "python": "/opt/torch/.venv/bin/python3",
-        "python_facts": parse_python_probe(text("torch/probe-h200-vm.json")),
-        "facts": {
-            "gpus": parse_nvidia_smi_csv(text("nvidia-smi/h200-vm.csv")),
-            "gpus_reason": "",
-            "gpu_health": recorded_health(),
-        },
-    }
+def observation(nproc: int = 1) -> dict:
+    return H200.observation(nproc, dmesg=DMESG)
 
 
 # --------------------------------------------------------------------------- node parsers
@@ -157,28 +123,14 @@ def test_gpu_health_judges_the_healthy_h200() -> None:
     (nvmlDeviceGetRemappedRows, docs.nvidia.com/deploy/nvml-api) calls for a reset only when a
     remapping is pending and for replacement when one failed; the rule (docs/design.md
     "gpu_memory") fails only those and uncorrectable errors, and shows the correctable count."""
-    results = gpu_checks.nccl_gpu_health_results(
-        {HOST: observation()}, HOST, {"require_gpu": True, "order": [HOST]}
-    )
-    by_check = {r["check"]: r for r in results}
-    status = {check: r["status"] for check, r in by_check.items()}
-    assert status == {
-        "gpu_memory": "passed",
-        "gpu_xid": "passed",
-        "gpu_pcie": "passed",
-        "gpu_nvlink": "skipped",
-        "gpu_fabric": "skipped",
-        "gpu_topology": "skipped",
-        "gpu_modes": "passed",
-        "gpu_visible": "passed",
-        "gpu_dcgm": "skipped",
-    }
+    by_check = H200.gpu_health_results(dmesg=DMESG)
+    assert {check: r["status"] for check, r in by_check.items()} == LONE_HEALTHY_GPU
     assert by_check["gpu_memory"]["message"] == (
         "vm: no uncorrectable memory error, nothing pending (1 GPUs report ECC counters; "
         "GPU 0 (00000000:00:06.0) 5101 correctable (aggregate))"
     )
     assert "1 GPU x16" in by_check["gpu_pcie"]["message"]
-    assert "no GPU here has NVLink" in by_check["gpu_nvlink"]["message"]
+    assert "no GPU here reports an NVLink" in by_check["gpu_nvlink"]["message"]
     assert "the run uses no RDMA NIC" in by_check["gpu_topology"]["message"]
     assert "torch sees 1 CUDA devices for 1 ranks" in by_check["gpu_visible"]["message"]
 
@@ -245,83 +197,16 @@ def test_one_rank_nccl_log() -> None:
     )
 
 
-def _run_dir(tmp_path: Path, case: str, nproc: int, logs: dict[int, str] | None) -> Path:
-    """reports/<run-id>/ of one host "vm" holding the recorded rank JSONs of ``case`` and, per
-    rank, the NCCL log lines of its pid (the recording interleaved both ranks in one stdout;
-    the launch writes each rank's NCCL_DEBUG_FILE apart)."""
-    run = tmp_path / "20261126T053100-h200vm"
-    (run / HOST).mkdir(parents=True)
-    plan = {
-        "run_id": run.name,
-        "world_size": nproc,
-        "master_addr": "localhost",
-        "master_port": 29500,
-        "backend": "nccl",
-        "launch_skipped": "",
-        "hosts": [
-            {
-                "host": HOST,
-                "node_rank": 0,
-                "nproc_per_node": nproc,
-                "rank_offset": 0,
-                "address": "192.0.2.2",
-                "ifname": "eth0",
-                "reachable": True,
-            }
-        ],
-    }
-    (run / "plan.json").write_text(json.dumps(plan))
-    launch = {"rc": 0 if nproc == 1 else 1, "timed_out": False, "timeout_s": 60, "stopped_by": None}
-    (run / HOST / "launch.json").write_text(json.dumps(launch))
-    for rank in range(nproc):
-        shutil.copy(FIXTURES / f"rank_json/{case}/rank-{rank}.json", run / HOST)
-    for rank, log in (logs or {}).items():
-        (run / HOST / f"nccl-rank-{rank}.log").write_text(log)
-    return run
-
-
-def _lines_of_pid(name: str, pid: int) -> str:
-    return "".join(
-        line for line in text(name).splitlines(keepends=True) if f"{HOST}:{pid}:" in line
-    )
-
-
 def test_one_rank_run_reports_pass_with_eight_skips(tmp_path: Path) -> None:
-    log = _lines_of_pid("nccl_logs/recorded-h200-vm-socket-one-rank-2.28.9.log", 588)
-    run = _run_dir(tmp_path, "h200-nccl-one-rank", 1, {0: log})
-    summary = build_report(run)
-    assert summary["verdict"] == "passed"
-    files = validate_report_junit(run)
-    assert {f.name for f in files} == {"junit.xml", "rank-0.xml"}
-    import xml.etree.ElementTree as ET
-
-    suite = ET.parse(run / "junit" / "rank-0.xml").getroot().find("testsuite")
-    assert suite is not None
-    cases = suite.findall("testcase")
-    skipped = {
-        c.get("name"): c.find("skipped").get("message")
-        for c in cases
-        if c.find("skipped") is not None
-    }
-    assert len(skipped) == 8
-    assert skipped["send_recv"] == "send/recv needs at least 2 ranks"
-    assert {skipped[n] for n in skipped if n.startswith("bandwidth_")} == {
-        "bandwidth needs at least 2 ranks"
-    }
-    assert not suite.findall("testcase/failure") and not suite.findall("testcase/error")
-    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
-    assert (props["backend"], props["device"]) == ("nccl", "cuda:0")
-    transport = next(c for c in cases if c.get("name") == "transport")
-    assert "rank 0 on vm: network Socket chosen" in transport.findtext("system-out")
-    verdict = build_verdict(run)
-    assert (verdict["class"], verdict["exit_code"], verdict["findings"]) == ("passed", 0, [])
+    log = "nccl_logs/recorded-h200-vm-socket-one-rank-2.28.9.log"
+    H200.one_rank_run_suite(tmp_path, "h200-nccl-one-rank", log, 588)
 
 
 @pytest.mark.parametrize("source", ["rank JSON and NCCL log", "rank JSON", "NCCL log"])
 def test_duplicate_gpu_names_two_ranks_on_one_gpu(tmp_path: Path, source: str) -> None:
     name = "nccl_logs/recorded-h200-vm-duplicate-gpu-2.28.9.log"
-    logs = {0: _lines_of_pid(name, 666), 1: _lines_of_pid(name, 667)}
-    run = _run_dir(tmp_path, "h200-duplicate-gpu", 2, None if source == "rank JSON" else logs)
+    logs = {0: H200.lines_of_pid(name, 666), 1: H200.lines_of_pid(name, 667)}
+    run = H200.run_dir(tmp_path, "h200-duplicate-gpu", 2, None if source == "rank JSON" else logs)
     if source == "NCCL log":  # a rank JSON without torch's "Last error:" (older torch)
         for rank in (0, 1):
             path = run / HOST / f"rank-{rank}.json"

@@ -296,6 +296,19 @@ def _active_links(obs: dict) -> dict[int, tuple[int, int]]:
     return out
 
 
+def _no_nvlink(host: str, gpus: int) -> str:
+    """No GPU lists a link: a PCIe card, a GB10's NVLink-C2C, or an NVLink GPU whose links the
+    host does not see (an SXM5 H100 or an H200 passed alone into a VM lists none,
+    tests/fixtures/gpu/nvlink-h100-vm.txt): say what was seen, not which card it must be."""
+    seen = f"{host}: no GPU here reports an NVLink (nvidia-smi nvlink -s lists none)"
+    if gpus == 1:
+        return f"{seen}; its one GPU has no peer on this host: nothing to check"
+    return (
+        f"{seen}; its GPUs reach each other over PCIe (PCIe cards, or NVLink GPUs whose links "
+        "this host does not see: nvidia-smi topo -m shows no NV# between them); nothing to check"
+    )
+
+
 def check_nvlink(observations: dict, host: str, settings: dict, order: list[str]) -> dict:
     obs = observations[host]
     if skipped := _skipped("gpu_nvlink", obs, settings):
@@ -305,12 +318,7 @@ def check_nvlink(observations: dict, host: str, settings: dict, order: list[str]
         why = _health(obs).get("nvlink_reason") or "no nvlink data"
         return _result("gpu_nvlink", host, "skipped", f"{host}: NVLink not read: {why}")
     if not any(e.get("links") or e.get("all_inactive") for e in entries):
-        return _result(
-            "gpu_nvlink",
-            host,
-            "skipped",
-            f"{host}: no GPU here has NVLink (PCIe-only or NVLink-C2C GPUs); nothing to check",
-        )
+        return _result("gpu_nvlink", host, "skipped", _no_nvlink(host, len(gpus_of(obs))))
     by_index = {g.get("index"): g for g in gpus_of(obs)}
     lines = []
     for entry in entries:

@@ -175,6 +175,16 @@ def check_mtu(observations: dict[str, dict], host: str, order: list[str]) -> dic
 
 
 # --------------------------------------------------------------------------- names and families
+def _fabric_address(obs: dict) -> str:
+    """The fabric address for a fix, or how to find it where the node could not tell (a host
+    without the ip command, as on the lent GPU VMs: tests/fixtures/gpu/facts-h100-vm.json)."""
+    if obs.get("address"):
+        return f"its fabric address {obs['address']}"
+    if ifname := obs.get("ifname"):
+        return f"the address of {ifname} (ip -4 addr show {ifname})"
+    return "its fabric address (ip -br addr show)"
+
+
 def check_hostname(obs: dict) -> dict:
     host = obs["host"]
     facts = obs.get("facts") or {}
@@ -199,8 +209,8 @@ def check_hostname(obs: dict) -> dict:
             f"{host}: its hostname {name} resolves to loopback {', '.join(loop)}; Gloo and the "
             "rendezvous use the hostname when no interface is forced and peers would be told "
             "to connect to loopback",
-            f"getent hosts {name}  (on {host}); map {name} to its fabric address "
-            f"{obs.get('address') or '<fabric address>'} in /etc/hosts instead of {loop[0]}",
+            f"getent hosts {name}  (on {host}); map {name} to {_fabric_address(obs)} in "
+            f"/etc/hosts instead of {loop[0]}",
         )
     if not addrs:
         return _result(
