@@ -31,13 +31,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from nccl_preflight.core import run_watch as watch_rules
-from nccl_preflight.core.zipapp import BundleError, build_zipapp, zip_bytes
+from nccl_preflight.core.zipapp import (
+    BundleError,
+    build_zipapp,
+    cached_build,
+    folder_sources,
+    zip_bytes,
+)
 from nccl_preflight.node.files import write_atomically
 from nccl_preflight.node.run_look import LOOK_ZIPAPP, zipapp_files
 
@@ -294,11 +301,29 @@ class RunWatch:
         return f"stalled: {message}", details
 
 
-def zipapp_argument(src: str) -> str:
+def zipapp_argument(src: str, cache_dir: str | None = None) -> str:
     """state=started's ``script_src`` (the rank script on this machine) as ``script_zipapp``:
     base64 of the zipapp of it and the modules beside it that it imports
-    (src/nccl_preflight/core/zipapp.py). BundleError names a file that cannot be read or parsed."""
-    return base64.b64encode(build_zipapp(src)).decode("ascii")
+    (src/nccl_preflight/core/zipapp.py). BundleError names a file that cannot be read or parsed.
+    With ``cache_dir`` it is built once for every host while the sources stay the same."""
+    data = cached_build(cache_dir, "nccl_check.pyz", folder_sources(src), lambda: build_zipapp(src))
+    return base64.b64encode(data).decode("ascii")
+
+
+def look_argument(cache_dir: str | None = None) -> str:
+    """state=started's ``look_zipapp``: base64 of look.pyz (node/run_look.py), built once for
+    every host with ``cache_dir``, keyed by the node room's sources."""
+    node = Path(sys.modules[zipapp_files.__module__].__file__ or "").resolve().parent
+    sources = {path.name: path.read_bytes() for path in sorted(node.glob("*.py"))}
+    data = cached_build(cache_dir, "look.pyz", sources, lambda: zip_bytes(zipapp_files()))
+    return base64.b64encode(data).decode("ascii")
+
+
+def build_cache_dir() -> str | None:
+    """Where this ansible-playbook run keeps what it builds once for every host: its own
+    local temporary directory (as Ansible keeps its module payloads there), removed at its end."""
+    local_tmp = getattr(C, "DEFAULT_LOCAL_TMP", None)
+    return os.path.join(local_tmp, "nccl_preflight") if local_tmp else None
 
 
 class ActionModule(ActionBase):
@@ -316,12 +341,14 @@ class ActionModule(ActionBase):
         watch = module_args.pop("watch", None)
         if module_args.get("script_src") and module_args.get("state") == "started":
             try:
-                module_args["script_zipapp"] = zipapp_argument(self.script_path(module_args))
+                module_args["script_zipapp"] = zipapp_argument(
+                    self.script_path(module_args), build_cache_dir()
+                )
             except BundleError as exc:  # before anything is written on the node
                 return {**result, "failed": True, "msg": f"script_src (launch_script): {exc}"}
             del module_args["script_src"]
             # The watch's looks, as a plain program in the run directory (node/run_look.py).
-            module_args["look_zipapp"] = base64.b64encode(zip_bytes(zipapp_files())).decode()
+            module_args["look_zipapp"] = look_argument(build_cache_dir())
         if collect_to:
             module_args["collect"] = True
         watching = (

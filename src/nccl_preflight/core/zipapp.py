@@ -25,11 +25,17 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import fcntl
+import hashlib
 import io
 import os
 import sys
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from nccl_preflight.node.files import write_atomically
 
 # What Python runs first in a zip; also a name no sibling may take.
 MAIN = "__main__"
@@ -170,6 +176,55 @@ def build_zipapp(entry: str | os.PathLike[str]) -> bytes:
     """The zipapp of ``entry`` (the rank script's path on this machine) and its siblings."""
     entry = Path(entry)
     return zipapp_of(entry.stem, bundle_modules(entry))
+
+
+def content_key(sources: Mapping[str, bytes]) -> str:
+    """The content hash of ``sources`` (name -> bytes): equal sources, equal key."""
+    digest = hashlib.sha256()
+    for name in sorted(sources):
+        digest.update(f"{name}\0{len(sources[name])}\0".encode())
+        digest.update(sources[name])
+    return digest.hexdigest()[:32]
+
+
+def folder_sources(entry: str | os.PathLike[str]) -> dict[str, bytes]:
+    """What the zipapp of ``entry`` can depend on: its name and every ``*.py`` beside it (a
+    superset of the siblings it imports, read without parsing; for :func:`cached_build`'s key)."""
+    entry = Path(entry)
+    sources = {"entry": entry.name.encode()}
+    with contextlib.suppress(OSError):
+        for path in sorted(entry.parent.glob("*.py")):
+            with contextlib.suppress(OSError):
+                sources[path.name] = path.read_bytes()
+    return sources
+
+
+def cached_build(
+    cache_dir: str | os.PathLike[str] | None,
+    name: str,
+    sources: Mapping[str, bytes],
+    build: Callable[[], bytes],
+) -> bytes:
+    """``build()``, kept in ``cache_dir`` as ``<name>-<content_key(sources)>`` and read back while
+    ``sources`` are unchanged. Several processes asking at once build it once: the first builds
+    under a lock, the others wait and read. The directory is made mode 0700, the file is written
+    atomically, mode 0600, and only a file of this user is read back. Without ``cache_dir``:
+    ``build()``. An error of ``build()`` is raised and nothing is kept."""
+    if cache_dir is None:
+        return build()
+    folder = Path(cache_dir)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cached = folder / f"{name}-{content_key(sources)}"
+    with open(f"{cached}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if cached.is_file() and not cached.is_symlink() and cached.stat().st_uid == os.getuid():
+                return cached.read_bytes()
+            data = build()
+            write_atomically(cached, data, 0o600)
+            return data
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def zipapp_of(entry: str, modules: dict[str, bytes]) -> bytes:

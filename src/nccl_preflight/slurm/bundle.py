@@ -25,13 +25,12 @@ the bundle by its sources' content hash (build_node_bundle(cache_dir)).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import zipfile
 from pathlib import Path
 
-from nccl_preflight.core.zipapp import bundle_modules, zip_bytes, zipapp_of
+from nccl_preflight.core.zipapp import bundle_modules, content_key, zip_bytes, zipapp_of
 from nccl_preflight.node.files import write_atomically
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/nccl_preflight
@@ -76,11 +75,7 @@ def bundle_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
 
 def bundle_key(sources: dict[str, bytes]) -> str:
     """The sources' content hash: equal sources, equal bundle (zip_bytes is deterministic)."""
-    digest = hashlib.sha256()
-    for name in sorted(sources):
-        digest.update(f"{name}\0{len(sources[name])}\0".encode())
-        digest.update(sources[name])
-    return digest.hexdigest()[:32]
+    return content_key(sources)
 
 
 def _build(sources: dict[str, bytes]) -> bytes:
