@@ -106,3 +106,54 @@ def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) 
     hosts = {n: f"n{n}" for n in range(nodes)}
     verdict = nccl_pairwise.judge(range(nodes), hosts, rows, 0.8, [(0, 2)])
     assert [v["status"] for v in verdict["verdicts"]] == ["timed out", "ok", "timed out"]
+
+
+def test_a_bounded_first_pass_plays_that_many_rounds_of_distinct_partners(tmp_path: Path) -> None:
+    """7 single-rank "nodes", --pair-rounds 3: 3 of the tournament's 7 rounds, each a matching
+    with one node resting, no partner twice; the rows and the controller's pairwise document
+    say so (issue 27 item 6: the bound that keeps 1,024 nodes at 16 rounds)."""
+    from nccl_preflight.core import pairwise as nccl_pairwise
+    from nccl_preflight.node.pair_schedule import first_pass
+
+    port, nodes, bound = free_port(), 7, 3
+    procs = []
+    for rank in range(nodes):
+        argv = [sys.executable, str(SCRIPT), "--init-method", f"tcp://127.0.0.1:{port}"]
+        argv += ["--rank", str(rank), "--world-size", str(nodes), "--local-rank", "0"]
+        argv += ["--out-dir", str(tmp_path), "--timeout", "60", "--tests", "barrier"]
+        argv += ["--pairwise", "always", "--pair-bytes", "4K", "--pair-iters", "1"]
+        argv += ["--pair-rounds", str(bound)]
+        environ = {**env(), "NODE_RANK": str(rank), "LOCAL_WORLD_SIZE": "1"}
+        procs.append(
+            subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ
+            )
+        )
+    outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * nodes, outputs
+
+    found = records(tmp_path)
+    expected = [[list(p) for p in r] for r in first_pass(nodes, bound)]
+    met: dict[int, list[int]] = {}
+    for rank, record in found.items():
+        details = by_name(record)["pairwise"]["details"]
+        assert details["rounds"] == expected and len(expected) == bound
+        assert (details["pair_rounds"], details["all_rounds"]) == (bound, nodes)
+        first = [r for r in details["rows"] if r["pass"] == 1]
+        resting = [i for i, r in enumerate(expected) if not any(rank in p for p in r)]
+        assert sorted(r["round"] for r in first) == [i for i in range(bound) if i not in resting]
+        met[rank] = [r["peer_node"] for r in first]
+        assert len(set(met[rank])) == len(met[rank]) >= bound - 1  # distinct partners
+    assert sum(len(m) for m in met.values()) == bound * (nodes - 1)  # 3 pairs a round, both ends
+    tests = nccl_pairwise.pairwise_tests(found)
+    rows = [row for _, details in tests for row in details["rows"]]
+    settings = tests[0][1]
+    doc = nccl_pairwise._rounds_played(settings, rows, nodes)
+    assert doc == {
+        "pair_rounds": bound,
+        "first_pass_rounds": bound,
+        "all_rounds": nodes,
+        "every_pair": False,
+        "second_pass_rounds": len({r["round"] for r in rows if r["pass"] == 2}),
+    }
+    assert "# pairwise, 7 nodes" in outputs[0]
