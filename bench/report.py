@@ -76,7 +76,9 @@ def render(stored: dict[str, Any]) -> str:
             out.append(f"| {name} | | error: {res['error']} | not measured |")
         else:
             out.append(f"| {name} | {res['goal']} | {measured(res)} | {_met(res.get('met'))} |")
-    modelled = slurm.model(benches.get("slurm_overhead"), benches.get("slurm_cpu"))
+    modelled = slurm.model(
+        benches.get("slurm_overhead"), benches.get("slurm_cpu"), benches.get("pairwise")
+    )
     if modelled:
         out.append(
             f"| slurm_model_1024 | a 1,024-node run (pre-flight, check, pairwise verdict) <= "

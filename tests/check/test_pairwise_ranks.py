@@ -68,20 +68,17 @@ def test_every_pair_of_nodes_is_measured_on_every_rail_by_both_ranks(tmp_path: P
     assert "# pairwise, 3 nodes" in outputs[0]
 
 
-def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) -> None:
-    """Rank 2 (node 2) stops before round 1 (pair 0-2); the watchdogs end every rank. Round 0
-    (pair 1-2) is in every record's ``pairwise``, with the round under way, and the controller
-    names nodes 0 and 2 as timed out, node 1 not."""
-    from nccl_preflight.core import pairwise as nccl_pairwise
-
-    port, nodes = free_port(), 3
-    procs = []
+def single_rank_nodes(
+    out: Path, nodes: int, timeout: int, extra: list[str]
+) -> tuple[list[int], list[str]]:
+    """(exit codes, outputs) of ``nodes`` one-rank "nodes" running only barrier and the pairwise
+    rounds (4K, one exchange) with ``extra`` options, on loopback."""
+    port, procs = free_port(), []
     for rank in range(nodes):
         argv = [sys.executable, str(SCRIPT), "--init-method", f"tcp://127.0.0.1:{port}"]
         argv += ["--rank", str(rank), "--world-size", str(nodes), "--local-rank", "0"]
-        argv += ["--out-dir", str(tmp_path), "--timeout", "8", "--tests", "barrier"]
-        argv += ["--pairwise", "always", "--pair-bytes", "4K", "--pair-iters", "1"]
-        argv += ["--pause-before", "pairwise pass 1 round 1@2"]
+        argv += ["--out-dir", str(out), "--timeout", str(timeout), "--tests", "barrier"]
+        argv += ["--pairwise", "always", "--pair-bytes", "4K", "--pair-iters", "1", *extra]
         environ = {**env(), "NODE_RANK": str(rank), "LOCAL_WORLD_SIZE": "1"}
         procs.append(
             subprocess.Popen(
@@ -89,7 +86,20 @@ def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) 
             )
         )
     outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
-    assert [p.returncode for p in procs] == [124] * nodes, outputs
+    return [p.returncode for p in procs], outputs
+
+
+def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) -> None:
+    """Rank 2 (node 2) stops before round 1 (pair 0-2); the watchdogs end every rank. Round 0
+    (pair 1-2) is in every record's ``pairwise``, with the round under way, and the controller
+    names nodes 0 and 2 as timed out, node 1 not."""
+    from nccl_preflight.core import pairwise as nccl_pairwise
+
+    nodes = 3
+    codes, outputs = single_rank_nodes(
+        tmp_path, nodes, 8, ["--pause-before", "pairwise pass 1 round 1@2"]
+    )
+    assert codes == [124] * nodes, outputs
 
     found = records(tmp_path)
     for rank, record in found.items():
@@ -115,22 +125,9 @@ def test_a_bounded_first_pass_plays_that_many_rounds_of_distinct_partners(tmp_pa
     from nccl_preflight.core import pairwise as nccl_pairwise
     from nccl_preflight.node.pair_schedule import first_pass
 
-    port, nodes, bound = free_port(), 7, 3
-    procs = []
-    for rank in range(nodes):
-        argv = [sys.executable, str(SCRIPT), "--init-method", f"tcp://127.0.0.1:{port}"]
-        argv += ["--rank", str(rank), "--world-size", str(nodes), "--local-rank", "0"]
-        argv += ["--out-dir", str(tmp_path), "--timeout", "60", "--tests", "barrier"]
-        argv += ["--pairwise", "always", "--pair-bytes", "4K", "--pair-iters", "1"]
-        argv += ["--pair-rounds", str(bound)]
-        environ = {**env(), "NODE_RANK": str(rank), "LOCAL_WORLD_SIZE": "1"}
-        procs.append(
-            subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ
-            )
-        )
-    outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0] * nodes, outputs
+    nodes, bound = 7, 3
+    codes, outputs = single_rank_nodes(tmp_path, nodes, 60, ["--pair-rounds", str(bound)])
+    assert codes == [0] * nodes, outputs
 
     found = records(tmp_path)
     expected = [[list(p) for p in r] for r in first_pass(nodes, bound)]
