@@ -90,9 +90,11 @@ def lab_round_s(pairwise: dict[str, Any] | None) -> tuple[float, str]:
     run = sizes[n]["runs"][0]
     rounds = int(run["rounds"]) + int(run["second_pass"])
     seconds = float(sizes[n]["pairwise_s"])
+    load = ((pairwise or {}).get("load_before") or [None])[0]
     return seconds / rounds, (
         f'section "Pairwise rounds": {n} hosts, {rounds} rounds in {fmt(seconds, 1)} s, gloo '
-        f"on this machine's CPU, {int(run['pair_bytes']) >> 20} MiB each way"
+        f"on this machine's 2 cores at load {fmt(load, 0)}, "
+        f"{int(run['pair_bytes']) >> 20} MiB each way"
     )
 
 

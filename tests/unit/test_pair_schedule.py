@@ -225,3 +225,23 @@ def test_a_64_node_report_with_a_bounded_first_pass(tmp_path: Path) -> None:
     assert shown is not None and shown["svg"] == ""
     assert "64 nodes: the heatmap is drawn up to 32 nodes" in shown["note"]
     assert "10.0.0.22 is SLOW" in shown["note"]
+
+
+def test_rank_zeros_text_lists_the_slowest_pairs_beyond_32_nodes() -> None:
+    from tests.check.support import load_part
+
+    pw = load_part("nccl_check_pairwise")
+    n, bad = 64, 7
+    first = [p for r in ps.first_pass(n, 8) for p in r]
+    plan = pw.PairPlan({i: {0: i} for i in range(n)}, {i: f"node{i:02d}" for i in range(n)})
+    text = pw.pairwise_table(1 << 20, rows_for(n, 1, slow_node(bad), first=first), plan)
+    lines = text.splitlines()
+    assert lines[1] == "# 256 node pairs measured; the 10 slowest:"
+    assert all("node07" in line for line in lines[2:10]) and "node07" not in lines[10]
+    assert len(lines) == 12  # no 64-column matrix
+    small = pw.pairwise_table(
+        1 << 20,
+        rows_for(4, 1, slow_node(1)),
+        pw.PairPlan({i: {0: i} for i in range(4)}, {i: f"node{i}" for i in range(4)}),
+    )
+    assert small.splitlines()[1].split() == ["#", "node0", "node1", "node2", "node3"]
