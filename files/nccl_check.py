@@ -261,7 +261,7 @@ OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
                              {"type": ratio, "default": 0.8, "metavar": "R"}),
         "--pair-rounds": (
             "first-pass rounds at most: every round when the tournament has no more, else N "
-            f"rounds spread over it, N distinct partners a node; 0: every round "
+            "rounds spread over it, N distinct partners a node; 0: every round "
             f"(default: {DEFAULT_PAIR_ROUNDS})",
             {**COUNT, "default": DEFAULT_PAIR_ROUNDS, "metavar": "N"}),
     },
