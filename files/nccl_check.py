@@ -71,6 +71,7 @@ from nccl_check_expect import (
     ring_exchange,
     sum_of_tags,
 )
+from nccl_check_pair_schedule import DEFAULT_PAIR_ROUNDS
 from nccl_check_pairwise import Pairwise
 from nccl_check_sweep import Sweep, judge_sweep, sig4, sweep_sizes, timed
 from nccl_check_tables import (
@@ -258,6 +259,11 @@ OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
                                      {**SIZE, "default": 32 << 20}),
         "--pair-min-ratio": ("slow below R x the median pair (default: 0.8)",
                              {"type": ratio, "default": 0.8, "metavar": "R"}),
+        "--pair-rounds": (
+            "first-pass rounds at most: every round when the tournament has no more, else N "
+            "rounds spread over it, N distinct partners a node; 0: every round "
+            f"(default: {DEFAULT_PAIR_ROUNDS})",
+            {**COUNT, "default": DEFAULT_PAIR_ROUNDS, "metavar": "N"}),
     },
 }
 # fmt: on

@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pairwise rounds of files/nccl_check.py (--pairwise): which node, which rail.
 
-Round-robin rounds of disjoint node pairs, each pair exchanging both ways at once; with 2 nodes a
-round within each node; a second pass pairs each suspect with the fastest node. The controller
-judges (src/nccl_preflight/core/pairwise.py); the suspects of the second pass are picked here by the
-same rule (tests/unit/test_pairwise.py holds the two together). docs/design.md, "Pairwise rounds".
+Rounds of disjoint node pairs from a round-robin tournament (at most --pair-rounds of them), each
+pair exchanging both ways at once; with 2 nodes a round within each node; a second pass pairs each
+suspect with a distinct fast node, all at once. The schedule and the rule live once, in
+nccl_check_pair_schedule.py (a link to src/nccl_preflight/node/pair_schedule.py, which the
+controller's judgement, src/nccl_preflight/core/pairwise.py, imports too). docs/design.md,
+"Pairwise rounds".
 
 A leaf module of the rank script (torch and the standard library only; it never imports
 nccl_check, which runs as __main__): nccl_check.run_pairwise runs the phase with its own Run.
@@ -14,8 +16,6 @@ nccl_check, which runs as __main__): nccl_check.run_pairwise runs the phase with
 from __future__ import annotations
 
 import argparse
-import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -25,6 +25,14 @@ import torch.distributed as dist
 
 # Sibling modules of the rank script (files/), never nccl_check itself.
 from nccl_check_expect import Context, Details, Fail, Skip
+from nccl_check_pair_schedule import (
+    Round,
+    first_pass,
+    pair_reference,
+    pair_suspects,
+    pair_values,
+    second_pass,
+)
 from nccl_check_sweep import gbps, timed
 
 
@@ -39,67 +47,6 @@ class RankRun(Protocol):
     def arm(self, phase: str, seconds: float | None = None) -> None: ...
 
     def pause(self, phase: str) -> None: ...
-
-
-PairKey = tuple[int, int, int]  # (node a, node b, rail), a <= b
-
-
-def tournament(n: int) -> list[list[tuple[int, int]]]:
-    """Round-robin rounds of disjoint pairs of 0..n-1 (circle method); odd n: one node rests."""
-    if n < 2:
-        return []
-    players: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
-    rounds = []
-    for _ in range(len(players) - 1):
-        ends = zip(players[: len(players) // 2], reversed(players), strict=False)
-        rounds.append(sorted((min(a, b), max(a, b)) for a, b in ends if None not in (a, b)))
-        players = [players[0], players[-1], *players[1:-1]]
-    return rounds
-
-
-def pair_values(rows: Sequence[Details], pass_: int | str = 1) -> dict[PairKey, float]:
-    """(node a, node b, rail) -> busbw of the pair: the slower of its two ranks' own figures.
-    Within a node (pass "intra") the rail is the lower local rank of the pair."""
-    table: dict[PairKey, float] = {}
-    for row in (row for row in rows if row.get("pass") == pass_):
-        a, b = sorted((int(row["node"]), int(row["peer_node"])))
-        key = (a, b, min(int(row["rail"]), int(row.get("peer_local_rank", row["rail"]))))
-        table[key] = min(table.get(key, math.inf), float(row["busbw_gbps"]))
-    return table
-
-
-def node_medians(table: dict[PairKey, float]) -> dict[int, float]:
-    per_node: dict[int, list[float]] = {}
-    for (a, b, _), value in table.items():
-        for node in {a, b}:
-            per_node.setdefault(node, []).append(value)
-    return {node: statistics.median(values) for node, values in per_node.items()}
-
-
-def pair_reference(table: dict[PairKey, float]) -> float:
-    """The median over nodes of each node's median pair."""
-    return statistics.median(node_medians(table).values()) if table else 0.0
-
-
-def pair_suspects(table: dict[PairKey, float], min_ratio: float) -> dict[int, list[int]]:
-    """node -> rails on which more than half of its pairs are below min_ratio x reference."""
-    limit = min_ratio * pair_reference(table)
-    slow: dict[tuple[int, int], int] = {}
-    total: dict[tuple[int, int], int] = {}
-    for (a, b, rail), value in table.items():
-        for key in ((a, rail), (b, rail)):
-            slow[key] = slow.get(key, 0) + (value < limit)
-            total[key] = total.get(key, 0) + 1
-    suspects: dict[int, list[int]] = {}
-    for node, rail in sorted(key for key in total if 2 * slow[key] > total[key]):
-        suspects.setdefault(node, []).append(rail)
-    return suspects
-
-
-def fastest_node(table: dict[PairKey, float], exclude: Sequence[int]) -> int | None:
-    """The node with the highest median pair, not excluded (the lowest node on a tie)."""
-    candidates = [(-m, node) for node, m in node_medians(table).items() if node not in exclude]
-    return min(candidates)[1] if candidates else None
 
 
 def partner_in(pairs: Sequence[tuple[int, int]], me: int) -> int | None:
@@ -230,7 +177,9 @@ class Pairwise:
         if len(nodes) < 2:
             raise Skip("one node: there is no other node to pair it with")
         nbytes = args.pair_bytes or (1 << 20 if self.ctx.device.type == "cpu" else 64 << 20)
-        pairs = [[(nodes[a], nodes[b]) for a, b in r] for r in tournament(len(nodes))]
+        pairs = [
+            [(nodes[a], nodes[b]) for a, b in r] for r in first_pass(len(nodes), args.pair_rounds)
+        ]
         rounds = [PairRound(1, i, r) for i, r in enumerate(pairs)]
         if len(nodes) == 2:  # two cannot tell which is bad: each node's own figure, where it can
             locals_ = max(len(r) for r in plan.ranks.values())
@@ -241,21 +190,21 @@ class Pairwise:
         ]
         self.settings = {"mode": args.pairwise, "min_ratio": args.pair_min_ratio}
         self.settings |= {"pair_bytes": nbytes, "iters": args.pair_iters, "nodes": hosts}
+        self.settings |= {"pair_rounds": args.pair_rounds, "all_rounds": all_rounds(len(nodes))}
         self.settings |= {"rounds": [[list(p) for p in r] for r in pairs], "why": why}
         for rnd in rounds:
             self.play(rnd, nbytes)
         table = pair_values(self.every_row())
         suspects = pair_suspects(table, args.pair_min_ratio) if len(nodes) >= 3 else {}
-        fastest = fastest_node(table, list(suspects))
-        second = [] if fastest is None else sorted(suspects)
-        for i, node in enumerate(second):
-            pair = (min(node, fastest), max(node, fastest))  # type: ignore[type-var]
-            self.play(PairRound(2, i, [pair]), nbytes)
+        limit = args.pair_min_ratio * pair_reference(table)
+        second = second_pass(table, list(suspects), limit) if suspects else []
+        for i, rnd in enumerate(second):
+            self.play(PairRound(2, i, rnd), nbytes)
         every = self.every_row()  # a collective: every rank calls it
         if self.ctx.rank == 0:
             self.run.tables.append(pairwise_table(nbytes, every, plan))
         details = {**self.settings, "suspects": {str(n): r for n, r in suspects.items()}}
-        details |= {"second_pass": [[n, fastest] for n in second], "rows": self.rows}
+        details |= {"second_pass": suspect_partners(second, suspects), "rows": self.rows}
         if wrong := [r for r in self.rows if r["wrong"]]:
             raise Fail(
                 f"{wrong[0]['wrong']} elements wrong from rank {wrong[0]['peer_rank']} in pass "
@@ -265,21 +214,44 @@ class Pairwise:
         return details
 
 
+def all_rounds(n: int) -> int:
+    """The rounds of the whole tournament of n nodes: n - 1, odd n: n (one node rests in each)."""
+    return 0 if n < 2 else n - 1 + n % 2
+
+
+def suspect_partners(rounds: Sequence[Round], suspects: dict[int, list[int]]) -> list[list[int]]:
+    """[[suspect, its second-pass partner], ...] in suspect order."""
+    return sorted([a, b] if a in suspects else [b, a] for r in rounds for a, b in r)
+
+
+# Rank 0's text shows the node x node matrix up to this many nodes (its columns), else the
+# slowest pairs: a matrix of 1,024 nodes is a million mostly empty cells.
+TABLE_MAX_NODES = 32
+TABLE_SLOWEST = 10
+
+
 def pairwise_table(nbytes: int, every: list[Details], plan: PairPlan) -> str:
-    """Rank 0's text: the node x node matrix of the first pass (slowest rail), the second pass."""
+    """Rank 0's text: the node x node matrix of the first pass (slowest rail; up to
+    TABLE_MAX_NODES nodes, else its slowest pairs), the second pass."""
     table, hosts, nodes = pair_values(every), plan.hosts, sorted(plan.ranks)
-    width = max(8, *(len(hosts[n]) for n in nodes))
+    cells: dict[tuple[int, int], float] = {}
+    for (a, b, _), value in table.items():
+        cells[a, b] = cells[b, a] = min(value, cells.get((a, b), value))
     lines = [
         f"# pairwise, {len(nodes)} nodes, {nbytes} B each way per exchange, "
-        f"busbw (GB/s) of the slowest rail, first pass",
-        "#" + " " * width + "".join(f" {hosts[n][-10:]:>10}" for n in nodes),
+        f"busbw (GB/s) of the slowest rail, first pass"
     ]
-    for a in nodes:
-        cells = [
-            [v for (x, y, _), v in table.items() if a != b and {x, y} == {a, b}] for b in nodes
-        ]
-        row = " ".join(f"{min(c):>10.4g}" if c else f"{'-':>10}" for c in cells)
-        lines.append(f" {hosts[a]:>{width}} {row}")
+    if len(nodes) <= TABLE_MAX_NODES:
+        width = max(8, *(len(hosts[n]) for n in nodes))
+        lines.append("#" + " " * width + "".join(f" {hosts[n][-10:]:>10}" for n in nodes))
+        for a in nodes:
+            row = [cells.get((a, b)) for b in nodes]
+            text = " ".join(f"{'-':>10}" if v is None else f"{v:>10.4g}" for v in row)
+            lines.append(f" {hosts[a]:>{width}} {text}")
+    else:
+        slowest = sorted((v, a, b) for (a, b), v in cells.items() if a < b)[:TABLE_SLOWEST]
+        lines.append(f"# {len(cells) // 2} node pairs measured; the {len(slowest)} slowest:")
+        lines += [f"# {hosts[a]} - {hosts[b]}: {v:.4g} GB/s" for v, a, b in slowest]
     for (a, b, rail), value in sorted(pair_values(every, 2).items()):
         lines.append(f"# second pass: {hosts[a]} - {hosts[b]} rail {rail}: {value:.4g} GB/s")
     for (a, _, rail), value in sorted(pair_values(every, "intra").items()):

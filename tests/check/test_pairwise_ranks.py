@@ -68,16 +68,17 @@ def test_every_pair_of_nodes_is_measured_on_every_rail_by_both_ranks(tmp_path: P
     assert "# pairwise, 3 nodes" in outputs[0]
 
 
-def start_three_nodes_pausing(tmp_path: Path, timeout: int) -> list[subprocess.Popen[str]]:
-    """Three single-rank "nodes" with --pairwise always; rank 2 (node 2) pauses before round 1
-    (pair 0-2), after round 0 (pair 1-2)."""
+def start_single_rank_nodes(
+    out: Path, nodes: int, timeout: int, extra: list[str]
+) -> list[subprocess.Popen[str]]:
+    """``nodes`` one-rank "nodes" running only barrier and the pairwise rounds (4K, one
+    exchange) with ``extra`` options, on loopback."""
     port, procs = free_port(), []
-    for rank in range(3):
+    for rank in range(nodes):
         argv = [sys.executable, str(SCRIPT), "--init-method", f"tcp://127.0.0.1:{port}"]
-        argv += ["--rank", str(rank), "--world-size", "3", "--local-rank", "0"]
-        argv += ["--out-dir", str(tmp_path), "--timeout", str(timeout), "--tests", "barrier"]
-        argv += ["--pairwise", "always", "--pair-bytes", "4K", "--pair-iters", "1"]
-        argv += ["--pause-before", "pairwise pass 1 round 1@2"]
+        argv += ["--rank", str(rank), "--world-size", str(nodes), "--local-rank", "0"]
+        argv += ["--out-dir", str(out), "--timeout", str(timeout), "--tests", "barrier"]
+        argv += ["--pairwise", "always", "--pair-bytes", "4K", "--pair-iters", "1", *extra]
         environ = {**env(), "NODE_RANK": str(rank), "LOCAL_WORLD_SIZE": "1"}
         procs.append(
             subprocess.Popen(
@@ -85,6 +86,19 @@ def start_three_nodes_pausing(tmp_path: Path, timeout: int) -> list[subprocess.P
             )
         )
     return procs
+
+
+def single_rank_nodes(
+    out: Path, nodes: int, timeout: int, extra: list[str]
+) -> tuple[list[int], list[str]]:
+    """(exit codes, outputs) of start_single_rank_nodes once they ended."""
+    procs = start_single_rank_nodes(out, nodes, timeout, extra)
+    outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
+    return [p.returncode for p in procs], outputs
+
+
+# Rank 2 (node 2) pauses before round 1 (pair 0-2), after round 0 (pair 1-2).
+PAUSE_IN_ROUND_1 = ["--pause-before", "pairwise pass 1 round 1@2"]
 
 
 def assert_round_zero_kept(found: dict[int, dict], ranks: list[int], outputs: list[str]) -> None:
@@ -110,9 +124,8 @@ def test_a_round_that_hangs_leaves_the_rounds_before_it_on_disk(tmp_path: Path) 
     timed out, node 1 not."""
     from nccl_preflight.core import pairwise as nccl_pairwise
 
-    procs = start_three_nodes_pausing(tmp_path, timeout=8)
-    outputs = [p.communicate(timeout=RUN_LIMIT_S)[0] for p in procs]
-    assert [p.returncode for p in procs] == [124] * 3, outputs
+    codes, outputs = single_rank_nodes(tmp_path, 3, 8, PAUSE_IN_ROUND_1)
+    assert codes == [124] * 3, outputs
 
     found = records(tmp_path)
     assert_round_zero_kept(found, [0, 1, 2], outputs)
@@ -130,7 +143,7 @@ def test_a_node_that_dies_in_a_round_leaves_the_rounds_before_it_on_disk(tmp_pat
     the round under way, beside the pairwise test's error, so the controller judges round 0."""
     from nccl_preflight.core import pairwise as nccl_pairwise
 
-    procs = start_three_nodes_pausing(tmp_path, timeout=10)
+    procs = start_single_rank_nodes(tmp_path, 3, 10, PAUSE_IN_ROUND_1)
     assert procs[2].stdout is not None
     for line in procs[2].stdout:  # the pause announces itself
         if "paused before pairwise pass 1 round 1" in line:
@@ -148,3 +161,41 @@ def test_a_node_that_dies_in_a_round_leaves_the_rounds_before_it_on_disk(tmp_pat
     rows = [row for _, details in tests for row in details["rows"]]
     assert [(r["rank"], r["peer_node"]) for r in rows] == [(1, 2)]
     assert nccl_pairwise.unfinished_pairs(tests, rows) == [(0, 2)]
+
+
+def test_a_bounded_first_pass_plays_that_many_rounds_of_distinct_partners(tmp_path: Path) -> None:
+    """7 single-rank "nodes", --pair-rounds 3: 3 of the tournament's 7 rounds, each a matching
+    with one node resting, no partner twice; the rows and the controller's pairwise document
+    say so (issue 27 item 6: the bound that keeps 1,024 nodes at 16 rounds)."""
+    from nccl_preflight.core import pairwise as nccl_pairwise
+    from nccl_preflight.node.pair_schedule import first_pass
+
+    nodes, bound = 7, 3
+    codes, outputs = single_rank_nodes(tmp_path, nodes, 60, ["--pair-rounds", str(bound)])
+    assert codes == [0] * nodes, outputs
+
+    found = records(tmp_path)
+    expected = [[list(p) for p in r] for r in first_pass(nodes, bound)]
+    met: dict[int, list[int]] = {}
+    for rank, record in found.items():
+        details = by_name(record)["pairwise"]["details"]
+        assert details["rounds"] == expected and len(expected) == bound
+        assert (details["pair_rounds"], details["all_rounds"]) == (bound, nodes)
+        first = [r for r in details["rows"] if r["pass"] == 1]
+        resting = [i for i, r in enumerate(expected) if not any(rank in p for p in r)]
+        assert sorted(r["round"] for r in first) == [i for i in range(bound) if i not in resting]
+        met[rank] = [r["peer_node"] for r in first]
+        assert len(set(met[rank])) == len(met[rank]) >= bound - 1  # distinct partners
+    assert sum(len(m) for m in met.values()) == bound * (nodes - 1)  # 3 pairs a round, both ends
+    tests = nccl_pairwise.pairwise_tests(found)
+    rows = [row for _, details in tests for row in details["rows"]]
+    settings = tests[0][1]
+    doc = nccl_pairwise._rounds_played(settings, rows, nodes)
+    assert doc == {
+        "pair_rounds": bound,
+        "first_pass_rounds": bound,
+        "all_rounds": nodes,
+        "every_pair": False,
+        "second_pass_rounds": len({r["round"] for r in rows if r["pass"] == 2}),
+    }
+    assert "# pairwise, 7 nodes" in outputs[0]

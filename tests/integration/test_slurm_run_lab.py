@@ -485,6 +485,7 @@ def test_pairwise_always_on_four_nodes_names_the_slow_node_and_drain_drains_it(
                 "--drain",
                 nccl_run_timeout=240,
                 nccl_pairwise="always",
+                nccl_pair_rounds=3,  # the whole tournament of 4, as the default would
                 nccl_nproc_per_node=2,
                 nccl_check_args=PAIRWISE_CHECK_ARGS,
             )
@@ -508,6 +509,8 @@ def test_pairwise_always_on_four_nodes_names_the_slow_node_and_drain_drains_it(
         n: "slow" if n == names[2] else "ok" for n in names
     }
     assert doc["rails"] == 2
+    # nccl_pair_rounds from --config FILE reached the ranks (the default is 16)
+    assert (doc["pair_rounds"], doc["first_pass_rounds"], doc["every_pair"]) == (3, 3, True)
     assert list(reasons) == [names[2]], reasons
     assert reasons[names[2]].startswith(f"nccl-preflight: pairwise: {names[2]} is SLOW"), reasons
     validate(report)

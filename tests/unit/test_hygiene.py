@@ -278,14 +278,16 @@ def test_node_imports_the_standard_library_torch_and_node_only() -> None:
     assert offences == []
 
 
-def test_the_rank_scripts_only_link_is_a_standard_library_module_of_the_node_room() -> None:
+def test_the_rank_scripts_links_are_standard_library_modules_of_the_node_room() -> None:
     """files/nccl_check_tables.py is the node room's collective_tables.py under the name the rank
     script imports: the one file of the tables both sides read (docs/design.md, "The tables of
-    the rank script"). A link points into src/nccl_preflight/node/ only, and the file it points
-    to imports the standard library only: the control machine imports it without torch."""
+    the rank script"); files/nccl_check_pair_schedule.py is its pair_schedule.py, the pairwise
+    rounds' schedule and rule (docs/design.md, "Pairwise rounds"). A link points into
+    src/nccl_preflight/node/ only, and the file it points to imports the standard library only:
+    the control machine imports it without torch."""
     node = (ROOT / "src" / "nccl_preflight" / "node").resolve()
     links = [path for path in sorted((ROOT / "files").glob("*.py")) if path.is_symlink()]
-    assert [path.name for path in links] == ["nccl_check_tables.py"]
+    assert [path.name for path in links] == ["nccl_check_pair_schedule.py", "nccl_check_tables.py"]
     for path in links:
         target = path.resolve()
         assert target.parent == node, f"{path.name} -> {target}"

@@ -134,6 +134,7 @@ def render_pairwise_args(variables: dict[str, Any]) -> list[str]:
     base = {
         "nccl_pairwise": "auto",
         "nccl_pair_min_ratio": 0.8,
+        "nccl_pair_rounds": 16,
         "nccl_busbw_min_bytes": 16384,
         "nccl_expected_busbw": {},
         "nccl_busbw_warn": 0.8,
@@ -146,9 +147,10 @@ def render_pairwise_args(variables: dict[str, Any]) -> list[str]:
 def test_the_launch_passes_the_triggers_and_a_users_own_pair_trigger_wins() -> None:
     hosts = [host("node0", 10000), host("node1", 10000), host("node2", 10000)]
     args = render_pairwise_args({"launch_plan_hosts": hosts})
-    head = ["--pairwise", "auto", "--pair-min-ratio", "0.8", "--pair-trigger-min-bytes", "16384"]
-    assert args[:6] == head
-    assert args[6:] == [f"--pair-trigger={c}=0.9" for c in BANDWIDTH_COLLECTIVES]
+    head = ["--pairwise", "auto", "--pair-min-ratio", "0.8", "--pair-rounds", "16"]
+    head += ["--pair-trigger-min-bytes", "16384"]
+    assert args[:8] == head
+    assert args[8:] == [f"--pair-trigger={c}=0.9" for c in BANDWIDTH_COLLECTIVES]
     # The rank script parses them; nccl_check_args come after and win (the last one counts).
     parsed = nc.parse_args(
         ["--rank", "0", "--world-size", "1", *args, "--pair-trigger=all_reduce=0.5"]
@@ -157,6 +159,14 @@ def test_the_launch_passes_the_triggers_and_a_users_own_pair_trigger_wins() -> N
     assert dict(parsed.pair_trigger)["broadcast"] == 0.9
     assert parsed.pair_trigger_min_bytes == 16384
     # Before plan.yml kept the rows (or with an unknown speed): only the explicit ones.
-    assert render_pairwise_args({"nccl_expected_busbw": {"send_recv": 2}})[6:] == [
+    assert render_pairwise_args({"nccl_expected_busbw": {"send_recv": 2}})[8:] == [
         "--pair-trigger=send_recv=1.6"
     ]
+
+
+def test_the_launch_passes_the_first_pass_bound_to_the_ranks() -> None:
+    """nccl_pair_rounds reaches the rank script (issue 27 item 6); nccl_check_args still win."""
+    args = render_pairwise_args({"nccl_pair_rounds": 4})
+    assert nc.parse_args(["--rank", "0", "--world-size", "1", *args]).pair_rounds == 4
+    last = [*args, "--pair-rounds", "0"]
+    assert nc.parse_args(["--rank", "0", "--world-size", "1", *last]).pair_rounds == 0

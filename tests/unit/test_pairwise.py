@@ -26,16 +26,25 @@ from tests.unit.test_report_junit import ROOT, module_result
 
 nc = load_script()
 pw = load_part("nccl_check_pairwise")
+ps = load_part("nccl_check_pair_schedule")  # the schedule and rule the rank script imports
 sw = load_part("nccl_check_sweep")
 
 Speed = Callable[[int, int, int], float]  # (node a, node b, rail) -> GB/s of the pair
 
 
-def rows_for(n: int, rails: int, speed: Speed, second: list[tuple[int, int]] = ()) -> list[dict]:
+def rows_for(
+    n: int,
+    rails: int,
+    speed: Speed,
+    second: list[tuple[int, int]] = (),
+    first: list[tuple[int, int]] | None = None,
+) -> list[dict]:
     """Every rank's rows as nccl_check.py records them: each rank's own figure for each pair
-    (the two ranks of a pair see slightly different times, the slower one counts)."""
+    (the two ranks of a pair see slightly different times, the slower one counts). ``first``:
+    the first pass's pairs (default: every pair)."""
     rows = []
-    for pass_, pairs in [(1, list(itertools.combinations(range(n), 2))), (2, list(second))]:
+    every = list(itertools.combinations(range(n), 2))
+    for pass_, pairs in [(1, every if first is None else first), (2, list(second))]:
         for a, b in pairs:
             for rail in range(rails):
                 value = speed(a, b, rail)
@@ -85,7 +94,7 @@ def statuses(verdict: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize("n", range(1, 11))
 def test_tournament_meets_every_pair_once_in_disjoint_rounds(n: int) -> None:
-    rounds = pw.tournament(n)
+    rounds = ps.tournament(n)
     pairs = [p for r in rounds for p in r]
     assert sorted(pairs) == list(itertools.combinations(range(n), 2))
     for r in rounds:
@@ -106,19 +115,23 @@ def test_rank_script_and_controller_pick_the_same_suspects(seed: int) -> None:
         return rng.uniform(0.2, 0.3) if slow else rng.uniform(0.8, 1.2)
 
     rows = rows_for(n, rails, speed)
-    table = pw.pair_values(rows)
+    # One file (src/nccl_preflight/node/pair_schedule.py) under the two names.
+    assert Path(ps.__file__).samefile(
+        Path(nccl_pairwise.__file__).parent.parent / "node" / "pair_schedule.py"
+    )
+    table = ps.pair_values(rows)
     assert table == nccl_pairwise.pair_values(rows)
-    assert pw.pair_reference(table) == pytest.approx(nccl_pairwise.pair_reference(table))
-    assert pw.pair_suspects(table, 0.8) == nccl_pairwise.pair_suspects(table, 0.8)
+    assert ps.pair_reference(table) == pytest.approx(nccl_pairwise.pair_reference(table))
+    assert ps.pair_suspects(table, 0.8) == nccl_pairwise.pair_suspects(table, 0.8)
 
 
-def test_fastest_node_excludes_suspects() -> None:
+def test_fast_partners_exclude_suspects_fastest_first() -> None:
     rows = rows_for(4, 1, lambda a, b, r: 10.0 + a + b)
-    table = pw.pair_values(rows)
-    assert pw.fastest_node(table, []) == 3
+    table = ps.pair_values(rows)
+    assert ps.fast_partners(table, [], 0.0)[0] == 3
     # Without 3: nodes 1 and 2 both have their own pair (13) as median; the lower one wins.
-    assert pw.fastest_node(table, [3]) == 1
-    assert pw.fastest_node(table, [0, 1, 2, 3]) is None
+    assert ps.fast_partners(table, [3], 0.0)[0] == 1
+    assert ps.fast_partners(table, [0, 1, 2, 3], 0.0) == []
 
 
 def test_pair_plan_peer_is_the_same_local_rank_of_the_partner() -> None:
@@ -214,9 +227,19 @@ def test_two_nodes_cannot_tell_and_show_their_own_intra_node_figure() -> None:
 # --- JUnit, summary.md and pairwise.json through nccl_junit's hooks ------------------------------
 
 
-def write_run(tmp_path: Path, n: int, rails: int, speed: Speed, second: list) -> Path:
+def write_run(
+    tmp_path: Path,
+    n: int,
+    rails: int,
+    speed: Speed,
+    second: list,
+    rounds: list[list[tuple[int, int]]] | None = None,
+) -> Path:
+    """A run directory of n nodes x rails ranks whose pairwise rows are ``speed``'s figures;
+    ``rounds``: the first pass's rounds (default: every pair, no rounds recorded)."""
     run_dir = tmp_path / "run-1"
-    rows = rows_for(n, rails, speed, second)
+    first = None if rounds is None else [p for r in rounds for p in r]
+    rows = rows_for(n, rails, speed, second, first)
     world = n * rails
     hosts = []
     for node in range(n):
@@ -238,6 +261,9 @@ def write_run(tmp_path: Path, n: int, rails: int, speed: Speed, second: list) ->
                 ],
                 "rows": [r for r in rows if r["rank"] == rank],
             }
+            if rounds is not None:
+                details["rounds"] = [[list(p) for p in r] for r in rounds]
+                details["all_rounds"] = n - 1 + n % 2
             doc = {
                 "schema": 1,
                 "host": f"node{node}",
@@ -427,7 +453,7 @@ def test_the_run_s_own_pairwise_rounds_win_over_a_relaunch(tmp_path: Path) -> No
 def stop_in_first_round(run_dir: Path, n: int, dead: int) -> list[tuple[int, int]]:
     """Rewrite write_run's records as ranks stopped by their watchdog in round 0 of pass 1: the
     pair with `dead` never finished, the round's other pairs did (saved as the rounds went)."""
-    first = pw.tournament(n)[0]
+    first = ps.tournament(n)[0]
     for path in sorted(run_dir.glob("*/rank-*.json")):
         doc = json.loads(path.read_text())
         details = doc["tests"][0]["details"]

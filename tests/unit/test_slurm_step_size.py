@@ -20,6 +20,7 @@ from bench.slurm_sizes import fake_nodes, launch_doc, started, step_bytes
 from nccl_preflight.core.config import load_config
 from nccl_preflight.node.probe_plan import nccl_preflight_probe_plan
 from nccl_preflight.slurm import node_step, observe
+from nccl_preflight.slurm.run import SlurmRun
 from nccl_preflight.slurm.ship import settings_of, shared_and_own
 
 MAX_ARG_STRLEN = 128 * 1024  # Linux: one argument of execve at most (PAGE_SIZE * 32)
@@ -114,3 +115,19 @@ def test_shared_and_own_gives_each_node_back_exactly_its_settings() -> None:
     assert {n: settings_of(doc, n) for n in by_node} == by_node
     same = shared_and_own({"a": {"x": [1]}, "b": {"x": [1]}})
     assert same == {"shared": {"x": [1]}, "own": {}}
+
+
+def test_the_first_pass_bound_reaches_the_ranks_under_slurm(tmp_path: Any) -> None:
+    """nccl_pair_rounds from --config FILE (default 16, as the Ansible path) in the launch's and
+    the pairwise relaunch's rank-script arguments."""
+    from tests.check.support import load_script
+
+    nc = load_script()
+    path = tmp_path / "nccl.yml"
+    for text, expected in (("", 16), ("nccl_pair_rounds: 5\n", 5)):
+        path.write_text('nccl_fabric_cidr: "10.0.0.0/8"\n' + text)
+        run = SlurmRun.__new__(SlurmRun)
+        run.config, run.pair_triggers = load_config(path), []
+        for args in (run.pairwise_args(), run.relaunch_args([])):
+            parsed = nc.parse_args(["--rank", "0", "--world-size", "1", *args])
+            assert parsed.pair_rounds == expected, args

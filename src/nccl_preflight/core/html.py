@@ -21,6 +21,7 @@ from nccl_preflight.node.files import write_atomically
 
 from . import plots as nccl_plots
 from .hints import link_speeds_mbps
+from .pairwise import MATRIX_MAX_NODES
 from .verdict import describe, fold_findings, verdict_document
 
 if TYPE_CHECKING:
@@ -53,7 +54,13 @@ def preflight_table(run: RunData) -> dict[str, Any]:
 def pairwise(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     """The pairwise document (src/nccl_preflight/core/pairwise.py, pairwise.json: nodes,
     matrix_busbw_gbps) as a heatmap, when the ranks ran the pairwise rounds."""
-    if not isinstance(doc, dict) or not doc.get("nodes") or not doc.get("matrix_busbw_gbps"):
+    if not isinstance(doc, dict) or not doc.get("nodes"):
+        return None
+    slow = [v for v in doc.get("verdicts") or [] if v.get("status") in ("slow", "timed out")]
+    note = " ".join([str(doc.get("note") or "")] + [str(v.get("message") or "") for v in slow])
+    if doc.get("matrix_busbw_gbps") is None and len(doc["nodes"]) > MATRIX_MAX_NODES:
+        return {"svg": "", "note": _no_heatmap(doc, note)}
+    if not doc.get("matrix_busbw_gbps"):
         return None
     hosts = [str(node.get("host")) for node in doc["nodes"]]
     matrix = [[None if v is None else float(v) for v in row] for row in doc["matrix_busbw_gbps"]]
@@ -61,10 +68,19 @@ def pairwise(doc: dict[str, Any] | None) -> dict[str, Any] | None:
         return {"svg": "", "note": "pairwise.json is not a square matrix over its nodes"}
     if nccl_plots.matplotlib_import_error() is not None:
         return {"svg": "", "note": "matplotlib is missing on the control machine"}
-    slow = [v for v in doc.get("verdicts") or [] if v.get("status") in ("slow", "timed out")]
-    note = " ".join([str(doc.get("note") or "")] + [str(v.get("message") or "") for v in slow])
     unit = "busbw GB/s (slowest rail, first pass)"
     return {"svg": nccl_plots.heatmap_svg(hosts, matrix, unit), "note": note.strip()}
+
+
+def _no_heatmap(doc: dict[str, Any], note: str) -> str:
+    """Why a big run has no heatmap, and the slow nodes' messages."""
+    pairs = sum(1 for p in doc.get("pairs") or [] if p.get("pass") == 1)
+    why = (
+        f"{len(doc['nodes'])} nodes: the heatmap is drawn up to {MATRIX_MAX_NODES} nodes; "
+        f"pairwise.json has every pair measured ({pairs} rail pairs of the first pass) and "
+        "summary.md the slowest."
+    )
+    return f"{why} {note.strip()}".strip()
 
 
 def transports(analysis: dict[str, Any]) -> list[dict[str, Any]]:

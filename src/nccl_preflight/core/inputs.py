@@ -116,7 +116,7 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
 
 
 def pairwise_problems(values: dict[str, Any]) -> list[str]:
-    """nccl_pairwise and nccl_pair_min_ratio (absent: the defaults)."""
+    """nccl_pairwise, nccl_pair_min_ratio and nccl_pair_rounds (absent: the defaults)."""
     problems = []
     mode = values.get("nccl_pairwise", "auto")
     if mode not in ("auto", "always", "never"):
@@ -128,6 +128,9 @@ def pairwise_problems(values: dict[str, Any]) -> list[str]:
         number = float("nan")
     if not 0 < number <= 1:
         problems.append(f"nccl_pair_min_ratio is {ratio!r}, not a number above 0 and at most 1")
+    rounds = values.get("nccl_pair_rounds", 16)
+    if isinstance(rounds, bool) or not str(rounds).strip().isdigit():
+        problems.append(f"nccl_pair_rounds is {rounds!r}, not a whole number >= 0 (0: every round)")
     for name, default in (
         ("nccl_busbw_warn", 0.8),
         ("nccl_busbw_crit", 0.5),

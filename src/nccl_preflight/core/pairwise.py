@@ -11,8 +11,11 @@ here the rows of all ranks become one node x node matrix per rail and a verdict 
   would be a slow one on 3 nodes with one bad node);
 * a pair is slow below ``min_ratio`` x the reference; a node is a suspect on a rail when more
   than half of its pairs on that rail are slow;
-* the rank script re-ran every suspect with the fastest node (pass 2): slow again confirms it,
-  fast clears it, so a node is never blamed for its partner;
+* the rank script re-ran every suspect with a fast non-suspect node (pass 2): slow again confirms
+  it, fast clears it, so a node is never blamed for its partner;
+* the rule works on whatever pairs were measured: all of them, or a few partners per node when
+  the first pass is bounded (nccl_pair_rounds); it lives once, in
+  src/nccl_preflight/node/pair_schedule.py, which the rank script ships as its sibling;
 * two nodes cannot tell which one is bad: both are "undecided", with each node's own intra-node
   figure when it has more than one rank.
 
@@ -30,6 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nccl_preflight.node.files import write_atomically
+from nccl_preflight.node.pair_schedule import (
+    PairKey,
+    node_values,
+    pair_reference,
+    pair_suspects,
+    pair_values,
+)
 
 from .bandwidth_expectation import fabric_expectation, settings
 from .rdma_expect import NicsUsed, used_by_host
@@ -48,58 +58,12 @@ RELAUNCH_WHY = (
     "a collective timed out or stalled, so the pairwise rounds ran alone in a second launch "
     "(nccl_pairwise); a pair with the slow node shows where"
 )
-PairKey = tuple[int, int, int]  # (node a, node b, rail), a < b (intra: a == b, rail = lower local)
-
-
-# --------------------------------------------------------------------------------------------
-# The rule (the same as pair_values/pair_reference/pair_suspects in files/nccl_check_pairwise.py)
-# --------------------------------------------------------------------------------------------
-
-
-def pair_values(rows: Sequence[dict[str, Any]], pass_: int | str = 1) -> dict[PairKey, float]:
-    """(node a, node b, rail) -> busbw of the pair: the slower of its ranks' own figures."""
-    table: dict[PairKey, float] = {}
-    for row in rows:
-        if row.get("pass") != pass_:
-            continue
-        a, b = sorted((int(row["node"]), int(row["peer_node"])))
-        rail = min(int(row["rail"]), int(row.get("peer_local_rank", row["rail"])))
-        key = (a, b, rail)
-        table[key] = min(table.get(key, float("inf")), float(row["busbw_gbps"]))
-    return table
-
-
-def node_values(table: dict[PairKey, float]) -> dict[int, list[float]]:
-    per_node: dict[int, list[float]] = {}
-    for (a, b, _), value in table.items():
-        per_node.setdefault(a, []).append(value)
-        if b != a:
-            per_node.setdefault(b, []).append(value)
-    return per_node
-
-
-def pair_reference(table: dict[PairKey, float]) -> float:
-    """The median over nodes of each node's median pair."""
-    per_node = node_values(table)
-    if not per_node:
-        return 0.0
-    return float(statistics.median(statistics.median(v) for v in per_node.values()))
-
-
-def pair_suspects(table: dict[PairKey, float], min_ratio: float) -> dict[int, list[int]]:
-    """node -> rails on which more than half of its pairs are below min_ratio x reference."""
-    limit = min_ratio * pair_reference(table)
-    counts: dict[tuple[int, int], list[int]] = {}
-    for (a, b, rail), value in table.items():
-        for node in (a, b):
-            seen = counts.setdefault((node, rail), [0, 0])
-            seen[0] += value < limit
-            seen[1] += 1
-    suspects: dict[int, list[int]] = {}
-    for (node, rail), (slow, total) in sorted(counts.items()):
-        if 2 * slow > total:
-            suspects.setdefault(node, []).append(rail)
-    return suspects
+# pairwise.json, report.html's heatmap and summary.md hold the node x node matrix up to this many
+# nodes; beyond, the pairs measured (pairwise.json "pairs") and the slowest of them: with the
+# first pass bounded (nccl_pair_rounds) most cells of a big matrix are empty, and 1,024 nodes
+# would make a million cells per rail.
+MATRIX_MAX_NODES = 32
+SLOWEST_SHOWN = 10
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,6 +102,10 @@ def judge(
     suspects = pair_suspects(first, min_ratio) if decided else {}
     pairs = _pair_list(hosts, [(1, first), (2, second), ("intra", intra)], rows, limit)
     per_node = node_values(first)
+    by_node: dict[int, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        for end in {pair["node_a"], pair["node_b"]}:
+            by_node.setdefault(end, []).append(i)
     verdicts = []
     for node in nodes:
         values = per_node.get(node, [])
@@ -146,7 +114,7 @@ def judge(
             "node_rank": node,
             "median_busbw_gbps": _sig(statistics.median(values)) if values else None,
             "rails": [],
-            "pairs": [i for i, p in enumerate(pairs) if node in (p["node_a"], p["node_b"])],
+            "pairs": by_node.get(node, []),
         }
         verdict.update(_node_status(node, verdict, suspects, second, intra, limit, decided))
         verdict["message"] = _message(verdict, pairs, reference, limit, len(nodes))
@@ -231,16 +199,15 @@ def _pair_list(
     rows: Sequence[dict[str, Any]],
     limit: float,
 ) -> list[dict[str, Any]]:
+    ranks: dict[tuple[int | str, int, int, int], dict[str, Any]] = {}
+    for r in rows:  # each rank's own figure, by pass and pair (one pass over the rows)
+        a, b = sorted((int(r["node"]), int(r["peer_node"])))
+        rail = min(int(r["rail"]), int(r.get("peer_local_rank", r["rail"])))
+        ranks.setdefault((r.get("pass"), a, b, rail), {})[str(r.get("rank"))] = r["busbw_gbps"]
     pairs = []
     for pass_, table in tables:
         for (a, b, rail), value in sorted(table.items()):
-            by_rank = {
-                str(r.get("rank")): r["busbw_gbps"]
-                for r in rows
-                if r.get("pass") == pass_
-                and sorted((int(r["node"]), int(r["peer_node"]))) == [a, b]
-                and min(int(r["rail"]), int(r.get("peer_local_rank", r["rail"]))) == rail
-            }
+            by_rank = ranks.get((pass_, a, b, rail), {})
             pairs.append(
                 {
                     "pass": pass_,
@@ -407,18 +374,7 @@ def pairwise_document(run: RunData, used: NicsUsed | None = None) -> dict[str, A
     verdict = judge(nodes, hosts, rows, min_ratio, unfinished_pairs(tests, rows))
     first = pair_values(rows, 1)
     n_rails = max(rails.values(), default=1)
-    index = {node: i for i, node in enumerate(nodes)}
-
-    def matrix(rail: int | None) -> list[list[float | None]]:
-        cells: list[list[float | None]] = [[None] * len(nodes) for _ in nodes]
-        for (a, b, r), value in first.items():
-            if (rail is not None and r != rail) or a not in index or b not in index:
-                continue
-            for i, j in ((index[a], index[b]), (index[b], index[a])):
-                old = cells[i][j]
-                cells[i][j] = value if old is None else min(old, value)
-        return cells
-
+    shown = len(nodes) <= MATRIX_MAX_NODES
     expected, source = _pair_expectation(run, n_rails, used)
     reference = verdict["reference_busbw_gbps"]
     for pair in verdict["pairs"]:
@@ -437,9 +393,41 @@ def pairwise_document(run: RunData, used: NicsUsed | None = None) -> dict[str, A
         "iters": settings.get("iters"),
         "nodes": [{"node_rank": n, "host": hosts[n], "rails": rails.get(n, 1)} for n in nodes],
         "rails": n_rails,
-        "matrix_busbw_gbps": matrix(None),
-        "matrix_by_rail_busbw_gbps": [matrix(r) for r in range(n_rails)],
+        **_rounds_played(settings, rows, len(nodes)),
+        "matrix_busbw_gbps": _matrix(first, nodes, None) if shown else None,
+        "matrix_by_rail_busbw_gbps": (
+            [_matrix(first, nodes, r) for r in range(n_rails)] if shown else None
+        ),
         **verdict,
+    }
+
+
+def _matrix(
+    first: dict[PairKey, float], nodes: list[int], rail: int | None
+) -> list[list[float | None]]:
+    """nodes x nodes, the first pass on ``rail`` (None: the slowest rail); null never measured."""
+    index = {node: i for i, node in enumerate(nodes)}
+    cells: list[list[float | None]] = [[None] * len(nodes) for _ in nodes]
+    for (a, b, r), value in first.items():
+        if (rail is not None and r != rail) or a not in index or b not in index:
+            continue
+        for i, j in ((index[a], index[b]), (index[b], index[a])):
+            old = cells[i][j]
+            cells[i][j] = value if old is None else min(old, value)
+    return cells
+
+
+def _rounds_played(settings: dict[str, Any], rows: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    """How much of the tournament the first pass played (nccl_pair_rounds) and the second
+    pass's rounds; a record without them (an older rank script) played every round."""
+    every = int(settings.get("all_rounds") or (0 if n < 2 else n - 1 + n % 2))
+    played = len(settings["rounds"]) if isinstance(settings.get("rounds"), list) else every
+    return {
+        "pair_rounds": settings.get("pair_rounds"),
+        "first_pass_rounds": played,
+        "all_rounds": every,
+        "every_pair": played >= every,
+        "second_pass_rounds": len({r.get("round") for r in rows if r.get("pass") == 2}),
     }
 
 
@@ -520,15 +508,15 @@ def pairwise_suites(doc: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
 
 def pairwise_markdown(doc: dict[str, Any] | None) -> list[str]:
     """summary.md's pairwise part of the pairwise document ``doc``: the node x node matrix
-    (slowest rail) and the verdicts."""
+    (slowest rail; up to MATRIX_MAX_NODES nodes, else the slowest pairs) and the verdicts."""
     if doc is None:
         return []
     names = [n["host"] for n in doc["nodes"]]
     lines = [
         "",
         f"Pairwise rounds ({doc['why'] or doc['mode']}): busbw per node pair, GB/s, slowest rail, "
-        f"first pass; reference {_fmt(doc['reference_busbw_gbps'])} GB/s, slow below "
-        f"{_fmt(doc['limit_busbw_gbps'])} GB/s ({doc['min_ratio']:g} x reference)"
+        f"first pass{_rounds_note(doc)}; reference {_fmt(doc['reference_busbw_gbps'])} GB/s, "
+        f"slow below {_fmt(doc['limit_busbw_gbps'])} GB/s ({doc['min_ratio']:g} x reference)"
         + (
             f"; the reference is {doc['reference_percent']:g}% of the expected "
             f"{_fmt(doc['expected_busbw_gbps'])} GB/s ({doc['expected_from']})"
@@ -537,12 +525,14 @@ def pairwise_markdown(doc: dict[str, Any] | None) -> list[str]:
         )
         + ":",
         "",
-        "| node | " + " | ".join(names) + " |",
-        "|---|" + "---|" * len(names),
     ]
     expected = doc["expected_busbw_gbps"]
-    for name, row in zip(names, doc["matrix_busbw_gbps"], strict=True):
-        lines.append(f"| {name} | " + " | ".join(_cell(v, expected) for v in row) + " |")
+    if doc.get("matrix_busbw_gbps") is not None:
+        lines += ["| node | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        for name, row in zip(names, doc["matrix_busbw_gbps"], strict=True):
+            lines.append(f"| {name} | " + " | ".join(_cell(v, expected) for v in row) + " |")
+    else:
+        lines += _slowest_pairs(doc, expected)
     lines.append("")
     if doc["note"]:
         lines.append(f"Pairwise: {doc['note']}.")
@@ -551,6 +541,37 @@ def pairwise_markdown(doc: dict[str, Any] | None) -> list[str]:
             lines.append(f"- {verdict['status']}: {verdict['message']}")
     if doc["decided"] and all(v["status"] in ("ok", "cleared") for v in doc["verdicts"]):
         lines.append("Pairwise: no node is slow.")
+    return lines
+
+
+def _rounds_note(doc: dict[str, Any]) -> str:
+    """ ", 16 of 1023 rounds (nccl_pair_rounds)" when the first pass did not meet every pair."""
+    if doc.get("every_pair", True):
+        return ""
+    return (
+        f", {doc['first_pass_rounds']} of {doc['all_rounds']} rounds (nccl_pair_rounds "
+        f"{doc['pair_rounds']}: each node met up to {doc['first_pass_rounds']} partners)"
+    )
+
+
+def _slowest_pairs(doc: dict[str, Any], expected: float | None) -> list[str]:
+    """Beyond MATRIX_MAX_NODES nodes: how many pairs were measured and the slowest of them."""
+    first: dict[tuple[int, int], dict[str, Any]] = {}
+    for pair in (p for p in doc["pairs"] if p["pass"] == 1):
+        key = (pair["node_a"], pair["node_b"])
+        if key not in first or pair["busbw_gbps"] < first[key]["busbw_gbps"]:
+            first[key] = pair
+    slowest = sorted(first.values(), key=lambda p: (p["busbw_gbps"], p["node_a"], p["node_b"]))
+    lines = [
+        f"{len(doc['nodes'])} nodes: the matrix is shown up to {MATRIX_MAX_NODES} nodes; "
+        f"{len(first)} node pairs measured (pairwise.json `pairs` has each), the "
+        f"{min(SLOWEST_SHOWN, len(slowest))} slowest:",
+        "",
+        "| node | node | rail | busbw (GB/s) |",
+        "|---|---|---|---|",
+    ]
+    for p in slowest[:SLOWEST_SHOWN]:
+        lines.append(f"| {p['a']} | {p['b']} | {p['rail']} | {_cell(p['busbw_gbps'], expected)} |")
     return lines
 
 

@@ -207,6 +207,8 @@ class SlurmRun:
             str(self.config.get("nccl_pairwise") or "auto"),
             "--pair-min-ratio",
             str(self.config.get("nccl_pair_min_ratio")),
+            "--pair-rounds",
+            str(self.config.get("nccl_pair_rounds")),
             "--pair-trigger-min-bytes",
             str(self.config.get("nccl_busbw_min_bytes")),
             *nccl_pair_trigger_args(self.pair_triggers),
@@ -227,6 +229,7 @@ class SlurmRun:
             *("--tests", "barrier", "--pairwise", "always"),
             *("--pair-bytes", RELAUNCH_PAIR_BYTES, "--pair-iters", RELAUNCH_PAIR_ITERS),
             *("--pair-min-ratio", str(self.config.get("nccl_pair_min_ratio"))),
+            *("--pair-rounds", str(self.config.get("nccl_pair_rounds"))),
         ]
 
     def launch_settings(self, args: list[str], timeout: int, rdzv_id: str) -> dict[str, Any]:

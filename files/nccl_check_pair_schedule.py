@@ -1,0 +1,1 @@
+../src/nccl_preflight/node/pair_schedule.py
