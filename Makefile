@@ -19,6 +19,11 @@ BROWSER_APT := chromium
 SLURM_APT := slurmctld slurmd slurm-client munge
 N ?= 4
 LAB ?= dev
+# pytest workers (pytest-xdist): most of the suite waits on labs, ranks and timeouts, not on a
+# CPU, so two workers overlap the waits even on 2 cores; one file stays on one worker (a module's
+# lab fixture is built once). TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
@@ -83,10 +88,10 @@ lint: $(VENV)/.dev-installed  ## ruff, yamllint, ansible-lint (production profil
 	$(BIN)/ansible-playbook --syntax-check -i inventory/local playbooks/validate.yml
 
 unit: $(VENV)/.dev-installed  ## Unit tests only (no root, no lab).
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) tests/unit
 
 test: $(VENV)/.dev-installed apt-lab node-venv lint  ## Lint, then every test (lab tests need root).
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
 
 lab-up: $(VENV)/.dev-installed apt-lab node-venv  ## Bring up a lab of N hosts named LAB (make lab-up N=4).
 	$(BIN)/python -m tests.lab up --hosts $(N) --name $(LAB)
