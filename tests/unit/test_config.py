@@ -18,6 +18,7 @@ from nccl_preflight.core.config import ConfigError, defaults, load_config
 from tests.playbook_run import ROOT, ansible_playbook
 
 DEFAULT_FILES = sorted((ROOT / "roles" / "nccl_defaults" / "defaults" / "main").glob("*.yml"))
+PREFLIGHT_DEFAULTS = ROOT / "roles" / "preflight" / "defaults" / "main.yml"
 
 
 def write(tmp_path: Path, text: str, name: str = "nccl.yaml") -> Path:
@@ -75,6 +76,10 @@ DEFAULTS_PLAY = """
   roles:
     - role: nccl_defaults
   tasks:
+    - name: Read the pre-flight's defaults as roles/facts does
+      ansible.builtin.import_role:
+        name: preflight
+        tasks_from: settings.yml
     - name: Write them as JSON
       ansible.builtin.copy:
         content: "{{ dict(names | zip(query('ansible.builtin.vars', *names))) | to_json }}"
@@ -83,13 +88,27 @@ DEFAULTS_PLAY = """
 """
 
 
+# roles/preflight/defaults/main.yml's defaults that are Jinja expressions of other variables
+PREFLIGHT_TEMPLATED = {
+    "preflight_master",
+    "preflight_listen_timeout",
+    "preflight_collect_wait",
+    "preflight_lock_path",
+    "preflight_lock_lifetime",
+    "preflight_expected_versions",
+    "preflight_fail",
+    "preflight_run_dir",
+    "preflight_remove_run_dir",
+}
+
+
 def test_the_defaults_are_what_ansible_and_pyyaml_read_templates_left_out(tmp_path: Path) -> None:
     read = {}
-    for path in DEFAULT_FILES:
+    for path in [*DEFAULT_FILES, PREFLIGHT_DEFAULTS]:
         read.update(yaml.safe_load(path.read_text()))
     got = defaults()
     templated = {name for name, value in read.items() if "{{" in str(value)}
-    assert templated == {"nccl_run_dir", "nccl_report_root"}
+    assert templated == {"nccl_run_dir", "nccl_report_root", *PREFLIGHT_TEMPLATED}
     assert got == {name: value for name, value in read.items() if name not in templated}
     assert got["nccl_master_port"] == 29500 and got["nccl_require_gpu"] is True
 
@@ -243,6 +262,7 @@ def bundle(tmp_path: Path) -> Path:
             zipped.write(source, source.relative_to(package.parent).as_posix())
         for source in DEFAULT_FILES:
             zipped.write(source, f"{data}/nccl_defaults/defaults/main/{source.name}")
+        zipped.write(PREFLIGHT_DEFAULTS, f"{data}/preflight/defaults/main.yml")
         for source in (ROOT / "roles").glob("*/meta/argument_specs.yml"):
             zipped.write(source, f"{data}/{source.relative_to(ROOT / 'roles').as_posix()}")
     return archive

@@ -1,17 +1,21 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""One source of defaults and one validation of the nccl_* variables, for both front-ends.
+"""One source of defaults and one validation of the project's variables, for both front-ends.
 
 The Ansible front-end reads its variables from the inventory; the Slurm front-end (``--config
 FILE``) from a YAML file with the same names, meanings and defaults. ``load_config(path)`` gives
 that file's variables:
 
-1. the defaults: roles/nccl_defaults/defaults/main/*.yml, the very files every play reads, read
-   with core/yaml_subset.py (so a node with no PyYAML reads them as Ansible does); a default that
-   is a Jinja template (``{{`` or ``{%``: nccl_run_dir, nccl_report_root) belongs to the Ansible
-   front-end and is left out (the Slurm front-end gives its own, or the user sets it);
+1. the defaults: roles/nccl_defaults/defaults/main/*.yml, the very files every play reads, and
+   the pre-flight's own, roles/preflight/defaults/main.yml, read with core/yaml_subset.py (so a
+   node with no PyYAML reads them as Ansible does); a default that is a Jinja template (``{{`` or
+   ``{%``: nccl_run_dir, nccl_report_root, preflight_listen_timeout, ...) is left out: the Slurm
+   front-end works out the pre-flight's ones as the role's expressions do
+   (``preflight_values``), gives its own directories, or the user sets them;
 2. the user's file overlaid on them; a name that is not one of the defaults' (the project-wide
-   variables, docs/variables.md) is refused, with the nearest known name;
+   variables and the pre-flight's, docs/variables.md) is refused, with the nearest known name; a
+   pre-flight variable that has no meaning under Slurm (``NOT_UNDER_SLURM``: the master, the lock,
+   become, the run directory, preflight_fail) is refused with the reason;
 3. validated by core/inputs.py ``nccl_input_problems`` (what roles/validate_inputs runs through
    the ``nccl_input_problems`` filter, so both front-ends refuse a value in the same words), then
    by the ``type``, ``elements`` and ``choices`` that the roles' meta/argument_specs.yml declare
@@ -28,8 +32,8 @@ Where the data files are (``roles_dir()``, the one place that knows): the checko
 checkout, installed editable or on PYTHONPATH; inside the node bundle (slurm/bundle.py), the
 package data directory ``nccl_preflight/core/config_data/roles/``, read through
 ``importlib.resources``. The bundle copies into it, under their paths relative to roles/:
-``nccl_defaults/defaults/main/*.yml`` and ``*/meta/argument_specs.yml``. When that directory is
-present it wins over the checkout.
+``nccl_defaults/defaults/main/*.yml``, ``preflight/defaults/main.yml`` and
+``*/meta/argument_specs.yml``. When that directory is present it wins over the checkout.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
 
 BUNDLE_DATA = "config_data"  # nccl_preflight/core/config_data/roles/... inside the bundle
 DEFAULTS_DIR = ("nccl_defaults", "defaults", "main")
+PREFLIGHT_DEFAULTS = ("preflight", "defaults", "main.yml")  # the pre-flight role's own knobs
 _NAME = re.compile(r"\bnccl_[a-z0-9_]+")
 _TRUE = ("yes", "on", "1", "true", "y", "t")  # Ansible's boolean(): module_utils/parsing
 _FALSE = ("no", "off", "0", "false", "n", "f")
@@ -81,12 +86,14 @@ def _shown(file: Traversable) -> str:
 
 
 def defaults_files() -> list[Traversable]:
-    """roles/nccl_defaults/defaults/main/*.yml, in name order (the order Ansible reads them)."""
+    """roles/nccl_defaults/defaults/main/*.yml, in name order (the order Ansible reads them),
+    then roles/preflight/defaults/main.yml."""
     directory = _child(roles_dir(), *DEFAULTS_DIR)
-    return sorted(
+    found = sorted(
         (file for file in directory.iterdir() if file.name.endswith((".yml", ".yaml"))),
         key=lambda file: file.name,
     )
+    return [*found, _child(roles_dir(), *PREFLIGHT_DEFAULTS)]
 
 
 def argument_spec_files() -> list[Traversable]:
@@ -121,12 +128,14 @@ def _templated(value: Any) -> bool:
 
 
 def defaults() -> dict[str, Any]:
-    """The project-wide variables' defaults, Jinja-templated ones left out (a fresh copy)."""
+    """The variables' defaults (project-wide and the pre-flight's), Jinja-templated ones left
+    out (a fresh copy)."""
     return copy.deepcopy(_defaults_and_places()[0])
 
 
 def known_names() -> frozenset[str]:
-    """Every project-wide variable a config may set (templated defaults included)."""
+    """Every variable a config may name (templated defaults included; NOT_UNDER_SLURM's are
+    named only to be refused with their reason)."""
     return _defaults_and_places()[2]
 
 
@@ -169,6 +178,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
         for name in document.value
         if name not in known_names()
     ]
+    problems += [
+        (places[name], f"{name}: does not apply under Slurm: {NOT_UNDER_SLURM[name]}")
+        for name in document.value
+        if name in NOT_UNDER_SLURM
+    ]
     values = {**defaults(), **{k: v for k, v in document.value.items() if k in known_names()}}
     problems += _validation_problems(values, places)
     problems += [
@@ -179,6 +193,61 @@ def load_config(path: str | Path) -> dict[str, Any]:
     if problems:
         problems.sort(key=_order)
         raise ConfigError("\n".join(f"{place}: {problem}" for place, problem in problems))
+    return values
+
+
+# The pre-flight's variables (roles/preflight/defaults/main.yml) that the Slurm front-ends have
+# no use for, and why: a config that sets one is refused, so that no value is silently ignored.
+NOT_UNDER_SLURM = {
+    "preflight_master": "the master is the allocation's first node, in Slurm's node order",
+    **dict.fromkeys(
+        ("preflight_lock", "preflight_lock_path", "preflight_lock_lifetime"),
+        "the Slurm front-end takes no lock file on the master: the nodes are the allocation's, "
+        "and a MASTER_PORT another run holds is named by the master_port check",
+    ),
+    "preflight_become_firewall": "the job steps run as the job's user, never with become; "
+    "the firewall is read as that user (run the job as root to read it all)",
+    **dict.fromkeys(
+        ("preflight_run_dir", "preflight_remove_run_dir"),
+        "each job step keeps its files in a private temporary directory of its own (mode "
+        "0700), always removed when the step ends",
+    ),
+    "preflight_fail": "playbooks/validate.yml sets it false too (a failed check is recorded and "
+    "the launch skipped; the verdict is the exit code); nccl_fail_on_error is the knob",
+}
+# The pre-flight's variables the Slurm front-end honours, with the Ansible path's meaning
+# (preflight_values gives them, worked out for a run).
+UNDER_SLURM = (
+    "preflight_full_mesh",
+    "preflight_probe_timeout",
+    "preflight_listen_timeout",
+    "preflight_collect_wait",
+    "preflight_python_timeout",
+    "preflight_expected_versions",
+    "preflight_clock_check",
+    "preflight_clock_max_skew_s",
+)
+
+
+def preflight_values(config: dict[str, Any], node_count: int) -> dict[str, Any]:
+    """UNDER_SLURM's variables for a run of ``node_count`` nodes: the config's value where it
+    has one (load_config: the user's, else the role's plain default), else the role's default
+    that is a Jinja expression of other variables, worked out here as
+    roles/preflight/defaults/main.yml writes it (tests/unit/test_config.py renders the role's
+    expressions and compares):
+
+        preflight_listen_timeout     60 + 10 x node_count            (groups['nccl_nodes'])
+        preflight_collect_wait       2 + 2 x preflight_probe_timeout
+        preflight_expected_versions  nccl_expected_versions, else {}
+    """
+    plain = defaults()
+    values = {name: config.get(name, plain.get(name)) for name in UNDER_SLURM}
+    values = {name: value for name, value in values.items() if value is not None}
+    values.setdefault("preflight_listen_timeout", 60 + 10 * node_count)
+    values.setdefault("preflight_collect_wait", 2 + 2 * float(values["preflight_probe_timeout"]))
+    values.setdefault(
+        "preflight_expected_versions", dict(config.get("nccl_expected_versions") or {})
+    )
     return values
 
 

@@ -10,9 +10,10 @@ step's stdin). One builder, one list of what goes in (bundle_sources):
     nccl_preflight/{__init__,node/*,core/**,slurm/*}.py   the package (core's modules that need
                                              jinja2, matplotlib or PyYAML import them lazily;
                                              the node side never reaches them)
-    nccl_preflight/core/config_data/roles/   the defaults (nccl_defaults/defaults/main/*.yml) and
-                                             argument specs (*/meta/argument_specs.yml) that
-                                             core/config.py reads through importlib.resources
+    nccl_preflight/core/config_data/roles/   the defaults (nccl_defaults/defaults/main/*.yml,
+                                             preflight/defaults/main.yml) and argument specs
+                                             (*/meta/argument_specs.yml) that core/config.py
+                                             reads through importlib.resources
     nccl_check.pyz                           the rank script files/nccl_check.py and the siblings
                                              it imports, as the Ansible path ships it
                                              (core/zipapp.py), for the run's ranks
@@ -66,6 +67,7 @@ def bundle_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
         paths += [p for p in sorted((package / room).rglob("*.py")) if "__pycache__" not in p.parts]
     roles = checkout / "roles"
     paths += sorted((roles / "nccl_defaults" / "defaults" / "main").glob("*.yml"))
+    paths.append(roles / "preflight" / "defaults" / "main.yml")
     paths += sorted(roles.glob("*/meta/argument_specs.yml"))
     sources = {p.relative_to(checkout).as_posix(): p.read_bytes() for p in paths}
     for name, source in bundle_modules(checkout / "files" / "nccl_check.py").items():

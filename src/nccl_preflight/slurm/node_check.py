@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from nccl_preflight.core.config import preflight_values
 from nccl_preflight.core.layout import nccl_rank_layout
 from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 from nccl_preflight.core.preflight.judge import judge_node
@@ -179,7 +180,7 @@ def judge_settings(config: dict[str, Any], host: str) -> dict[str, Any]:
     extra_env = dict(config.get("nccl_extra_env") or {})
     return {
         "require_gpu": bool(config.get("nccl_require_gpu", True)),
-        "expected_versions": dict(config.get("nccl_expected_versions") or {}),
+        "expected_versions": dict(preflight_values(config, 1)["preflight_expected_versions"]),
         "full_mesh": False,
         "extra_env": extra_env,
         "extra_env_by_host": {host: extra_env},

@@ -16,6 +16,7 @@ this node's part by its name), so that the command line stays short at any numbe
                        "started"; then reads every node's ports and fabric address from stdin,
                        works out its own probe plan (node/probe_plan.py, the Ansible path's
                        function) and firewall read, probes, stops the listeners -> "observed"
+                       (with the node's time.time() as it writes it: the clock check)
     launch             torchrun under node/supervisor.py's Supervision, in the foreground;
                        every `interval` s a record "progress" (node/run_observe.read_progress,
                        the fabric link now); a stdin message {"stop": reason} ends the run,
@@ -193,6 +194,7 @@ def observe(settings: dict[str, Any], messages: queue.Queue) -> int:
             "kind": "observed",
             "probe": {"results": results, "firewall": firewall},
             "stopped": stopped,
+            "clock": time.time(),  # as late as possible: observe.py node_clocks
         }
     )
     return 0

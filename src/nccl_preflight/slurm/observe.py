@@ -13,6 +13,19 @@ its listeners and sends "observed". What is sent grows with the nodes, never wit
 A node whose task ended before its record came (srun says so) is not waited for: it is named.
 The observations are built and judged exactly as in the Ansible path
 (core/preflight/observation.py, core/preflight/judge.py).
+
+The pre-flight's own variables of --config (core/config.py UNDER_SLURM: preflight_full_mesh,
+preflight_probe_timeout, preflight_listen_timeout, preflight_collect_wait,
+preflight_python_timeout, preflight_clock_check, ...) reach the step's settings here, worked out
+for the run by core/config.py preflight_values, with the Ansible path's meanings.
+
+The clock (preflight_clock_check): each node sends its time.time() in its "observed" record, taken
+just before it writes it; the control machine notes its own time.time() when it reads the record's
+last line (step.py RECEIVED). A node's clock minus that is its offset from the control machine's
+clock, low by the record's transit only (srun's output forwarding: the node was never ahead of
+the reading). ``node_clocks`` gives each node's clock as it read at one instant of the control
+machine's (the last record's reading), and the core's check compares each with their median, as
+the Ansible path compares the clocks its collect calls read at about the same time on every host.
 """
 
 from __future__ import annotations
@@ -21,14 +34,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.config import preflight_values
 from ..core.preflight.host_checks import nccl_preflight_probe_plan
 from ..core.preflight.observation import nccl_preflight_observation
 from ..node.fabric_choice import nccl_fabric_choice
 from .node_check import facts_params
-from .step import Step, collect
-
-PROBE_TIMEOUT_S = 3.0  # preflight_probe_timeout
-PYTHON_TIMEOUT_S = 60.0  # preflight_python_timeout
+from .step import RECEIVED, Step, collect
 
 
 @dataclass
@@ -41,20 +52,22 @@ class Observed:
     probe: dict[str, dict] = field(default_factory=dict)
     stopped: dict[str, dict] = field(default_factory=dict)
     plans: dict[str, dict] = field(default_factory=dict)
+    clocks: dict[str, float] = field(default_factory=dict)
     problem: str = ""
 
 
 def observe_settings(config: dict[str, Any], nodes: list[str], python: str) -> dict[str, Any]:
     """The observe step's settings: the same for every node (each derives its own part)."""
+    knobs = preflight_values(config, len(nodes))
     return {
         "nodes": nodes,
         "master_port": int(config["nccl_master_port"]),
-        "full_mesh": False,
+        "full_mesh": bool(knobs["preflight_full_mesh"]),
         "python": python,
-        "python_timeout": PYTHON_TIMEOUT_S,
-        "listen_timeout": 60 + 10 * len(nodes),
-        "probe_timeout": PROBE_TIMEOUT_S,
-        "collect_wait": 2 + 2 * PROBE_TIMEOUT_S,
+        "python_timeout": float(knobs["preflight_python_timeout"]),
+        "listen_timeout": int(knobs["preflight_listen_timeout"]),
+        "probe_timeout": float(knobs["preflight_probe_timeout"]),
+        "collect_wait": float(knobs["preflight_collect_wait"]),
         "fabric": {
             "socket_ifname": str(config.get("nccl_socket_ifname") or ""),
             "cidr": str(config.get("nccl_fabric_cidr") or ""),
@@ -92,15 +105,43 @@ def missing_line(step: Step, nodes: list[str], present: dict[str, Any], what: st
     return "\n".join(lines)
 
 
+def observed_bound(settings: dict[str, Any], plans: dict[str, dict]) -> float:
+    """Seconds the "observed" records may take after the plan was sent: the firewall read and
+    the stop's own (60 s), every probe of the longest plan at its timeout, the listeners' wait
+    (collect_wait) and the torch probe's end (python_timeout)."""
+    probes = max((len(plan.get("targets") or []) for plan in plans.values()), default=0)
+    return (
+        60
+        + probes * settings["probe_timeout"]
+        + settings["collect_wait"]
+        + settings["python_timeout"]
+    )
+
+
+def node_clocks(records: dict[str, dict]) -> dict[str, float]:
+    """Each node's clock as it read when the control machine's read its last record's end: the
+    node's "clock" plus the control machine's time between its reading of that node's record
+    (RECEIVED) and of the last one. A record without both times is left out (the check then
+    says the node's clock could not be read)."""
+    timed = {
+        node: (float(record["clock"]), float(record[RECEIVED]))
+        for node, record in records.items()
+        if isinstance(record.get("clock"), (int, float)) and RECEIVED in record
+    }
+    last = max((received for _, received in timed.values()), default=0.0)
+    return {node: clock + (last - received) for node, (clock, received) in timed.items()}
+
+
 def run_observe(
     config: dict, job_id: str, nodes: list[str], python: str, run_id: str, bundle: bytes, env: dict
 ) -> Observed:
     """The observe step on every node; -> what each node showed."""
-    settings = {"shared": observe_settings(config, nodes, python), "own": {}}
+    shared = observe_settings(config, nodes, python)
+    settings = {"shared": shared, "own": {}}
     step = Step(job_id, nodes, python, run_id, "observe", settings, bundle, env)
     obs = Observed()
     try:
-        bound = time.monotonic() + 120 + PYTHON_TIMEOUT_S
+        bound = time.monotonic() + 120 + shared["python_timeout"]
         for node, record in collect(step, nodes, "started", bound).items():
             obs.facts[node] = record.get("facts") or {}
             obs.started[node] = record.get("started") or {}
@@ -112,13 +153,20 @@ def run_observe(
         inputs = shared_inputs(nodes, obs)
         for node in obs.started:  # the plan each node works out for itself, for the judgement
             obs.plans[node] = nccl_preflight_probe_plan(
-                inputs["plan"]["ports"], node, nodes[0], nodes, inputs["plan"]["addresses"]
+                inputs["plan"]["ports"],
+                node,
+                nodes[0],
+                nodes,
+                inputs["plan"]["addresses"],
+                shared["full_mesh"],
             )
         step.say(inputs)
-        bound = time.monotonic() + 60 + PYTHON_TIMEOUT_S
-        for node, record in collect(step, list(obs.started), "observed", bound).items():
+        bound = time.monotonic() + observed_bound(shared, obs.plans)
+        records = collect(step, list(obs.started), "observed", bound)
+        for node, record in records.items():
             obs.probe[node] = record.get("probe") or {}
             obs.stopped[node] = record.get("stopped") or {}
+        obs.clocks = node_clocks(records)
     finally:
         step.end()
     if len(obs.facts) < len(nodes):
@@ -128,20 +176,34 @@ def run_observe(
 
 
 def observations(
-    obs: Observed, nodes: list[str], env_by_node: dict[str, dict[str, Any]]
+    obs: Observed,
+    nodes: list[str],
+    env_by_node: dict[str, dict[str, Any]],
+    clock_check: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """Every present node's observation (core/preflight/observation.py)."""
+    """Every present node's observation (core/preflight/observation.py); with ``clock_check``
+    its clock is node_clocks' (the stop's own is taken before the listeners' wait)."""
     return {
         node: nccl_preflight_observation(
             obs.facts[node],
             env=env_by_node[node],
             started=obs.started.get(node),
             probe=obs.probe.get(node),
-            stopped=obs.stopped.get(node)
-            or {"msg": "the node sent no observation (its step ended early)"},
+            stopped=stopped_with_clock(obs, node),
             probe_skip=obs.plans.get(node, {}).get("skip"),
-            clock_check=False,
+            clock_check=clock_check,
         )
         for node in nodes
         if node in obs.facts
     }
+
+
+def stopped_with_clock(obs: Observed, node: str) -> dict[str, Any]:
+    """The node's stop result, its "clock" node_clocks' (absent when the node sent none)."""
+    stopped = dict(obs.stopped.get(node) or {})
+    if not stopped:
+        return {"msg": "the node sent no observation (its step ended early)"}
+    stopped.pop("clock", None)
+    if node in obs.clocks:
+        stopped["clock"] = obs.clocks[node]
+    return stopped

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.config import preflight_values
 from ..core.env_findings import nccl_env_findings
 from ..core.exit_classes import BY_NAME
 from ..core.layout import nccl_rank_layout
@@ -112,20 +113,11 @@ class SlurmRun:
     def preflight(self, obs: Observed) -> list[str]:
         """The core's judgement of every node; writes preflight/<node>.json; -> failed nodes."""
         present = [n for n in self.nodes if n in obs.facts]
-        settings = {
-            "master": self.nodes[0],
-            "order": self.nodes,
-            "require_gpu": bool(self.config.get("nccl_require_gpu", True)),
-            "expected_versions": self.config.get("nccl_expected_versions") or {},
-            "clock_check": False,
-            "clock_max_skew_s": 5,
-            "full_mesh": False,
-            "extra_env": self.config.get("nccl_extra_env") or {},
-            "requested_backend": str(self.config.get("nccl_backend") or "auto"),
-            "extra_env_by_host": {n: self.config.get("nccl_extra_env") or {} for n in self.nodes},
-        }
+        settings = judge_settings(self.config, self.nodes)
         by_node = judge_preflight(
-            observations(obs, self.nodes, self.env_by_node), present, settings
+            observations(obs, self.nodes, self.env_by_node, settings["clock_check"]),
+            present,
+            settings,
         )
         self.results["preflight"] = by_node
         for node, results in by_node.items():
@@ -386,6 +378,25 @@ class SlurmRun:
         for line in result.get("console") or [result.get("msg", "")]:
             self.say(line)
         return result
+
+
+def judge_settings(config: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
+    """The core judgement's settings, as roles/preflight/tasks/main.yml gives them: the
+    pre-flight's variables worked out for the run (core/config.py preflight_values)."""
+    knobs = preflight_values(config, len(nodes))
+    extra_env = config.get("nccl_extra_env") or {}
+    return {
+        "master": nodes[0],
+        "order": nodes,
+        "require_gpu": bool(config.get("nccl_require_gpu", True)),
+        "expected_versions": knobs["preflight_expected_versions"],
+        "clock_check": bool(knobs["preflight_clock_check"]),
+        "clock_max_skew_s": float(knobs["preflight_clock_max_skew_s"]),
+        "full_mesh": bool(knobs["preflight_full_mesh"]),
+        "extra_env": extra_env,
+        "requested_backend": str(config.get("nccl_backend") or "auto"),
+        "extra_env_by_host": {n: extra_env for n in nodes},
+    }
 
 
 def drain_named(run: SlurmRun) -> None:

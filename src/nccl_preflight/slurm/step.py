@@ -32,6 +32,9 @@ from .ship import BOOT, Unframer, settings_line, stream_header
 END_GRACE_S = 20.0
 NODE_STEP = "node-step"  # the bundle's __main__ runs slurm/node_step.py main for it
 ENDED = "task ended"  # the record collect() gets when srun says a node's task ended
+# Each record's key for the control machine's time.time() when it read the record's last line
+# (observe.py node_clocks: the clock check).
+RECEIVED = "received_at"
 
 
 class Step:
@@ -82,6 +85,7 @@ class Step:
             if record is False:
                 self.text.append(line.rstrip("\n"))
             elif record is not None:
+                record[RECEIVED] = time.time()
                 self.queue.put(record)
         self.queue.put(None)
 
