@@ -90,6 +90,20 @@ def shared_inputs(nodes: list[str], obs: Observed) -> dict[str, Any]:
     }
 
 
+def probe_plans(
+    nodes: list[str], obs: Observed, inputs: dict[str, Any], full_mesh: bool
+) -> dict[str, dict]:
+    """The probe plan each started node works out for itself (node_step.observe), for the
+    judgement: from ``inputs`` (shared_inputs), every peer's or only the ring's ports."""
+    plan = inputs["plan"]
+    return {
+        node: nccl_preflight_probe_plan(
+            plan["ports"], node, nodes[0], nodes, plan["addresses"], full_mesh
+        )
+        for node in obs.started
+    }
+
+
 def missing_line(step: Step, nodes: list[str], present: dict[str, Any], what: str) -> str:
     """Who of ``nodes`` sent no ``what`` record, and why when srun said (the task ended)."""
     lines = []
@@ -151,15 +165,7 @@ def run_observe(
                 str(config.get("nccl_fabric_cidr") or ""),
             )
         inputs = shared_inputs(nodes, obs)
-        for node in obs.started:  # the plan each node works out for itself, for the judgement
-            obs.plans[node] = nccl_preflight_probe_plan(
-                inputs["plan"]["ports"],
-                node,
-                nodes[0],
-                nodes,
-                inputs["plan"]["addresses"],
-                shared["full_mesh"],
-            )
+        obs.plans = probe_plans(nodes, obs, inputs, shared["full_mesh"])
         step.say(inputs)
         bound = time.monotonic() + observed_bound(shared, obs.plans)
         records = collect(step, list(obs.started), "observed", bound)
