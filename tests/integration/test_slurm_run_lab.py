@@ -116,6 +116,17 @@ def junit_shape(report: Path, names: list[str]) -> dict[str, list[tuple[str, str
     return shape
 
 
+def clock_cases(report: Path) -> list[str]:
+    """Each host's "clock" testcase in the report's pre-flight JUnit: passed, skipped or failed."""
+    found = []
+    for path in sorted((report / "junit").glob("preflight-*.xml")):
+        for case in ET.parse(path).getroot().iter("testcase"):
+            if case.get("name") == "clock":
+                kinds = [child.tag for child in case if child.tag in ("skipped", "failure")]
+                found.append(kinds[0] if kinds else "passed")
+    return found
+
+
 def assert_nothing_left(lab: Lab, run_id: str, out: str) -> None:
     """No temporary directory or process of the run on any node, and the allocation released."""
     assert not [p for p in os.listdir("/tmp") if p.startswith(f"nccl-preflight-{run_id}-")]
@@ -131,10 +142,12 @@ def test_a_healthy_run_passes_with_the_ansible_paths_junit_shape(
     slurm3: Lab, tmp_path: Path
 ) -> None:
     run_id = new_run_id()
-    done = slurm_command(slurm3, tmp_path, run_id)
+    # preflight_clock_check from --config reaches the judgement: the lab's clocks agree
+    done = slurm_command(slurm3, tmp_path, run_id, preflight_clock_check=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"nccl-preflight run {run_id}: PASSED" in done.stdout
     report = tmp_path / "reports" / run_id
+    assert clock_cases(report) == ["passed"] * 3
     verdict = json.loads((report / "verdict.json").read_text())
     assert (verdict["class"], verdict["exit_code"]) == ("passed", 0)
     for name in ("junit.xml", "summary.md", "report.html", "plan.json"):
@@ -147,9 +160,10 @@ def test_a_healthy_run_passes_with_the_ansible_paths_junit_shape(
 
     ansible_id = new_run_id()
     reports = tmp_path / "ansible-reports"
-    extra = {"nccl_check_args": QUICK, "nccl_run_timeout": 120}
+    extra = {"nccl_check_args": QUICK, "nccl_run_timeout": 120, "preflight_clock_check": True}
     ansible = playbook(slurm3, ansible_id, reports, extra)
     assert ansible.returncode == 0, ansible.stdout[-3000:]
+    assert clock_cases(reports / ansible_id) == ["passed"] * 3
     assert junit_shape(report, slurm3.slurm_nodes) == junit_shape(
         reports / ansible_id, [h.mgmt_addr for h in slurm3.hosts]
     )
