@@ -63,7 +63,7 @@ def test_a_variable_slurm_has_no_use_for_is_refused_with_file_line_and_why(
     ]
     assert "no lock file on the master" in lines[0]
     assert "never with become" in lines[1]
-    assert "nccl_fail_on_error" in lines[2]
+    assert "playbooks/validate.yml sets it false too" in lines[2]
 
 
 def test_an_honoured_variable_is_still_validated_by_the_roles_argument_spec(

@@ -212,8 +212,8 @@ NOT_UNDER_SLURM = {
         "each job step keeps its files in a private temporary directory of its own (mode "
         "0700), always removed when the step ends",
     ),
-    "preflight_fail": "playbooks/validate.yml sets it false too (a failed check is recorded and "
-    "the launch skipped; the verdict is the exit code); nccl_fail_on_error is the knob",
+    "preflight_fail": "playbooks/validate.yml sets it false too: a failed check is recorded, "
+    "the launch skipped, and the verdict's exit code says so",
 }
 # The pre-flight's variables the Slurm front-end honours, with the Ansible path's meaning
 # (preflight_values gives them, worked out for a run).
