@@ -13,6 +13,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
+from nccl_preflight.core.env_file import nccl_env_file_text
 from nccl_preflight.core.env_findings import nccl_env_findings, nccl_env_stop_text
 from nccl_preflight.core.inputs import nccl_input_problems
 from nccl_preflight.core.layout import LayoutError, nccl_rank_layout
@@ -55,6 +56,7 @@ class FilterModule:
             "nccl_fabric_choice": nccl_fabric_choice,
             "nccl_env_findings": nccl_env_findings,
             "nccl_env_stop_text": nccl_env_stop_text,
+            "nccl_env_file_text": nccl_env_file_text,
             "nccl_backend_choice": nccl_backend_choice,
             "nccl_expect_net": nccl_expect_net,
             "nccl_rdma_plan": nccl_rdma_plan,

@@ -5,7 +5,7 @@ from the control machine.
 
 Each node runs torchrun in the foreground under node/supervisor.py's Supervision (bounded by
 nccl_run_timeout, its tree ended on a stop), with the environment the Ansible path writes into
-nccl.env (roles/nccl_env/templates/nccl.env.j2) and the rank script's arguments of roles/launch.
+nccl.env (core/env_file.py rank_environment) and the rank script's arguments of roles/launch.
 The control machine reads each node's records: "progress" (printed), then "results" (the gzip tar
 of node/run_collect.pack_results, written into reports/<run-id>/<node>/). When a node's run ended
 with a rank killed by a signal or was stopped, every other node is told to stop at once with the
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.env_file import rank_environment
 from ..core.run_watch import (
     DIAGNOSE_WAIT_S,
     adopted_stop,
@@ -45,26 +46,22 @@ MARGIN_S = 30  # FINISH_MARGIN_S: the step's bound beyond timeout + grace
 
 
 def rank_env(config: dict[str, Any], env: dict[str, Any], row: dict[str, Any]) -> dict[str, str]:
-    """nccl.env of one node (roles/nccl_env/templates/nccl.env.j2), without the run directory's
-    NCCL_DEBUG_FILE (the node puts it into its own)."""
-    extra = {str(k): str(v) for k, v in (config.get("nccl_extra_env") or {}).items()}
-    out = {
-        "NCCL_SOCKET_IFNAME": env["ifname"],
-        "GLOO_SOCKET_IFNAME": env["ifname"],
-        "MASTER_ADDR": env["master_addr"],
-        "MASTER_PORT": str(env["master_port"]),
-        "NNODES": str(env["nnodes"]),
-        "NODE_RANK": str(row["node_rank"]),
-        "NPROC_PER_NODE": str(row["nproc_per_node"]),
-    }
-    if env["backend"] == "hccl":
-        out.update({"HCCL_SOCKET_IFNAME": env["ifname"], "HCCL_IF_IP": env["address"]})
-    debug = str(extra.get("NCCL_DEBUG", config.get("nccl_debug") or "INFO"))
-    out["NCCL_DEBUG"] = debug
-    subsys = config.get("nccl_debug_subsys")
-    if debug.upper() in ("INFO", "TRACE") and subsys and "NCCL_DEBUG_SUBSYS" not in extra:
-        out["NCCL_DEBUG_SUBSYS"] = str(subsys)
-    return {**out, **extra}
+    """The environment of one node's ranks: nccl.env's (core/env_file.py, as the Ansible path
+    writes it), without the run directory's NCCL_DEBUG_FILE (the node puts it into its own)."""
+    return rank_environment(
+        ifname=env["ifname"],
+        address=env["address"],
+        master_addr=env["master_addr"],
+        master_port=env["master_port"],
+        nnodes=env["nnodes"],
+        node_rank=row["node_rank"],
+        nproc_per_node=row["nproc_per_node"],
+        backend=env["backend"],
+        debug=config.get("nccl_debug", "INFO"),
+        debug_subsys=config.get("nccl_debug_subsys"),
+        extra_env=config.get("nccl_extra_env") or {},
+        run_dir=None,
+    )
 
 
 def check_timeout(run_timeout: int) -> int:
