@@ -164,3 +164,34 @@ def nccl_env_file_text(
         backend_choice=backend_choice or {},
         managed=managed,
     )
+
+
+def nccl_env_report_files(
+    hostvars: Mapping[str, Mapping[str, Any]],
+    hosts: list[str],
+    findings: Mapping[str, Any],
+    layout: Mapping[str, Any],
+    run_report_dir: str,
+) -> list[dict[str, Any]]:
+    """What the environment stage writes into reports/<run-id>/ (roles/nccl_env): each host's
+    nccl.env (``<host>/nccl.env``, its nccl_env_file_content with its nccl_env_file_mode), then
+    each host's environment finding with its place in the rank layout
+    (``preflight/<host>.json``), as nccl_report_file items {dest, content, mode} / {dest, data}."""
+    files: list[dict[str, Any]] = []
+    for host in hosts:
+        mine = hostvars[host]
+        files.append(
+            {
+                "dest": f"{run_report_dir}/{host}/nccl.env",
+                "content": mine.get("nccl_env_file_content"),
+                "mode": mine.get("nccl_env_file_mode"),
+            }
+        )
+    for host, finding in findings.items():
+        files.append(
+            {
+                "dest": f"{run_report_dir}/preflight/{host}.json",
+                "data": {"host": host, "results": [finding], "layout": layout["by_host"][host]},
+            }
+        )
+    return files

@@ -83,37 +83,6 @@ def unpack(archive: bytes, dest: Path) -> list[str]:
     return written
 
 
-def watch_hosts(
-    layout: dict[str, Any],
-    env_by_node: dict[str, dict[str, Any]],
-    facts: dict[str, dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """Every node of the run in node-rank order, with what a stall's diagnosis needs (as
-    roles/launch/tasks/run.yml's watch hosts): its ranks, fabric interface and address, that
-    interface's state at the pre-flight and the next node of the ring to probe at MASTER_PORT
-    (refused still means reachable)."""
-    ring = [row["host"] for row in layout["hosts"]]
-    rows = []
-    for i, node in enumerate(ring):
-        env, nxt = env_by_node[node], ring[(i + 1) % len(ring)]
-        interfaces = (facts.get(node) or {}).get("interfaces") or {}
-        probes = []
-        if len(ring) > 1:
-            target = env_by_node[nxt]
-            probes = [{"host": nxt, "address": target["address"], "port": env["master_port"]}]
-        rows.append(
-            {
-                "host": node,
-                "ranks": layout["by_host"][node]["ranks"],
-                "ifname": env["ifname"] or None,
-                "address": env["address"] or None,
-                "preflight_state": (interfaces.get(env["ifname"]) or {}).get("state"),
-                "probes": probes,
-            }
-        )
-    return rows
-
-
 class Watch:
     """The launch step's records, by node, judged as roles/launch's watch judges its looks
     (core/run_watch.py): progress lines, a dead rank or a stopped run elsewhere, a stall (its
