@@ -27,7 +27,6 @@ from nccl_preflight.core.pairwise_relaunch import nccl_pairwise_relaunch, nccl_r
 from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 from nccl_preflight.core.preflight.fabric_checks import nccl_expect_net, nccl_rdma_plan
 from nccl_preflight.core.preflight.host_checks import (
-    nccl_preflight_expected_connections,
     nccl_preflight_failed_hosts,
     nccl_preflight_failures_text,
     nccl_preflight_probe_plan,
@@ -35,6 +34,7 @@ from nccl_preflight.core.preflight.host_checks import (
 from nccl_preflight.core.preflight.judge import judge_preflight
 from nccl_preflight.core.preflight.npu_checks import nccl_hccl_base_port
 from nccl_preflight.core.preflight.observation import nccl_preflight_observation
+from nccl_preflight.core.preflight.start import nccl_preflight_start
 from nccl_preflight.core.run_watch import nccl_watch_hosts
 from nccl_preflight.core.support import nccl_predicted_skips
 from nccl_preflight.node.fabric_choice import nccl_fabric_choice
@@ -65,8 +65,8 @@ class FilterModule:
             "nccl_rdma_plan": nccl_rdma_plan,
             "nccl_hccl_base_port": nccl_hccl_base_port,
             "nccl_preflight_observation": nccl_preflight_observation,
+            "nccl_preflight_start": nccl_preflight_start,
             "nccl_preflight_probe_plan": nccl_preflight_probe_plan,
-            "nccl_preflight_expected_connections": nccl_preflight_expected_connections,
             "nccl_preflight_judge": judge_preflight,
             "nccl_preflight_failed_hosts": nccl_preflight_failed_hosts,
             "nccl_preflight_failures_text": nccl_preflight_failures_text,
