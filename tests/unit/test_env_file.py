@@ -79,30 +79,23 @@ def test_what_nccl_extra_env_sets_wins_and_a_quiet_level_drops_the_subsystems() 
     assert lines[-2:] == ["NCCL_DEBUG=WARN", "NCCL_DEBUG_FILE=/x"]
 
 
-def kwargs(**overrides: object) -> dict:
-    """rank_environment's inputs for the node render() describes."""
-    settings: dict = {
-        "ifname": "fab0",
-        "address": "10.0.0.2",
-        "master_addr": "10.0.0.1",
-        "master_port": 29500,
-        "nnodes": 2,
-        "node_rank": 1,
-        "nproc_per_node": 2,
-        "backend": "hccl",
-        "debug": "INFO",
-        "debug_subsys": "INIT,NET,GRAPH",
-        "extra_env": EXTRA,
-        "run_dir": "/tmp/nccl-preflight-r1-h",
-    }
-    settings.update(overrides)
-    return settings
+NODE = {
+    "ifname": "fab0",
+    "address": "10.0.0.2",
+    "master_addr": "10.0.0.1",
+    "master_port": 29500,
+    "nnodes": 2,
+    "node_rank": 1,
+    "nproc_per_node": 2,
+    "backend": "hccl",
+}
+LOGS = {"debug": "INFO", "debug_subsys": "INIT,NET,GRAPH", "extra_env": EXTRA}
 
 
 def test_sourcing_the_text_gives_the_environment_the_ranks_get() -> None:
     """The file (sourced by a shell) and rank_environment (the Slurm launch's ranks) agree;
     without a run directory only NCCL_DEBUG_FILE is left out (the node sets its own)."""
-    env = rank_environment(**kwargs())
+    env = rank_environment(NODE, **LOGS, run_dir="/tmp/nccl-preflight-r1-h")
     shown = subprocess.run(
         ["env", "-i", "bash", "-c", "set -a; . /dev/stdin; set +a; env -0"],
         input=render(),
@@ -112,5 +105,5 @@ def test_sourcing_the_text_gives_the_environment_the_ranks_get() -> None:
     ).stdout
     sourced = dict(item.split("=", 1) for item in shown.split("\0") if item)
     assert {name: sourced[name] for name in env} == env
-    without_dir = rank_environment(**kwargs(run_dir=None))
+    without_dir = rank_environment(NODE, **LOGS, run_dir=None)
     assert without_dir == {k: v for k, v in env.items() if k != "NCCL_DEBUG_FILE"}

@@ -5,9 +5,9 @@
 ``rank_environment`` is what the ranks of one node see: the fabric interface for NCCL and Gloo,
 the static rendezvous (MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE), HCCL's host
 NIC on Ascend, NCCL's log settings, then ``nccl_extra_env`` (which wins over every value here).
-``env_file_text`` is that environment as the file the Ansible front-end writes on the node and
-into reports/<run-id>/<host>/nccl.env (every value shell-quoted, so the file can be sourced by
-hand); ``nccl_env_file_text`` is its filter (roles/nccl_env). The Slurm front-end passes the same
+``nccl_env_file_text`` (roles/nccl_env's filter) is that environment as the file the Ansible
+front-end writes on the node and into reports/<run-id>/<host>/nccl.env (every value
+shell-quoted, so the file can be sourced by hand). The Slurm front-end passes the same
 environment to its launch step (slurm/launch.py rank_env), without NCCL_DEBUG_FILE: the node puts
 the log into its own run directory.
 """
@@ -39,38 +39,34 @@ def _sorted_extra(extra_env: Mapping[Any, Any]) -> list[tuple[str, str]]:
 
 
 def rank_environment(
+    node: Mapping[str, Any],
     *,
-    ifname: str,
-    address: str,
-    master_addr: str,
-    master_port: Any,
-    nnodes: Any,
-    node_rank: Any,
-    nproc_per_node: Any,
-    backend: str,
     debug: Any,
     debug_subsys: Any,
     extra_env: Mapping[Any, Any],
     run_dir: str | None,
 ) -> dict[str, str]:
     """The ranks' environment on one node, in nccl.env's order: the project's own values, then
-    nccl_extra_env by name. Without run_dir no NCCL_DEBUG_FILE (the node sets its own)."""
+    nccl_extra_env by name. ``node``: its ifname, address, master_addr, master_port, nnodes,
+    node_rank, nproc_per_node and backend (the run's). Without run_dir no NCCL_DEBUG_FILE (the
+    node sets its own)."""
+    ifname = node["ifname"]
     extra = _sorted_extra(extra_env)
     extra_names = {name for name, _ in extra}
     env: dict[str, Any] = {
         "NCCL_SOCKET_IFNAME": ifname,
         "GLOO_SOCKET_IFNAME": ifname,
-        "MASTER_ADDR": master_addr,
-        "MASTER_PORT": master_port,
-        "NNODES": nnodes,
-        "NODE_RANK": node_rank,
-        "NPROC_PER_NODE": nproc_per_node,
+        "MASTER_ADDR": node["master_addr"],
+        "MASTER_PORT": node["master_port"],
+        "NNODES": node["nnodes"],
+        "NODE_RANK": node["node_rank"],
+        "NPROC_PER_NODE": node["nproc_per_node"],
     }
     # HCCL (Ascend) takes its host NIC for initialization from HCCL_IF_IP, else
     # HCCL_SOCKET_IFNAME (CANN environment variable reference: envref HCCL_IF_IP,
     # HCCL_SOCKET_IFNAME).
-    if backend == "hccl":
-        for name, value in (("HCCL_SOCKET_IFNAME", ifname), ("HCCL_IF_IP", address)):
+    if node["backend"] == "hccl":
+        for name, value in (("HCCL_SOCKET_IFNAME", ifname), ("HCCL_IF_IP", node["address"])):
             if name not in extra_names:
                 env[name] = value
     # NCCL's own log, for the transport it chose (core/transport.py): INFO with the
@@ -93,34 +89,6 @@ def _shown(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def env_file_text(
-    env: Mapping[str, str],
-    *,
-    host: str,
-    run_id: Any,
-    node_rank: Any,
-    env_file: str,
-    backend: str,
-    nccl_backend: str,
-    backend_choice: Mapping[str, Any],
-    managed: str = MANAGED,
-) -> str:
-    """nccl.env: who it is for, how to source it by hand, the backend and why, then one
-    shell-quoted NAME='value' line per variable of ``env`` (in its order)."""
-    reason = re.sub(r"[\r\n]+", " ", _shown(backend_choice.get("reason", "")))
-    lines = [
-        f"# {_shown(managed)}",
-        f"# NCCL/Gloo environment of {host} (node rank {_shown(node_rank)}) for run"
-        f" {_shown(run_id)}.",
-        f"# The launch writes it on {host} as {env_file} (kept after the run with",
-        f"# -e launch_keep_run_dir=true); to rerun by hand there: set -a; . {env_file}; set +a",
-        f"# Backend {_shown(backend)} (the master's choice; nccl_backend {_shown(nccl_backend)})."
-        f" This host: {_shown(backend_choice.get('backend', '?'))}, {reason}",
-    ]
-    lines += [f"{name}={shlex.quote(value)}" for name, value in env.items()]
-    return "\n".join(lines) + "\n"
-
-
 def nccl_env_file_text(
     derived: Mapping[str, Any],
     *,
@@ -139,31 +107,27 @@ def nccl_env_file_text(
     """The filter of roles/nccl_env: nccl.env of one host from the role's derived values
     (``nccl_env_master_addr``, ``_master_port``, ``_nnodes``, ``_node_rank``,
     ``_nproc_per_node``, ``_backend``, ``_file``) and the host's own settings."""
+    node = {key.removeprefix("nccl_env_"): value for key, value in derived.items()}
+    node.update(ifname=ifname, address=address)
     env = rank_environment(
-        ifname=ifname,
-        address=address,
-        master_addr=derived["nccl_env_master_addr"],
-        master_port=derived["nccl_env_master_port"],
-        nnodes=derived["nccl_env_nnodes"],
-        node_rank=derived["nccl_env_node_rank"],
-        nproc_per_node=derived["nccl_env_nproc_per_node"],
-        backend=derived["nccl_env_backend"],
-        debug=debug,
-        debug_subsys=debug_subsys,
-        extra_env=extra_env or {},
-        run_dir=run_dir,
+        node, debug=debug, debug_subsys=debug_subsys, extra_env=extra_env or {}, run_dir=run_dir
     )
-    return env_file_text(
-        env,
-        host=host,
-        run_id=run_id,
-        node_rank=derived["nccl_env_node_rank"],
-        env_file=derived["nccl_env_file"],
-        backend=derived["nccl_env_backend"],
-        nccl_backend=nccl_backend,
-        backend_choice=backend_choice or {},
-        managed=managed,
-    )
+    # Who it is for, how to source it by hand, the backend and why, then one shell-quoted
+    # NAME='value' line per variable.
+    reason = re.sub(r"[\r\n]+", " ", _shown((backend_choice or {}).get("reason", "")))
+    chosen = _shown((backend_choice or {}).get("backend", "?"))
+    env_file, backend = derived["nccl_env_file"], _shown(derived["nccl_env_backend"])
+    lines = [
+        f"# {_shown(managed)}",
+        f"# NCCL/Gloo environment of {host} (node rank {_shown(derived['nccl_env_node_rank'])})"
+        f" for run {_shown(run_id)}.",
+        f"# The launch writes it on {host} as {env_file} (kept after the run with",
+        f"# -e launch_keep_run_dir=true); to rerun by hand there: set -a; . {env_file}; set +a",
+        f"# Backend {backend} (the master's choice; nccl_backend {_shown(nccl_backend)})."
+        f" This host: {chosen}, {reason}",
+    ]
+    lines += [f"{name}={shlex.quote(value)}" for name, value in env.items()]
+    return "\n".join(lines) + "\n"
 
 
 def nccl_env_report_files(

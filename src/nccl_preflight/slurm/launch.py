@@ -49,14 +49,7 @@ def rank_env(config: dict[str, Any], env: dict[str, Any], row: dict[str, Any]) -
     """The environment of one node's ranks: nccl.env's (core/env_file.py, as the Ansible path
     writes it), without the run directory's NCCL_DEBUG_FILE (the node puts it into its own)."""
     return rank_environment(
-        ifname=env["ifname"],
-        address=env["address"],
-        master_addr=env["master_addr"],
-        master_port=env["master_port"],
-        nnodes=env["nnodes"],
-        node_rank=row["node_rank"],
-        nproc_per_node=row["nproc_per_node"],
-        backend=env["backend"],
+        {**env, **row},
         debug=config.get("nccl_debug", "INFO"),
         debug_subsys=config.get("nccl_debug_subsys"),
         extra_env=config.get("nccl_extra_env") or {},
