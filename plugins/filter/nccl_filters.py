@@ -13,8 +13,10 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
+from nccl_preflight.core.env_file import nccl_env_file_text, nccl_env_report_files
 from nccl_preflight.core.env_findings import nccl_env_findings, nccl_env_stop_text
 from nccl_preflight.core.inputs import nccl_input_problems
+from nccl_preflight.core.launch_hosts import nccl_launch_ended, nccl_not_started, nccl_plan_hosts
 from nccl_preflight.core.layout import LayoutError, nccl_rank_layout
 from nccl_preflight.core.pair_triggers import (
     nccl_pair_trigger_args,
@@ -25,7 +27,6 @@ from nccl_preflight.core.pairwise_relaunch import nccl_pairwise_relaunch, nccl_r
 from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 from nccl_preflight.core.preflight.fabric_checks import nccl_expect_net, nccl_rdma_plan
 from nccl_preflight.core.preflight.host_checks import (
-    nccl_preflight_expected_connections,
     nccl_preflight_failed_hosts,
     nccl_preflight_failures_text,
     nccl_preflight_probe_plan,
@@ -33,6 +34,8 @@ from nccl_preflight.core.preflight.host_checks import (
 from nccl_preflight.core.preflight.judge import judge_preflight
 from nccl_preflight.core.preflight.npu_checks import nccl_hccl_base_port
 from nccl_preflight.core.preflight.observation import nccl_preflight_observation
+from nccl_preflight.core.preflight.start import nccl_preflight_start
+from nccl_preflight.core.run_watch import nccl_watch_hosts
 from nccl_preflight.core.support import nccl_predicted_skips
 from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 
@@ -55,13 +58,15 @@ class FilterModule:
             "nccl_fabric_choice": nccl_fabric_choice,
             "nccl_env_findings": nccl_env_findings,
             "nccl_env_stop_text": nccl_env_stop_text,
+            "nccl_env_file_text": nccl_env_file_text,
+            "nccl_env_report_files": nccl_env_report_files,
             "nccl_backend_choice": nccl_backend_choice,
             "nccl_expect_net": nccl_expect_net,
             "nccl_rdma_plan": nccl_rdma_plan,
             "nccl_hccl_base_port": nccl_hccl_base_port,
             "nccl_preflight_observation": nccl_preflight_observation,
+            "nccl_preflight_start": nccl_preflight_start,
             "nccl_preflight_probe_plan": nccl_preflight_probe_plan,
-            "nccl_preflight_expected_connections": nccl_preflight_expected_connections,
             "nccl_preflight_judge": judge_preflight,
             "nccl_preflight_failed_hosts": nccl_preflight_failed_hosts,
             "nccl_preflight_failures_text": nccl_preflight_failures_text,
@@ -71,4 +76,8 @@ class FilterModule:
             "nccl_pairwise_relaunch": nccl_pairwise_relaunch,
             "nccl_relaunch_check_args": nccl_relaunch_check_args,
             "nccl_predicted_skips": nccl_predicted_skips,
+            "nccl_watch_hosts": nccl_watch_hosts,
+            "nccl_not_started": nccl_not_started,
+            "nccl_launch_ended": nccl_launch_ended,
+            "nccl_plan_hosts": nccl_plan_hosts,
         }

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from nccl_torchrun import parse_env_file
 
+from nccl_preflight.core.config import defaults
+from nccl_preflight.slurm.launch import rank_env
 from tests.playbook_run import run_play_with_facts
 
 PLAYBOOK = """
@@ -190,3 +192,33 @@ def test_check_mode_writes_nothing_on_the_nodes(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert read_env(report_env(tmp_path, "spark-2"))["NCCL_SOCKET_IFNAME"] == "enp1s0f1np1"
     assert not list(tmp_path.glob("nccl-preflight-*"))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"nccl_extra_env": {"NCCL_IB_HCA": "rocep1s0f0 $(x)", "NCCL_DEBUG": "WARN"}},
+        {"nccl_debug": "TRACE", "nccl_debug_subsys": "ALL"},
+        {"nccl_debug": ""},
+    ],
+)
+def test_the_slurm_front_end_gives_the_ranks_the_same_environment(tmp_path: Path, extra: dict):
+    """For the same variables and the same node, the Slurm launch's ranks get what nccl.env sets
+    (slurm/launch.py rank_env), but NCCL_DEBUG_FILE, which the node points into its own run
+    directory."""
+    result = run_playbook(tmp_path, extra)
+    assert result.returncode == 0, result.stdout + result.stderr
+    config = {**defaults(), **extra}
+    env = {
+        "ifname": "enp1s0f1np1",
+        "address": "192.168.100.11",
+        "master_addr": "192.168.100.10",
+        "master_port": config["nccl_master_port"],
+        "nnodes": 2,
+        "backend": "nccl",
+    }
+    slurm = rank_env(config, env, {"node_rank": 1, "nproc_per_node": 1})
+    written = read_env(report_env(tmp_path, "spark-2"))
+    run_dir = tmp_path / "nccl-preflight-t1-spark-2"
+    assert written.pop("NCCL_DEBUG_FILE", None) == f"{run_dir}/results/nccl.%p.log"
+    assert written == slurm

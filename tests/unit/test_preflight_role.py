@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from nccl_preflight.core.preflight.start import nccl_preflight_start
+
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "roles" / "preflight" / "tasks" / "main.yml"
 # Actions that never reach a node: the controller evaluates them.
@@ -64,16 +66,26 @@ FACTS = ROOT / "roles" / "facts" / "tasks" / "main.yml"
 LATE_STOP_WHEN = "preflight_probe.collect.pending | default(false)"
 
 
+def failure_tasks(node: Any) -> list[dict]:
+    """The tasks of the blocks' rescue sections: they run only when a task of the block failed."""
+    found: list[dict] = []
+    for task in node or []:
+        if "block" in task:
+            found += tasks_of(task.get("rescue")) + failure_tasks(task["block"])
+    return found
+
+
 def node_calls(path: Path) -> list[str]:
-    """The module calls a tasks file makes on a node (the always-block's stop, which only runs
-    when the launch failed, and the pre-flight's late stop left out)."""
-    tasks = tasks_of(yaml.safe_load(path.read_text()))
+    """The module calls a tasks file makes on a node (the rescue's stop, which only runs when
+    the launch failed, and the pre-flight's late stop left out)."""
+    tree = yaml.safe_load(path.read_text())
+    on_failure = failure_tasks(tree)
     return [
         action_of(t)
-        for t in tasks
+        for t in tasks_of(tree)
         if action_of(t) not in CONTROLLER_ACTIONS
         and t.get("delegate_to") != "localhost"
-        and "launch_result is not defined" not in str(t.get("when", ""))
+        and t not in on_failure
         and t.get("when") != LATE_STOP_WHEN
     ]
 
@@ -170,9 +182,23 @@ def test_the_facts_call_starts_the_listeners_the_probe_call_collects() -> None:
     assert facts["nccl_facts"]["preflight"] == (
         "{{ _preflight_start if preflight_runs | bool else omit }}"
     )
-    # The same directory: preflight_run_dir is nccl_env_run_dir/preflight, and nccl_env_run_dir
-    # is nccl_run_dir (roles/nccl_env).
-    assert facts["vars"]["_preflight_start"]["path"] == "{{ nccl_run_dir }}/preflight"
+    # The same directory: the start's path is <run_dir>/preflight with run_dir nccl_run_dir
+    # (core/preflight/start.py), preflight_run_dir is nccl_env_run_dir/preflight, and
+    # nccl_env_run_dir is nccl_run_dir (roles/nccl_env).
+    assert "nccl_preflight_start(" in facts["vars"]["_preflight_start"]
+    assert " run_dir=nccl_run_dir," in facts["vars"]["_preflight_start"]
+    settings = {k: "" for k in ("master", "run_dir_mode", "python", "socket_ifname")}
+    settings.update(fabric_cidr="", backend="nccl", extra_env={}, lock=None, full_mesh=False)
+    started = nccl_preflight_start(
+        "h",
+        nodes=["h"],
+        run_dir="/R",
+        python_timeout=1,
+        master_port=1,
+        listen_timeout=1,
+        **settings,
+    )
+    assert started["path"] == "/R/preflight"
     defaults = yaml.safe_load((ROOT / "roles/preflight/defaults/main.yml").read_text())
     assert defaults["preflight_run_dir"] == "{{ nccl_env_run_dir }}/preflight"
     # The pre-flight's defaults are loaded by a task file without tasks.

@@ -13,7 +13,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from nccl_preflight.slurm.launch import Watch, watch_hosts
+from nccl_preflight.core.run_watch import watch_hosts
+from nccl_preflight.slurm.launch import Watch
 
 
 class FakeStep:

@@ -12,12 +12,72 @@ lines a person watches. Standard library only; roles/launch's action plugin load
 from __future__ import annotations
 
 import signal
+from collections.abc import Collection, Mapping
 from typing import Any
 
 # A size may take this many times what the sizes before it predict before the run is stalled.
 STALL_MARGIN = 3.0
 # stop.kind of a run ended while its torchrun waited in its exit barrier (exit_barrier_wait).
 EXIT_BARRIER = "exit_barrier"
+
+# ------------------------------------------------------------------------------------------------
+# The hosts a watch knows
+# ------------------------------------------------------------------------------------------------
+
+
+def watch_hosts(
+    layout: dict[str, Any],
+    env_by_node: Mapping[str, Mapping[str, Any]],
+    facts: Mapping[str, Mapping[str, Any] | None],
+    present: Collection[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Every node of the run in node-rank order (those of ``present`` only, when given), with
+    what a stall's diagnosis needs: its ranks, fabric interface and address (``env_by_node``:
+    ifname, address, master_port), that interface's state at the pre-flight (``facts``: the
+    node's facts) and the next node of the ring to probe at MASTER_PORT (refused still means
+    reachable). Both front-ends' watches: roles/launch and slurm/launch.py."""
+    ring = [row["host"] for row in layout["hosts"] if present is None or row["host"] in present]
+    rows = []
+    for i, node in enumerate(ring):
+        env, nxt = env_by_node[node], ring[(i + 1) % len(ring)]
+        interfaces = (facts.get(node) or {}).get("interfaces") or {}
+        probes = []
+        if len(ring) > 1:
+            target = env_by_node[nxt]
+            probes = [{"host": nxt, "address": target["address"], "port": int(env["master_port"])}]
+        rows.append(
+            {
+                "host": node,
+                "ranks": layout["by_host"][node]["ranks"],
+                "ifname": env["ifname"] or None,
+                "address": env["address"] or None,
+                "preflight_state": (interfaces.get(env["ifname"]) or {}).get("state"),
+                "probes": probes,
+            }
+        )
+    return rows
+
+
+def nccl_watch_hosts(
+    layout: dict[str, Any], hostvars: Mapping[str, Mapping[str, Any]], present: Collection[str]
+) -> list[dict[str, Any]]:
+    """watch_hosts of roles/launch: each host's nccl_env_* facts and ansible_facts.nccl from
+    Ansible's hostvars, the hosts of the play (``present``) only."""
+    env_by_node: dict[str, dict[str, Any]] = {}
+    facts: dict[str, Any] = {}
+    for row in layout["hosts"]:
+        host = row["host"]
+        if host not in present:
+            continue
+        mine = hostvars[host]
+        env_by_node[host] = {
+            "ifname": mine.get("nccl_env_ifname"),
+            "address": mine.get("nccl_env_address"),
+            "master_port": mine.get("nccl_env_master_port", 0),
+        }
+        facts[host] = (mine.get("ansible_facts") or {}).get("nccl")
+    return watch_hosts(layout, env_by_node, facts, present)
+
 
 # ------------------------------------------------------------------------------------------------
 # Words

@@ -35,6 +35,38 @@ def nccl_preflight_expected_connections(
     return sum(order[(i + 1) % len(order)] == host for i in range(len(order)))
 
 
+def preflight_listeners(
+    order: list[str],
+    host: str,
+    master: str,
+    master_port: Any,
+    full_mesh: bool = False,
+    hccl_port: Any = None,
+) -> list[dict[str, Any]]:
+    """The listeners the pre-flight starts on ``host`` (both front-ends): MASTER_PORT on the
+    master (every node connects to it), an ephemeral ring port where peers will probe, and
+    beside it HCCL's base port (``hccl_port``) where the node may use hccl."""
+    specs: list[dict[str, Any]] = []
+    if host == master:
+        specs.append(
+            {"name": "master", "address": "fabric", "port": int(master_port), "expect": len(order)}
+        )
+    expect = nccl_preflight_expected_connections(order, host, full_mesh)
+    if expect > 0:
+        specs.append({"name": "ring", "address": "fabric", "port": 0, "expect": expect})
+    if expect > 0 and hccl_port is not None:
+        specs.append(
+            {
+                "name": "hccl",
+                "address": "fabric",
+                "backend": "hccl",
+                "port": int(hccl_port),
+                "expect": expect,
+            }
+        )
+    return specs
+
+
 def nccl_preflight_probe_plan(
     ports_by_host: dict[str, dict],
     host: str,

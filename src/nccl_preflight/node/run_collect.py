@@ -22,7 +22,7 @@ from .supervisor import LAUNCH_FILE, RESULTS_DIR, TORCHRUN_LOG
 COLLECTED_NAME = re.compile(
     r"^(rank-\d+\.(json|log)|torchrun\.log|launch\.json|nccl-(rank|pid)-\d+\.log)$"
 )
-# NCCL_DEBUG_FILE of the ranks (roles/nccl_env/templates/nccl.env.j2): results/nccl.<pid>.log.
+# NCCL_DEBUG_FILE of the ranks (core/env_file.py debug_file): results/nccl.<pid>.log.
 NCCL_DEBUG_LOG = re.compile(r"^nccl\.(\d+)\.log$")
 
 

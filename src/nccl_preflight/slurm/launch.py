@@ -5,7 +5,7 @@ from the control machine.
 
 Each node runs torchrun in the foreground under node/supervisor.py's Supervision (bounded by
 nccl_run_timeout, its tree ended on a stop), with the environment the Ansible path writes into
-nccl.env (roles/nccl_env/templates/nccl.env.j2) and the rank script's arguments of roles/launch.
+nccl.env (core/env_file.py rank_environment) and the rank script's arguments of roles/launch.
 The control machine reads each node's records: "progress" (printed), then "results" (the gzip tar
 of node/run_collect.pack_results, written into reports/<run-id>/<node>/). When a node's run ended
 with a rank killed by a signal or was stopped, every other node is told to stop at once with the
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.env_file import rank_environment
 from ..core.run_watch import (
     DIAGNOSE_WAIT_S,
     adopted_stop,
@@ -45,26 +46,15 @@ MARGIN_S = 30  # FINISH_MARGIN_S: the step's bound beyond timeout + grace
 
 
 def rank_env(config: dict[str, Any], env: dict[str, Any], row: dict[str, Any]) -> dict[str, str]:
-    """nccl.env of one node (roles/nccl_env/templates/nccl.env.j2), without the run directory's
-    NCCL_DEBUG_FILE (the node puts it into its own)."""
-    extra = {str(k): str(v) for k, v in (config.get("nccl_extra_env") or {}).items()}
-    out = {
-        "NCCL_SOCKET_IFNAME": env["ifname"],
-        "GLOO_SOCKET_IFNAME": env["ifname"],
-        "MASTER_ADDR": env["master_addr"],
-        "MASTER_PORT": str(env["master_port"]),
-        "NNODES": str(env["nnodes"]),
-        "NODE_RANK": str(row["node_rank"]),
-        "NPROC_PER_NODE": str(row["nproc_per_node"]),
-    }
-    if env["backend"] == "hccl":
-        out.update({"HCCL_SOCKET_IFNAME": env["ifname"], "HCCL_IF_IP": env["address"]})
-    debug = str(extra.get("NCCL_DEBUG", config.get("nccl_debug") or "INFO"))
-    out["NCCL_DEBUG"] = debug
-    subsys = config.get("nccl_debug_subsys")
-    if debug.upper() in ("INFO", "TRACE") and subsys and "NCCL_DEBUG_SUBSYS" not in extra:
-        out["NCCL_DEBUG_SUBSYS"] = str(subsys)
-    return {**out, **extra}
+    """The environment of one node's ranks: nccl.env's (core/env_file.py, as the Ansible path
+    writes it), without the run directory's NCCL_DEBUG_FILE (the node puts it into its own)."""
+    return rank_environment(
+        {**env, **row},
+        debug=config.get("nccl_debug", "INFO"),
+        debug_subsys=config.get("nccl_debug_subsys"),
+        extra_env=config.get("nccl_extra_env") or {},
+        run_dir=None,
+    )
 
 
 def check_timeout(run_timeout: int) -> int:
@@ -84,37 +74,6 @@ def unpack(archive: bytes, dest: Path) -> list[str]:
             write_atomically(dest / member.name, stream.read(), 0o644)
             written.append(member.name)
     return written
-
-
-def watch_hosts(
-    layout: dict[str, Any],
-    env_by_node: dict[str, dict[str, Any]],
-    facts: dict[str, dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """Every node of the run in node-rank order, with what a stall's diagnosis needs (as
-    roles/launch/tasks/run.yml's watch hosts): its ranks, fabric interface and address, that
-    interface's state at the pre-flight and the next node of the ring to probe at MASTER_PORT
-    (refused still means reachable)."""
-    ring = [row["host"] for row in layout["hosts"]]
-    rows = []
-    for i, node in enumerate(ring):
-        env, nxt = env_by_node[node], ring[(i + 1) % len(ring)]
-        interfaces = (facts.get(node) or {}).get("interfaces") or {}
-        probes = []
-        if len(ring) > 1:
-            target = env_by_node[nxt]
-            probes = [{"host": nxt, "address": target["address"], "port": env["master_port"]}]
-        rows.append(
-            {
-                "host": node,
-                "ranks": layout["by_host"][node]["ranks"],
-                "ifname": env["ifname"] or None,
-                "address": env["address"] or None,
-                "preflight_state": (interfaces.get(env["ifname"]) or {}).get("state"),
-                "probes": probes,
-            }
-        )
-    return rows
 
 
 class Watch:

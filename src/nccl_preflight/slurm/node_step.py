@@ -44,7 +44,7 @@ from ..node.fabric_choice import nccl_fabric_choice
 from ..node.facts import gather
 from ..node.firewall_read import read_firewall
 from ..node.preflight_calls import for_fabric, start, stop
-from ..node.probe_plan import nccl_preflight_expected_connections, nccl_preflight_probe_plan
+from ..node.probe_plan import nccl_preflight_probe_plan, preflight_listeners
 from ..node.run_collect import pack_results
 from ..node.run_observe import interface_state, rank_exits, read_progress, stall_evidence
 from ..node.run_start import build_argv
@@ -91,16 +91,12 @@ def runner(settings: dict[str, Any]) -> SubprocessRunner:
 
 
 def listeners(settings: dict[str, Any], node: str) -> list[dict[str, Any]]:
-    """This node's listeners, as roles/facts gives them: MASTER_PORT on the master, an
-    ephemeral ring port where a peer will probe."""
-    nodes, port = settings["nodes"], int(settings["master_port"])
-    specs = []
-    if node == nodes[0]:
-        specs.append({"name": "master", "address": "fabric", "port": port, "expect": len(nodes)})
-    expect = nccl_preflight_expected_connections(nodes, node, bool(settings["full_mesh"]))
-    if expect:
-        specs.append({"name": "ring", "address": "fabric", "port": 0, "expect": expect})
-    return specs
+    """This node's listeners, as roles/facts gives them (node/probe_plan.py): MASTER_PORT on the
+    master, an ephemeral ring port where a peer will probe."""
+    nodes = settings["nodes"]
+    return preflight_listeners(
+        nodes, node, nodes[0], settings["master_port"], bool(settings["full_mesh"])
+    )
 
 
 def firewall_read(

@@ -22,20 +22,22 @@ from typing import Any
 from ..core.config import preflight_values
 from ..core.env_findings import nccl_env_findings
 from ..core.exit_classes import BY_NAME
+from ..core.launch_hosts import plan_host
 from ..core.layout import nccl_rank_layout
 from ..core.pair_triggers import nccl_pair_trigger_args, nccl_pair_triggers
 from ..core.pairwise_relaunch import nccl_pairwise_relaunch, nccl_relaunch_check_args
 from ..core.preflight.backend_checks import nccl_backend_choice
-from ..core.preflight.fabric_checks import nccl_expect_net, nccl_rdma_plan
+from ..core.preflight.fabric_checks import nccl_expect_net
 from ..core.preflight.host_checks import nccl_preflight_failed_hosts
 from ..core.preflight.judge import judge_preflight
 from ..core.report_run import run_report
+from ..core.run_watch import watch_hosts
 from ..core.support import predicted_skips
 from ..node.files import write_atomically
 from .allocation import Allocation, Interrupted, SlurmError, ended_state
 from .bundle import build_node_bundle
 from .drain import drain, drain_targets
-from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env, watch_hosts
+from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env
 from .observe import Observed, observations, run_observe
 from .ship import shared_and_own
 from .step import Step
@@ -128,29 +130,24 @@ class SlurmRun:
         return nccl_preflight_failed_hosts(by_node)
 
     def plan_hosts(self, obs: Observed) -> list[dict[str, Any]]:
-        """plan.json's host rows, as roles/launch/tasks/plan.yml makes them."""
-        rows = []
+        """plan.json's host rows (core/launch_hosts.py plan_host, as roles/launch's)."""
         requested = str(self.config.get("nccl_backend") or "auto")
-        extra_env = self.config.get("nccl_extra_env") or {}
+        expect_net = str(self.config.get("nccl_expect_net") or "auto")
+        rows = []
         for row in self.layout["hosts"]:
             node, env = row["host"], self.env_by_node[row["host"]]
             facts = obs.facts.get(node) or {}
-            iface = (facts.get("interfaces") or {}).get(env["ifname"]) or {}
             rows.append(
-                {
-                    **{k: row[k] for k in ("host", "node_rank", "nproc_per_node", "rank_offset")},
-                    "address": env["address"] or None,
-                    "ifname": env["ifname"] or None,
-                    "link_speed_mbps": iface.get("speed_mbps"),
-                    "rdma": nccl_rdma_plan(facts, extra_env) if facts else None,
-                    "reachable": node in obs.facts,
-                    "backend_choice": nccl_backend_choice(facts, requested) if facts else None,
-                    "expect_net": nccl_expect_net(
-                        facts, env["ifname"], str(self.config.get("nccl_expect_net") or "auto")
-                    )
-                    if facts
-                    else None,
-                }
+                plan_host(
+                    row,
+                    address=env["address"] or None,
+                    ifname=env["ifname"] or None,
+                    facts=facts,
+                    extra_env=self.config.get("nccl_extra_env") or {},
+                    reachable=node in obs.facts,
+                    backend_choice=nccl_backend_choice(facts, requested) if facts else None,
+                    expect_net=nccl_expect_net(facts, env["ifname"], expect_net) if facts else None,
+                )
             )
         return rows
 

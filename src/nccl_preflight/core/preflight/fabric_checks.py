@@ -393,7 +393,7 @@ def check_limits(observations: dict[str, dict], host: str, order: list[str]) -> 
 # --------------------------------------------------------------------------------------------
 # NCCL configuration that overrides ours
 # --------------------------------------------------------------------------------------------
-# What nccl.env always sets (roles/nccl_env/templates/nccl.env.j2): the ranks never see another
+# What nccl.env always sets (core/env_file.py): the ranks never see another
 # value from nccl.conf or the inherited environment.
 SET_BY_NCCL_ENV = ("NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
 
