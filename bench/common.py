@@ -161,8 +161,21 @@ class PlaybookRun:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+PYCACHE = Path("/tmp/nccl-bench-pycache")
+
+
+def users_python(env: dict[str, str]) -> dict[str, str]:
+    """``env`` as a user's Python runs: it keeps its bytecode. This machine's sessions set
+    PYTHONDONTWRITEBYTECODE, which made every run compile each module again (0.8 CPU s of the
+    slurm command's 2.4); the bytecode goes to a directory of the bench's own, never into the
+    venv. Both sides of every comparison (the tool's and torchrun by hand) get it."""
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return env
+
+
 def ansible_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+    env = users_python(dict(os.environ))
     env.update(
         {
             "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
@@ -377,7 +390,7 @@ def torchrun_argv(
 
 
 def torchrun_env(host: LabHost) -> dict[str, str]:
-    env = dict(os.environ)
+    env = users_python(dict(os.environ))
     env.update(
         {
             "GLOO_SOCKET_IFNAME": host.fabric_ifname,

@@ -47,7 +47,6 @@ QUICK = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"]  # tests/lab/run
 CPU_SIZES = (2, 4, 8)
 OVERHEAD_NODES = 2
 PORT = 29500
-PYCACHE = Path("/tmp/nccl-bench-pycache")
 
 
 def command_env(lab: Lab) -> dict[str, str]:
@@ -57,12 +56,7 @@ def command_env(lab: Lab) -> dict[str, str]:
     env["PYTHONPATH"] = str(PROJECT_ROOT / "src")
     for name in ("ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_CALLBACK_PLUGINS"):
         env.pop(name, None)  # no bench_timer: ansible.cfg's callbacks, as a user's run has
-    # A user's Python keeps its bytecode; this machine's sessions set PYTHONDONTWRITEBYTECODE,
-    # which made every run compile each module again (0.8 CPU s of the command's 2.4). The
-    # bytecode goes to a directory of the bench's own, never into the venv.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    return env
+    return env  # ansible_env: a user's Python, keeping its bytecode (users_python)
 
 
 def timed_process(
