@@ -20,9 +20,10 @@ SLURM_APT := slurmctld slurmd slurm-client munge
 N ?= 4
 LAB ?= dev
 # pytest workers (pytest-xdist): most of the suite waits on labs, ranks and timeouts, not on a
-# CPU, so two workers overlap the waits even on 2 cores; one file stays on one worker (a module's
-# lab fixture is built once). TEST_WORKERS=0 runs everything in this process.
-TEST_WORKERS ?= 2
+# CPU, so three workers overlap the waits even on 2 cores (a fresh clone's pytest: 25 min with
+# one, 19 with two, 17 with three); one file stays on one worker (a module's lab fixture is
+# built once). TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 3
 PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
