@@ -313,8 +313,7 @@ def zipapp_argument(src: str, cache_dir: str | None = None) -> str:
 def look_argument(cache_dir: str | None = None) -> str:
     """state=started's ``look_zipapp``: base64 of look.pyz (node/run_look.py), built once for
     every host with ``cache_dir``, keyed by the node room's sources."""
-    node = Path(sys.modules[zipapp_files.__module__].__file__ or "").resolve().parent
-    sources = {path.name: path.read_bytes() for path in sorted(node.glob("*.py"))}
+    sources = folder_sources(Path(sys.modules[zipapp_files.__module__].__file__ or "").resolve())
     data = cached_build(cache_dir, "look.pyz", sources, lambda: zip_bytes(zipapp_files()))
     return base64.b64encode(data).decode("ascii")
 
