@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from nccl_preflight.core.zipapp import content_key
 from nccl_preflight.slurm import bundle as builder
+
+
+def _kept(cache: Path) -> list[Path]:
+    """The bundles kept in ``cache`` (not the lock files beside them)."""
+    return [p for p in cache.iterdir() if p.suffix != ".lock"]
 
 
 def test_the_bundle_is_built_once_and_read_back_while_its_sources_are_unchanged(
@@ -26,7 +32,7 @@ def test_the_bundle_is_built_once_and_read_back_while_its_sources_are_unchanged(
     first = builder.build_node_bundle(cache)
     assert builder.build_node_bundle(cache) == first
     assert len(built) == 1
-    (kept,) = cache.iterdir()
+    (kept,) = _kept(cache)
     assert kept.stat().st_mode & 0o777 == 0o600 and cache.stat().st_mode & 0o777 == 0o700
     names = zipfile.ZipFile(io.BytesIO(first)).namelist()
     assert {"__main__.py", "nccl_check.pyz", "nccl_preflight/slurm/node_step.py"} <= set(names)
@@ -48,16 +54,16 @@ def test_a_changed_source_builds_a_new_bundle(
     assert (
         zipfile.ZipFile(io.BytesIO(second)).read(step.removeprefix("src/")).endswith(b"# changed\n")
     )
-    assert len(list(cache.iterdir())) == 2
+    assert len(_kept(cache)) == 2
 
 
 def test_a_cached_file_another_user_owns_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / ".bundle"
-    key = builder.bundle_key(builder.bundle_sources())
+    key = content_key(builder.bundle_sources())
     cache.mkdir()
-    planted = cache / f"node-bundle-{key}.pyz"
+    planted = cache / f"node-bundle-{key}"
     planted.write_bytes(b"not the bundle")
     monkeypatch.setattr(os, "getuid", lambda: os.stat(planted).st_uid + 1)
     bundle = builder.build_node_bundle(cache)

@@ -31,8 +31,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from nccl_preflight.core.zipapp import bundle_modules, content_key, zip_bytes, zipapp_of
-from nccl_preflight.node.files import write_atomically
+from nccl_preflight.core.zipapp import bundle_modules, cached_build, zip_bytes, zipapp_of
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/nccl_preflight
 CHECKOUT = PACKAGE.parents[1]
@@ -75,11 +74,6 @@ def bundle_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
     return sources
 
 
-def bundle_key(sources: dict[str, bytes]) -> str:
-    """The sources' content hash: equal sources, equal bundle (zip_bytes is deterministic)."""
-    return content_key(sources)
-
-
 def _build(sources: dict[str, bytes]) -> bytes:
     """The bundle's bytes from bundle_sources' files."""
     files = {"__main__.py": MAIN.encode("utf-8")}
@@ -105,20 +99,11 @@ def build_node_bundle(cache_dir: str | os.PathLike[str] | None = None) -> bytes:
 
     With ``cache_dir`` (e.g. the report root's .bundle/), the bundle is kept there by its
     sources' content hash and read back while the sources are unchanged: a run then reads the
-    sources and hashes them (a few ms) instead of building. The file is written atomically,
-    mode 0600, in a directory of mode 0700: what the nodes run is never a file another user
-    could have put there."""
+    sources and hashes them (a few ms) instead of building (core/zipapp.cached_build, which the
+    Ansible launch uses for the rank zipapp: a lock, an atomic write of mode 0600 in a directory
+    of mode 0700, and only a file of this user read back)."""
     sources = bundle_sources()
-    cached = None
-    if cache_dir is not None:
-        cached = Path(cache_dir) / f"node-bundle-{bundle_key(sources)}.pyz"
-        if cached.is_file() and cached.stat().st_uid == os.getuid():
-            return cached.read_bytes()
-    bundle = _build(sources)
-    if cached is not None:
-        cached.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomically(cached, bundle, 0o600)
-    return bundle
+    return cached_build(cache_dir, "node-bundle", sources, lambda: _build(sources))
 
 
 def write_bundle(output: str | Path, checkout: Path = CHECKOUT) -> str:
