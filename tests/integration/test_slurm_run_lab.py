@@ -405,6 +405,25 @@ def interrupted_mid_run(
     return proc.returncode, out, err
 
 
+def assert_cut_short_report(lab: Lab, tmp_path: Path, run_id: str, why: str) -> None:
+    """The report of a run cut short (slurm/run.py cut_short): class no_verdict, the
+    interruption its first finding and a testcase of its own, every planned rank in the JUnit
+    as an error that no rank finding headlines, every file valid."""
+    report = tmp_path / "reports" / run_id
+    verdict = json.loads((report / "verdict.json").read_text())
+    assert (verdict["class"], verdict["exit_code"]) == ("no_verdict", 1), verdict["findings"]
+    head = verdict["findings"][0]
+    assert head["id"] == "run/interrupted" and why in head["what"], head
+    heads = [f for f in verdict["findings"] if not f["consequence"]]
+    assert not [f for f in heads if f["rank"] is not None], heads
+    suites = rank_suites(report / "junit.xml")
+    run_suite = suites.pop("nccl.run")
+    assert [case.get("name") for case in run_suite.iter("testcase")] == ["interrupted"]
+    assert len(suites) == len(lab.hosts), sorted(suites)
+    assert all(s.get("errors") == "1" for s in suites.values()), sorted(suites)
+    validate(report)
+
+
 def test_ctrl_c_of_the_command_leaves_nothing_on_any_node(slurm3: Lab, tmp_path: Path) -> None:
     run_id = new_run_id()
 
@@ -415,6 +434,7 @@ def test_ctrl_c_of_the_command_leaves_nothing_on_any_node(slurm3: Lab, tmp_path:
     assert code == 1, out[-3000:] + err[-3000:]  # no_verdict, as bin/nccl-preflight's Ctrl-C
     assert "interrupted by SIGINT; the allocation was given back" in err, err[-3000:]
     assert_nothing_left(slurm3, run_id, out)
+    assert_cut_short_report(slurm3, tmp_path, run_id, "interrupted by SIGINT")
 
 
 def test_scancel_of_the_job_leaves_nothing_on_any_node(slurm3: Lab, tmp_path: Path) -> None:
@@ -431,6 +451,7 @@ def test_scancel_of_the_job_leaves_nothing_on_any_node(slurm3: Lab, tmp_path: Pa
     assert code == 1, out[-3000:] + err[-3000:]  # no_verdict: the ranks were ended from outside
     assert f"job {cancelled[0]} ended (CANCELLED) while the ranks ran" in err, err[-3000:]
     assert_nothing_left(slurm3, run_id, out)
+    assert_cut_short_report(slurm3, tmp_path, run_id, f"job {cancelled[0]} ended (CANCELLED)")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -183,6 +183,11 @@ def classify_missing(
             f"{where} never started: no launch record was collected from {host.host} "
             f"(torchrun did not run there, or the host was lost during the run).{seen}"
         )
+    if launch.get("cut_short"):  # slurm/run.py cut_short: the node's step never answered
+        return "hung", (
+            f"{where} sent no result back: the run was cut short ({launch.get('stopped_by')}) "
+            f"before {host.host}'s launch step answered.{seen}"
+        )
     if rank in host.unreadable:
         return "crashed", f"{where} left an unreadable result: {host.unreadable[rank]}.{seen}"
     if not host.rank_logs.get(rank):
@@ -450,7 +455,16 @@ def build_suites(
     add_transport_cases(transport, files)  # a `transport` testcase per rank
     files += [SuiteFile(p, s, "pairwise", h) for p, s, h in pairwise_suites(pairwise)]
     files += [SuiteFile(p, s, "bandwidth", h) for p, s, h in expectation_suites(expectations)]
-    if (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):
+    run_cases = []
+    interrupted = str(run.plan.get("interrupted") or "")
+    if interrupted:  # cut short from outside (slurm/run.py cut_short): the run has no verdict
+        case = TestCase("interrupted", classname="nccl.run")
+        case.add_error_info(
+            message=f"run {run.run_id} was cut short before it ended: {interrupted}",
+            error_type="interrupted",
+        )
+        run_cases.append(case)
+    elif (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):
         case = TestCase("ranks planned", classname="nccl.run")
         case.add_error_info(
             message=(
@@ -460,7 +474,9 @@ def build_suites(
             ),
             error_type="never started",
         )
-        files.append(SuiteFile("junit/run.xml", TestSuite("nccl.run", [case]), "run", ""))
+        run_cases.append(case)
+    if run_cases:
+        files.append(SuiteFile("junit/run.xml", TestSuite("nccl.run", run_cases), "run", ""))
     return files
 
 

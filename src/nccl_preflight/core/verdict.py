@@ -229,6 +229,40 @@ def _link_causes(
     return linked
 
 
+INTERRUPTED_ID = "run/interrupted"
+
+
+def _interruption(run: RunData, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run cut short from outside (plan.json's ``interrupted``: Ctrl-C of the slurm command,
+    scancel of its job) has no verdict: one finding says so (in place of the one the JUnit's
+    ``interrupted`` testcase gave), and every rank lost because of it is its consequence."""
+    why = str(run.plan.get("interrupted") or "")
+    if not why:
+        return found
+    head = {
+        "id": INTERRUPTED_ID,
+        "class": "no_verdict",
+        "host": "",
+        "rank": None,
+        "test": "interrupted",
+        "what": f"the run was cut short: {why}",
+        "fix": "run it again to the end (nothing of this run is left on the nodes)",
+        "consequence": False,
+        "cause": None,
+    }
+    # Its ranks: those of a host whose launch never came back or was stopped (the command's
+    # stop, or the node's own on scancel's SIGTERM); a rank's own failure stays a finding.
+    stopped = {h.host for h in run.hosts if h.launch is None or h.launch.get("stopped_by")}
+    pointer = {"id": INTERRUPTED_ID, "host": "", "test": "interrupted"}
+    linked = [
+        {**f, "class": "no_verdict", "consequence": True, "cause": pointer}
+        if f["rank"] is not None and f["host"] in stopped and not f.get("cause")
+        else f
+        for f in found
+    ]
+    return [head, *(f for f in linked if f["id"] != INTERRUPTED_ID)]
+
+
 def findings(
     run: RunData,
     files: list[SuiteFile],
@@ -240,17 +274,20 @@ def findings(
     ``stop``: what stopped the run before its ranks started (run_stop)."""
     found = _preflight_findings(run) + _rank_findings(run, files, stop)
     found = _link_causes(run, stop, _two_nodes(run, found + _pairwise_findings(pairwise)))
+    found = _interruption(run, found)
     order = list(code_table())
     return sorted(found, key=lambda f: (f["consequence"], order.index(f["class"])))
 
 
 def exit_class(found: list[dict[str, Any]], failed: bool) -> tuple[list[str], ExitClass]:
     """(every class found, in severity order; the run's class): the most severe finding's; a
-    failed run nothing found explains (no result at all) is rank_lost."""
+    failed run nothing found explains (no result at all) is rank_lost; a run cut short from
+    outside (a no_verdict finding: _interruption) has no verdict, whatever else it found."""
     classes = {f["class"] for f in found}
     if failed and not classes:
         classes = {"rank_lost"}
-    return [c for c in code_table() if c in classes], most_severe(classes)
+    chosen = BY_NAME["no_verdict"] if "no_verdict" in classes else most_severe(classes)
+    return [c for c in code_table() if c in classes], chosen
 
 
 def verdict_document(judged: JudgedRun) -> dict[str, Any]:

@@ -315,6 +315,19 @@ class SlurmRun:
         self.say(f"nccl-preflight slurm: run {self.run_id} on job {self.alloc.job_id}: "
                  f"{', '.join(self.nodes)}")  # fmt: skip
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            expect_ranks = self.stages()
+        except Interrupted as exc:
+            self.cut_short(f"the slurm command was interrupted by {exc}")
+            raise
+        except SlurmError as exc:
+            self.cut_short(str(exc))
+            raise
+        return self.report(expect_ranks)
+
+    def stages(self) -> bool:
+        """Observe, environment, pre-flight, plan, launch (and the pairwise relaunch); -> whether
+        the report expects ranks."""
         obs = run_observe(
             self.config,
             self.alloc.job_id,
@@ -327,36 +340,54 @@ class SlurmRun:
         if obs.problem:
             self.say(f"the observe step: {obs.problem}")
         findings = self.environment(obs)
-        expect_ranks = True
         if findings:
             for node, result in findings.items():
                 write_json(
                     self.run_dir / "preflight" / f"{node}.json",
                     {"host": node, "results": [result], "layout": self.layout["by_host"][node]},
                 )
-            expect_ranks = False
-        else:
-            failed = self.preflight(obs)
-            absent = [n for n in self.nodes if n not in obs.facts]
-            skipped = ""
-            if absent:
-                skipped = (
-                    f"static rendezvous needs all {len(self.nodes)} nodes, but "
-                    f"{', '.join(absent)} dropped out before launch (unreachable or failed)"
-                )
-            elif failed:
-                skipped = (
-                    f"the pre-flight failed on {', '.join(failed)}: a launch would only wait "
-                    "for nccl_run_timeout; fix those checks first"
-                )
-            self.plan(obs, skipped)
-            if not skipped:
-                self.launch(obs)
-                reason = self.relaunch_reason()
-                if reason:
-                    self.say(f"{reason}: running only the pairwise rounds to name the node")
-                    self.launch(obs, pairwise_only=True)
-        return self.report(expect_ranks)
+            return False
+        failed = self.preflight(obs)
+        absent = [n for n in self.nodes if n not in obs.facts]
+        skipped = ""
+        if absent:
+            skipped = (
+                f"static rendezvous needs all {len(self.nodes)} nodes, but "
+                f"{', '.join(absent)} dropped out before launch (unreachable or failed)"
+            )
+        elif failed:
+            skipped = (
+                f"the pre-flight failed on {', '.join(failed)}: a launch would only wait "
+                "for nccl_run_timeout; fix those checks first"
+            )
+        self.plan(obs, skipped)
+        if not skipped:
+            self.launch(obs)
+            reason = self.relaunch_reason()
+            if reason:
+                self.say(f"{reason}: running only the pairwise rounds to name the node")
+                self.launch(obs, pairwise_only=True)
+        return True
+
+    def cut_short(self, why: str) -> None:
+        """Ctrl-C, scancel or a Slurm error ended the run early: the report still shows every
+        planned rank (a rank whose node sent nothing back is an error that says why) and what
+        came back before, under a verdict of no_verdict (core/verdict.py _interruption)."""
+        path = self.run_dir / "plan.json"
+        try:
+            plan = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # before the launch: the nodes, as the allocation has them
+            hosts = [{"host": node, "reachable": True} for node in self.nodes]
+            plan = {"run_id": self.run_id, "front_end": "slurm", "hosts": hosts}
+            plan["launch_skipped"] = why
+        plan["interrupted"] = why
+        write_json(path, plan)
+        if not plan.get("launch_skipped"):
+            for node in self.nodes:
+                launch = self.run_dir / node / "launch.json"
+                if not launch.is_file():
+                    write_json(launch, {"stopped_by": why, "cut_short": True, "rc": None})
+        self.report(expect_ranks=True)
 
     def report(self, expect_ranks: bool) -> dict[str, Any]:
         result = run_report(
