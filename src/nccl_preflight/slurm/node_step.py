@@ -10,13 +10,15 @@ stdin's end means the control machine is gone: whatever runs is ended.
 The step's settings come first on stdin, one JSON line for every node (ship.settings_of takes
 this node's part by its name), so that the command line stays short at any number of nodes.
 
-    observe            facts (node/facts.py gather, with the options roles/facts gives
-                       nccl_facts), fabric choice, listeners (this node's own, from the node
-                       order) and the torch probe (node/preflight_calls start) -> record
-                       "started"; then reads every node's ports and fabric address from stdin,
-                       works out its own probe plan (node/probe_plan.py, the Ansible path's
-                       function) and firewall read, probes, stops the listeners -> "observed"
-                       (with the node's time.time() as it writes it: the clock check)
+    observe            the torch probe first (TorchProbe: it overlaps everything below), facts
+                       (node/facts.py gather, with the options roles/facts gives nccl_facts),
+                       fabric choice, listeners (this node's own, from the node order:
+                       node/preflight_calls start) -> record "started"; then reads every
+                       node's ports and fabric address from stdin, works out its own probe
+                       plan (node/probe_plan.py, the Ansible path's function) and firewall
+                       read, probes, stops the listeners, waits for the torch probe ->
+                       "observed" (with the node's time.time() as it writes it: the clock
+                       check)
     launch             torchrun under node/supervisor.py's Supervision, in the foreground;
                        every `interval` s a record "progress" (node/run_observe.read_progress,
                        the fabric link now); a stdin message {"stop": reason} ends the run,
@@ -43,6 +45,7 @@ from typing import Any
 from ..node.fabric_choice import nccl_fabric_choice
 from ..node.facts import gather
 from ..node.firewall_read import read_firewall
+from ..node.listener import finish_python_probe, python_facts, start_python_probe
 from ..node.preflight_calls import for_fabric, start, stop
 from ..node.probe_plan import nccl_preflight_probe_plan, preflight_listeners
 from ..node.run_collect import pack_results
@@ -131,13 +134,41 @@ def _shared_inputs(messages: queue.Queue) -> dict[str, Any] | None:
             return message["plan"]
 
 
+class TorchProbe:
+    """The torch probe, started first: importing torch is the step's longest part (seconds of
+    CPU), so it runs while the facts are read, the listeners serve and the peers probe. This
+    step's process owns it (not the listener process, as on the Ansible path, whose module call
+    ends before the probe does); ``run()`` waits for it, killed at python_timeout."""
+
+    def __init__(self, python: str, timeout: float) -> None:
+        self.python, self.dir = python, work_dir() / "probe"
+        self.dir.mkdir(mode=0o700)
+        self.deadline = time.monotonic() + timeout
+        self.process, self.error = start_python_probe(str(self.dir), python)
+        self._run: dict[str, Any] | None = None
+
+    def run(self) -> dict[str, Any]:
+        """{executable, rc, stdout, stderr, error} (node/listener.py finish_python_probe)."""
+        if self._run is None:
+            self._run = finish_python_probe(
+                str(self.dir), self.python, self.process, self.error, self.deadline
+            )
+        return self._run
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
 def observe(settings: dict[str, Any], messages: queue.Queue) -> int:
     """The pre-flight's node side in one step; see the module docstring."""
     node, commands = node_name(), runner(settings)
     python, python_timeout = settings["python"], float(settings["python_timeout"])
+    probe = TorchProbe(python, python_timeout)
     # As library/nccl_facts.py: the XPU question and the pre-flight's versions are one torch
-    # probe when both use the same Python; the listener process keeps its run.
-    shared: dict[str, Any] = {"python": python, "timeout": python_timeout}
+    # probe when both use the same Python (gather takes the probe's run through "wait").
+    shared: dict[str, Any] = {"python": python, "timeout": python_timeout, "wait": probe.run}
     facts = gather(commands, settings["facts"], shared)
     listen_dir = str(work_dir() / "preflight")
     is_master = node == settings["nodes"][0]
@@ -146,7 +177,7 @@ def observe(settings: dict[str, Any], messages: queue.Queue) -> int:
             "path": listen_dir,
             "run_dir": None,
             "run_dir_mode": "0700",
-            "python": python,
+            "python": "",  # the listeners only: the probe is this step's (TorchProbe)
             "python_timeout": python_timeout,
             "listeners": listeners(settings, node),
             "check_port": int(settings["master_port"]) if is_master else None,
@@ -158,11 +189,12 @@ def observe(settings: dict[str, Any], messages: queue.Queue) -> int:
         },
         facts,
     )
-    started = start(p, False, python_done=shared.get("run"))
+    started = start(p, False)
     emit({"kind": "started", "facts": facts, "started": started})
     inputs = _shared_inputs(messages)
     if inputs is None:
         stop({"path": listen_dir, "wait": 0.0, "stop_timeout": 5.0, "remove_run_dir": None}, False)
+        probe.kill()
         return 1
     nodes, addresses = settings["nodes"], inputs["addresses"]
     plan = nccl_preflight_probe_plan(
@@ -185,6 +217,7 @@ def observe(settings: dict[str, Any], messages: queue.Queue) -> int:
         "remove_run_dir": None,
     }
     stopped = stop(collect, False)
+    stopped["python"] = python_facts(probe.run())
     emit(
         {
             "kind": "observed",
