@@ -61,7 +61,7 @@ def step_bytes(config: dict[str, Any], n: int) -> dict[str, int]:
     """Bytes on each step's stdin beyond the bundle, and the longest argument of srun."""
     nodes, obs = fake_nodes(n), started(fake_nodes(n))
     settings = {"shared": observe.observe_settings(config, nodes, "python3"), "own": {}}
-    plan_message = len(json.dumps(observe.shared_inputs(nodes, obs))) + 1
+    plan_message = len(json.dumps(observe.shared_inputs(nodes, obs, settings["shared"]))) + 1
     argv = step_argv("7", nodes, "python3", "20260101T000000-abcdef", "launch")
     return {
         "observe": len(step_input(b"", settings)) - 2 + plan_message,  # less the "0\n" header

@@ -197,6 +197,41 @@ def test_a_master_whose_firewall_drops_master_port_is_named(slurm3: Lab, tmp_pat
     assert_nothing_left(slurm3, run_id, done.stdout)
 
 
+def test_with_backend_hccl_a_node_whose_firewall_drops_hccls_port_is_named(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """nccl_backend hccl (no NPU here, so the NPU checks fail too): every node listens on
+    HCCL_IF_BASE_PORT, as on the Ansible path; the third node drops it, and its ring peer's
+    probe and its own firewall read name it with the port (test_backends_lab.py's Ansible
+    twin)."""
+    run_id = new_run_id()
+    port = 60123
+    undo = slurm3.firewall_drop(slurm3.hosts[2], port)
+    try:
+        done = slurm_command(
+            slurm3, tmp_path, run_id, nccl_backend="hccl",
+            nccl_extra_env={"HCCL_IF_BASE_PORT": str(port)},
+        )  # fmt: skip
+    finally:
+        undo()
+    assert done.returncode == 10, done.stdout + done.stderr
+    report = tmp_path / "reports" / run_id
+    names = slurm3.slurm_nodes
+
+    def result(i: int, check: str) -> dict[str, Any]:
+        doc = json.loads((report / "preflight" / f"{names[i]}.json").read_text())
+        return next(r for r in doc["results"] if r["check"] == check)
+
+    dropped = result(1, "tcp_hccl_port")  # node 2 probes its ring peer node 3
+    assert dropped["status"] == "failed", dropped
+    assert f"{slurm3.hosts[2].fabric_addr}:{port} (HCCL's host port" in dropped["message"]
+    assert result(0, "tcp_hccl_port")["status"] == "passed"
+    fw = result(2, "firewall")
+    assert fw["status"] == "failed" and f"tcp/{port}" in fw["message"], fw
+    assert "HCCL_IF_BASE_PORT" in fw["message"]
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
 def test_a_node_whose_task_ends_before_it_started_is_named_unreachable(
     slurm3: Lab, tmp_path: Path
 ) -> None:

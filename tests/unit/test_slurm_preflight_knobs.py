@@ -122,11 +122,13 @@ def test_honoured_variables_reach_the_observe_step_and_the_judgement(tmp_path: P
         "listen_timeout": 500,
     }
     assert settings["collect_wait"] == 22.0 and settings["full_mesh"] is True
-    # full mesh: each node's listener expects every peer, and probes every peer
+    # full mesh: each node's listener expects every peer, and probes every peer (nccl_backend
+    # auto: HCCL's port too, started only where the node's own facts choose hccl)
     mine = settings_of({"shared": settings, "own": {}}, nodes[1])
-    assert [(s["name"], s["expect"]) for s in node_step.listeners(mine, nodes[1])] == [("ring", 3)]
+    expects = [(s["name"], s["expect"]) for s in node_step.listeners(mine, nodes[1])]
+    assert expects == [("ring", 3), ("hccl", 3)]
     obs = started(nodes)
-    plans = observe.probe_plans(nodes, obs, observe.shared_inputs(nodes, obs), True)
+    plans = observe.probe_plans(nodes, obs, observe.shared_inputs(nodes, obs, settings), True)
     assert len([t for t in plans[nodes[1]]["targets"] if t["name"] != "master"]) == 3
     # the controller waits for the probes it configured: 2 targets at 10 s, collect_wait, python
     assert observe.observed_bound(settings, plans) >= 60 + 4 * 10 + 22 + 90

@@ -71,7 +71,7 @@ def test_each_node_works_out_the_probe_plan_and_listeners_the_control_machine_ju
     settings = settings_of(
         {"shared": observe.observe_settings(config, nodes, "py"), "own": {}}, "x"
     )
-    inputs = observe.shared_inputs(nodes, obs)["plan"]
+    inputs = observe.shared_inputs(nodes, obs, settings)["plan"]
     for i, node in enumerate(nodes):
         plan = nccl_preflight_probe_plan(
             inputs["ports"], node, nodes[0], nodes, inputs["addresses"]
@@ -82,7 +82,8 @@ def test_each_node_works_out_the_probe_plan_and_listeners_the_control_machine_ju
              "address": obs.choices[nodes[(i + 1) % 5]]["address"]}
         ]  # fmt: skip
         names = [(s["name"], s["expect"]) for s in node_step.listeners(settings, node)]
-        assert names == ([("master", 5)] if i == 0 else []) + [("ring", 1)]
+        # nccl_backend auto: HCCL's port beside the ring's (kept where the node chooses hccl)
+        assert names == ([("master", 5)] if i == 0 else []) + [("ring", 1), ("hccl", 1)]
     # the firewall read of the master: every peer's address, MASTER_PORT and the port range
     facts = {
         "interfaces": {"ib0": {"ipv4": [{"address": "10.1.0.1"}], "ipv6": []}},

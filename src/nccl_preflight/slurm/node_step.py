@@ -95,17 +95,28 @@ def runner(settings: dict[str, Any]) -> SubprocessRunner:
 
 def listeners(settings: dict[str, Any], node: str) -> list[dict[str, Any]]:
     """This node's listeners, as roles/facts gives them (node/probe_plan.py): MASTER_PORT on the
-    master, an ephemeral ring port where a peer will probe."""
+    master, an ephemeral ring port where a peer will probe, HCCL's base port where the node may
+    use hccl."""
     nodes = settings["nodes"]
     return preflight_listeners(
-        nodes, node, nodes[0], settings["master_port"], bool(settings["full_mesh"])
+        nodes,
+        node,
+        nodes[0],
+        settings["master_port"],
+        bool(settings["full_mesh"]),
+        settings.get("hccl_port"),
     )
 
 
 def firewall_read(
-    settings: dict[str, Any], node: str, facts: dict[str, Any], addresses: dict[str, str]
+    settings: dict[str, Any],
+    node: str,
+    facts: dict[str, Any],
+    addresses: dict[str, str],
+    hccl_port: int = 0,
 ) -> dict[str, Any] | None:
-    """What this node's firewall read looks at (roles/preflight's firewall option)."""
+    """What this node's firewall read looks at (roles/preflight's firewall option); with
+    ``hccl_port`` (the run's backend is hccl) HCCL_IF_BASE_PORT too."""
     fabric = settings["fabric"]
     choice = nccl_fabric_choice(facts, fabric["socket_ifname"], fabric["cidr"])
     if not choice["address"]:
@@ -115,6 +126,8 @@ def firewall_read(
     ports = [{"label": "MASTER_PORT", "low": int(settings["master_port"])}]
     ports = ports if node == settings["nodes"][0] else []
     ports.append({"label": "ephemeral range", "low": int(low), "high": int(high)})
+    if hccl_port:
+        ports.append({"label": "HCCL_IF_BASE_PORT", "low": int(hccl_port)})
     return {
         "peers": peers or [choice["address"]],
         "address": choice["address"],
@@ -197,8 +210,9 @@ def observe(settings: dict[str, Any], messages: queue.Queue) -> int:
         probe.kill()
         return 1
     nodes, addresses = settings["nodes"], inputs["addresses"]
+    hccl_port = int(inputs.get("hccl_port") or 0)
     plan = nccl_preflight_probe_plan(
-        inputs["ports"], node, nodes[0], nodes, addresses, bool(settings["full_mesh"])
+        inputs["ports"], node, nodes[0], nodes, addresses, bool(settings["full_mesh"]), hccl_port
     )
     source, timeout = p["fabric_address"], float(settings["probe_timeout"])
     results = [
@@ -206,7 +220,7 @@ def observe(settings: dict[str, Any], messages: queue.Queue) -> int:
         for t in plan["targets"]
     ]
     firewall: dict[str, Any] = {}
-    fw = firewall_read(settings, node, facts, addresses)
+    fw = firewall_read(settings, node, facts, addresses, hccl_port)
     if fw:
         firewall = read_firewall(commands, fw["peers"], fw["ports"], fw["address"], fw["ifname"])
     collect = {

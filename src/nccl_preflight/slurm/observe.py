@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.config import preflight_values
+from ..core.preflight.backend_checks import nccl_backend_choice
 from ..core.preflight.host_checks import nccl_preflight_probe_plan
+from ..core.preflight.npu_checks import nccl_hccl_base_port
 from ..core.preflight.observation import nccl_preflight_observation
 from ..node.fabric_choice import nccl_fabric_choice
 from .node_check import facts_params
@@ -59,6 +61,8 @@ class Observed:
 def observe_settings(config: dict[str, Any], nodes: list[str], python: str) -> dict[str, Any]:
     """The observe step's settings: the same for every node (each derives its own part)."""
     knobs = preflight_values(config, len(nodes))
+    backend = str(config.get("nccl_backend") or "auto")
+    extra_env = dict(config.get("nccl_extra_env") or {})
     return {
         "nodes": nodes,
         "master_port": int(config["nccl_master_port"]),
@@ -72,20 +76,26 @@ def observe_settings(config: dict[str, Any], nodes: list[str], python: str) -> d
             "socket_ifname": str(config.get("nccl_socket_ifname") or ""),
             "cidr": str(config.get("nccl_fabric_cidr") or ""),
         },
-        "backend": str(config.get("nccl_backend") or "auto"),
+        "backend": backend,
+        # HCCL's base port, listened on where the node may use hccl (core/preflight/start.py)
+        "hccl_port": nccl_hccl_base_port(extra_env) if backend in ("hccl", "auto") else None,
         # nccl_facts' options as roles/facts gives them; route_to: the master (its name, as the
         # inventory gives the master's address there)
         "facts": {**facts_params(config, python), "route_to": nodes[0]},
     }
 
 
-def shared_inputs(nodes: list[str], obs: Observed) -> dict[str, Any]:
+def shared_inputs(nodes: list[str], obs: Observed, shared: dict[str, Any]) -> dict[str, Any]:
     """What every node's probe plan is worked out from (node_step.observe): each node's ports
-    and fabric address, one message for all."""
+    and fabric address, one message for all; ``hccl_port`` HCCL_IF_BASE_PORT when the run's
+    backend (the master's, as roles/nccl_env decides it) is hccl, else 0 (roles/preflight/vars'
+    _preflight_hccl_port)."""
+    run_backend = nccl_backend_choice(obs.facts.get(nodes[0]), shared["backend"])["backend"]
     return {
         "plan": {
             "ports": {n: (obs.started.get(n) or {}).get("ports") or {} for n in nodes},
             "addresses": {n: obs.choices.get(n, {}).get("address", "") for n in nodes},
+            "hccl_port": int(shared["hccl_port"] or 0) if run_backend == "hccl" else 0,
         }
     }
 
@@ -98,7 +108,7 @@ def probe_plans(
     plan = inputs["plan"]
     return {
         node: nccl_preflight_probe_plan(
-            plan["ports"], node, nodes[0], nodes, plan["addresses"], full_mesh
+            plan["ports"], node, nodes[0], nodes, plan["addresses"], full_mesh, plan["hccl_port"]
         )
         for node in obs.started
     }
@@ -164,7 +174,7 @@ def run_observe(
                 str(config.get("nccl_socket_ifname") or ""),
                 str(config.get("nccl_fabric_cidr") or ""),
             )
-        inputs = shared_inputs(nodes, obs)
+        inputs = shared_inputs(nodes, obs, shared)
         obs.plans = probe_plans(nodes, obs, inputs, shared["full_mesh"])
         step.say(inputs)
         bound = time.monotonic() + observed_bound(shared, obs.plans)
