@@ -21,7 +21,7 @@ from typing import Any
 
 from nccl_preflight.core.config import load_config
 from nccl_preflight.slurm import observe
-from nccl_preflight.slurm.bundle import build_bundle
+from nccl_preflight.slurm.bundle import build_node_bundle
 from nccl_preflight.slurm.run import SlurmRun
 from nccl_preflight.slurm.step import step_argv, step_input
 
@@ -76,8 +76,8 @@ def main() -> None:
         path = Path(tmp) / "nccl.yml"
         path.write_text('nccl_fabric_cidr: "10.0.0.0/8"\nnccl_nproc_per_node: 8\n')
         config = load_config(path)
-    bundle = len(build_bundle())
-    print(f"node bundle: {bundle} bytes (sent on every step's stdin, to every node)")
+    bundle = len(build_node_bundle())
+    print(f"steps' bundle: {bundle} bytes (sent on every step's stdin, to every node)")
     print(
         "| nodes | observe stdin beyond the bundle | launch stdin beyond the bundle | "
         "longest srun argument | srun command line | out of the control machine per step |"

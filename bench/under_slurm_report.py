@@ -27,10 +27,11 @@ ASSUMED = {
         "levels); the lab's 8 nodes give only the slope of a flat launch",
     ),
     "stdin": (
-        3.6,
-        "the node bundle (317 KB: the one bundle node-check runs too) and the step's settings "
-        "(at most 123 KB at 1,024 nodes, bench/slurm_sizes.py) written by srun to every task's "
-        "own I/O connection: 0.45 GB from the control machine at 1 Gbit/s (0.36 s at 10 Gbit/s)",
+        2.1,
+        "the steps' bundle (137 KB: node_step and what it imports, no control-machine code; "
+        "the whole bundle node-check runs is 340 KB) and the step's settings (at most 123 KB at "
+        "1,024 nodes, bench/slurm_sizes.py) written by srun to every task's own I/O connection: "
+        "0.27 GB from the control machine at 1 Gbit/s (0.21 s at 10 Gbit/s)",
     ),
     "rendezvous": (
         20.0,
@@ -287,10 +288,10 @@ SCALE_LIMITS = [
     "| nodes | observe step's stdin beyond the bundle | launch step's | longest srun argument "
     "| srun's command line | out of the control machine per step (bundle included) |",
     "|---|---|---|---|---|---|",
-    "| 8 | 1.3 KB | 1.5 KB | 1.3 KB | 1.5 KB | 2.5 MB |",
-    "| 128 | 13.7 KB | 15.5 KB | 1.8 KB | 3.2 KB | 42.5 MB |",
-    "| 512 | 53.5 KB | 61.4 KB | 7.2 KB | 8.6 KB | 193.6 MB |",
-    "| 1024 | 106.5 KB | 122.7 KB | 14.3 KB | 15.8 KB | 450.0 MB |",
+    "| 8 | 1.3 KB | 1.5 KB | 1.3 KB | 1.5 KB | 1.1 MB |",
+    "| 128 | 13.7 KB | 15.5 KB | 1.8 KB | 3.2 KB | 19.5 MB |",
+    "| 512 | 53.5 KB | 61.4 KB | 7.2 KB | 8.6 KB | 101.4 MB |",
+    "| 1024 | 106.5 KB | 122.7 KB | 14.3 KB | 15.8 KB | 265.5 MB |",
     "",
     "- Each step's settings travel on its stdin, one line after the node bundle: what every node "
     "shares once, and per node only what differs (its rank, address and interface: about 120 "
@@ -303,9 +304,13 @@ SCALE_LIMITS = [
     "Ansible path uses (node/probe_plan.py). Before, the control machine sent every node's plan "
     "to every node, each listing every other node's address: 14.6 MB per node, 14.9 GB out of "
     "the control machine at 1,024 nodes.",
+    "- The steps' bundle (slurm/bundle.py step_sources) holds node_step, the modules it "
+    "imports (core/zipapp.py package_closure) and the rank zipapp: 137 KB; the whole bundle, "
+    "which node-check runs, 340 KB. The last column was 450 MB at 1,024 nodes with the whole "
+    "bundle on every step.",
     "- Left: srun copies the whole stdin to every task, so each node still receives every "
-    "node's part (O(n) per node, O(n^2) in all: 0.45 GB per step at 1,024 nodes, mostly the "
-    "317 KB bundle); the lab has 8 nodes, so no step beyond 8 real nodes was run.",
+    "node's part (O(n) per node, O(n^2) in all: 0.27 GB per step at 1,024 nodes, half of it "
+    "the bundle); the lab has 8 nodes, so no step beyond 8 real nodes was run.",
     "",
 ]
 

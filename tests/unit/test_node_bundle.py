@@ -133,3 +133,24 @@ def test_the_bundle_bytes_are_a_zip_after_a_shebang() -> None:
     data = bundle.build_bundle()
     assert data.startswith(b"#!/usr/bin/env python3\n")
     assert zipfile.ZipFile(io.BytesIO(data)).testzip() is None
+
+
+def test_the_steps_bundle_holds_only_what_a_step_runs(tmp_path: Path) -> None:
+    """The slurm command's steps get node_step, the modules it imports and the rank zipapp:
+    none of the control machine's code, less than half the whole bundle, and every import of
+    `node-step` resolves in it with the control machine's packages hidden (the step then stops
+    at its empty stdin, where it reads its settings first)."""
+    step = bundle.build_node_bundle()
+    names = set(zipfile.ZipFile(io.BytesIO(step)).namelist())
+    assert {"__main__.py", "nccl_check.pyz", "nccl_preflight/slurm/node_step.py"} <= names
+    assert {"nccl_preflight/node/supervisor.py", "nccl_preflight/node/facts.py"} <= names
+    assert not [n for n in names if n.startswith("nccl_preflight/core/")], sorted(names)
+    assert "nccl_preflight/slurm/run.py" not in names
+    assert len(step) < len(bundle.build_bundle()) / 2
+    path = tmp_path / "step.pyz"
+    path.write_bytes(step)
+    blocked = [sys.executable, "-I", "-c", BLOCKED_RUN, ",".join(CONTROL_PACKAGES)]
+    for what in ("observe", "launch"):
+        done = run_pyz(blocked, path, "node-step", what, tmp=tmp_path)
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.endswith("no step settings on stdin\n"), done.stderr

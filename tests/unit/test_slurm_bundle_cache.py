@@ -45,10 +45,10 @@ def test_a_changed_source_builds_a_new_bundle(
 ) -> None:
     cache = tmp_path / ".bundle"
     first = builder.build_node_bundle(cache)
-    sources = builder.bundle_sources()
+    sources = builder.step_sources()
     step = "src/nccl_preflight/slurm/node_step.py"
     changed = {**sources, step: sources[step] + b"\n# changed\n"}
-    monkeypatch.setattr(builder, "bundle_sources", lambda: changed)
+    monkeypatch.setattr(builder, "step_sources", lambda: changed)
     second = builder.build_node_bundle(cache)
     assert second != first
     assert (
@@ -61,9 +61,9 @@ def test_a_cached_file_another_user_owns_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / ".bundle"
-    key = content_key(builder.bundle_sources())
+    key = content_key(builder.step_sources())
     cache.mkdir()
-    planted = cache / f"node-bundle-{key}"
+    planted = cache / f"node-step-bundle-{key}"
     planted.write_bytes(b"not the bundle")
     monkeypatch.setattr(os, "getuid", lambda: os.stat(planted).st_uid + 1)
     bundle = builder.build_node_bundle(cache)

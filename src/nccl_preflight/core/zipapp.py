@@ -96,18 +96,23 @@ class BundleError(ValueError):
     """The entry or a sibling cannot be read or parsed; the message names the file."""
 
 
-def imported_names(source: bytes, path: Path) -> set[str]:
-    """The top-level names of the absolute imports anywhere in ``source`` (``import a.b`` and
-    ``from a.b import c`` give ``a``). BundleError naming ``path`` when it does not parse."""
+def _parse(source: bytes, path: Path) -> ast.AST:
+    """The syntax tree of ``source``; BundleError naming ``path`` when it does not parse."""
     try:
-        tree = ast.parse(source, filename=str(path))
+        return ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise BundleError(
             f"cannot parse {path}, line {exc.lineno}: {exc.msg} "
-            f"(the rank script and the modules beside it that it imports must be valid Python)"
+            f"(what goes into a zipapp must be valid Python)"
         ) from None
     except ValueError as exc:  # null bytes, a bad coding declaration
         raise BundleError(f"cannot parse {path}: {exc}") from None
+
+
+def imported_names(source: bytes, path: Path) -> set[str]:
+    """The top-level names of the absolute imports anywhere in ``source`` (``import a.b`` and
+    ``from a.b import c`` give ``a``). BundleError naming ``path`` when it does not parse."""
+    tree = _parse(source, path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -115,6 +120,49 @@ def imported_names(source: bytes, path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
     return names
+
+
+def _package_imports(tree: ast.AST, module: str, is_package: bool, top: str) -> set[str]:
+    """The dotted names under ``top`` that ``module``'s parsed ``tree`` imports, anywhere in it
+    (relative imports resolved; ``from a import b`` gives ``a`` and ``a.b``)."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == top)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            if base.split(".")[0] == top:
+                found.add(base)
+                found.update(f"{base}.{a.name}" for a in node.names)
+    return found
+
+
+def package_closure(src: Path, entry: str) -> list[Path]:
+    """The files under ``src`` (the folder that holds the package) that module ``entry`` needs:
+    itself, every module of its package it imports (transitively, lazy imports included) and
+    the ``__init__.py`` of every package on the way; sorted. BundleError names a file that does
+    not parse."""
+    top = entry.split(".")[0]
+    seen: dict[str, Path] = {}
+    pending = [entry]
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        base = src.joinpath(*name.split("."))
+        path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if not path.is_file():
+            continue  # a name imported from a module (a function, a class), not a module
+        seen[name] = path
+        parts = name.split(".")
+        pending += [".".join(parts[:i]) for i in range(1, len(parts))]
+        tree = _parse(read_source(path, "the module"), path)
+        pending += sorted(_package_imports(tree, name, path.name == "__init__.py", top))
+    return sorted(seen.values())
 
 
 def read_source(path: Path, what: str) -> bytes:

@@ -20,8 +20,12 @@ step's stdin). One builder, one list of what goes in (bundle_sources):
 
 Built from this checkout's files (not from an installed copy); the bytes depend only on them
 (core/zipapp.py zip_bytes: sorted names, fixed times and modes). ``python3 nccl-preflight.pyz
-node-check --config FILE`` is what a HealthCheckProgram or Prolog wrapper runs. The run keeps
-the bundle by its sources' content hash (build_node_bundle(cache_dir)).
+node-check --config FILE`` is what a HealthCheckProgram or Prolog wrapper runs.
+
+The slurm command's job steps get a smaller bundle of the same shape (build_node_bundle,
+step_sources): only `node-step WHAT`, the modules it imports and nccl_check.pyz, no control
+machine's code and no config data (about a third: srun sends it to every node, twice a run).
+The run keeps it by its sources' content hash (build_node_bundle(cache_dir)).
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ import os
 import zipfile
 from pathlib import Path
 
-from nccl_preflight.core.zipapp import bundle_modules, cached_build, zip_bytes, zipapp_of
+from nccl_preflight.core.zipapp import (
+    bundle_modules,
+    cached_build,
+    package_closure,
+    zip_bytes,
+    zipapp_of,
+)
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/nccl_preflight
 CHECKOUT = PACKAGE.parents[1]
@@ -40,6 +50,7 @@ CONFIG_DATA = "nccl_preflight/core/config_data/roles"  # core/config.py BUNDLE_D
 RANK_SCRIPT = CHECKOUT / "files" / "nccl_check.py"
 RANK_ZIPAPP = "nccl_check.pyz"  # slurm/node_step.py RANK_SCRIPT: a member of the bundle
 BUNDLE_NAME = "nccl-preflight.pyz"
+STEP_ENTRY = "nccl_preflight.slurm.node_step"  # what a job step runs: MAIN's `node-step WHAT`
 
 MAIN = '''"""nccl-preflight's node bundle (built by src/nccl_preflight/slurm/bundle.py): the Slurm
 front-end's commands, e.g. `python3 nccl-preflight.pyz node-check --config FILE`; `node-step
@@ -94,16 +105,28 @@ def build_bundle(checkout: Path = CHECKOUT) -> bytes:
     return _build(bundle_sources(checkout))
 
 
+def step_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
+    """What the job steps' bundle is built from, as bundle_sources names them: STEP_ENTRY and
+    every module of the package it imports (core/zipapp.py package_closure: the node room and
+    the step itself, none of the control machine's), and the rank script's files. srun sends
+    the bundle to every node on each step's stdin, so it carries only what a step runs."""
+    paths = package_closure(checkout / "src", STEP_ENTRY)
+    sources = {p.relative_to(checkout).as_posix(): p.read_bytes() for p in paths}
+    for name, source in bundle_modules(checkout / "files" / "nccl_check.py").items():
+        sources[f"files/{name}.py"] = source
+    return sources
+
+
 def build_node_bundle(cache_dir: str | os.PathLike[str] | None = None) -> bytes:
-    """The bundle, for the slurm command's steps.
+    """The steps' bundle (step_sources: `node-step WHAT` only), for the slurm command's steps.
 
     With ``cache_dir`` (e.g. the report root's .bundle/), the bundle is kept there by its
     sources' content hash and read back while the sources are unchanged: a run then reads the
     sources and hashes them (a few ms) instead of building (core/zipapp.cached_build, which the
     Ansible launch uses for the rank zipapp: a lock, an atomic write of mode 0600 in a directory
     of mode 0700, and only a file of this user read back)."""
-    sources = bundle_sources()
-    return cached_build(cache_dir, "node-bundle", sources, lambda: _build(sources))
+    sources = step_sources()
+    return cached_build(cache_dir, "node-step-bundle", sources, lambda: _build(sources))
 
 
 def write_bundle(output: str | Path, checkout: Path = CHECKOUT) -> str:
