@@ -169,21 +169,31 @@ def test_a_healthy_run_passes_with_the_ansible_paths_junit_shape(
     )
 
 
-def test_a_master_whose_firewall_drops_master_port_is_named(slurm3: Lab, tmp_path: Path) -> None:
-    run_id = new_run_id()
-    undo = slurm3.firewall_drop(slurm3.hosts[0], MASTER_PORT)
+def dropped_port_run(
+    lab: Lab, tmp_path: Path, run_id: str, host: int, port: int, **config: Any
+) -> tuple[subprocess.CompletedProcess[str], Callable[[int, str], dict[str, Any]]]:
+    """The command run while lab host ``host`` drops TCP ``port``; it must fail its pre-flight
+    (exit 10). -> (the run, result(node index, check): that node's pre-flight result)."""
+    undo = lab.firewall_drop(lab.hosts[host], port)
     try:
-        done = slurm_command(slurm3, tmp_path, run_id)
+        done = slurm_command(lab, tmp_path, run_id, **config)
     finally:
         undo()
     assert done.returncode == 10, done.stdout + done.stderr
     report = tmp_path / "reports" / run_id
-    names = slurm3.slurm_nodes
 
     def result(i: int, check: str) -> dict[str, Any]:
-        doc = json.loads((report / "preflight" / f"{names[i]}.json").read_text())
+        doc = json.loads((report / "preflight" / f"{lab.slurm_nodes[i]}.json").read_text())
         return next(r for r in doc["results"] if r["check"] == check)
 
+    return done, result
+
+
+def test_a_master_whose_firewall_drops_master_port_is_named(slurm3: Lab, tmp_path: Path) -> None:
+    run_id = new_run_id()
+    done, result = dropped_port_run(slurm3, tmp_path, run_id, 0, MASTER_PORT)
+    report = tmp_path / "reports" / run_id
+    names = slurm3.slurm_nodes
     fw = result(0, "firewall")
     assert fw["status"] == "failed" and "tcp/29500" in fw["message"], fw
     assert "MASTER_PORT" in fw["message"]
@@ -206,22 +216,10 @@ def test_with_backend_hccl_a_node_whose_firewall_drops_hccls_port_is_named(
     twin)."""
     run_id = new_run_id()
     port = 60123
-    undo = slurm3.firewall_drop(slurm3.hosts[2], port)
-    try:
-        done = slurm_command(
-            slurm3, tmp_path, run_id, nccl_backend="hccl",
-            nccl_extra_env={"HCCL_IF_BASE_PORT": str(port)},
-        )  # fmt: skip
-    finally:
-        undo()
-    assert done.returncode == 10, done.stdout + done.stderr
-    report = tmp_path / "reports" / run_id
-    names = slurm3.slurm_nodes
-
-    def result(i: int, check: str) -> dict[str, Any]:
-        doc = json.loads((report / "preflight" / f"{names[i]}.json").read_text())
-        return next(r for r in doc["results"] if r["check"] == check)
-
+    done, result = dropped_port_run(
+        slurm3, tmp_path, run_id, 2, port, nccl_backend="hccl",
+        nccl_extra_env={"HCCL_IF_BASE_PORT": str(port)},
+    )  # fmt: skip
     dropped = result(1, "tcp_hccl_port")  # node 2 probes its ring peer node 3
     assert dropped["status"] == "failed", dropped
     assert f"{slurm3.hosts[2].fabric_addr}:{port} (HCCL's host port" in dropped["message"]
