@@ -359,6 +359,17 @@ FINDINGS = [
     "node_step.observe could start the torch probe before gathering the facts (the facts take "
     "1-3 s of the step at this load). Section 7's argv and plan-size limits are lifted since.",
     "",
+    "Since (2026-11-26, 12:00-12:30 UTC): node_step.observe starts the torch probe first and "
+    "owns it (TorchProbe), and the steps get their own bundle (137 KB instead of 340 KB). A "
+    "node-side timeline of one run (quiet lab, 2 nodes): everything of the observe step but "
+    "the probe ends 0.09 s after the step's Python starts; the probe, `import torch` on two "
+    "nodes sharing 2 cores, ends at 1.47 s; the launch step adds about 0.27 s to torchrun "
+    "(srun, the bundle's start, the results packed). So the step is the torch import; on a GPU "
+    "node the facts (nvidia-smi, GPU health: 1-3 s) now overlap it. Paired sittings of the "
+    "same two trees, minutes apart, gave 1.14x and 1.24x (before the probe moved) and 1.24x "
+    "and 1.27x (after): the machine's state moves the ratio more than this change, which saves "
+    "only the 0.1-0.3 s the facts take on a lab node.",
+    "",
     "Section 5 measures the project's default check with 2 ranks per node (section 1's "
     "layout), at load 10-12 (06:38-06:41 UTC): 1.22x, 1.25x, 1.27x; the launch step (27.1 s) "
     "took about what torchrun by hand did (29.5 s), the observe step's 8.5 s is the gap. The "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -40,20 +41,23 @@ def test_the_bundle_is_built_once_and_read_back_while_its_sources_are_unchanged(
     assert builder.build_node_bundle() == first and len(built) == 2
 
 
-def test_a_changed_source_builds_a_new_bundle(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_changed_source_builds_a_new_bundle(tmp_path: Path) -> None:
+    """A copy of the checkout's src/ and files/: a step module changed there, the next run's
+    bundle is built again and carries the change; the first stays kept beside it."""
+    checkout = tmp_path / "checkout"
+    for part in ("src", "files"):
+        shutil.copytree(
+            builder.CHECKOUT / part, checkout / part, ignore=shutil.ignore_patterns("__pycache__")
+        )
     cache = tmp_path / ".bundle"
-    first = builder.build_node_bundle(cache)
-    sources = builder.step_sources()
-    step = "src/nccl_preflight/slurm/node_step.py"
-    changed = {**sources, step: sources[step] + b"\n# changed\n"}
-    monkeypatch.setattr(builder, "step_sources", lambda: changed)
-    second = builder.build_node_bundle(cache)
+    first = builder.build_node_bundle(cache, checkout)
+    assert builder.build_node_bundle(cache, checkout) == first
+    step = checkout / "src" / "nccl_preflight" / "slurm" / "node_step.py"
+    step.write_bytes(step.read_bytes() + b"\n# changed\n")
+    second = builder.build_node_bundle(cache, checkout)
     assert second != first
-    assert (
-        zipfile.ZipFile(io.BytesIO(second)).read(step.removeprefix("src/")).endswith(b"# changed\n")
-    )
+    member = "nccl_preflight/slurm/node_step.py"
+    assert zipfile.ZipFile(io.BytesIO(second)).read(member).endswith(b"# changed\n")
     assert len(_kept(cache)) == 2
 
 
@@ -61,7 +65,7 @@ def test_a_cached_file_another_user_owns_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / ".bundle"
-    key = content_key(builder.step_sources())
+    key = content_key(builder.key_sources())
     cache.mkdir()
     planted = cache / f"node-step-bundle-{key}"
     planted.write_bytes(b"not the bundle")

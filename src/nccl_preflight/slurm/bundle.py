@@ -117,16 +117,35 @@ def step_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
     return sources
 
 
-def build_node_bundle(cache_dir: str | os.PathLike[str] | None = None) -> bytes:
+def key_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
+    """What the steps' bundle can depend on, read without parsing: every ``*.py`` of the package
+    and of files/ (a superset of step_sources, for cached_build's key: a run reads and hashes
+    them, about 1 MB, instead of working out the imports)."""
+    paths = sorted((checkout / "src" / "nccl_preflight").rglob("*.py"))
+    paths += sorted((checkout / "files").glob("*.py"))
+    return {
+        p.relative_to(checkout).as_posix(): p.read_bytes()
+        for p in paths
+        if "__pycache__" not in p.parts
+    }
+
+
+def build_node_bundle(
+    cache_dir: str | os.PathLike[str] | None = None, checkout: Path = CHECKOUT
+) -> bytes:
     """The steps' bundle (step_sources: `node-step WHAT` only), for the slurm command's steps.
 
-    With ``cache_dir`` (e.g. the report root's .bundle/), the bundle is kept there by its
-    sources' content hash and read back while the sources are unchanged: a run then reads the
-    sources and hashes them (a few ms) instead of building (core/zipapp.cached_build, which the
-    Ansible launch uses for the rank zipapp: a lock, an atomic write of mode 0600 in a directory
-    of mode 0700, and only a file of this user read back)."""
-    sources = step_sources()
-    return cached_build(cache_dir, "node-step-bundle", sources, lambda: _build(sources))
+    With ``cache_dir`` (e.g. the report root's .bundle/), the bundle is kept there by the
+    content hash of key_sources and read back while they are unchanged: a run then reads and
+    hashes them (a few ms) instead of building (core/zipapp.cached_build, which the Ansible
+    launch uses for the rank zipapp: a lock, an atomic write of mode 0600 in a directory of
+    mode 0700, and only a file of this user read back)."""
+    return cached_build(
+        cache_dir,
+        "node-step-bundle",
+        key_sources(checkout),
+        lambda: _build(step_sources(checkout)),
+    )
 
 
 def write_bundle(output: str | Path, checkout: Path = CHECKOUT) -> str:
