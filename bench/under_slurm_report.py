@@ -370,6 +370,15 @@ FINDINGS = [
     "and 1.27x (after): the machine's state moves the ratio more than this change, which saves "
     "only the 0.1-0.3 s the facts take on a lab node.",
     "",
+    "Two sittings of section 5 with 5 turns each, nothing else running, minutes apart "
+    "(2026-11-26): 12:42-12:45 UTC **1.21x** (medians 18.4 s against 14.9 s; turns 1.36, "
+    "1.23, 1.20, 1.21, 1.19), then, with the steps' bundle key no longer parsed, 12:45-12:48 "
+    "UTC **1.18x** (16.7 s against 15.3 s; turns 1.09, 1.10, 1.19, 1.29, 1.21), which section "
+    "5 shows. Each bench turn has a report root of its own, so every run builds the steps' "
+    "bundle (0.14-0.30 s); a user's next run in the same reports/ reads it back (4 ms). The "
+    "goal sits inside the spread of the machine's turns: met by the median of one sitting, "
+    "missed by the other's.",
+    "",
     "Section 5 measures the project's default check with 2 ranks per node (section 1's "
     "layout), at load 10-12 (06:38-06:41 UTC): 1.22x, 1.25x, 1.27x; the launch step (27.1 s) "
     "took about what torchrun by hand did (29.5 s), the observe step's 8.5 s is the gap. The "
