@@ -13,7 +13,7 @@ import stat
 import time
 from pathlib import Path
 
-from nccl_preflight.core.zipapp import build_zipapp, cached_build, folder_sources
+from nccl_preflight.core.zipapp import build_zipapp, cached_build, folder_sources, package_closure
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,3 +93,28 @@ def test_the_launch_sends_the_same_bytes_cached_or_not(tmp_path: Path) -> None:
     assert plugin.zipapp_argument(script, str(tmp_path)) == fresh
     assert plugin.look_argument(str(tmp_path)) == plugin.look_argument(None)
     assert len([p for p in tmp_path.iterdir() if not p.name.endswith(".lock")]) == 2
+
+
+def test_package_closure_follows_relative_lazy_and_parenthesized_imports(tmp_path: Path) -> None:
+    """core/zipapp.package_closure (what the Slurm steps' bundle holds): from the entry, every
+    module of the package it imports, however written, and the packages on the way; a module
+    nothing imports stays out."""
+    pkg = tmp_path / "pkg"
+    for folder in (pkg, pkg / "a", pkg / "b"):
+        folder.mkdir()
+        (folder / "__init__.py").write_text("")
+    (pkg / "a" / "entry.py").write_text(
+        "import os\n"
+        "from ..b import (\n    one,\n    two as second,\n)\n"
+        "from . import sibling\n"
+        "def later():\n    import pkg.b.three\n    return pkg.b.three\n"
+    )
+    for name in ("one", "two", "three", "unused"):
+        (pkg / "b" / f"{name}.py").write_text("from pkg.a.helper import VALUE\n")
+    (pkg / "a" / "sibling.py").write_text("X = 1\n")
+    (pkg / "a" / "helper.py").write_text("VALUE = 2\n")
+    found = {p.relative_to(tmp_path).as_posix() for p in package_closure(tmp_path, "pkg.a.entry")}
+    assert found == {
+        "pkg/__init__.py", "pkg/a/__init__.py", "pkg/a/entry.py", "pkg/a/sibling.py",
+        "pkg/a/helper.py", "pkg/b/__init__.py", "pkg/b/one.py", "pkg/b/two.py", "pkg/b/three.py",
+    }  # fmt: skip

@@ -30,6 +30,7 @@ import fcntl
 import hashlib
 import io
 import os
+import re
 import sys
 import zipfile
 from collections.abc import Callable, Mapping
@@ -55,6 +56,7 @@ and the sibling modules it imports: {modules}.
 import functools
 import importlib.util
 import linecache
+import re
 import runpy
 import sys
 import threading
@@ -122,30 +124,44 @@ def imported_names(source: bytes, path: Path) -> set[str]:
     return names
 
 
-def _package_imports(tree: ast.AST, module: str, is_package: bool, top: str) -> set[str]:
-    """The dotted names under ``top`` that ``module``'s parsed ``tree`` imports, anywhere in it
-    (relative imports resolved; ``from a import b`` gives ``a`` and ``a.b``)."""
+# An import statement at the start of a logical line, anywhere (lazy imports in functions too):
+# `from X import NAMES` (NAMES possibly in parentheses over several lines) or `import A, B`.
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]*)", re.M)
+
+
+def _package_imports(source: str, module: str, is_package: bool, top: str) -> set[str]:
+    """The dotted names under ``top`` that ``module``'s source imports (relative imports
+    resolved; ``from a import b`` gives ``a`` and ``a.b``). Read from the text, not parsed: an
+    import-like line inside a string adds a name at most, and a name that is no module of the
+    package is dropped by package_closure (a superset, never a missing module)."""
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == top)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join(parts + ([node.module] if node.module else []))
-            if base.split(".")[0] == top:
-                found.add(base)
-                found.update(f"{base}.{a.name}" for a in node.names)
+    for match in _IMPORT.finditer(source):
+        for part in match.group(1).split(","):
+            name = part.split(" as ")[0].strip()
+            if name.split(".")[0] == top:
+                found.add(name)
+    for match in _FROM_IMPORT.finditer(source):
+        base, names = match.group(1), match.group(2).strip("() \n")
+        level = len(base) - len(base.lstrip("."))
+        if level:
+            parts = package.split(".")
+            rest = base[level:]
+            base = ".".join(parts[: len(parts) - (level - 1)] + ([rest] if rest else []))
+        if base.split(".")[0] == top:
+            found.add(base)
+            for part in names.split(","):
+                name = part.split(" as ")[0].strip()
+                if name.isidentifier():
+                    found.add(f"{base}.{name}")
     return found
 
 
 def package_closure(src: Path, entry: str) -> list[Path]:
     """The files under ``src`` (the folder that holds the package) that module ``entry`` needs:
     itself, every module of its package it imports (transitively, lazy imports included) and
-    the ``__init__.py`` of every package on the way; sorted. BundleError names a file that does
-    not parse."""
+    the ``__init__.py`` of every package on the way; sorted."""
     top = entry.split(".")[0]
     seen: dict[str, Path] = {}
     pending = [entry]
@@ -160,8 +176,8 @@ def package_closure(src: Path, entry: str) -> list[Path]:
         seen[name] = path
         parts = name.split(".")
         pending += [".".join(parts[:i]) for i in range(1, len(parts))]
-        tree = _parse(read_source(path, "the module"), path)
-        pending += sorted(_package_imports(tree, name, path.name == "__init__.py", top))
+        source = read_source(path, "the module").decode("utf-8", "replace")
+        pending += sorted(_package_imports(source, name, path.name == "__init__.py", top))
     return sorted(seen.values())
 
 
