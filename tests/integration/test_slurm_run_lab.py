@@ -169,6 +169,49 @@ def test_a_healthy_run_passes_with_the_ansible_paths_junit_shape(
     )
 
 
+def test_per_node_values_apply_to_the_nodes_their_hostlist_names(
+    slurm3: Lab, tmp_path: Path
+) -> None:
+    """nccl_node_vars: the run's nccl_socket_ifname names no interface; a Slurm hostlist gives
+    the first two nodes the lab's fabric interface. The third, left out, is named alone by the
+    environment stage; given its own entry (and 2 ranks), the run passes with 4 ranks."""
+    names, ifname = slurm3.slurm_nodes, slurm3.hosts[0].fabric_ifname
+    assert names[0][:-1] == names[1][:-1]  # lab1-node01, lab1-node02: one hostlist for both
+    first_two = f"{names[0][:-1]}[{names[0][-1]}-{names[1][-1]}]"
+    node_vars = {first_two: {"nccl_socket_ifname": ifname}}
+    run_id = new_run_id()
+    done = slurm_command(
+        slurm3, tmp_path, run_id, nccl_socket_ifname="nosuch0", nccl_node_vars=node_vars
+    )
+    assert done.returncode != 0, done.stdout + done.stderr
+    preflight = tmp_path / "reports" / run_id / "preflight"
+
+    def environment(i: int) -> dict[str, Any]:
+        (result,) = json.loads((preflight / f"{names[i]}.json").read_text())["results"]
+        return result
+
+    for i in (0, 1):  # fine themselves: not checked, because of the third
+        assert environment(i)["status"] == "skipped", environment(i)
+        assert f"because of {names[2]}" in environment(i)["message"]
+    result = environment(2)
+    assert result["status"] == "error" and "nosuch0" in result["message"], result
+    # its interfaces as the facts read them (the fabric one with its address), as on Ansible
+    assert f"{ifname} {slurm3.hosts[2].fabric_addr}/" in result["message"], result
+
+    node_vars[names[2]] = {"nccl_socket_ifname": ifname, "nccl_nproc_per_node": 2}
+    run_id = new_run_id()
+    done = slurm_command(
+        slurm3, tmp_path, run_id, nccl_socket_ifname="nosuch0", nccl_node_vars=node_vars
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = tmp_path / "reports" / run_id
+    plan = json.loads((report / "plan.json").read_text())
+    assert plan["world_size"] == 4
+    assert [h["nproc_per_node"] for h in plan["hosts"]] == [1, 1, 2]
+    assert len(rank_suites(report / "junit.xml")) == 4
+    assert_nothing_left(slurm3, run_id, done.stdout)
+
+
 def dropped_port_run(
     lab: Lab, tmp_path: Path, run_id: str, host: int, port: int, **config: Any
 ) -> tuple[subprocess.CompletedProcess[str], Callable[[int, str], dict[str, Any]]]:

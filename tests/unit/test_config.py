@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nccl_preflight.core.config import ConfigError, defaults, load_config
+from nccl_preflight.core.config import SLURM_ONLY, ConfigError, defaults, load_config
 from tests.playbook_run import ROOT, ansible_playbook
 
 DEFAULT_FILES = sorted((ROOT / "roles" / "nccl_defaults" / "defaults" / "main").glob("*.yml"))
@@ -129,6 +129,7 @@ def test_a_good_file_overlays_the_defaults_and_takes_ansibles_conversions(tmp_pa
     config = load_config(path)
     assert config == {
         **defaults(),
+        **SLURM_ONLY,  # the slurm front-end's own (nccl_node_vars), with its default
         "nccl_backend": "gloo",
         "nccl_master_port": 12355,
         "nccl_gpu_health": False,
@@ -145,6 +146,7 @@ def test_a_good_file_overlays_the_defaults_and_takes_ansibles_conversions(tmp_pa
 def test_an_empty_file_is_the_defaults(tmp_path: Path) -> None:
     assert load_config(write(tmp_path, "---\n# nothing set\n")) == {
         **defaults(),
+        **SLURM_ONLY,
         "nccl_stall_timeout": 30.0,
     }
 

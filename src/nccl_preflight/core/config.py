@@ -46,6 +46,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nccl_preflight.core import hostlist
 from nccl_preflight.core.inputs import nccl_input_problems
 from nccl_preflight.core.yaml_subset import YamlSubsetError, load
 
@@ -176,15 +177,20 @@ def load_config(path: str | Path) -> dict[str, Any]:
     problems = [
         (places[name], f"{name}: {_unknown(name)}")
         for name in document.value
-        if name not in known_names()
+        if name not in known_names() and name not in SLURM_ONLY
     ]
     problems += [
         (places[name], f"{name}: does not apply under Slurm: {NOT_UNDER_SLURM[name]}")
         for name in document.value
         if name in NOT_UNDER_SLURM
     ]
-    values = {**defaults(), **{k: v for k, v in document.value.items() if k in known_names()}}
+    given = {k: v for k, v in document.value.items() if k in known_names() or k in SLURM_ONLY}
+    values = {**defaults(), **SLURM_ONLY, **given}
     problems += _validation_problems(values, places)
+    if "nccl_node_vars" in given:
+        place = places["nccl_node_vars"]
+        values["nccl_node_vars"], node_problems = _node_vars(given["nccl_node_vars"])
+        problems += [(place, f"nccl_node_vars: {problem}") for problem in node_problems]
     problems += [
         (places[name], f"{name}: {values[name]!r} is not an identifier ({pattern.pattern})")
         for name, pattern in RUN_NAMES.items()
@@ -193,6 +199,63 @@ def load_config(path: str | Path) -> dict[str, Any]:
     if problems:
         problems.sort(key=_order)
         raise ConfigError("\n".join(f"{place}: {problem}" for place, problem in problems))
+    return values
+
+
+# The Slurm front-end's own variables (no role has them: Ansible's inventory gives per-host values
+# through host_vars), with their defaults.
+SLURM_ONLY: dict[str, Any] = {"nccl_node_vars": {}}
+# What may differ between nodes under Slurm (nccl_node_vars); the rest is one value for the run.
+NODE_VARIABLES = (
+    "nccl_socket_ifname",
+    "nccl_fabric_cidr",
+    "nccl_extra_env",
+    "nccl_nproc_per_node",
+)
+
+
+def _node_vars(value: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """nccl_node_vars checked ({Slurm hostlist: {variable: value}}): (its values converted as
+    the argument specs say, the problems in words)."""
+    if not isinstance(value, dict):
+        return {}, [f"is {value!r}, not a mapping of Slurm hostlists (gpu[001-016]) to variables"]
+    checked: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for pattern, variables in value.items():
+        where = f"{pattern!r}"
+        try:
+            hostlist.expand(str(pattern))
+        except hostlist.HostlistError as exc:
+            problems.append(f"{where}: not a Slurm hostlist: {exc}")
+            continue
+        if not isinstance(variables, dict):
+            problems.append(f"{where}: is {variables!r}, not a mapping of nccl_* variables")
+            continue
+        checked[str(pattern)] = {}
+        for name, item in variables.items():
+            if name not in NODE_VARIABLES:
+                why = "one value for the whole run" if name in known_names() else _unknown(name)
+                problems.append(f"{where}: {name}: {why} (per node: {', '.join(NODE_VARIABLES)})")
+                continue
+            converted, problem = _typed(item, argument_specs().get(name, {}))
+            if problem:
+                problems.append(f"{where}: {name}: {problem}")
+            checked[str(pattern)][name] = converted
+    return checked, problems
+
+
+@functools.lru_cache(maxsize=256)
+def _members(pattern: str) -> frozenset[str]:
+    return frozenset(hostlist.expand(pattern))
+
+
+def node_values(config: dict[str, Any], node: str) -> dict[str, Any]:
+    """The config as it applies to ``node``: nccl_node_vars' values of every hostlist that
+    names it laid over the run's, in the file's order (a later match wins)."""
+    values = dict(config)
+    for pattern, variables in (config.get("nccl_node_vars") or {}).items():
+        if node in _members(pattern):
+            values.update(variables)
     return values
 
 
@@ -322,7 +385,8 @@ _KINDS = {
 
 def _convert(value: Any, kind: str) -> tuple[Any, str]:
     """Ansible's conversion for an argument spec type (module_utils/common/validation.py)."""
-    wrong = f"is {value!r}, not a {_KINDS.get(kind, kind)}"
+    noun = _KINDS.get(kind, kind)
+    wrong = f"is {value!r}, not {'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
     if kind in ("str", "path"):
         if isinstance(value, str):
             return value, ""

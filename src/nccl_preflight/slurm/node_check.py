@@ -242,7 +242,7 @@ def report(
 
 def run_node_check(config_path: str, want_drain: bool, as_json: bool, timeout: float) -> int:
     """The command: load the config, check this node, print, drain when asked; exit status."""
-    from nccl_preflight.core.config import ConfigError, load_config
+    from nccl_preflight.core.config import ConfigError, load_config, node_values
 
     start = time.monotonic()
     try:
@@ -250,6 +250,7 @@ def run_node_check(config_path: str, want_drain: bool, as_json: bool, timeout: f
     except ConfigError as exc:
         print(f"node-check: {one_line(exc)}", file=sys.stderr)
         return REFUSED
+    config = node_values(config, node_name())  # nccl_node_vars' values for this node
     runner = SubprocessRunner(timeout=timeout, deadline=start + timeout)
     try:
         host, results = check_node(config, timeout, runner)

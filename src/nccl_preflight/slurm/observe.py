@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.config import preflight_values
+from ..core.config import node_values, preflight_values
 from ..core.preflight.backend_checks import nccl_backend_choice
 from ..core.preflight.host_checks import nccl_preflight_probe_plan
 from ..core.preflight.npu_checks import nccl_hccl_base_port
@@ -58,6 +58,27 @@ class Observed:
     problem: str = ""
 
 
+def fabric_of(config: dict[str, Any]) -> dict[str, str]:
+    """How a node chooses its fabric interface: nccl_socket_ifname, nccl_fabric_cidr."""
+    return {
+        "socket_ifname": str(config.get("nccl_socket_ifname") or ""),
+        "cidr": str(config.get("nccl_fabric_cidr") or ""),
+    }
+
+
+def own_fabric(
+    config: dict[str, Any], nodes: list[str], shared: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """The observe step's own settings of the nodes whose fabric settings differ from the run's
+    (nccl_node_vars); ship.settings_of lays them over the shared ones."""
+    own = {}
+    for node in nodes:
+        fabric = fabric_of(node_values(config, node))
+        if fabric != shared:
+            own[node] = {"fabric": fabric}
+    return own
+
+
 def observe_settings(config: dict[str, Any], nodes: list[str], python: str) -> dict[str, Any]:
     """The observe step's settings: the same for every node (each derives its own part)."""
     knobs = preflight_values(config, len(nodes))
@@ -72,10 +93,7 @@ def observe_settings(config: dict[str, Any], nodes: list[str], python: str) -> d
         "listen_timeout": int(knobs["preflight_listen_timeout"]),
         "probe_timeout": float(knobs["preflight_probe_timeout"]),
         "collect_wait": float(knobs["preflight_collect_wait"]),
-        "fabric": {
-            "socket_ifname": str(config.get("nccl_socket_ifname") or ""),
-            "cidr": str(config.get("nccl_fabric_cidr") or ""),
-        },
+        "fabric": fabric_of(config),
         "backend": backend,
         # HCCL's base port, listened on where the node may use hccl (core/preflight/start.py)
         "hccl_port": nccl_hccl_base_port(extra_env) if backend in ("hccl", "auto") else None,
@@ -161,7 +179,7 @@ def run_observe(
 ) -> Observed:
     """The observe step on every node; -> what each node showed."""
     shared = observe_settings(config, nodes, python)
-    settings = {"shared": shared, "own": {}}
+    settings = {"shared": shared, "own": own_fabric(config, nodes, shared["fabric"])}
     step = Step(job_id, nodes, python, run_id, "observe", settings, bundle, env)
     obs = Observed()
     try:
@@ -169,10 +187,9 @@ def run_observe(
         for node, record in collect(step, nodes, "started", bound).items():
             obs.facts[node] = record.get("facts") or {}
             obs.started[node] = record.get("started") or {}
+            fabric = fabric_of(node_values(config, node))
             obs.choices[node] = nccl_fabric_choice(
-                obs.facts[node],
-                str(config.get("nccl_socket_ifname") or ""),
-                str(config.get("nccl_fabric_cidr") or ""),
+                obs.facts[node], fabric["socket_ifname"], fabric["cidr"]
             )
         inputs = shared_inputs(nodes, obs, shared)
         obs.plans = probe_plans(nodes, obs, inputs, shared["full_mesh"])

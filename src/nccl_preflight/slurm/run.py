@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.config import preflight_values
+from ..core.config import node_values, preflight_values
 from ..core.env_findings import nccl_env_findings
 from ..core.exit_classes import BY_NAME
 from ..core.launch_hosts import plan_host
@@ -86,14 +86,17 @@ class SlurmRun:
         """Fabric choice, backend and layout of every node; -> the environment findings."""
         present = [n for n in self.nodes if n in obs.facts]
         findings = nccl_env_findings(
-            {n: obs.choices.get(n) for n in self.nodes}, obs.facts, self.nodes
+            {n: obs.choices.get(n) for n in self.nodes},
+            {n: {"nccl": facts} for n, facts in obs.facts.items()},  # as ansible_facts holds them
+            self.nodes,
         )
         requested = str(self.config.get("nccl_backend") or "auto")
         master = self.nodes[0]
         backend = nccl_backend_choice(obs.facts.get(master), requested)["backend"]
         devices = {n: nccl_backend_choice(obs.facts.get(n), requested)["devices"] for n in present}
+        per_node = {n: node_values(self.config, n).get("nccl_nproc_per_node") for n in self.nodes}
         self.layout = nccl_rank_layout(
-            self.nodes, None, devices, self.config.get("nccl_nproc_per_node") or 1
+            self.nodes, None, devices, {n: count or 1 for n, count in per_node.items()}
         )
         master_addr = obs.choices.get(master, {}).get("address", "")
         for node in self.nodes:
@@ -143,7 +146,7 @@ class SlurmRun:
                     address=env["address"] or None,
                     ifname=env["ifname"] or None,
                     facts=facts,
-                    extra_env=self.config.get("nccl_extra_env") or {},
+                    extra_env=node_values(self.config, node).get("nccl_extra_env") or {},
                     reachable=node in obs.facts,
                     backend_choice=nccl_backend_choice(facts, requested) if facts else None,
                     expect_net=nccl_expect_net(facts, env["ifname"], expect_net) if facts else None,
@@ -239,7 +242,7 @@ class SlurmRun:
                     "rdzv_id": rdzv_id,
                     "script_args": args,
                 },
-                "env": rank_env(self.config, env, row),
+                "env": rank_env(node_values(self.config, node), env, row),
                 "timeout": timeout,
                 "grace": KILL_GRACE_S,
                 "rank_offset": row["rank_offset"],
@@ -423,7 +426,7 @@ def judge_settings(config: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
         "full_mesh": bool(knobs["preflight_full_mesh"]),
         "extra_env": extra_env,
         "requested_backend": str(config.get("nccl_backend") or "auto"),
-        "extra_env_by_host": {n: extra_env for n in nodes},
+        "extra_env_by_host": {n: node_values(config, n).get("nccl_extra_env") or {} for n in nodes},
     }
 
 
