@@ -4,9 +4,9 @@
 
 Measured with the command's own functions on fake node lists, no Slurm involved
 (tests/unit/test_slurm_step_size.py bounds the same numbers with these helpers): the bytes on
-each step's stdin beyond the node bundle (the settings' line; for observe also the one message
-of every node's ports and address), srun's longest argument and its whole command line, and the
-bundle itself.
+each step's stdin beyond the node bundle (the settings' line; for the run step also the one
+message of every node's ports and address and the launch's message), srun's longest argument
+and its whole command line, and the bundle itself.
 
     .venv/bin/python -m bench.slurm_sizes
 """
@@ -63,9 +63,12 @@ def step_bytes(config: dict[str, Any], n: int) -> dict[str, int]:
     settings = {"shared": observe.observe_settings(config, nodes, "python3"), "own": {}}
     plan_message = len(json.dumps(observe.shared_inputs(nodes, obs, settings["shared"]))) + 1
     argv = step_argv("7", nodes, "python3", "20260101T000000-abcdef", "launch")
+    launch = len(step_input(b"", launch_doc(config, nodes, obs))) - 2  # less the "0\n" header
+    launch_message = len(json.dumps({"launch": launch_doc(config, nodes, obs)})) + 1
     return {
-        "observe": len(step_input(b"", settings)) - 2 + plan_message,  # less the "0\n" header
-        "launch": len(step_input(b"", launch_doc(config, nodes, obs))) - 2,
+        # the run step: its settings, the probe plan's message, then the launch's message
+        "run": len(step_input(b"", settings)) - 2 + plan_message + launch_message,
+        "launch": launch,  # the pairwise relaunch's own step
         "longest_arg": max(len(a) for a in argv),
         "argv": sum(len(a) + 1 for a in argv),
     }
@@ -79,14 +82,14 @@ def main() -> None:
     bundle = len(build_node_bundle())
     print(f"steps' bundle: {bundle} bytes (sent on every step's stdin, to every node)")
     print(
-        "| nodes | observe stdin beyond the bundle | launch stdin beyond the bundle | "
+        "| nodes | run step's stdin beyond the bundle | relaunch step's beyond the bundle | "
         "longest srun argument | srun command line | out of the control machine per step |"
     )
     print("|---|---|---|---|---|---|")
     for n in SIZES:
         size = step_bytes(config, n)
-        fan_out = n * (bundle + max(size["observe"], size["launch"]))
-        print(f"| {n} | {size['observe']} B | {size['launch']} B | {size['longest_arg']} B | "
+        fan_out = n * (bundle + max(size["run"], size["launch"]))
+        print(f"| {n} | {size['run']} B | {size['launch']} B | {size['longest_arg']} B | "
               f"{size['argv']} B | {fan_out / 1e6:.1f} MB |")  # fmt: skip
 
 

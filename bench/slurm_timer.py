@@ -33,13 +33,13 @@ STAGES = (
     ("nccl_preflight.slurm.allocation", "job_nodelist", "scontrol show job"),
     ("nccl_preflight.slurm.allocation", "Allocation.release", "scancel"),
     ("nccl_preflight.slurm.run", "build_node_bundle", "bundle build"),
-    ("nccl_preflight.slurm.run", "run_observe", "observe step"),
+    ("nccl_preflight.slurm.run", "observe_on", "observe (run step)"),
     ("nccl_preflight.slurm.observe", "collect", "observe: wait for records"),
     ("nccl_preflight.slurm.step", "Step.__init__", "srun start + bundle sent"),
     ("nccl_preflight.slurm.step", "Step.end", "step end (stdin closed, srun exit)"),
     ("nccl_preflight.slurm.run", "SlurmRun.environment", "environment (core)"),
     ("nccl_preflight.slurm.run", "SlurmRun.preflight", "pre-flight judgement (core)"),
-    ("nccl_preflight.slurm.run", "SlurmRun.launch", "launch step"),
+    ("nccl_preflight.slurm.run", "SlurmRun.launch", "launch (in the run step)"),
     ("nccl_preflight.slurm.run", "SlurmRun.report", "report build"),
 )
 

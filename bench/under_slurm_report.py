@@ -27,11 +27,12 @@ ASSUMED = {
         "levels); the lab's 8 nodes give only the slope of a flat launch",
     ),
     "stdin": (
-        2.1,
+        3.1,
         "the steps' bundle (137 KB: node_step and what it imports, no control-machine code; "
-        "the whole bundle node-check runs is 340 KB) and the step's settings (at most 123 KB at "
-        "1,024 nodes, bench/slurm_sizes.py) written by srun to every task's own I/O connection: "
-        "0.27 GB from the control machine at 1 Gbit/s (0.21 s at 10 Gbit/s)",
+        "the whole bundle node-check runs is 340 KB) and the run step's settings and messages "
+        "(observe's, then the launch's: 241 KB at 1,024 nodes, bench/slurm_sizes.py) written by "
+        "srun to every task's own I/O connection: 0.39 GB from the control machine at 1 Gbit/s "
+        "(0.31 s at 10 Gbit/s)",
     ),
     "rendezvous": (
         20.0,
@@ -123,10 +124,12 @@ def model(
     lab_round, lab_basis = lab_round_s(pairwise)
     rows = [
         ("start: imports, allocation, node names, bundle", fixed, "measured (2 nodes)"),
-        ("observe step: facts, listeners, torch probe, ring probes on every node", node_side,
+        ("observe (run step): facts, listeners, torch probe, ring probes on every node", node_side,
          "measured (2 nodes): the nodes work in parallel, each probes its 2 ring peers only"),
-        ("two srun launches (observe, launch)", 2 * ASSUMED["fan-out"][0], ASSUMED["fan-out"][1]),
-        ("the bundle and the settings on stdin, twice", 2 * ASSUMED["stdin"][0],
+        ("one srun launch (the run step: observe, then launch)", ASSUMED["fan-out"][0],
+         ASSUMED["fan-out"][1]),
+        ("the bundle and the settings on stdin (the launch's follow as one message)",
+         ASSUMED["stdin"][0],
          ASSUMED["stdin"][1]),
         (f"control CPU that grows with nodes: {fmt(slope, 3)} s x {NODES}", slope * NODES,
          "measured slope between 2 and 8 nodes (linear: a term growing faster than n would not "
@@ -171,9 +174,9 @@ def overhead_section(r: dict[str, Any], header: list[str]) -> list[str]:
         "In turns on the same lab: torchrun by hand through one `srun` (one task per node, "
         "static rendezvous on the first node's fabric address, GLOO_SOCKET_IFNAME set, the same "
         "rank script and arguments), then `bin/nccl-preflight slurm -N "
-        f"{r['nodes']} --config FILE` (its own salloc, observe step, judgement, launch step, "
-        "report, scancel), timed by bench/slurm_timer.py from the process's start to its end (the "
-        "first turn's command also under cProfile).",
+        f"{r['nodes']} --config FILE` (its own salloc, one run step: observe, judgement, launch "
+        "in the same step; report, scancel), timed by bench/slurm_timer.py from the process's "
+        "start to its end (the first turn's command also under cProfile).",
         "",
         f"- srun + torchrun by hand: **{fmt(r['hand_s'])} s**; the slurm command: "
         f"**{fmt(r['command_s'])} s**; ratio **{fmt(r['ratio'], 2)}x** (goal <= 1.2x)",
@@ -285,13 +288,17 @@ SCALE_LIMITS = [
     "**What a 1,024-node run sends** (bench/slurm_sizes.py: the command's own functions on fake "
     "node lists, no Slurm involved; tests/unit/test_slurm_step_size.py bounds the same numbers):",
     "",
-    "| nodes | observe step's stdin beyond the bundle | launch step's | longest srun argument "
+    "| nodes | the run step's stdin beyond the bundle (observe's settings and messages, then "
+    "the launch's) | the pairwise relaunch step's | longest srun argument "
     "| srun's command line | out of the control machine per step (bundle included) |",
     "|---|---|---|---|---|---|",
-    "| 8 | 1.3 KB | 1.5 KB | 1.3 KB | 1.5 KB | 1.1 MB |",
-    "| 128 | 13.7 KB | 15.5 KB | 1.8 KB | 3.2 KB | 19.5 MB |",
-    "| 512 | 53.5 KB | 61.4 KB | 7.2 KB | 8.6 KB | 101.4 MB |",
-    "| 1024 | 106.5 KB | 122.7 KB | 14.3 KB | 15.8 KB | 265.5 MB |",
+    "| 8 | 3.0 KB | 1.5 KB | 1.3 KB | 1.5 KB | 1.1 MB |",
+    "| 128 | 30.7 KB | 15.5 KB | 1.8 KB | 3.2 KB | 21.9 MB |",
+    "| 512 | 120.7 KB | 61.4 KB | 7.2 KB | 8.6 KB | 133.5 MB |",
+    "| 1024 | 240.6 KB | 122.7 KB | 14.3 KB | 15.8 KB | 389.8 MB |",
+    "",
+    "Since the observe and launch steps became one run step (15:10 UTC), a run sends the "
+    "bundle once: 390 MB at 1,024 nodes in one step instead of 266 MB in each of two.",
     "",
     "- Each step's settings travel on its stdin, one line after the node bundle: what every node "
     "shares once, and per node only what differs (its rank, address and interface: about 120 "
@@ -309,8 +316,8 @@ SCALE_LIMITS = [
     "which node-check runs, 340 KB. The last column was 450 MB at 1,024 nodes with the whole "
     "bundle on every step.",
     "- Left: srun copies the whole stdin to every task, so each node still receives every "
-    "node's part (O(n) per node, O(n^2) in all: 0.27 GB per step at 1,024 nodes, half of it "
-    "the bundle); the lab has 8 nodes, so no step beyond 8 real nodes was run.",
+    "node's part (O(n) per node, O(n^2) in all: 0.39 GB in the run step at 1,024 nodes, a "
+    "third of it the bundle); the lab has 8 nodes, so no step beyond 8 real nodes was run.",
     "",
 ]
 
@@ -338,6 +345,17 @@ FINDINGS = [
     "| the node bundle kept by its sources' content hash (slurm/ship.py "
     "build_node_bundle(cache_dir)) | 0.071-0.076 CPU s, 0.63-0.85 s wall at load 21 | a hit: "
     "0.009 CPU s, 0.08-0.15 s wall; needs run.py to pass a directory (below) |",
+    "",
+    "**Since 15:10 UTC (2026-11-26): one run step, its torch probe becomes torchrun.** The "
+    "observe and launch steps are one `srun` step (node_step.run_step): after the judgement "
+    "the control machine sends the launch settings on the step's stdin. The torch probe is "
+    "started warm (node/warm_torchrun.py): it prints its JSON, imports torch.distributed.run "
+    "and waits; the supervisor tells it to become `python -m torch.distributed.run ARGS` "
+    "(runpy, the same exit status), so each node imports torch once before its ranks, as by "
+    "hand (launch.json `warm_start`: true on every node of the Slurm lab's healthy run). "
+    "First sitting, 15:09-15:12 UTC, 5 turns, load 2-3: **1.09x** (16.3 s against 15.8 s; "
+    "turns 1.03, 1.10, 1.15, 1.09, 0.93), which section 5 shows. The paragraphs below are "
+    "from before this change.",
     "",
     "Where a 2-node run's wall time goes now (section 6's 2-node run, load 22): salloc 0.06 s, "
     "scontrol 0.06 s, imports 0.44 s, bundle 0.38 s, two srun starts with the bundle on stdin "

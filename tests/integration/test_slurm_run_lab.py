@@ -152,6 +152,11 @@ def test_a_healthy_run_passes_with_the_ansible_paths_junit_shape(
     assert (verdict["class"], verdict["exit_code"]) == ("passed", 0)
     for name in ("junit.xml", "summary.md", "report.html", "plan.json"):
         assert (report / name).is_file(), name
+    # torch imported once per node: the observe step's torch probe became its torchrun
+    launched = launch_records(report, slurm3.slurm_nodes)
+    assert {n: (d["warm_start"], d["rc"]) for n, d in launched.items()} == {
+        n: (True, 0) for n in slurm3.slurm_nodes
+    }
     # node names as Slurm knows them
     assert sorted(p.name for p in (report / "preflight").iterdir()) == [
         f"{n}.json" for n in slurm3.slurm_nodes

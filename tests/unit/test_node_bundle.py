@@ -150,7 +150,7 @@ def test_the_steps_bundle_holds_only_what_a_step_runs(tmp_path: Path) -> None:
     path = tmp_path / "step.pyz"
     path.write_bytes(step)
     blocked = [sys.executable, "-I", "-c", BLOCKED_RUN, ",".join(CONTROL_PACKAGES)]
-    for what in ("observe", "launch"):
+    for what in ("run", "launch"):
         done = run_pyz(blocked, path, "node-step", what, tmp=tmp_path)
         assert done.returncode == 1, done.stderr
         assert done.stderr.endswith("no step settings on stdin\n"), done.stderr

@@ -36,6 +36,7 @@ from .processes import (
     text_tail,
     write_json,
 )
+from .warm_torchrun import wait_ready
 
 PID_FILE = "listener.pid"
 STOP_FILE = "listener.stop"
@@ -179,18 +180,27 @@ def start_python_probe(path: str, python: str) -> tuple[subprocess.Popen | None,
 
 
 def finish_python_probe(
-    path: str, python: str, process: subprocess.Popen | None, error: str, deadline: float
+    path: str,
+    python: str,
+    process: subprocess.Popen | None,
+    error: str,
+    deadline: float,
+    ready: str | None = None,
 ) -> dict:
-    """Wait for the probe until ``deadline`` (monotonic; killed then) and read what it printed.
+    """Wait for the probe until ``deadline`` (monotonic; killed then) and read what it printed;
+    a warm probe (node/warm_torchrun.py) only until it marked ``ready``: it holds on.
 
     -> {"executable", "rc", "stdout", "stderr", "error"}; error is set when it could not start
     or was killed.
     """
     rc = None
     if process is not None:
-        try:
-            rc = process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
+        if ready:
+            rc = wait_ready(process, ready, deadline)
+        else:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                rc = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        if rc is None:
             process.kill()
             process.wait()
             error = f"{python} -c <probe> (import torch) did not finish in time; it was killed"

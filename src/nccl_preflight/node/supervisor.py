@@ -48,6 +48,7 @@ from .run_observe import (
     read_progress,
     watcher_gone,
 )
+from .warm_torchrun import go
 
 PIDS_FILE = "torchrun.pids"
 LAUNCH_FILE = "launch.json"
@@ -136,6 +137,7 @@ class Supervision:
         self.recorded: dict[int, int] = {}
         self.timed_out = False
         self.stopped_by: str | None = None
+        self.warm = False  # torchrun in the warm torch probe (adopt)
         own = proc_stat(self.me)
         self.pids_doc: dict[str, Any] = {
             "supervisor_pid": self.me,
@@ -164,6 +166,7 @@ class Supervision:
                 "started_at": self.started_at,
                 "finished_at": _now(),
                 "cmd": self.argv,
+                "warm_start": self.warm,
             },
         )
 
@@ -180,6 +183,20 @@ class Supervision:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        self._record_torchrun()
+
+    def adopt(self, agent: subprocess.Popen, env: dict[str, str]) -> None:
+        """torchrun in ``agent``, the warm torch probe (node/warm_torchrun.py), which already
+        imported torch in its own session: it is told to become this argv in the run directory,
+        its streams to torchrun.log. OSError: it is gone; start() then."""
+        log = str(self.run_dir / TORCHRUN_LOG)
+        go(agent, str(self.run_dir), log, env, self.argv[3:])  # after -m torch.distributed.run
+        self.proc = agent
+        self.warm = True
+        self._record_torchrun()
+
+    def _record_torchrun(self) -> None:
+        assert self.proc is not None
         self.pids_doc["torchrun_pid"] = self.proc.pid
         self.pids_doc["pgid"] = self.proc.pid
         child = proc_stat(self.proc.pid)

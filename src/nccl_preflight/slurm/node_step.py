@@ -25,6 +25,12 @@ this node's part by its name), so that the command line stays short at any numbe
                        {"diagnose": {node: spec}} is answered with a record "diagnosis" (the
                        stall's evidence: node/run_observe.stall_evidence);
                        at the end one record "results" (node/run_collect.pack_results, base64)
+    run                observe, then waits for {"launch": <every node's launch settings>} (or
+                       {"end": why}, or stdin's end: nothing more) and launches in the same
+                       process: its torch probe was started warm and becomes this node's
+                       torchrun (node/warm_torchrun.py), so torch is imported once per node
+                       before the ranks. The slurm command's main step; `launch` alone is the
+                       pairwise relaunch's.
 """
 
 from __future__ import annotations
@@ -45,7 +51,14 @@ from typing import Any
 from ..node.fabric_choice import nccl_fabric_choice
 from ..node.facts import gather
 from ..node.firewall_read import read_firewall
-from ..node.listener import finish_python_probe, python_facts, start_python_probe
+from ..node.listener import (
+    PROBE_ERR,
+    PROBE_OUT,
+    finish_python_probe,
+    python_facts,
+    start_python_probe,
+)
+from ..node.parse import PYTHON_PROBE
 from ..node.preflight_calls import for_fabric, start, stop
 from ..node.probe_plan import nccl_preflight_probe_plan, preflight_listeners
 from ..node.run_collect import pack_results
@@ -62,6 +75,7 @@ from ..node.supervisor import (
     _ignore_stop_signals,
 )
 from ..node.tcp_connect import tcp_connect
+from ..node.warm_torchrun import READY_NAME, held, release, start_warm, warm_argv
 from .ship import frame, settings_of
 
 RANK_SCRIPT = "nccl_check.pyz"  # the rank script's zipapp, a member of the node bundle
@@ -151,34 +165,53 @@ class TorchProbe:
     """The torch probe, started first: importing torch is the step's longest part (seconds of
     CPU), so it runs while the facts are read, the listeners serve and the peers probe. This
     step's process owns it (not the listener process, as on the Ansible path, whose module call
-    ends before the probe does); ``run()`` waits for it, killed at python_timeout."""
+    ends before the probe does); ``run()`` waits for it, killed at python_timeout.
 
-    def __init__(self, python: str, timeout: float) -> None:
+    ``warm`` (the run step: the launch follows in this process): the probe holds on after its
+    JSON and becomes this node's torchrun (node/warm_torchrun.py), so torch is imported once."""
+
+    def __init__(self, python: str, timeout: float, warm: bool = False) -> None:
         self.python, self.dir = python, work_dir() / "probe"
         self.dir.mkdir(mode=0o700)
         self.deadline = time.monotonic() + timeout
-        self.process, self.error = start_python_probe(str(self.dir), python)
+        self.ready = str(self.dir / READY_NAME) if warm else None
+        if self.ready:
+            out, err = str(self.dir / PROBE_OUT), str(self.dir / PROBE_ERR)
+            argv = warm_argv(python, PYTHON_PROBE, self.ready)
+            self.process, self.error = start_warm(argv, out, err)
+        else:
+            self.process, self.error = start_python_probe(str(self.dir), python)
         self._run: dict[str, Any] | None = None
 
     def run(self) -> dict[str, Any]:
         """{executable, rc, stdout, stderr, error} (node/listener.py finish_python_probe)."""
         if self._run is None:
             self._run = finish_python_probe(
-                str(self.dir), self.python, self.process, self.error, self.deadline
+                str(self.dir), self.python, self.process, self.error, self.deadline, self.ready
             )
         return self._run
 
+    def agent(self) -> Any:
+        """The held warm probe, ready to become torchrun; None when there is none."""
+        return self.process if self.ready and held(self.process, self.ready) else None
+
     def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+        """End it: a held warm probe by stdin's end, one still importing at once."""
+        if self.agent() is not None:
+            release(self.process)
+        elif self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
 
 
-def observe(settings: dict[str, Any], messages: queue.Queue) -> int:
-    """The pre-flight's node side in one step; see the module docstring."""
+def observe(
+    settings: dict[str, Any], messages: queue.Queue, probe: TorchProbe | None = None
+) -> int:
+    """The pre-flight's node side in one step; see the module docstring. ``probe``: the run
+    step's warm one (else this step starts its own)."""
     node, commands = node_name(), runner(settings)
     python, python_timeout = settings["python"], float(settings["python_timeout"])
-    probe = TorchProbe(python, python_timeout)
+    probe = probe or TorchProbe(python, python_timeout)
     # As library/nccl_facts.py: the XPU question and the pre-flight's versions are one torch
     # probe when both use the same Python (gather takes the probe's run through "wait").
     shared: dict[str, Any] = {"python": python, "timeout": python_timeout, "wait": probe.run}
@@ -308,8 +341,21 @@ def _stop_once(signum: int, _frame: Any) -> None:
     raise Stop(signal.Signals(signum).name)
 
 
-def launch(settings: dict[str, Any], messages: queue.Queue) -> int:
-    """torchrun of this node in the foreground; see the module docstring."""
+def _start_torchrun(run: Supervision, env: dict[str, str], agent: Any) -> None:
+    """torchrun in the held warm probe (``agent``) when there is one, else a fresh process.
+    OSError: it could not start."""
+    if agent is not None:
+        try:
+            run.adopt(agent, env)
+            return
+        except OSError:
+            release(agent)  # it went away after it was ready: a cold start then
+    run.start(env)
+
+
+def launch(settings: dict[str, Any], messages: queue.Queue, agent: Any = None) -> int:
+    """torchrun of this node in the foreground; see the module docstring. ``agent``: the run
+    step's held warm torch probe, which becomes torchrun."""
     run_dir = work_dir() / "run"
     (run_dir / RESULTS_DIR).mkdir(parents=True, mode=0o700)
     params = {**settings["torchrun"], "run_dir": str(run_dir), "script": _rank_script(run_dir)}
@@ -327,7 +373,7 @@ def launch(settings: dict[str, Any], messages: queue.Queue) -> int:
     try:
         run.write_pids()
         try:
-            run.start(env)
+            _start_torchrun(run, env, agent)
         except OSError as exc:
             run.write_launch(None, [], f"cannot start {params['python']}: {exc}")
         else:
@@ -360,6 +406,35 @@ def launch(settings: dict[str, Any], messages: queue.Queue) -> int:
 
 
 # ------------------------------------------------------------------------------------------------
+# run: observe, then the launch in the same process
+# ------------------------------------------------------------------------------------------------
+
+
+def _launch_settings(messages: queue.Queue) -> dict[str, Any] | None:
+    """This node's launch settings from the control machine's {"launch": <every node's
+    settings, ship.shared_and_own>}; None when stdin ended or {"end": why} came (no launch)."""
+    while True:
+        message = messages.get()
+        if message is None or "end" in message:
+            return None
+        if isinstance(message.get("launch"), dict):
+            return settings_of(message["launch"], node_name())
+
+
+def run_step(settings: dict[str, Any], messages: queue.Queue) -> int:
+    """observe, then, once the control machine judged every node, launch in this process, with
+    the warm torch probe as this node's torchrun (node/warm_torchrun.py); see the module
+    docstring."""
+    probe = TorchProbe(settings["python"], float(settings["python_timeout"]), warm=True)
+    rc = observe(settings, messages, probe)
+    launch_settings = _launch_settings(messages) if rc == 0 else None
+    if launch_settings is None:
+        probe.kill()
+        return rc
+    return launch(launch_settings, messages, probe.agent())
+
+
+# ------------------------------------------------------------------------------------------------
 # entry
 # ------------------------------------------------------------------------------------------------
 
@@ -377,7 +452,7 @@ def _read_messages(messages: queue.Queue) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`node-step observe|launch` (run by the bundle's __main__); the settings are stdin's first
+    """`node-step run|launch` (run by the bundle's __main__); the settings are stdin's first
     line (ship.settings_of: this node's part)."""
     what = argv[0]
     try:
@@ -387,5 +462,5 @@ def main(argv: list[str]) -> int:
         return 1
     messages: queue.Queue = queue.Queue()
     threading.Thread(target=_read_messages, args=(messages,), daemon=True).start()
-    step = {"observe": observe, "launch": launch}[what]
+    step = {"run": run_step, "launch": launch}[what]
     return step(settings, messages)

@@ -1,6 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The pre-flight under Slurm: one observe step on every node, then the core's one judgement.
+"""The pre-flight under Slurm: the run step's observation on every node, then the core's one
+judgement (the step then waits for the launch: run.py).
 
 The step (node_step.observe) gets what every node shares, once (observe_settings: the node order,
 MASTER_PORT, the fabric settings, nccl_facts' options as roles/facts gives them); each node
@@ -174,34 +175,33 @@ def node_clocks(records: dict[str, dict]) -> dict[str, float]:
     return {node: clock + (last - received) for node, (clock, received) in timed.items()}
 
 
-def run_observe(
-    config: dict, job_id: str, nodes: list[str], python: str, run_id: str, bundle: bytes, env: dict
-) -> Observed:
-    """The observe step on every node; -> what each node showed."""
+def step_settings(config: dict, nodes: list[str], python: str) -> dict[str, Any]:
+    """The observe (or run) step's settings document (ship.shared_and_own's shape)."""
     shared = observe_settings(config, nodes, python)
-    settings = {"shared": shared, "own": own_fabric(config, nodes, shared["fabric"])}
-    step = Step(job_id, nodes, python, run_id, "observe", settings, bundle, env)
+    return {"shared": shared, "own": own_fabric(config, nodes, shared["fabric"])}
+
+
+def observe_on(step: Step, config: dict, nodes: list[str], shared: dict[str, Any]) -> Observed:
+    """The pre-flight's exchange with a running observe or run step (left running: the run
+    step's launch follows in it); -> what each node showed."""
     obs = Observed()
-    try:
-        bound = time.monotonic() + 120 + shared["python_timeout"]
-        for node, record in collect(step, nodes, "started", bound).items():
-            obs.facts[node] = record.get("facts") or {}
-            obs.started[node] = record.get("started") or {}
-            fabric = fabric_of(node_values(config, node))
-            obs.choices[node] = nccl_fabric_choice(
-                obs.facts[node], fabric["socket_ifname"], fabric["cidr"]
-            )
-        inputs = shared_inputs(nodes, obs, shared)
-        obs.plans = probe_plans(nodes, obs, inputs, shared["full_mesh"])
-        step.say(inputs)
-        bound = time.monotonic() + observed_bound(shared, obs.plans)
-        records = collect(step, list(obs.started), "observed", bound)
-        for node, record in records.items():
-            obs.probe[node] = record.get("probe") or {}
-            obs.stopped[node] = record.get("stopped") or {}
-        obs.clocks = node_clocks(records)
-    finally:
-        step.end()
+    bound = time.monotonic() + 120 + shared["python_timeout"]
+    for node, record in collect(step, nodes, "started", bound).items():
+        obs.facts[node] = record.get("facts") or {}
+        obs.started[node] = record.get("started") or {}
+        fabric = fabric_of(node_values(config, node))
+        obs.choices[node] = nccl_fabric_choice(
+            obs.facts[node], fabric["socket_ifname"], fabric["cidr"]
+        )
+    inputs = shared_inputs(nodes, obs, shared)
+    obs.plans = probe_plans(nodes, obs, inputs, shared["full_mesh"])
+    step.say(inputs)
+    bound = time.monotonic() + observed_bound(shared, obs.plans)
+    records = collect(step, list(obs.started), "observed", bound)
+    for node, record in records.items():
+        obs.probe[node] = record.get("probe") or {}
+        obs.stopped[node] = record.get("stopped") or {}
+    obs.clocks = node_clocks(records)
     if len(obs.facts) < len(nodes):
         named = missing_line(step, nodes, obs.facts, "started")
         obs.problem = "\n".join(x for x in (named, step.diagnostics()) if x)

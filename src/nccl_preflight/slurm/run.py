@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """`nccl-preflight slurm -N NODES --config FILE [--partition P] [--time T] [--drain] [-- ARGS]`.
 
-On an allocation (the caller's or its own, allocation.py): the observe step and the core's
-pre-flight judgement (observe.py), the environment stage's findings (core/env_findings.py), the
-one rank layout (core/layout.py), the launch step (launch.py), then the report in
-reports/<run-id>/ through the Ansible path's report build (core/report_run.py: JUnit per rank and
-merged, summary.md, report.html, verdict.json) and its exit code (core/exit_classes.py).
+On an allocation (the caller's or its own, allocation.py), one run step on every node
+(node_step.run_step): it observes and the core judges (observe.py: the pre-flight; the
+environment stage's findings, core/env_findings.py; the one rank layout, core/layout.py), then
+the same step launches (launch.py; its torch probe becomes torchrun, node/warm_torchrun.py) or
+ends when the launch is skipped; the pairwise relaunch is a launch step of its own. Then the
+report in reports/<run-id>/ through the Ansible path's report build (core/report_run.py: JUnit
+per rank and merged, summary.md, report.html, verdict.json) and its exit code
+(core/exit_classes.py).
 --drain drains the nodes the run names as bad (drain.py), never for a cluster-wide cause.
 """
 
@@ -38,7 +41,7 @@ from .allocation import Allocation, Interrupted, SlurmError, ended_state
 from .bundle import build_node_bundle
 from .drain import drain, drain_targets
 from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env
-from .observe import Observed, observations, run_observe
+from .observe import Observed, observations, observe_on, step_settings
 from .ship import shared_and_own
 from .step import Step
 
@@ -251,8 +254,10 @@ class SlurmRun:
             }
         return shared_and_own(by_node)
 
-    def launch(self, obs: Observed, pairwise_only: bool = False) -> None:
-        """The ranks, watched; with pairwise_only the relaunch of roles/launch/tasks/
+    def launch(self, obs: Observed, held: Step | None = None, pairwise_only: bool = False) -> None:
+        """The ranks, watched: in ``held``, the run step that observed (its nodes launch in the
+        same process, their warm torch probe as torchrun: node/warm_torchrun.py), else in a
+        launch step of its own. With pairwise_only the relaunch of roles/launch/tasks/
         pairwise_run.yml: only the pairwise rounds (and barrier), a small payload, bounded by
         RELAUNCH_TIMEOUT_S, no stall watch (a slow pair must not be ended as a stall), the
         results into <node>/pairwise/."""
@@ -271,16 +276,11 @@ class SlurmRun:
             rdzv_id, subdir = f"nccl-preflight-{self.run_id}", ""
             stall_timeout = float(self.config.get("nccl_stall_timeout") or 0)
         settings = self.launch_settings(self.script_args(timeout, extra), timeout, rdzv_id)
-        step = Step(
-            self.alloc.job_id,
-            self.nodes,
-            self.python,
-            self.run_id,
-            "launch",
-            settings,
-            self.bundle,
-            self.alloc.env(),
-        )
+        if held is not None:
+            step = held
+            step.say({"launch": settings})
+        else:
+            step = self.step("launch", settings)
         hosts = watch_hosts(self.layout, self.env_by_node, obs.facts)
         watch = Watch(step, self.run_dir, hosts, stall_timeout, self.say, subdir)
         try:
@@ -328,18 +328,35 @@ class SlurmRun:
             raise
         return self.report(expect_ranks)
 
-    def stages(self) -> bool:
-        """Observe, environment, pre-flight, plan, launch (and the pairwise relaunch); -> whether
-        the report expects ranks."""
-        obs = run_observe(
-            self.config,
+    def step(self, what: str, settings: dict[str, Any]) -> Step:
+        """A job step of node_step ``what`` on every node (step.py)."""
+        return Step(
             self.alloc.job_id,
             self.nodes,
             self.python,
             self.run_id,
+            what,
+            settings,
             self.bundle,
             self.alloc.env(),
         )
+
+    def stages(self) -> bool:
+        """The run step: observe, then (on the control machine) environment, pre-flight and
+        plan, then the launch in the same step (and the pairwise relaunch in a step of its own);
+        -> whether the report expects ranks."""
+        settings = step_settings(self.config, self.nodes, self.python)
+        step = self.step("run", settings)
+        try:
+            return self.judged_stages(
+                step, observe_on(step, self.config, self.nodes, settings["shared"])
+            )
+        finally:
+            step.end()
+
+    def judged_stages(self, step: Step, obs: Observed) -> bool:
+        """What follows the observations: the nodes of ``step`` wait for the launch (or the
+        step's end, when there is none)."""
         if obs.problem:
             self.say(f"the observe step: {obs.problem}")
         findings = self.environment(obs)
@@ -365,7 +382,7 @@ class SlurmRun:
             )
         self.plan(obs, skipped)
         if not skipped:
-            self.launch(obs)
+            self.launch(obs, held=step)
             reason = self.relaunch_reason()
             if reason:
                 self.say(f"{reason}: running only the pairwise rounds to name the node")

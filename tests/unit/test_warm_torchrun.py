@@ -1,0 +1,170 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""src/nccl_preflight/node/warm_torchrun.py: the torch probe that becomes torchrun.
+
+Real processes with the lab nodes' Python (torch, no numpy): the warm probe prints the same JSON as
+the plain probe, holds on, and on its go runs a real `torchrun` (static rendezvous on loopback,
+one rank) whose ranks see the go's environment, exit status as `python -m torch.distributed.run`
+gives it; under node/supervisor.py's Supervision (adopt) the run is recorded and joined as a cold
+start's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from nccl_preflight.node.parse import PYTHON_PROBE
+from nccl_preflight.node.run_start import build_argv
+from nccl_preflight.node.supervisor import LAUNCH_FILE, RESULTS_DIR, Supervision
+from nccl_preflight.node.warm_torchrun import (
+    go,
+    held,
+    release,
+    start_warm,
+    wait_ready,
+    warm_argv,
+)
+from tests.lab.base import node_python, node_python_missing
+
+PYTHON = node_python()
+pytestmark = pytest.mark.skipif(
+    node_python_missing(PYTHON) is not None, reason=str(node_python_missing(PYTHON))
+)
+
+# The rank: writes what it saw (its rank, the go's variable, its arguments), exits with argv[2].
+RANK = """\
+import json, os, sys
+with open(sys.argv[1], "w") as out:
+    json.dump({"rank": os.environ["RANK"], "world": os.environ["WORLD_SIZE"],
+               "marker": os.environ.get("WARM_MARKER"), "args": sys.argv[1:]}, out)
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def started(tmp_path: Path, python: str = PYTHON) -> tuple[subprocess.Popen, str]:
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+    ready = str(probe_dir / "ready")
+    argv = warm_argv(python, PYTHON_PROBE, ready)
+    process, error = start_warm(argv, str(probe_dir / "out"), str(probe_dir / "err"))
+    assert process is not None, error
+    return process, ready
+
+
+def torchrun_argv(tmp_path: Path, rc: int, run_dir: Path | None = None) -> list[str]:
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    params = {
+        "python": PYTHON,
+        "run_dir": str(run_dir or tmp_path),
+        "nnodes": 1,
+        "node_rank": 0,
+        "nproc_per_node": 1,
+        "master_addr": "127.0.0.1",
+        "master_port": free_port(),
+        "local_addr": "127.0.0.1",
+        "rdzv_id": "warm-test",
+        "script": str(script),
+        "script_args": [str(tmp_path / "rank.json"), str(rc)],
+    }
+    return build_argv(params)
+
+
+def test_the_warm_probe_prints_the_probe_and_holds_on_until_stdin_ends(tmp_path: Path) -> None:
+    process, ready = started(tmp_path)
+    try:
+        assert wait_ready(process, ready, time.monotonic() + 120) == 0
+        facts = json.loads((tmp_path / "probe" / "out").read_text())
+        assert facts["torch_version"] and facts["reason"] == ""
+        time.sleep(0.3)
+        assert held(process, ready)  # still there, waiting for its go
+        release(process)
+        assert process.returncode == 0  # stdin's end: it ended by itself, nothing launched
+        assert not (tmp_path / "rank.json").exists()
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_a_node_without_torch_ends_the_probe_with_its_reason(tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "torch.py").write_text("raise ImportError('torch hidden by the test')\n")
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\nPYTHONPATH={blocked} exec {PYTHON} "$@"\n')
+    fake.chmod(0o755)
+    process, ready = started(tmp_path, str(fake))
+    assert wait_ready(process, ready, time.monotonic() + 60) == 0
+    process.wait(timeout=10)  # it does not hold on: there is nothing to launch with
+    assert not held(process, ready) and not os.path.exists(ready)
+    facts = json.loads((tmp_path / "probe" / "out").read_text())
+    assert "torch hidden by the test" in facts["reason"]
+
+
+@pytest.mark.parametrize("rank_rc", [0, 3])
+def test_the_go_runs_torchrun_as_python_m_would(tmp_path: Path, rank_rc: int) -> None:
+    argv = torchrun_argv(tmp_path, rank_rc)
+    cold = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, timeout=120, env={**os.environ, "WARM_MARKER": "x"}
+    )
+    cold_seen = json.loads((tmp_path / "rank.json").read_text())
+    (tmp_path / "rank.json").unlink()
+    argv = torchrun_argv(tmp_path, rank_rc)  # a new port
+    process, ready = started(tmp_path)
+    try:
+        assert wait_ready(process, ready, time.monotonic() + 120) == 0
+        log = tmp_path / "torchrun.log"
+        go(process, str(tmp_path), str(log), {**os.environ, "WARM_MARKER": "x"}, argv[3:])
+        rc = process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    seen = json.loads((tmp_path / "rank.json").read_text())
+    assert (rc != 0, seen["rank"], seen["marker"]) == (cold.returncode != 0, "0", "x")
+    assert seen == cold_seen
+    if rank_rc:
+        assert "ChildFailedError" in log.read_text()
+
+
+def test_supervision_adopts_the_warm_probe_as_torchrun(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    (run_dir / RESULTS_DIR).mkdir(parents=True)
+    argv = torchrun_argv(tmp_path, 0, run_dir)
+    process, ready = started(tmp_path)
+    try:
+        assert wait_ready(process, ready, time.monotonic() + 120) == 0
+        run = Supervision(argv, run_dir, 120, 2)
+        run.write_pids()
+        run.adopt(process, dict(os.environ))
+        run.watch(time.monotonic() + 120)
+        run.end(rank_offset=4)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    launch = json.loads((run_dir / LAUNCH_FILE).read_text())
+    assert (launch["rc"], launch["warm_start"], launch["cmd"]) == (0, True, argv)
+    assert (run_dir / RESULTS_DIR / "rank-4.log").is_file()  # the ranks' logs joined
+    assert json.loads((tmp_path / "rank.json").read_text())["world"] == "1"
+
+
+def test_adopting_a_probe_that_went_away_raises_so_the_start_is_cold(tmp_path: Path) -> None:
+    process, ready = started(tmp_path)
+    assert wait_ready(process, ready, time.monotonic() + 120) == 0
+    process.kill()
+    process.wait()
+    run = Supervision(torchrun_argv(tmp_path, 0), tmp_path, 60, 1)
+    with pytest.raises(OSError):
+        run.adopt(process, dict(os.environ))
