@@ -77,8 +77,10 @@ options:
   query_xpu:
     description:
       - Ask the node's torch (O(python)) for Intel XPUs (C(torch.xpu)) and the torch_npu version,
-        into C(nccl.accelerators). Imports torch (seconds); the playbook sets it only for
-        C(nccl_backend=auto) on hosts without NVIDIA GPUs or Ascend NPUs.
+        into C(nccl.accelerators). Imports torch (seconds); the playbook sets it for
+        C(nccl_backend=auto). Asked only on hosts without NVIDIA GPUs or Ascend NPUs whose PCI
+        bus has an Intel device of the display class (vendor 0x8086, class 0x03), or whose PCI
+        bus cannot be read; elsewhere C(xpus_reason) says it was not asked.
     type: bool
     default: false
   preflight:
@@ -98,9 +100,9 @@ options:
         torch and prints the torch, CUDA, NCCL and torch_npu versions (what O(query_python)
         does); the collect returns them. Importing torch takes seconds; here it overlaps the
         environment play and the probes. Where O(query_xpu) asks torch (no NVIDIA GPU or Ascend
-        NPU found) with the same Python as O(preflight.python), this call runs that script
-        instead (it also reads torch.xpu), so torch is imported once for both, and the listener
-        process keeps its result (no C(python-probe.out) then).
+        NPU found, an Intel GPU on the PCI bus) with the same Python as O(preflight.python),
+        this call runs that script instead (it also reads torch.xpu), so torch is imported once
+        for both, and the listener process keeps its result (no C(python-probe.out) then).
       - The listener process accepts connections until each listener got its
         O(preflight.listeners[].expect) connections, C(<path>/listener.stop) appears,
         O(preflight.path) is removed, or O(preflight.timeout) seconds passed, whichever comes

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 from ansible.module_utils.nccl_preflight.node.accel_facts import (
+    intel_gpu_on_pci,
     parse_npu_smi_board,
     parse_npu_smi_info,
     read_npus,
     read_xpus,
     xpus_of_probe,
 )
+from ansible.module_utils.nccl_preflight.node.facts import NO_INTEL_GPU
 
 from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 from tests.module_exit import ModuleExit as Exit
@@ -385,3 +387,54 @@ def test_the_xpu_facts_come_from_the_preflight_probe_and_its_failure_is_said() -
     assert xpus_of_probe(0, missing, "", "/usr/bin/python3")["xpus_reason"] == (
         "torch is not importable by /usr/bin/python3: ModuleNotFoundError: torch"
     )
+
+
+# --- the XPU question only where an Intel GPU is on the PCI bus --------------------------------
+
+# vendor and class of each device, as sysfs gives them. This machine's bus (recorded here,
+# 2026-11-26: an AMD EPYC VM: Intel host bridge 0x0600, virtio devices) and an Intel Data Center
+# GPU Max 1550 (transcribed from lspci of a Max node as Intel's docs print it: "Display
+# controller [0380]: Intel Corporation Ponte Vecchio XT (2 Tile) [Data Center GPU Max 1550]
+# [8086:0bd5]").
+THIS_MACHINE = {
+    "0000:00:00.0": ("0x8086", "0x060000"),
+    "0000:00:02.0": ("0x1af4", "0x018000"),
+    "0000:00:03.0": ("0x1af4", "0x020000"),
+}
+MAX_1550 = {"0000:29:00.0": ("0x8086", "0x038000")}
+
+
+def with_pci(sysfs_root: Path, devices: dict[str, tuple[str, str]]) -> Path:
+    for address, (vendor, klass) in devices.items():
+        device = sysfs_root / "sys" / "bus" / "pci" / "devices" / address
+        device.mkdir(parents=True)
+        (device / "vendor").write_text(vendor + "\n")
+        (device / "class").write_text(klass + "\n")
+    return sysfs_root
+
+
+def test_intel_gpu_on_pci_needs_an_intel_device_of_the_display_class(tmp_path: Path) -> None:
+    assert intel_gpu_on_pci(str(with_pci(tmp_path / "a", THIS_MACHINE) / "sys")) is False
+    both = with_pci(tmp_path / "b", {**THIS_MACHINE, **MAX_1550})
+    assert intel_gpu_on_pci(str(both / "sys")) is True
+    # no bus to read (a container without sysfs): unknown, so torch is asked
+    assert intel_gpu_on_pci(str(tmp_path / "none" / "sys")) is None
+
+
+@pytest.mark.parametrize(
+    ("devices", "asked"), [(THIS_MACHINE, False), ({**THIS_MACHINE, **MAX_1550}, True), ({}, True)]
+)
+def test_torch_is_asked_for_xpus_only_where_an_intel_gpu_may_be(
+    monkeypatch: pytest.MonkeyPatch,
+    sysfs: Path,  # noqa: F811
+    run: Callable[..., Exit],  # noqa: F811
+    devices: dict[str, tuple[str, str]],
+    asked: bool,
+) -> None:
+    node = use_node(monkeypatch, FakeNode(), with_pci(sysfs, devices))
+    del node.tools["nvidia-smi"]
+    acc = facts_of(run(query_python=False, query_xpu=True))["accelerators"]
+    assert any("-c" in c for c in node.calls) is asked
+    if not asked:  # no torch import in the facts call: the pre-flight's probe runs apart
+        assert acc["xpus"] == [] and acc["xpus_reason"] == NO_INTEL_GPU
+        assert nccl_backend_choice({"accelerators": acc})["backend"] == "gloo"

@@ -20,6 +20,7 @@ most MAX_BOARDS, none after the first that fails.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -159,6 +160,31 @@ def _no_npus(reason: str) -> dict[str, Any]:
         "npu_firmware_reason": reason,
         "npu_smi_version": None,
     }
+
+
+def intel_gpu_on_pci(sys_root: str) -> bool | None:
+    """Whether the PCI bus has an Intel device of the display class (vendor 0x8086, class
+    0x03xxxx), as every Intel GPU torch.xpu can use is: the Data Center GPU Max series is a
+    display controller (0x0380), Arc a VGA controller (0x0300). None when the bus cannot be
+    read (no sysfs in a container): then torch is asked."""
+    base = os.path.join(sys_root, "bus", "pci", "devices")
+    try:
+        devices = os.listdir(base)
+    except OSError:
+        return None
+    if not devices:
+        return None
+    for device in devices:
+        try:
+            with open(os.path.join(base, device, "vendor"), encoding="ascii") as f:
+                vendor = f.read().strip().lower()
+            with open(os.path.join(base, device, "class"), encoding="ascii") as f:
+                klass = f.read().strip().lower()
+        except (OSError, UnicodeError):
+            return None
+        if vendor == "0x8086" and klass.startswith("0x03"):
+            return True
+    return False
 
 
 def read_xpus(run: Runner, python: str | None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from .accel_facts import read_npus, read_xpus, xpus_of_probe
+from .accel_facts import intel_gpu_on_pci, read_npus, read_xpus, xpus_of_probe
 from .commands import CommandRunner
 from .fabric_facts import gather_fabric
 from .gpu_health_read import read_gpu_health
@@ -39,6 +39,7 @@ from .parse import (
 )
 
 SYS_ROOT = "/sys"
+NO_INTEL_GPU = "not asked: no Intel GPU on the PCI bus (vendor 0x8086, display class 0x03)"
 PROC_ROOT = "/proc"
 TOOL_DIRS = ["/usr/sbin", "/sbin", "/usr/bin"]
 NO_IP = "ip (iproute2) not found on PATH, /usr/sbin or /sbin; install iproute2"
@@ -173,7 +174,8 @@ def _xpus_of_run(done: Mapping[str, Any], python: str) -> dict:
 def gather_accelerators(
     runner: CommandRunner, params: Mapping[str, Any], gpus: list, shared: dict | None = None
 ) -> dict:
-    """Ascend NPUs (npu-smi) and, when asked and no GPU or NPU was found, Intel XPUs.
+    """Ascend NPUs (npu-smi) and, when asked, no GPU or NPU was found and the PCI bus has an
+    Intel GPU (or cannot be read), Intel XPUs.
 
     ``shared`` ({python, timeout}): read the XPUs through the pre-flight's torch probe, run here
     with that Python (one torch import for both); its run is kept in ``shared["run"]``. With a
@@ -193,6 +195,10 @@ def gather_accelerators(
             "xpus_reason": "not asked: GPUs or NPUs found",
             "torch_npu_version": None,
         }
+    elif intel_gpu_on_pci(SYS_ROOT) is False:
+        # No import of torch here (seconds): the pre-flight's torch probe then runs in the
+        # background, overlapping what follows, as on a GPU node.
+        xpus = {"xpus": [], "xpus_reason": NO_INTEL_GPU, "torch_npu_version": None}
     elif shared is not None:
         waited = shared.get("wait")
         if waited is None:
