@@ -209,6 +209,16 @@ options:
           to exit before this one starts.
         type: float
         default: 10
+      warm:
+        description:
+          - A launch follows in this run. The torch probe is started warm (it holds on after
+            its answer), and once the listeners are collected the listener process waits, at
+            most O(preflight.timeout) from its start, for M(nccl_torchrun) O(state=started)
+            with O(nccl_torchrun#module:warm_dir). Then it becomes the run's supervisor and the
+            probe becomes torchrun, so torch is imported once. It lets the probe go when the
+            directory is removed.
+        type: bool
+        default: false
       fabric:
         description: How this host's fabric address is chosen for C(fabric) listener addresses
           and the lock path, as the environment stage chooses it.

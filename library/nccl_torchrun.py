@@ -170,6 +170,13 @@ options:
         fails when it is still in use then. 0 does not wait.
     type: int
     default: 30
+  warm_dir:
+    description:
+      - With O(state=started), the pre-flight's listener directory on this node. Where its
+        listener process holds the torch probe started warm by M(nccl_facts) (the same Python),
+        that process becomes the supervisor and the probe becomes torchrun, so torch is not
+        imported again; otherwise torchrun starts in a new process.
+    type: path
   stop_reason:
     description:
       - With O(state=finished), end the run at once instead of waiting, and record this reason as
@@ -349,6 +356,10 @@ torchrun_pid:
   description: torchrun's pid.
   returned: when O(state=started)
   type: int
+warm_start:
+  description: torchrun is the pre-flight's held torch probe (O(warm_dir)).
+  returned: when O(state=started)
+  type: bool
 rank_logs:
   description: The rank logs written under C(<run_dir>/results).
   returned: when O(state=finished) or O(state=stopped)
@@ -459,6 +470,7 @@ from ansible.module_utils.nccl_preflight.node.supervisor import (
     start_supervisor,
     stop_run,
 )
+from ansible.module_utils.nccl_preflight.node.warm_launch import launch_in_holder
 
 # Options state=started cannot do without.
 START_NEEDS = (
@@ -629,9 +641,9 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
     wait_master_port(module)
     argv = build_argv(params)
     (run_dir / RESULTS_DIR).mkdir(exist_ok=True)
-    ready = start_supervisor(
-        argv, env, run_dir, params["timeout"], params["kill_grace"], params["rank_offset"]
-    )
+    bounds = (params["timeout"], params["kill_grace"], params["rank_offset"])
+    warm = params["warm_dir"] and launch_in_holder(params["warm_dir"], argv, env, run_dir, *bounds)
+    ready = warm or start_supervisor(argv, env, run_dir, *bounds)
     if "error" in ready:
         module.fail_json(
             msg=(
@@ -649,6 +661,7 @@ def run_started(module: AnsibleModule) -> dict[str, Any]:
         "cmd": argv,
         "supervisor_pid": ready["supervisor_pid"],
         "torchrun_pid": ready["torchrun_pid"],
+        "warm_start": bool(warm),
         "torchrun_rc": None,
         "timed_out": False,
         "stopped_by": None,
@@ -746,6 +759,7 @@ def main() -> None:
             "kill_grace": {"type": "int", "default": 5},
             "port_wait_timeout": {"type": "int", "default": 30},
             "stop_reason": {"type": "str", "default": ""},
+            "warm_dir": {"type": "path"},
             "collect": {"type": "bool", "default": False},
             "collect_log_max_bytes": {"type": "int", "default": 4 * 1024 * 1024},
             "collect_to": {"type": "path"},

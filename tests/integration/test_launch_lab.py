@@ -81,8 +81,11 @@ def test_two_hosts_three_ranks_each_pass_end_to_end(lab2: Lab, tmp_path: Path) -
         env = parse_env_file((report / host.inventory_name / "nccl.env").read_text())
         assert env["NODE_RANK"] == str(host.rank) and env["NPROC_PER_NODE"] == "3", env
         # every node's rank count reaches the check, which places a missing rank on its node
-        cmd = json.loads((report / host.inventory_name / "launch.json").read_text())["cmd"]
+        launched = json.loads((report / host.inventory_name / "launch.json").read_text())
+        cmd = launched["cmd"]
         assert cmd[cmd.index("--ranks-per-node") + 1] == "3,3", cmd
+        # the pre-flight's torch probe became torchrun: torch imported once on the node
+        assert launched["warm_start"] is True
         assert not run_dir(run_id, host).exists(), "the run directory must be removed"
     assert leftovers(run_id) == []
 
@@ -126,6 +129,8 @@ def test_four_hosts_with_one_fork_start_together(lab4: Lab, tmp_path: Path) -> N
     for host in lab4.hosts:
         collected = {p.name for p in (tmp_path / run_id / host.inventory_name).iterdir()}
         assert {"nccl.env", "launch.json", f"rank-{host.rank}.json"} <= collected, collected
+        launched = json.loads((tmp_path / run_id / host.inventory_name / "launch.json").read_text())
+        assert launched["warm_start"] is False  # no pre-flight, no held probe: a cold start
         assert not run_dir(run_id, host).exists(), "the run directory must be removed"
     validate(tmp_path / run_id)
     assert leftovers(run_id) == []

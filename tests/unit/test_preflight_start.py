@@ -52,8 +52,11 @@ def test_the_master_checks_its_port_holds_the_lock_and_listens_for_every_node() 
         "fabric": {"socket_ifname": "", "cidr": "10.0.0.0/24"},
         "backend": "nccl",
         "timeout": 90.0,
+        "warm": False,
         "lock": lock,
     }
+    # a launch follows in this run: the probe is started warm to become torchrun
+    assert start("m", lock=lock, warm=True) == {**got, "warm": True}
 
 
 def test_another_node_has_no_port_check_and_no_lock() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -20,9 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from nccl_preflight.node.listener import RESULT_FILE, python_facts, spawn_listener, stop_listener
 from nccl_preflight.node.parse import PYTHON_PROBE
+from nccl_preflight.node.processes import descendants, is_alive, process_table, read_json
 from nccl_preflight.node.run_start import build_argv
 from nccl_preflight.node.supervisor import LAUNCH_FILE, RESULTS_DIR, Supervision
+from nccl_preflight.node.warm_launch import WARM_FILE, launch_in_holder
 from nccl_preflight.node.warm_torchrun import (
     go,
     held,
@@ -91,12 +95,21 @@ def test_the_warm_probe_prints_the_probe_and_holds_on_until_stdin_ends(tmp_path:
         assert facts["torch_version"] and facts["reason"] == ""
         time.sleep(0.3)
         assert held(process, ready)  # still there, waiting for its go
-        release(process)
-        assert process.returncode == 0  # stdin's end: it ended by itself, nothing launched
-        assert not (tmp_path / "rank.json").exists()
+        assert process.stdin is not None
+        process.stdin.close()
+        assert process.wait(timeout=120) == 0  # stdin's end: it ended by itself
+        assert not (tmp_path / "rank.json").exists()  # nothing launched
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_release_ends_a_held_probe_at_once(tmp_path: Path) -> None:
+    process, ready = started(tmp_path)
+    assert wait_ready(process, ready, time.monotonic() + 120) == 0
+    began = time.monotonic()
+    release(process)
+    assert process.poll() is not None and time.monotonic() - began < 5
 
 
 def test_a_node_without_torch_ends_the_probe_with_its_reason(tmp_path: Path) -> None:
@@ -168,3 +181,60 @@ def test_adopting_a_probe_that_went_away_raises_so_the_start_is_cold(tmp_path: P
     run = Supervision(torchrun_argv(tmp_path, 0), tmp_path, 60, 1)
     with pytest.raises(OSError):
         run.adopt(process, dict(os.environ))
+
+
+# --- the Ansible path: the listener process holds the probe and becomes the supervisor --------
+
+
+def warm_listener(tmp_path: Path, python: str = PYTHON) -> tuple[Path, int]:
+    """A pre-flight listener process (no socket: only the probe), started warm; -> its
+    directory and pid, once it holds the probe."""
+    path = tmp_path / "preflight"
+    path.mkdir(mode=0o700)
+    spec = {"executable": python, "timeout": 120.0, "warm": True}
+    pid = spawn_listener(str(path), [], {}, time.monotonic() + 300, spec)
+    assert pid
+    deadline = time.monotonic() + 120
+    while not (read_json(path / RESULT_FILE) or {}).get("holds"):
+        assert time.monotonic() < deadline, (path / "listener.log").read_text()
+        time.sleep(0.05)
+    return path, pid
+
+
+def test_the_listener_holds_the_probe_and_becomes_the_runs_supervisor(tmp_path: Path) -> None:
+    path, pid = warm_listener(tmp_path)
+    facts = python_facts(read_json(path / RESULT_FILE)["python_run"])
+    assert facts["torch_version"]  # the pre-flight's answer, before any launch
+    # the collect does not wait for the holder to exit: it ended its listening
+    assert stop_listener(str(path), 5.0)["killed"] is False
+    run_dir = tmp_path / "run"
+    (run_dir / RESULTS_DIR).mkdir(parents=True)
+    argv = torchrun_argv(tmp_path, 0, run_dir)
+    # another Python than the probe's: no adoption, the start is cold
+    assert (
+        launch_in_holder(str(path), ["/usr/bin/python3", *argv[1:]], {}, run_dir, 60, 2, 0) is None
+    )
+    answer = launch_in_holder(str(path), argv, dict(os.environ), run_dir, 120, 2, 6)
+    assert answer is not None and answer["supervisor_pid"] == pid, answer
+    deadline = time.monotonic() + 120
+    while not (run_dir / LAUNCH_FILE).is_file():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    launch = json.loads((run_dir / LAUNCH_FILE).read_text())
+    assert (launch["rc"], launch["warm_start"], launch["cmd"]) == (0, True, argv)
+    assert (run_dir / RESULTS_DIR / "rank-6.log").is_file()
+    assert json.loads((tmp_path / "rank.json").read_text())["rank"] == "0"
+
+
+def test_with_no_launch_the_holder_lets_the_probe_go_when_its_directory_is_removed(
+    tmp_path: Path,
+) -> None:
+    path, pid = warm_listener(tmp_path)
+    warm = read_json(path / WARM_FILE)
+    probes = [p for p in descendants(pid, process_table()) if p != pid]
+    assert probes and warm["pid"] == pid
+    shutil.rmtree(path)
+    deadline = time.monotonic() + 10
+    while is_alive(pid, warm["start_time"]) or any(p in process_table() for p in probes):
+        assert time.monotonic() < deadline, "the holder or its probe is still there"
+        time.sleep(0.05)

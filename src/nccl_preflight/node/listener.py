@@ -36,7 +36,8 @@ from .processes import (
     text_tail,
     write_json,
 )
-from .warm_torchrun import wait_ready
+from .warm_launch import hold
+from .warm_torchrun import READY_NAME, held, start_warm, wait_ready, warm_argv
 
 PID_FILE = "listener.pid"
 STOP_FILE = "listener.stop"
@@ -267,8 +268,15 @@ def _listener_body(
     probe, probe_error = None, ""
     # "done": the facts call already ran the probe (it needed torch.xpu too): its run, as is.
     done = (python or {}).get("done")
+    # "warm": a launch follows; the probe holds on to become torchrun (node/warm_launch.py).
+    ready = os.path.join(path, READY_NAME) if python and python.get("warm") and not done else None
     if python and not done:
-        probe, probe_error = start_python_probe(path, python["executable"])
+        if ready:
+            argv = warm_argv(python["executable"], PYTHON_PROBE, ready)
+            out, err = os.path.join(path, PROBE_OUT), os.path.join(path, PROBE_ERR)
+            probe, probe_error = start_warm(argv, out, err)
+        else:
+            probe, probe_error = start_python_probe(path, python["executable"])
         probe_deadline = min(deadline, time.monotonic() + python["timeout"])
     stop_file = os.path.join(path, STOP_FILE)
     ended = serve(entries, socks, deadline, stop_file) if socks else "nothing bound"
@@ -279,11 +287,16 @@ def _listener_body(
         if ended == "run directory removed":
             probe_deadline = time.monotonic()  # nobody waits for it any more
         python_run = finish_python_probe(
-            path, python["executable"], probe, probe_error, probe_deadline
+            path, python["executable"], probe, probe_error, probe_deadline, ready
         )
+    holds = probe is not None and ready is not None and held(probe, ready)
     # When the run directory is gone the run is over: nobody waits for the result.
     with contextlib.suppress(FileNotFoundError):
-        write_json(os.path.join(path, RESULT_FILE), result_of(entries, ended, pid, python_run))
+        result = {**result_of(entries, ended, pid, python_run), "holds": holds}
+        write_json(os.path.join(path, RESULT_FILE), result)
+    if holds:  # this process stays, to become the run's supervisor (or to let the probe go)
+        assert probe is not None and python is not None
+        return hold(path, probe, python["executable"], deadline)
     return 0
 
 
@@ -337,6 +350,8 @@ def stop_listener(path: str, wait: float) -> dict:
     killed = False
     while True:
         result = read_json(os.path.join(path, RESULT_FILE))
+        if result is not None and result.get("holds"):
+            break  # it goes on holding the warm probe for the launch (node/warm_launch.py)
         if pid is None or not is_alive(pid, started):
             # It may have written its result between the two looks.
             result = result or read_json(os.path.join(path, RESULT_FILE))

@@ -81,6 +81,8 @@ START_SPEC: dict[str, dict] = {
     "lock": {"type": "dict", "options": LOCK_SPEC},
     "timeout": {"type": "float", "default": 60.0},
     "stop_timeout": {"type": "float", "default": 10.0},
+    # A launch follows: the torch probe holds on to become torchrun (node/warm_launch.py).
+    "warm": {"type": "bool", "default": False},
 }
 # nccl_facts' preflight option: a start, and the settings the fabric address is chosen with.
 FACTS_START_SPEC: dict[str, dict] = {
@@ -226,6 +228,8 @@ def start(p: dict, check_mode: bool, python_done: dict | None = None) -> dict:
     python = {"executable": p["python"], "timeout": p["python_timeout"]} if p["python"] else None
     if python and python_done is not None:
         python["done"] = python_done
+    elif python:
+        python["warm"] = bool(p.get("warm"))
     if socks or python:
         pid = spawn_listener(path, entries, socks, deadline, python)
         if not pid:
@@ -244,6 +248,8 @@ def wait_for_end(path: str, wait: float) -> bool:
     pid, start_time = pid_info.get("pid"), pid_info.get("start_time")
     deadline = time.monotonic() + wait
     while pid is not None and is_alive(pid, start_time):
+        if (read_json(os.path.join(path, RESULT_FILE)) or {}).get("holds"):
+            return True  # it ended its listening and holds the warm probe (node/warm_launch.py)
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)

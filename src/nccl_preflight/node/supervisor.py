@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ from .run_observe import (
     read_progress,
     watcher_gone,
 )
-from .warm_torchrun import go
+from .warm_torchrun import go, release
 
 PIDS_FILE = "torchrun.pids"
 LAUNCH_FILE = "launch.json"
@@ -243,6 +244,18 @@ class Supervision:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
+def start_or_adopt(run: Supervision, env: dict[str, str], agent: subprocess.Popen | None) -> None:
+    """torchrun in the held warm probe ``agent`` when there is one, else a fresh process.
+    OSError: it could not start."""
+    if agent is not None:
+        try:
+            run.adopt(agent, env)
+            return
+        except OSError:
+            release(agent)  # it went away after it was ready: a cold start then
+    run.start(env)
+
+
 def supervise(
     argv: list[str],
     env: dict[str, str],
@@ -250,12 +263,14 @@ def supervise(
     timeout: int,
     kill_grace: int,
     rank_offset: int,
-    ready_fd: int,
+    answer: Callable[[dict[str, Any]], None],
+    agent: subprocess.Popen | None = None,
 ) -> int:
     """Run torchrun, bounded by `timeout`; end its tree; join the logs; write launch.json.
 
-    Runs in the detached process. Reports to `ready_fd` once torchrun runs and its pid is
-    recorded (or why it could not start).
+    Runs in the detached process. ``answer``s once torchrun runs and its pid is recorded (or why
+    it could not start). ``agent``: a held warm torch probe to become torchrun
+    (node/warm_launch.py); a cold start when it is gone.
     """
     run = Supervision(argv, run_dir, timeout, kill_grace)
     _catch_stop_signals()
@@ -263,13 +278,13 @@ def supervise(
     deadline = time.monotonic() + timeout
     try:
         try:
-            run.start(env)
+            start_or_adopt(run, env, agent)
         except OSError as exc:
             why = f"cannot start {argv[0]}: {exc}"
-            report(ready_fd, {"error": why})
+            answer({"error": why})
             run.write_launch(None, [], why)
             return 1
-        report(ready_fd, {"supervisor_pid": run.me, "torchrun_pid": run.pids_doc["torchrun_pid"]})
+        answer({"supervisor_pid": run.me, "torchrun_pid": run.pids_doc["torchrun_pid"]})
         run.watch(deadline)
     except Stop as exc:
         run.stopped_by = str(exc)
@@ -290,7 +305,10 @@ def start_supervisor(
     """Start the detached supervisor; -> {supervisor_pid, torchrun_pid} or {error}."""
 
     def body(ready_fd: int) -> int:
-        return supervise(argv, env, run_dir, timeout, kill_grace, rank_offset, ready_fd)
+        def answer(doc: dict[str, Any]) -> None:
+            report(ready_fd, doc)
+
+        return supervise(argv, env, run_dir, timeout, kill_grace, rank_offset, answer)
 
     ready = detach(body, run_dir / TORCHRUN_LOG, ready_timeout=READY_TIMEOUT_S)
     if ready is None:

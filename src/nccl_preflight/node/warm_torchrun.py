@@ -114,14 +114,18 @@ def go(process: subprocess.Popen, cwd: str, log: str, env: dict[str, str], args:
     process.stdin.close()
 
 
-def release(process: subprocess.Popen | None) -> None:
-    """No launch: end the held probe (stdin's end; killed when it does not go at once)."""
+RELEASE_WAIT_S = 0.5
+
+
+def release(process: subprocess.Popen | None, wait: float = RELEASE_WAIT_S) -> None:
+    """No launch: end the held probe (stdin's end; killed when it does not end within ``wait``
+    s: it may still be importing torch.distributed.run, and reads stdin only after)."""
     if process is None or process.poll() is not None:
         return
     try:
         if process.stdin is not None:
             process.stdin.close()
-        process.wait(timeout=2)
+        process.wait(timeout=wait)
     except (OSError, subprocess.TimeoutExpired):
         process.kill()
         process.wait()

@@ -73,6 +73,7 @@ from ..node.supervisor import (
     Stop,
     Supervision,
     _ignore_stop_signals,
+    start_or_adopt,
 )
 from ..node.tcp_connect import tcp_connect
 from ..node.warm_torchrun import READY_NAME, held, release, start_warm, warm_argv
@@ -341,18 +342,6 @@ def _stop_once(signum: int, _frame: Any) -> None:
     raise Stop(signal.Signals(signum).name)
 
 
-def _start_torchrun(run: Supervision, env: dict[str, str], agent: Any) -> None:
-    """torchrun in the held warm probe (``agent``) when there is one, else a fresh process.
-    OSError: it could not start."""
-    if agent is not None:
-        try:
-            run.adopt(agent, env)
-            return
-        except OSError:
-            release(agent)  # it went away after it was ready: a cold start then
-    run.start(env)
-
-
 def launch(settings: dict[str, Any], messages: queue.Queue, agent: Any = None) -> int:
     """torchrun of this node in the foreground; see the module docstring. ``agent``: the run
     step's held warm torch probe, which becomes torchrun."""
@@ -373,7 +362,7 @@ def launch(settings: dict[str, Any], messages: queue.Queue, agent: Any = None) -
     try:
         run.write_pids()
         try:
-            _start_torchrun(run, env, agent)
+            start_or_adopt(run, env, agent)
         except OSError as exc:
             run.write_launch(None, [], f"cannot start {params['python']}: {exc}")
         else:

@@ -33,6 +33,7 @@ def nccl_preflight_start(
     full_mesh: Any,
     extra_env: Mapping[str, Any] | None,
     lock: Mapping[str, Any] | None,
+    warm: bool = False,
 ) -> dict[str, Any]:
     """The ``preflight`` option of ``host``'s facts call. The hccl listener is held where the
     node may use hccl: ``backend`` hccl, or auto (the node's own facts decide; the master's auto
@@ -57,6 +58,8 @@ def nccl_preflight_start(
             "fabric": {"socket_ifname": socket_ifname, "cidr": fabric_cidr},
             "backend": backend,
             "timeout": float(listen_timeout),
+            # a launch follows: the probe becomes torchrun (node/warm_launch.py)
+            "warm": bool(warm),
         }
     )
     if lock is not None:
