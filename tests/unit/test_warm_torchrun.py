@@ -47,7 +47,8 @@ RANK = """\
 import json, os, sys
 with open(sys.argv[1], "w") as out:
     json.dump({"rank": os.environ["RANK"], "world": os.environ["WORLD_SIZE"],
-               "marker": os.environ.get("WARM_MARKER"), "args": sys.argv[1:]}, out)
+               "marker": os.environ.get("WARM_MARKER"), "wrapped": os.environ.get("WRAPPED"),
+               "args": sys.argv[1:]}, out)
 sys.exit(int(sys.argv[2]))
 """
 
@@ -150,6 +151,28 @@ def test_the_go_runs_torchrun_as_python_m_would(tmp_path: Path, rank_rc: int) ->
     assert seen == cold_seen
     if rank_rc:
         assert "ChildFailedError" in log.read_text()
+
+
+def test_a_wrapper_named_as_the_python_reaches_the_ranks_as_in_a_cold_start(
+    tmp_path: Path,
+) -> None:
+    """nccl_python may be a wrapper script that sets the environment up (a module load, a
+    PYTHONPATH): its variables reach the ranks of a warm start too, under the launch's."""
+    wrapper = tmp_path / "python-wrapped"
+    wrapper.write_text(f'#!/bin/sh\nWRAPPED=yes WARM_MARKER=wrapper exec {PYTHON} "$@"\n')
+    wrapper.chmod(0o755)
+    process, ready = started(tmp_path, str(wrapper))
+    try:
+        assert wait_ready(process, ready, time.monotonic() + 120) == 0
+        run = Supervision(torchrun_argv(tmp_path, 0), tmp_path, 120, 2)
+        run.write_pids()
+        run.adopt(process, {**os.environ, "WARM_MARKER": "x"})
+        assert process.wait(timeout=120) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    seen = json.loads((tmp_path / "rank.json").read_text())
+    assert (seen["wrapped"], seen["marker"]) == ("yes", "x")  # the launch's variables win
 
 
 def test_supervision_adopts_the_warm_probe_as_torchrun(tmp_path: Path) -> None:

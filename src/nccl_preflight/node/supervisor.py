@@ -191,7 +191,10 @@ class Supervision:
         imported torch in its own session: it is told to become this argv in the run directory,
         its streams to torchrun.log. OSError: it is gone; start() then."""
         log = str(self.run_dir / TORCHRUN_LOG)
-        go(agent, str(self.run_dir), log, env, self.argv[3:])  # after -m torch.distributed.run
+        # What the launch sets beyond this process's own environment (nccl.env's variables);
+        # the probe keeps its own underneath, as its Python (or a wrapper) set it up.
+        overlay = {k: v for k, v in env.items() if os.environ.get(k) != v}
+        go(agent, str(self.run_dir), log, overlay, self.argv[3:])  # after -m torch.distributed.run
         self.proc = agent
         self.warm = True
         self._record_torchrun()

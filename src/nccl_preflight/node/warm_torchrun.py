@@ -9,11 +9,13 @@ started *warm*: ``python -c PYTHON_PROBE + WARM_TAIL READY`` prints the probe's 
 probe does, marks READY, imports ``torch.distributed.run`` and waits on its stdin.
 
 - stdin's end (or an empty line): it exits 0; nothing was launched.
-- one JSON line ``{"cwd", "log", "env", "args"}`` (``go``): it becomes exactly what
-  ``python -m torch.distributed.run ARGS`` started in ``cwd`` with ``env`` would be: its streams
-  to ``log`` (appended), stdin from /dev/null, ``os.environ`` replaced by ``env``, then
-  ``runpy.run_module("torch.distributed.run", run_name="__main__")``: the same argument
-  parsing, exit status and traceback, its ranks started as fresh processes with ``env``.
+- one JSON line ``{"cwd", "log", "env", "args"}`` (``go``): it becomes what
+  ``python -m torch.distributed.run ARGS`` started in ``cwd`` would be: its streams to ``log``
+  (appended), stdin from /dev/null, ``env`` (the variables the launch sets, nccl.env's) laid over
+  its own environment, then ``runpy.run_module("torch.distributed.run", run_name="__main__")``:
+  the same argument parsing, exit status and traceback, its ranks started as fresh processes.
+  Its own environment is kept underneath, as the Python set it up: a wrapper script named as
+  the Python (one that exports PYTHONPATH, say) reaches the ranks as in a cold start.
 
 What differs from a cold start: torchrun's own process (the rendezvous store and the ranks'
 parent; it runs no collective) imported torch under the environment of the step, not the ranks'
@@ -53,7 +55,6 @@ if torch is not None and len(sys.argv) > 1:
         fd = os.open(os.devnull, os.O_RDONLY)
         os.dup2(fd, 0)
         os.close(fd)
-        os.environ.clear()
         os.environ.update(go["env"])
         sys.argv = ["torchrun"] + go["args"]
         runpy.run_module("torch.distributed.run", run_name="__main__", alter_sys=True)
@@ -106,8 +107,8 @@ def held(process: subprocess.Popen | None, ready: str) -> bool:
 
 
 def go(process: subprocess.Popen, cwd: str, log: str, env: dict[str, str], args: list[str]) -> None:
-    """Turn the held probe into torchrun with ``args`` (those after ``-m torch.distributed.run``).
-    OSError: it is gone (its stdin is closed)."""
+    """Turn the held probe into torchrun with ``args`` (those after ``-m torch.distributed.run``),
+    ``env`` laid over its own environment. OSError: it is gone (its stdin is closed)."""
     assert process.stdin is not None
     message = {"cwd": cwd, "log": log, "env": env, "args": args}
     process.stdin.write((json.dumps(message) + "\n").encode())
