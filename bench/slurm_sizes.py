@@ -19,7 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from nccl_preflight.core.config import load_config
+from nccl_preflight.core.config import load_config, node_values
 from nccl_preflight.slurm import observe
 from nccl_preflight.slurm.bundle import build_node_bundle
 from nccl_preflight.slurm.run import SlurmRun
@@ -50,6 +50,7 @@ def launch_doc(config: dict[str, Any], nodes: list[str], obs: observe.Observed) 
     """The launch step's settings document, as SlurmRun.launch makes it."""
     run = SlurmRun.__new__(SlurmRun)  # no allocation, no bundle: only the settings
     run.config, run.nodes, run.python = config, nodes, "python3"
+    run.node_config = {node: node_values(config, node) for node in nodes}
     run.run_id, run.alloc = "20260101T000000-abcdef", SimpleNamespace(job_id="7", nodes=nodes)
     run.env_by_node, run.layout, run.results, run.pair_triggers = {}, {}, {}, []
     run.environment(obs)

@@ -33,7 +33,7 @@ from .run_data import (  # noqa: F401 - part of this module's interface
     read_run,
     unreachable_check,
 )
-from .run_stop import RunStop
+from .run_stop import INTERRUPTED_TEST, RunStop
 from .summary import predicted_skip_lines  # noqa: F401 - part of this module's interface
 from .text import (  # noqa: F401 - part of this module's interface
     LOG_TAIL_CHARS,
@@ -458,10 +458,10 @@ def build_suites(
     run_cases = []
     interrupted = str(run.plan.get("interrupted") or "")
     if interrupted:  # cut short from outside (slurm/run.py cut_short): the run has no verdict
-        case = TestCase("interrupted", classname="nccl.run")
+        case = TestCase(INTERRUPTED_TEST, classname="nccl.run")
         case.add_error_info(
             message=f"run {run.run_id} was cut short before it ended: {interrupted}",
-            error_type="interrupted",
+            error_type=INTERRUPTED_TEST,
         )
         run_cases.append(case)
     elif (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 ENVIRONMENT_CHECK = "environment"  # src/nccl_preflight/core/env_findings.py
 UNREACHABLE_CHECK = "host reachable"  # the verdict's and the JUnit's test of such a host
+# A run cut short from outside (plan.json's "interrupted"): the JUnit's nccl.run testcase and
+# the verdict's finding (run/interrupted) name it so.
+INTERRUPTED_TEST = "interrupted"
 # The end of an environment finding's message (core/env_findings.py): the stop, not the cause.
 _ENV_STOP_TAIL = ". The run stopped at the environment stage"
 _CAUSE_TEXT_MAX = 300

@@ -22,7 +22,7 @@ from nccl_preflight.node.files import write_atomically
 from .exit_classes import BY_NAME, ExitClass, code_table, most_severe
 from .hints import is_below_threshold
 from .run_data import unreachable_fix
-from .run_stop import UNREACHABLE_CHECK, RunStop
+from .run_stop import INTERRUPTED_TEST, UNREACHABLE_CHECK, RunStop
 
 if TYPE_CHECKING:
     from .judged_run import JudgedRun
@@ -229,7 +229,7 @@ def _link_causes(
     return linked
 
 
-INTERRUPTED_ID = "run/interrupted"
+INTERRUPTED_ID = f"run/{INTERRUPTED_TEST}"
 
 
 def _interruption(run: RunData, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -244,7 +244,7 @@ def _interruption(run: RunData, found: list[dict[str, Any]]) -> list[dict[str, A
         "class": "no_verdict",
         "host": "",
         "rank": None,
-        "test": "interrupted",
+        "test": INTERRUPTED_TEST,
         "what": f"the run was cut short: {why}",
         "fix": "run it again to the end (nothing of this run is left on the nodes)",
         "consequence": False,
@@ -253,7 +253,7 @@ def _interruption(run: RunData, found: list[dict[str, Any]]) -> list[dict[str, A
     # Its ranks: those of a host whose launch never came back or was stopped (the command's
     # stop, or the node's own on scancel's SIGTERM); a rank's own failure stays a finding.
     stopped = {h.host for h in run.hosts if h.launch is None or h.launch.get("stopped_by")}
-    pointer = {"id": INTERRUPTED_ID, "host": "", "test": "interrupted"}
+    pointer = {"id": INTERRUPTED_ID, "host": "", "test": INTERRUPTED_TEST}
     linked = [
         {**f, "class": "no_verdict", "consequence": True, "cause": pointer}
         if f["rank"] is not None and f["host"] in stopped and not f.get("cause")

@@ -75,6 +75,8 @@ class SlurmRun:
         self.run_id = str(config.get("nccl_run_id") or new_run_id())
         self.run_dir = report_root / self.run_id
         self.python = str(config.get("nccl_python") or "python3")
+        # nccl_node_vars laid over the run's values, once per node (core/config.py node_values)
+        self.node_config = {node: node_values(config, node) for node in self.nodes}
         self.bundle = build_node_bundle(report_root / ".bundle")
         self.env_by_node: dict[str, dict[str, Any]] = {}
         self.layout: dict[str, Any] = {}
@@ -97,7 +99,7 @@ class SlurmRun:
         master = self.nodes[0]
         backend = nccl_backend_choice(obs.facts.get(master), requested)["backend"]
         devices = {n: nccl_backend_choice(obs.facts.get(n), requested)["devices"] for n in present}
-        per_node = {n: node_values(self.config, n).get("nccl_nproc_per_node") for n in self.nodes}
+        per_node = {n: self.node_config[n].get("nccl_nproc_per_node") for n in self.nodes}
         self.layout = nccl_rank_layout(
             self.nodes, None, devices, {n: count or 1 for n, count in per_node.items()}
         )
@@ -149,7 +151,7 @@ class SlurmRun:
                     address=env["address"] or None,
                     ifname=env["ifname"] or None,
                     facts=facts,
-                    extra_env=node_values(self.config, node).get("nccl_extra_env") or {},
+                    extra_env=self.node_config[node].get("nccl_extra_env") or {},
                     reachable=node in obs.facts,
                     backend_choice=nccl_backend_choice(facts, requested) if facts else None,
                     expect_net=nccl_expect_net(facts, env["ifname"], expect_net) if facts else None,
@@ -245,7 +247,7 @@ class SlurmRun:
                     "rdzv_id": rdzv_id,
                     "script_args": args,
                 },
-                "env": rank_env(node_values(self.config, node), env, row),
+                "env": rank_env(self.node_config[node], env, row),
                 "timeout": timeout,
                 "grace": KILL_GRACE_S,
                 "rank_offset": row["rank_offset"],
