@@ -11,19 +11,27 @@ start's.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from nccl_preflight.node.listener import RESULT_FILE, python_facts, spawn_listener, stop_listener
 from nccl_preflight.node.parse import PYTHON_PROBE
-from nccl_preflight.node.processes import descendants, is_alive, process_table, read_json
+from nccl_preflight.node.processes import (
+    PR_SET_CHILD_SUBREAPER,
+    descendants,
+    is_alive,
+    process_table,
+    read_json,
+)
 from nccl_preflight.node.run_start import build_argv
 from nccl_preflight.node.supervisor import LAUNCH_FILE, RESULTS_DIR, Supervision
 from nccl_preflight.node.warm_launch import WARM_FILE, launch_in_holder
@@ -38,6 +46,18 @@ from nccl_preflight.node.warm_torchrun import (
 from tests.lab.base import node_python, node_python_missing
 
 PYTHON = node_python()
+
+
+@pytest.fixture(autouse=True)
+def no_subreaper_left() -> Iterator[None]:
+    """Supervision makes its process a child subreaper (orphans of its tree come to it): here
+    that is this test process, so undo it after each test, or the detached processes of later
+    tests in this worker would be reparented to it."""
+    yield
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) == 0
+
+
 pytestmark = pytest.mark.skipif(
     node_python_missing(PYTHON) is not None, reason=str(node_python_missing(PYTHON))
 )
