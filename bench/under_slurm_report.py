@@ -354,7 +354,12 @@ FINDINGS = [
     "(runpy, the same exit status), so each node imports torch once before its ranks, as by "
     "hand (launch.json `warm_start`: true on every node of the Slurm lab's healthy run). "
     "First sitting, 15:09-15:12 UTC, 5 turns, load 2-3: **1.09x** (16.3 s against 15.8 s; "
-    "turns 1.03, 1.10, 1.15, 1.09, 0.93), which section 5 shows. The paragraphs below are "
+    "turns 1.03, 1.10, 1.15, 1.09, 0.93). Second sitting, 16:24-16:27 UTC, after the Ansible "
+    "path's warm start and the XPU question's PCI check (the run step's \"started\" record no "
+    "longer waits for the torch import on a CPU node), on a slower machine state (by hand "
+    "15.9-18.3 s): **1.06x** (18.2 s against 17.3 s; turns 0.97, 1.06, 1.07, 1.08, 1.01), "
+    "which section 5 shows. Every turn of both sittings is within 1.2x (the three sittings "
+    "before the run step: 1.18x-1.22x, single turns up to 1.36x). The paragraphs below are "
     "from before this change.",
     "",
     "Where a 2-node run's wall time goes now (section 6's 2-node run, load 22): salloc 0.06 s, "
