@@ -17,6 +17,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,21 +196,42 @@ def test_a_wrapper_named_as_the_python_reaches_the_ranks_as_in_a_cold_start(
     assert (seen["wrapped"], seen["marker"]) == ("yes", "x")  # the launch's variables win
 
 
+# Supervision in a process of its own, as in a run: its end() ends every descendant of its
+# process, which in the test process would be the labs other tests of this worker hold.
+SUPERVISE = """
+import json, sys, time
+from pathlib import Path
+from nccl_preflight.node.parse import PYTHON_PROBE
+from nccl_preflight.node.supervisor import Supervision
+from nccl_preflight.node.warm_torchrun import start_warm, wait_ready, warm_argv
+python, probe_dir, run_dir, argv = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:]
+ready = str(probe_dir / "ready")
+process, error = start_warm(
+    warm_argv(python, PYTHON_PROBE, ready), str(probe_dir / "out"), str(probe_dir / "err")
+)
+assert process is not None, error
+assert wait_ready(process, ready, time.monotonic() + 120) == 0
+run = Supervision(argv, run_dir, 120, 2)
+run.write_pids()
+run.adopt(process, {})
+run.watch(time.monotonic() + 120)
+run.end(rank_offset=4)
+"""
+
+
 def test_supervision_adopts_the_warm_probe_as_torchrun(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     (run_dir / RESULTS_DIR).mkdir(parents=True)
+    (tmp_path / "probe").mkdir()
     argv = torchrun_argv(tmp_path, 0, run_dir)
-    process, ready = started(tmp_path)
-    try:
-        assert wait_ready(process, ready, time.monotonic() + 120) == 0
-        run = Supervision(argv, run_dir, 120, 2)
-        run.write_pids()
-        run.adopt(process, dict(os.environ))
-        run.watch(time.monotonic() + 120)
-        run.end(rank_offset=4)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    done = subprocess.run(
+        [sys.executable, "-c", SUPERVISE, PYTHON, str(tmp_path / "probe"), str(run_dir), *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
     launch = json.loads((run_dir / LAUNCH_FILE).read_text())
     assert (launch["rc"], launch["warm_start"], launch["cmd"]) == (0, True, argv)
     assert (run_dir / RESULTS_DIR / "rank-4.log").is_file()  # the ranks' logs joined
