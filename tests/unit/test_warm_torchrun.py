@@ -24,8 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from nccl_preflight.node.listener import RESULT_FILE, python_facts, spawn_listener, stop_listener
-from nccl_preflight.node.parse import PYTHON_PROBE
+from nccl_preflight.node.listener import (
+    PROBE_OUT,
+    RESULT_FILE,
+    python_facts,
+    spawn_listener,
+    start_python_probe,
+    stop_listener,
+)
 from nccl_preflight.node.processes import (
     PR_SET_CHILD_SUBREAPER,
     descendants,
@@ -40,9 +46,7 @@ from nccl_preflight.node.warm_torchrun import (
     go,
     held,
     release,
-    start_warm,
     wait_ready,
-    warm_argv,
 )
 from tests.lab.base import node_python, node_python_missing
 
@@ -84,8 +88,7 @@ def started(tmp_path: Path, python: str = PYTHON) -> tuple[subprocess.Popen, str
     probe_dir = tmp_path / "probe"
     probe_dir.mkdir()
     ready = str(probe_dir / "ready")
-    argv = warm_argv(python, PYTHON_PROBE, ready)
-    process, error = start_warm(argv, str(probe_dir / "out"), str(probe_dir / "err"))
+    process, error = start_python_probe(str(probe_dir), python, ready)
     assert process is not None, error
     return process, ready
 
@@ -113,7 +116,7 @@ def test_the_warm_probe_prints_the_probe_and_holds_on_until_stdin_ends(tmp_path:
     process, ready = started(tmp_path)
     try:
         assert wait_ready(process, ready, time.monotonic() + 120) == 0
-        facts = json.loads((tmp_path / "probe" / "out").read_text())
+        facts = json.loads((tmp_path / "probe" / PROBE_OUT).read_text())
         assert facts["torch_version"] and facts["reason"] == ""
         time.sleep(0.3)
         assert held(process, ready)  # still there, waiting for its go
@@ -145,7 +148,7 @@ def test_a_node_without_torch_ends_the_probe_with_its_reason(tmp_path: Path) -> 
     assert wait_ready(process, ready, time.monotonic() + 60) == 0
     process.wait(timeout=10)  # it does not hold on: there is nothing to launch with
     assert not held(process, ready) and not os.path.exists(ready)
-    facts = json.loads((tmp_path / "probe" / "out").read_text())
+    facts = json.loads((tmp_path / "probe" / PROBE_OUT).read_text())
     assert "torch hidden by the test" in facts["reason"]
 
 
@@ -201,14 +204,12 @@ def test_a_wrapper_named_as_the_python_reaches_the_ranks_as_in_a_cold_start(
 SUPERVISE = """
 import json, sys, time
 from pathlib import Path
-from nccl_preflight.node.parse import PYTHON_PROBE
+from nccl_preflight.node.listener import start_python_probe
 from nccl_preflight.node.supervisor import Supervision
-from nccl_preflight.node.warm_torchrun import start_warm, wait_ready, warm_argv
+from nccl_preflight.node.warm_torchrun import wait_ready
 python, probe_dir, run_dir, argv = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:]
 ready = str(probe_dir / "ready")
-process, error = start_warm(
-    warm_argv(python, PYTHON_PROBE, ready), str(probe_dir / "out"), str(probe_dir / "err")
-)
+process, error = start_python_probe(str(probe_dir), python, ready)
 assert process is not None, error
 assert wait_ready(process, ready, time.monotonic() + 120) == 0
 run = Supervision(argv, run_dir, 120, 2)

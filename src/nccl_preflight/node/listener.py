@@ -37,7 +37,7 @@ from .processes import (
     write_json,
 )
 from .warm_launch import hold
-from .warm_torchrun import READY_NAME, held, start_warm, wait_ready, warm_argv
+from .warm_torchrun import READY_NAME, held, wait_ready, warm_argv
 
 PID_FILE = "listener.pid"
 STOP_FILE = "listener.stop"
@@ -165,15 +165,24 @@ def result_of(
     }
 
 
-def start_python_probe(path: str, python: str) -> tuple[subprocess.Popen | None, str]:
-    """Start ``python -c PYTHON_PROBE``, its streams to files in ``path``; -> (process, error)."""
+def start_python_probe(
+    path: str, python: str, ready: str | None = None
+) -> tuple[subprocess.Popen | None, str]:
+    """Start ``python -c PYTHON_PROBE``, its streams to files in ``path``; -> (process, error).
+    With ``ready``, warm (node/warm_torchrun.py): it holds on after its answer, in its own
+    session, its stdin a pipe for its go."""
+    argv = warm_argv(python, PYTHON_PROBE, ready) if ready else [python, "-c", PYTHON_PROBE]
     try:
         with (
             open(os.path.join(path, PROBE_OUT), "wb") as out,
             open(os.path.join(path, PROBE_ERR), "wb") as err,
         ):
             process = subprocess.Popen(
-                [python, "-c", PYTHON_PROBE], stdin=subprocess.DEVNULL, stdout=out, stderr=err
+                argv,
+                stdin=subprocess.PIPE if ready else subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=bool(ready),
             )
     except OSError as exc:
         return None, f"cannot run {python}: {exc.strerror or exc}"
@@ -271,12 +280,7 @@ def _listener_body(
     # "warm": a launch follows; the probe holds on to become torchrun (node/warm_launch.py).
     ready = os.path.join(path, READY_NAME) if python and python.get("warm") and not done else None
     if python and not done:
-        if ready:
-            argv = warm_argv(python["executable"], PYTHON_PROBE, ready)
-            out, err = os.path.join(path, PROBE_OUT), os.path.join(path, PROBE_ERR)
-            probe, probe_error = start_warm(argv, out, err)
-        else:
-            probe, probe_error = start_python_probe(path, python["executable"])
+        probe, probe_error = start_python_probe(path, python["executable"], ready)
         probe_deadline = min(deadline, time.monotonic() + python["timeout"])
     stop_file = os.path.join(path, STOP_FILE)
     ended = serve(entries, socks, deadline, stop_file) if socks else "nothing bound"
@@ -336,6 +340,12 @@ def clear_previous(path: str, stop_timeout: float) -> None:
             os.unlink(os.path.join(path, name))
 
 
+def holds_probe(path: str) -> bool:
+    """The listener process ended its listening and holds the warm probe for the launch
+    (node/warm_launch.py): its result is written, it goes on."""
+    return bool((read_json(os.path.join(path, RESULT_FILE)) or {}).get("holds"))
+
+
 def stop_listener(path: str, wait: float) -> dict:
     """Write the stop file and wait up to ``wait`` s for the listener process to exit (killed
     after that) and for its result, listener.json.
@@ -350,8 +360,8 @@ def stop_listener(path: str, wait: float) -> dict:
     killed = False
     while True:
         result = read_json(os.path.join(path, RESULT_FILE))
-        if result is not None and result.get("holds"):
-            break  # it goes on holding the warm probe for the launch (node/warm_launch.py)
+        if (result or {}).get("holds"):
+            break  # it goes on holding the warm probe for the launch (holds_probe)
         if pid is None or not is_alive(pid, started):
             # It may have written its result between the two looks.
             result = result or read_json(os.path.join(path, RESULT_FILE))

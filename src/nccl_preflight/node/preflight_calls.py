@@ -35,6 +35,7 @@ from .listener import (
     RESULT_FILE,
     bind_all,
     clear_previous,
+    holds_probe,
     log_tail,
     python_facts,
     result_of,
@@ -248,8 +249,8 @@ def wait_for_end(path: str, wait: float) -> bool:
     pid, start_time = pid_info.get("pid"), pid_info.get("start_time")
     deadline = time.monotonic() + wait
     while pid is not None and is_alive(pid, start_time):
-        if (read_json(os.path.join(path, RESULT_FILE)) or {}).get("holds"):
-            return True  # it ended its listening and holds the warm probe (node/warm_launch.py)
+        if holds_probe(path):
+            return True  # it ended its listening and holds the warm probe
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)

@@ -66,23 +66,6 @@ def warm_argv(python: str, probe: str, ready: str) -> list[str]:
     return [python, "-c", probe + WARM_TAIL, ready]
 
 
-def start_warm(argv: list[str], out: str, err: str) -> tuple[subprocess.Popen | None, str]:
-    """Start the warm probe in its own session, stdout and stderr to files, stdin a pipe;
-    -> (process, error)."""
-    try:
-        with open(out, "wb") as stdout, open(err, "wb") as stderr:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,
-            )
-    except OSError as exc:
-        return None, f"cannot run {argv[0]}: {exc.strerror or exc}"
-    return process, ""
-
-
 def wait_ready(process: subprocess.Popen, ready: str, deadline: float) -> int | None:
     """Until the probe ended (-> its exit status) or marked READY (-> 0: its JSON is printed
     and it holds on); None at the deadline (monotonic)."""

@@ -26,7 +26,7 @@ this node's part by its name), so that the command line stays short at any numbe
                        stall's evidence: node/run_observe.stall_evidence);
                        at the end one record "results" (node/run_collect.pack_results, base64)
     run                observe, then waits for {"launch": <every node's launch settings>} (or
-                       {"end": why}, or stdin's end: nothing more) and launches in the same
+                       stdin's end: no launch) and launches in the same
                        process: its torch probe was started warm and becomes this node's
                        torchrun (node/warm_torchrun.py), so torch is imported once per node
                        before the ranks. The slurm command's main step; `launch` alone is the
@@ -52,13 +52,10 @@ from ..node.fabric_choice import nccl_fabric_choice
 from ..node.facts import gather
 from ..node.firewall_read import read_firewall
 from ..node.listener import (
-    PROBE_ERR,
-    PROBE_OUT,
     finish_python_probe,
     python_facts,
     start_python_probe,
 )
-from ..node.parse import PYTHON_PROBE
 from ..node.preflight_calls import for_fabric, start, stop
 from ..node.probe_plan import nccl_preflight_probe_plan, preflight_listeners
 from ..node.run_collect import pack_results
@@ -76,7 +73,7 @@ from ..node.supervisor import (
     start_or_adopt,
 )
 from ..node.tcp_connect import tcp_connect
-from ..node.warm_torchrun import READY_NAME, held, release, start_warm, warm_argv
+from ..node.warm_torchrun import READY_NAME, RELEASE_WAIT_S, held, release
 from .ship import frame, settings_of
 
 RANK_SCRIPT = "nccl_check.pyz"  # the rank script's zipapp, a member of the node bundle
@@ -151,37 +148,30 @@ def firewall_read(
     }
 
 
-def _shared_inputs(messages: queue.Queue) -> dict[str, Any] | None:
-    """The control machine's {"plan": {"ports": {node: ports}, "addresses": {node: address}}},
-    the same for every node; None when stdin ended (the control machine is gone)."""
+def _wait_for(messages: queue.Queue, key: str) -> dict[str, Any] | None:
+    """The control machine's next message with a dict under ``key`` (the same for every node);
+    None when stdin ended (the control machine is gone, or nothing more comes)."""
     while True:
         message = messages.get()
         if message is None:
             return None
-        if isinstance(message.get("plan"), dict):
-            return message["plan"]
+        if isinstance(message.get(key), dict):
+            return message[key]
 
 
 class TorchProbe:
-    """The torch probe, started first: importing torch is the step's longest part (seconds of
-    CPU), so it runs while the facts are read, the listeners serve and the peers probe. This
-    step's process owns it (not the listener process, as on the Ansible path, whose module call
-    ends before the probe does); ``run()`` waits for it, killed at python_timeout.
+    """The torch probe, started first and warm: importing torch is the step's longest part
+    (seconds of CPU), so it runs while the facts are read, the listeners serve and the peers
+    probe. This step's process owns it (not the listener process, as on the Ansible path);
+    ``run()`` waits for its answer, killed at python_timeout. It then holds on and becomes this
+    node's torchrun at the launch (node/warm_torchrun.py), so torch is imported once."""
 
-    ``warm`` (the run step: the launch follows in this process): the probe holds on after its
-    JSON and becomes this node's torchrun (node/warm_torchrun.py), so torch is imported once."""
-
-    def __init__(self, python: str, timeout: float, warm: bool = False) -> None:
+    def __init__(self, python: str, timeout: float) -> None:
         self.python, self.dir = python, work_dir() / "probe"
         self.dir.mkdir(mode=0o700)
         self.deadline = time.monotonic() + timeout
-        self.ready = str(self.dir / READY_NAME) if warm else None
-        if self.ready:
-            out, err = str(self.dir / PROBE_OUT), str(self.dir / PROBE_ERR)
-            argv = warm_argv(python, PYTHON_PROBE, self.ready)
-            self.process, self.error = start_warm(argv, out, err)
-        else:
-            self.process, self.error = start_python_probe(str(self.dir), python)
+        self.ready = str(self.dir / READY_NAME)
+        self.process, self.error = start_python_probe(str(self.dir), python, self.ready)
         self._run: dict[str, Any] | None = None
 
     def run(self) -> dict[str, Any]:
@@ -193,26 +183,18 @@ class TorchProbe:
         return self._run
 
     def agent(self) -> Any:
-        """The held warm probe, ready to become torchrun; None when there is none."""
-        return self.process if self.ready and held(self.process, self.ready) else None
+        """The held probe, ready to become torchrun; None when there is none."""
+        return self.process if held(self.process, self.ready) else None
 
     def kill(self) -> None:
-        """End it: a held warm probe by stdin's end, one still importing at once."""
-        if self.agent() is not None:
-            release(self.process)
-        elif self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        """End it: a held probe by stdin's end, one still importing at once."""
+        release(self.process, RELEASE_WAIT_S if self.agent() is not None else 0)
 
 
-def observe(
-    settings: dict[str, Any], messages: queue.Queue, probe: TorchProbe | None = None
-) -> int:
-    """The pre-flight's node side in one step; see the module docstring. ``probe``: the run
-    step's warm one (else this step starts its own)."""
+def observe(settings: dict[str, Any], messages: queue.Queue, probe: TorchProbe) -> int:
+    """The pre-flight's node side of the run step; see the module docstring."""
     node, commands = node_name(), runner(settings)
     python, python_timeout = settings["python"], float(settings["python_timeout"])
-    probe = probe or TorchProbe(python, python_timeout)
     # As library/nccl_facts.py: the XPU question and the pre-flight's versions are one torch
     # probe when both use the same Python (gather takes the probe's run through "wait").
     shared: dict[str, Any] = {"python": python, "timeout": python_timeout, "wait": probe.run}
@@ -238,7 +220,8 @@ def observe(
     )
     started = start(p, False)
     emit({"kind": "started", "facts": facts, "started": started})
-    inputs = _shared_inputs(messages)
+    # every node's ports and fabric address: {"plan": {"ports", "addresses", "hccl_port"}}
+    inputs = _wait_for(messages, "plan")
     if inputs is None:
         stop({"path": listen_dir, "wait": 0.0, "stop_timeout": 5.0, "remove_run_dir": None}, False)
         probe.kill()
@@ -399,28 +382,18 @@ def launch(settings: dict[str, Any], messages: queue.Queue, agent: Any = None) -
 # ------------------------------------------------------------------------------------------------
 
 
-def _launch_settings(messages: queue.Queue) -> dict[str, Any] | None:
-    """This node's launch settings from the control machine's {"launch": <every node's
-    settings, ship.shared_and_own>}; None when stdin ended or {"end": why} came (no launch)."""
-    while True:
-        message = messages.get()
-        if message is None or "end" in message:
-            return None
-        if isinstance(message.get("launch"), dict):
-            return settings_of(message["launch"], node_name())
-
-
 def run_step(settings: dict[str, Any], messages: queue.Queue) -> int:
     """observe, then, once the control machine judged every node, launch in this process, with
     the warm torch probe as this node's torchrun (node/warm_torchrun.py); see the module
     docstring."""
-    probe = TorchProbe(settings["python"], float(settings["python_timeout"]), warm=True)
+    probe = TorchProbe(settings["python"], float(settings["python_timeout"]))
     rc = observe(settings, messages, probe)
-    launch_settings = _launch_settings(messages) if rc == 0 else None
-    if launch_settings is None:
+    # {"launch": <every node's launch settings, ship.shared_and_own>}; stdin's end: no launch
+    every = _wait_for(messages, "launch") if rc == 0 else None
+    if every is None:
         probe.kill()
         return rc
-    return launch(launch_settings, messages, probe.agent())
+    return launch(settings_of(every, node_name()), messages, probe.agent())
 
 
 # ------------------------------------------------------------------------------------------------
