@@ -173,8 +173,11 @@ def test_the_go_runs_torchrun_as_python_m_would(tmp_path: Path, rank_rc: int) ->
     seen = json.loads((tmp_path / "rank.json").read_text())
     assert (rc != 0, seen["rank"], seen["marker"]) == (cold.returncode != 0, "0", "x")
     assert seen == cold_seen
+    warm_text = log.read_text()
     if rank_rc:
-        assert "ChildFailedError" in log.read_text()
+        assert "ChildFailedError" in warm_text
+    # No RuntimeWarning of torch.distributed.run run a second time (as runpy.run_module said).
+    assert "RuntimeWarning" not in warm_text and "RuntimeWarning" not in cold.stderr.decode()
 
 
 def test_a_wrapper_named_as_the_python_reaches_the_ranks_as_in_a_cold_start(

@@ -12,8 +12,10 @@ probe does, marks READY, imports ``torch.distributed.run`` and waits on its stdi
 - one JSON line ``{"cwd", "log", "env", "args"}`` (``go``): it becomes what
   ``python -m torch.distributed.run ARGS`` started in ``cwd`` would be: its streams to ``log``
   (appended), stdin from /dev/null, ``env`` (the variables the launch sets, nccl.env's) laid over
-  its own environment, then ``runpy.run_module("torch.distributed.run", run_name="__main__")``:
-  the same argument parsing, exit status and traceback, its ranks started as fresh processes.
+  its own environment, then ``sys.exit(torch.distributed.run.main())``, which is what the
+  ``torchrun`` command runs: the same argument parsing, exit status and error report, its ranks
+  started as fresh processes. (``runpy.run_module`` of the module already imported would run it
+  a second time, and says so in torchrun.log: a RuntimeWarning, seen on the H100.)
   Its own environment is kept underneath, as the Python set it up: a wrapper script named as
   the Python (one that exports PYTHONPATH, say) reaches the ranks as in a cold start.
 
@@ -38,7 +40,7 @@ READY_NAME = "python-probe.ready"
 WARM_TAIL = r"""
 sys.stdout.flush()
 if torch is not None and len(sys.argv) > 1:
-    import os, runpy
+    import os
     open(sys.argv[1], "w").close()
     try:
         import torch.distributed.run
@@ -57,7 +59,8 @@ if torch is not None and len(sys.argv) > 1:
         os.close(fd)
         os.environ.update(go["env"])
         sys.argv = ["torchrun"] + go["args"]
-        runpy.run_module("torch.distributed.run", run_name="__main__", alter_sys=True)
+        import torch.distributed.run
+        sys.exit(torch.distributed.run.main())
 """
 
 
