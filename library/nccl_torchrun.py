@@ -251,6 +251,14 @@ options:
         node's Python that runs C(<run_dir>/look.pyz) for each look; without it, or when that
         fails, a look is a call of this module).
     type: dict
+  start:
+    description:
+      - Handled by this module's action plugin on the control machine. The options of
+        O(state=started) as one dict, that call's options; with O(state=finished) torchrun is
+        started with them first, in the same task (one call per node instead of two, right when
+        every host runs the task at once). A node whose start fails says so to the other hosts'
+        O(watch), which end their runs (the rendezvous cannot complete).
+    type: dict
 attributes:
   check_mode:
     support: none
@@ -288,6 +296,12 @@ EXAMPLES = r"""
     collect_to: "reports/{{ nccl_run_id }}/{{ inventory_hostname }}"
     remove_run_dir: true
   register: launch_result
+
+- name: Start torchrun and wait for it in one call per node (every host runs the task at once)
+  nccl_torchrun:
+    run_dir: "{{ nccl_env_run_dir }}"
+    start: "{{ launch_start_options }}"  # the options of state=started above, as a dict
+    collect_to: "reports/{{ nccl_run_id }}/{{ inventory_hostname }}"
 
 - name: End everything the run left behind
   nccl_torchrun:
@@ -360,6 +374,10 @@ warm_start:
   description: torchrun is the pre-flight's held torch probe (O(warm_dir)).
   returned: when O(state=started)
   type: bool
+start:
+  description: The result of the start made first, with O(start) and O(state=finished).
+  returned: when O(state=finished) with O(start)
+  type: dict
 rank_logs:
   description: The rank logs written under C(<run_dir>/results).
   returned: when O(state=finished) or O(state=stopped)

@@ -16,7 +16,11 @@ from ansible.errors import AnsibleFilterError
 from nccl_preflight.core.env_file import nccl_env_file_text, nccl_env_report_files
 from nccl_preflight.core.env_findings import nccl_env_findings, nccl_env_stop_text
 from nccl_preflight.core.inputs import nccl_input_problems
-from nccl_preflight.core.launch_hosts import nccl_launch_ended, nccl_not_started, nccl_plan_hosts
+from nccl_preflight.core.launch_hosts import (
+    nccl_launch_ended,
+    nccl_not_started_reason,
+    nccl_plan_hosts,
+)
 from nccl_preflight.core.layout import LayoutError, nccl_rank_layout
 from nccl_preflight.core.pair_triggers import (
     nccl_pair_trigger_args,
@@ -77,7 +81,7 @@ class FilterModule:
             "nccl_relaunch_check_args": nccl_relaunch_check_args,
             "nccl_predicted_skips": nccl_predicted_skips,
             "nccl_watch_hosts": nccl_watch_hosts,
-            "nccl_not_started": nccl_not_started,
+            "nccl_not_started_reason": nccl_not_started_reason,
             "nccl_launch_ended": nccl_launch_ended,
             "nccl_plan_hosts": nccl_plan_hosts,
         }

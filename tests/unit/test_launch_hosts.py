@@ -14,6 +14,7 @@ from nccl_preflight.core.env_file import nccl_env_report_files
 from nccl_preflight.core.launch_hosts import (
     nccl_launch_ended,
     nccl_not_started,
+    nccl_not_started_reason,
     nccl_plan_hosts,
 )
 from nccl_preflight.core.run_watch import nccl_watch_hosts
@@ -98,6 +99,11 @@ def test_the_watch_ring_is_the_hosts_of_the_play_in_node_rank_order() -> None:
 def test_the_hosts_whose_start_failed_or_did_not_answer() -> None:
     assert nccl_not_started(hostvars(), ["a", "b", "c"]) == ["b", "c"]
     assert nccl_not_started({"a": {}}, ["a"]) == []
+    # The wait's stop_reason, worded as the watch words a start that failed in the same call.
+    assert nccl_not_started_reason(hostvars(), ["a", "b", "c"]) == (
+        "torchrun did not start on b, c, so the rendezvous could not complete"
+    )
+    assert nccl_not_started_reason(hostvars(), ["a"]) == ""
 
 
 def test_how_the_run_ended_is_the_last_call_that_ran() -> None:

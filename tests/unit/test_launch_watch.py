@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from ansible.errors import AnsibleConnectionFailure
 
 from nccl_preflight.core.run_watch import DIAGNOSE_WAIT_S
 from tests.unit.test_launch_collect import action
@@ -221,3 +222,60 @@ def test_a_healthy_run_ends_by_itself_with_no_stop(tmp_path: Path, shown: list[s
     assert result["running"] is False and result["torchrun_rc"] == 0
     assert not any("stop_reason" in c or "diagnose" in c for c in node.calls)
     assert not any("ending the run" in line for line in shown)
+
+
+class StartingNode(FakeNode):
+    """A node whose start (the first call of the wait's task, `start`) answers ``started``, or
+    cannot be reached when ``started`` is an exception."""
+
+    say_not_started = staticmethod(action.ActionModule.say_not_started)
+
+    def __init__(self, started: dict[str, Any] | Exception, looks: list[dict[str, Any]]):
+        super().__init__(looks)
+        self.started = started
+
+    def _execute_module(self, module_name: str, module_args: dict, task_vars: dict) -> dict:
+        if module_args.get("state") == "started":
+            self.calls.append(module_args)
+            if isinstance(self.started, Exception):
+                raise self.started
+            return self.started
+        return super()._execute_module(module_name, module_args, task_vars)
+
+
+def test_a_start_that_failed_in_the_waits_call_ends_the_other_hosts_run_at_its_next_look(
+    tmp_path: Path, shown: list[str]
+) -> None:
+    spec = {"host": "a", "report_dir": str(tmp_path)}
+    failing = StartingNode({"failed": True, "msg": "MASTER_PORT 29500 is taken"}, [])
+    started = action.ActionModule.start_first(failing, {"run_dir": "/tmp/x"}, spec, {})
+    assert started["failed"] and failing.calls == [{"run_dir": "/tmp/x", "state": "started"}]
+    state = json.loads((tmp_path / "a" / "progress.json").read_text())
+    assert (state["running"], state["not_started"]) == (False, "MASTER_PORT 29500 is taken")
+    # Host b started; its watch ends its run at the next look, naming a.
+    other = FakeNode([look("all_reduce_sum", 1024, 0.1)])
+    result = watch(other, tmp_path, host="b").run({})
+    reason = "torchrun did not start on a, so the rendezvous could not complete"
+    assert other.calls[-1]["stop_reason"] == reason and result["stopped_by"] == reason
+    assert other.calls[-1]["stop_details"]["kind"] == "failure_elsewhere"
+
+
+def test_a_node_the_start_cannot_reach_is_said_not_started_and_stays_unreachable(
+    tmp_path: Path,
+) -> None:
+    node = StartingNode(AnsibleConnectionFailure("ssh: connect to host a: refused"), [])
+    with pytest.raises(AnsibleConnectionFailure):
+        action.ActionModule.start_first(
+            node, {"run_dir": "/tmp/x"}, {"host": "a", "report_dir": str(tmp_path)}, {}
+        )
+    state = json.loads((tmp_path / "a" / "progress.json").read_text())
+    assert "refused" in state["not_started"]
+
+
+def test_a_start_that_worked_leaves_no_mark_for_the_others(tmp_path: Path) -> None:
+    node = StartingNode({"changed": True, "warm_start": True}, [])
+    started = action.ActionModule.start_first(
+        node, {"run_dir": "/tmp/x"}, {"host": "a", "report_dir": str(tmp_path)}, {}
+    )
+    assert started == {"changed": True, "warm_start": True}
+    assert not (tmp_path / "a" / "progress.json").exists()

@@ -20,6 +20,7 @@ from nccl_preflight.core.run_watch import (
     failure_elsewhere,
     format_size,
     link_down,
+    new_watch_state,
     predicted_s,
     progress_line,
     rank_list,
@@ -142,6 +143,20 @@ def test_a_rank_killed_elsewhere_ends_this_run_a_failed_check_does_not() -> None
     assert (
         failure_elsewhere("n1", {"n2": torchrun_killed}) == "torchrun on n2 was killed by SIGKILL"
     )
+
+
+def test_a_node_whose_start_failed_in_the_waits_call_ends_every_other_run_first() -> None:
+    """Start and wait in one call (no more hosts than forks): the node whose start failed says
+    so in its state; every other watch ends its run, before any other cause, and the node itself
+    has nothing to end."""
+    not_started = {**new_watch_state("n2", 7.0), "running": False, "not_started": "no torch"}
+    killed = {"updated": 5.0, "ended": {"rc": -9, "stopped_by": None, "rank_exits": []}}
+    states = {"n1": new_watch_state("n1", 1.0), "n2": not_started, "n3": killed}
+    reason = "torchrun did not start on n2, so the rendezvous could not complete"
+    assert failure_elsewhere("n1", states) == reason
+    assert adopted_stop(reason, states)["kind"] == "failure_elsewhere"
+    assert failure_elsewhere("n2", {"n2": not_started}) is None
+    assert new_watch_state("n1", 1.0)["not_started"] is None
 
 
 def test_a_run_being_stopped_elsewhere_ends_this_one_and_keeps_its_named_cause() -> None:

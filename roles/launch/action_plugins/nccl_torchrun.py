@@ -9,6 +9,12 @@ reads every other host's, and ends the run early when another host's run failed 
 advanced for the stall timeout (after a diagnose call on every host). The judging is pure and
 lives in src/nccl_preflight/core/run_watch.py.
 
+With ``start`` (the options of state=started, as a dict), the start is this plugin's: state=started
+takes its options from it, and state=finished first starts torchrun with them, then waits, in the
+one task and on the one connection: the launch's start and wait are one call per node where every
+host runs the task at once (not more hosts than forks). A node whose start failed says so in its
+``progress.json`` (``not_started``): every other host's watch ends its run at its next look.
+
 With ``collect_to``, the module (state=finished or state=stopped) packs the run's results into a
 gzip tar archive in its result; this plugin, on the control machine, takes the archive out of the
 result (so it is never shown or kept in a registered variable) and writes its files into
@@ -32,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible import constants as C
-from ansible.errors import AnsibleError
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -338,24 +344,22 @@ class ActionModule(ActionBase):
         module_args = dict(self._task.args)
         collect_to = module_args.pop("collect_to", None)
         watch = module_args.pop("watch", None)
-        if module_args.get("script_src") and module_args.get("state") == "started":
-            try:
-                module_args["script_zipapp"] = zipapp_argument(
-                    self.script_path(module_args), build_cache_dir()
-                )
-            except BundleError as exc:  # before anything is written on the node
-                return {**result, "failed": True, "msg": f"script_src (launch_script): {exc}"}
-            del module_args["script_src"]
-            # The watch's looks, as a plain program in the run directory (node/run_look.py).
-            module_args["look_zipapp"] = look_argument(build_cache_dir())
+        start = module_args.pop("start", None)
+        state = module_args.get("state", "finished")
+        if state == "started":
+            module_args = {**(start or {}), **module_args}
+            start = None
+        if module_args.get("script_src") and state == "started":
+            error = self.bundle_script(module_args)
+            if error:
+                return {**result, "failed": True, "msg": error}
         if collect_to:
             module_args["collect"] = True
-        watching = (
-            bool(watch)
-            and module_args.get("state", "finished") == "finished"
-            and not module_args.get("stop_reason")
-        )
+        watching = bool(watch) and state == "finished" and not module_args.get("stop_reason")
         try:
+            started = self.start_first(start, watch, task_vars) if start else None
+            if started is not None and (started.get("failed") or started.get("unreachable")):
+                return {**result, **started}
             if watching:
                 module_result = RunWatch(self, module_args, watch).run(task_vars or {})
             else:
@@ -364,6 +368,8 @@ class ActionModule(ActionBase):
                 )
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
+        if started is not None:
+            module_result["start"] = started
         archive = module_result.pop("collected_archive", None)
         result.update(module_result)
         if not collect_to or archive is None or result.get("failed"):
@@ -381,6 +387,52 @@ class ActionModule(ActionBase):
             return result
         result["collected_to"] = str(dest)
         return result
+
+    def bundle_script(self, module_args: dict[str, Any]) -> str | None:
+        """state=started's ``script_src`` as ``script_zipapp``, and ``look_zipapp``, in place;
+        -> why not (a file that cannot be read or parsed), before anything is written on the
+        node."""
+        try:
+            module_args["script_zipapp"] = zipapp_argument(
+                self.script_path(module_args), build_cache_dir()
+            )
+        except BundleError as exc:
+            return f"script_src (launch_script): {exc}"
+        del module_args["script_src"]
+        # The watch's looks, as a plain program in the run directory (node/run_look.py).
+        module_args["look_zipapp"] = look_argument(build_cache_dir())
+        return None
+
+    def start_first(
+        self, start: dict[str, Any], watch: dict[str, Any] | None, task_vars: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """state=started with ``start`` before the wait of the same task; -> its result. One
+        that failed (or could not reach the node) is written for the other hosts' watches."""
+        args = {**start, "state": "started"}
+        error = self.bundle_script(args) if args.get("script_src") else None
+        try:
+            started = (
+                {"failed": True, "msg": error}
+                if error
+                else self._execute_module(
+                    module_name=self._task.action, module_args=args, task_vars=task_vars
+                )
+            )
+        except AnsibleConnectionFailure as exc:
+            self.say_not_started(watch, str(exc))
+            raise
+        if started.get("failed") or started.get("unreachable"):
+            self.say_not_started(watch, str(started.get("msg") or "the start failed"))
+        return started
+
+    @staticmethod
+    def say_not_started(watch: dict[str, Any] | None, why: str) -> None:
+        """This host's progress.json: torchrun never started here (run_watch.failure_elsewhere)."""
+        if not watch:
+            return
+        state = watch_rules.new_watch_state(str(watch["host"]), time.time())
+        state.update(running=False, not_started=why)
+        write_state(Path(os.path.expanduser(str(watch["report_dir"]))), state)
 
     def script_path(self, module_args: dict[str, Any]) -> str:
         """script_src on this machine: as it is when absolute, else found as

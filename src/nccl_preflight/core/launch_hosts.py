@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nccl_preflight.core.preflight.fabric_checks import nccl_expect_net, nccl_rdma_plan
+from nccl_preflight.core.run_watch import not_started_reason
 
 
 def plan_host(
@@ -84,6 +85,13 @@ def nccl_not_started(hostvars: Mapping[str, Mapping[str, Any]], hosts: Iterable[
         if started is not None and (started.get("failed") or started.get("unreachable")):
             failed.append(host)
     return failed
+
+
+def nccl_not_started_reason(hostvars: Mapping[str, Mapping[str, Any]], hosts: Iterable[str]) -> str:
+    """The wait's ``stop_reason`` after a start call of its own: why every other node's run ends
+    at once (run_watch.not_started_reason), or '' when torchrun started everywhere."""
+    failed = nccl_not_started(hostvars, hosts)
+    return not_started_reason(failed) if failed else ""
 
 
 def nccl_launch_ended(

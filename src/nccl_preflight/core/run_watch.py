@@ -318,6 +318,7 @@ def new_watch_state(host: str, now: float) -> dict[str, Any]:
         "diagnosis": None,
         "ending": None,
         "ended": None,
+        "not_started": None,
     }
 
 
@@ -330,10 +331,15 @@ def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
     watchdog: 124) ends nothing elsewhere: the other ranks finish or time out on their own
     (exit_barrier_wait ends a torchrun left waiting for it). A run ended in its exit barrier is
     no failure. A run being stopped (``ending``: its watch named why and makes the stop call)
-    counts as ended: the other hosts stop theirs without waiting for that call.
+    counts as ended: the other hosts stop theirs without waiting for that call. A host whose
+    torchrun never started (``not_started``: its start and wait were one call, and the start
+    failed) comes first of all: without it the static rendezvous cannot complete.
     """
     found: list[tuple[int, float, str]] = []
     for host, state in states.items():
+        if host != me and state.get("not_started"):
+            found.append((-1, float(state.get("updated") or 0.0), not_started_reason([host])))
+            continue
         ended = state.get("ended") or state.get("ending")
         if host == me or not ended or (ended.get("stop") or {}).get("kind") == EXIT_BARRIER:
             continue
@@ -418,6 +424,11 @@ def exit_barrier_wait(
         f"({cause}); ended"
     )
     return reason, {"kind": EXIT_BARRIER, "message": reason, "waited_for": names}
+
+
+def not_started_reason(hosts: list[str]) -> str:
+    """Why the other nodes' runs end when torchrun did not start on ``hosts``."""
+    return f"torchrun did not start on {', '.join(hosts)}, so the rendezvous could not complete"
 
 
 def adopted_stop(reason: str, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
