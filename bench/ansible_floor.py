@@ -55,7 +55,7 @@ MODULE = {
     "template", "ping", "slurp",
 }  # fmt: skip
 RUN_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "PATH")
-WAIT_TASK = "wait on this node until torchrun ended"
+WAIT_TASK = "wait on this node until it ended"  # roles/launch/tasks/run.yml's wait (and start)
 MIRROR_VAR = "bench_floor_noop"
 
 
