@@ -30,14 +30,9 @@ OUT=${OUT:?set OUT}
 cd "$HERE" || exit 1
 export OUT PY=${PY:-python3}
 STAGES="$OUT/stages.txt"
-stage() { # stage NAME SECONDS CMD...: CMD bounded; its wall time and rc into stages.txt
-    local name=$1 limit=$2 start rc
-    shift 2
-    start=$(date +%s%N)
-    timeout -k 10 "$limit" "$@"
-    rc=$?
-    echo "$name rc=$rc $((($(date +%s%N) - start) / 1000000)) ms" >>"$STAGES"
-    # A stage killed before its own tar leaves a folder: tar it, or its files would not come back.
+# shellcheck source=tests/device/stage.sh
+. "$HERE/tests/device/stage.sh"
+after_stage() { # a stage killed before its own tar leaves a folder: tar it, or its files would not come back
     for dir in rec rec2 rec3; do
         if [ -d "$OUT/$dir" ]; then
             tar -C "$OUT" -czf "$OUT/$dir-partial.tar.gz" "$dir" && rm -rf "${OUT:?}/$dir"

@@ -13,14 +13,8 @@ OUT=${OUT:?set OUT}
 PY=${PY:-python3}
 STAGES="$OUT/stages.txt"
 : >"$STAGES"
-stage() { # stage NAME SECONDS CMD...: CMD bounded; its wall time and rc into stages.txt
-    local name=$1 limit=$2 start rc
-    shift 2
-    start=$(date +%s%N)
-    timeout -k 10 "$limit" "$@"
-    rc=$?
-    echo "$name rc=$rc $((($(date +%s%N) - start) / 1000000)) ms" >>"$STAGES"
-}
+# shellcheck source=tests/device/stage.sh
+. "$(dirname "$0")/stage.sh"
 W="$OUT/warm"
 mkdir -p "$W"
 { nvidia-smi -L; "$PY" --version; "$PY" -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())'; } \
