@@ -222,16 +222,38 @@ def test_query_gpus_false_runs_no_nvidia_smi(node: FakeNode, run: Callable[..., 
     assert not any(c[0] == TOOLS["nvidia-smi"] for c in node.calls)
 
 
-def test_missing_ip_gives_empty_interfaces_and_route_with_reasons(
+def test_without_ip_the_interfaces_and_the_route_come_from_the_kernel_over_netlink(
     node: FakeNode, run: Callable[..., Exit]
 ) -> None:
+    """A node without iproute2 (the lent GPU VMs have none): the same facts, asked of this
+    machine's kernel (node/netlink.py); no ip command runs."""
     del node.tools["ip"]
     facts = facts_of(run(route_to="127.0.0.1", query_python=False))
-    assert facts["interfaces"] == {}
-    assert facts["interfaces_reason"].startswith("ip (iproute2) not found")
-    assert facts["route"] == {}
-    assert facts["route_reason"].startswith("ip (iproute2) not found")
+    assert facts["interfaces_reason"] == "" and facts["route_reason"] == ""
+    assert facts["interfaces"]["lo"]["ipv4"] == [{"address": "127.0.0.1", "prefixlen": 8}]
+    assert set(facts["interfaces"]) == set(os.listdir("/sys/class/net"))
+    assert facts["route"] == {"destination": "127.0.0.1", "interface": "lo", "source": "127.0.0.1"}
+    assert not any(os.path.basename(str(c[0])) == "ip" for c in node.calls)
     assert len(facts["gpus"]) == 8
+
+
+def test_without_ip_and_netlink_the_interfaces_and_route_say_why(
+    node: FakeNode, run: Callable[..., Exit], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*_args: object) -> dict:
+        raise OSError(97, "Address family not supported by protocol")
+
+    monkeypatch.setattr(node_facts.netlink, "interfaces", refused)
+    monkeypatch.setattr(node_facts.netlink, "route_get", refused)
+    del node.tools["ip"]
+    facts = facts_of(run(route_to="127.0.0.1", query_python=False))
+    assert facts["interfaces"] == {} and facts["route"] == {}
+    assert facts["interfaces_reason"].startswith("ip (iproute2) not found")
+    assert "rtnetlink: Address family not supported" in facts["interfaces_reason"]
+    assert facts["route_reason"] == (
+        "route get 127.0.0.1 (rtnetlink, no iproute2 here): "
+        "Address family not supported by protocol"
+    )
 
 
 def test_unreachable_route_gives_reason(node: FakeNode, run: Callable[..., Exit]) -> None:

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from . import netlink
 from .accel_facts import intel_gpu_on_pci, read_npus, read_xpus, xpus_of_probe
 from .commands import CommandRunner
 from .fabric_facts import gather_fabric
@@ -70,18 +71,30 @@ def find_tool(runner: CommandRunner, name: str) -> str | None:
     return runner.get_bin_path(name, opt_dirs=TOOL_DIRS)
 
 
-def gather_interfaces(runner: CommandRunner) -> tuple[dict, str]:
-    ip = find_tool(runner, "ip")
-    if ip is None:
-        return {}, NO_IP
+def _interfaces_of_ip(ip: str, runner: CommandRunner) -> tuple[dict, str]:
     argv = [ip, "-j", "-d", "addr", "show"]
     rc, out, err = runner.run_command(argv)
     if rc != 0:
         return {}, f"{' '.join(argv)} failed (rc={rc}): {_tail(err or out)}"
     try:
-        interfaces = parse_ip_addr(out)
+        return parse_ip_addr(out), ""
     except ValueError as exc:
         return {}, str(exc)
+
+
+def gather_interfaces(runner: CommandRunner) -> tuple[dict, str]:
+    """Every interface with its addresses: `ip -j -d addr show`, or, on a node without iproute2,
+    the same from the kernel over rtnetlink (node/netlink.py)."""
+    ip = find_tool(runner, "ip")
+    if ip is not None:
+        interfaces, reason = _interfaces_of_ip(ip, runner)
+    else:
+        try:
+            interfaces, reason = netlink.interfaces(), ""
+        except OSError as exc:
+            interfaces, reason = {}, f"{NO_IP} (rtnetlink: {exc.strerror or exc})"
+    if reason:
+        return {}, reason
     rdma = find_rdma_devices(SYS_ROOT)
     for name, interface in interfaces.items():
         interface["speed_mbps"] = read_speed_mbps(name, SYS_ROOT)
@@ -107,7 +120,10 @@ def gather_route(runner: CommandRunner, route_to: str) -> tuple[dict, str]:
         return {}, reason
     ip = find_tool(runner, "ip")
     if ip is None:
-        return {}, NO_IP
+        try:
+            return netlink.route_get(address), ""
+        except OSError as exc:  # the kernel's answer, such as ENETUNREACH
+            return {}, f"route get {address} (rtnetlink, no iproute2 here): {exc.strerror or exc}"
     argv = [ip, "-j", "route", "get", address]
     rc, out, err = runner.run_command(argv)
     if rc != 0:
