@@ -67,16 +67,17 @@ SUPPORT: dict[str, dict[str, dict[str, str]]] = {  # "*": every collective not n
     "nccl": {"cpu": {"*": "no"}, "gpu": {"*": "yes"}},
     "xccl": {"cpu": {"*": "no"}, "gpu": {"*": "yes"}},
 }
-# Narrower refusals, each recorded on a real backend (tests/fixtures/torch/refusals.json).
+# Narrower refusals, each recorded on a real backend (tests/fixtures/torch/refusals.json; on CUDA
+# tensors tests/fixtures/rank_json/h100-gloo-cuda/).
 SUPPORT_RULES: list[dict[str, Any]] = [
     {
         "backend": "gloo",
-        "device": "cpu",
+        "devices": ["cpu", "gpu"],
         "tests": ["all_reduce_avg"],
         "dtypes": ["int32", "int64", "int8", "uint8"],
         "reason": "gloo has no AVG on integer tensors (it divides the sum in the tensor's dtype)",
-        "source": "recorded on torch 2.13.0+cpu: RuntimeError: result type Float can't be cast "
-        "to the desired output type Int",
+        "source": "recorded on torch 2.13.0+cpu and, on CUDA tensors, torch 2.11.0+cu130: "
+        "RuntimeError: result type Float can't be cast to the desired output type Int",
     },
 ]
 
@@ -99,7 +100,8 @@ def support_of(backend: str, device_type: str, test: str, dtype: str) -> Support
     where = "CPU" if kind == "cpu" else f"{device_type.upper()} (GPU column)"
     for rule in SUPPORT_RULES:
         if (
-            (rule["backend"], rule["device"]) == (backend, kind)
+            rule["backend"] == backend
+            and kind in rule["devices"]
             and dtype in rule["dtypes"]
             and test.removeprefix("bandwidth_") in rule["tests"]
         ):
