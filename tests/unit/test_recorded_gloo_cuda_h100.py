@@ -54,3 +54,19 @@ def test_the_rule_covers_avg_on_integers_on_both_devices_and_nothing_else() -> N
         assert support_of("gloo", device, "all_reduce_avg", "float32").state == "yes"
         assert support_of("gloo", device, "all_reduce_sum", "int32").state == "yes"
     assert support_of("nccl", "cuda", "all_reduce_avg", "int32").state == "yes"  # ran on the H100
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_the_bandwidth_sweep_on_cuda_tensors_ran_what_the_table_allows(rank: int) -> None:
+    record = json.loads(
+        (FIXTURES / "rank_json" / "h100-gloo-cuda-bandwidth" / f"rank-{rank}.json").read_text()
+    )
+    assert (record["backend"], record["device"], record["status"]) == ("gloo", "cuda:0", "passed")
+    swept = {t["name"]: t for t in record["tests"] if t["name"].startswith("bandwidth_")}
+    assert len(swept) == 7
+    for name, test in swept.items():
+        predicted = support_of("gloo", "cuda", name, "float32")
+        expected = "passed" if predicted.state == "yes" else "skipped"
+        assert test["status"] == expected, (name, test.get("message"))
+    assert swept["bandwidth_send_recv"]["status"] == "skipped"
+    assert max(row["size_bytes"] for row in swept["bandwidth_all_reduce"]["bandwidth"]) == 16 << 20
