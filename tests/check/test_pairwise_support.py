@@ -49,6 +49,8 @@ def test_gloo_with_cuda_tensors_skips_the_rounds_saying_why_before_any_exchange(
 ) -> None:
     entry = run_phase(tmp_path, "gloo", "cuda", monkeypatch)
     assert (entry["name"], entry["status"], entry["called"]) == ("pairwise", "skipped", [])
+    # as run_tests() records a skip the table predicts: never called
+    assert (entry["details"], entry["duration_s"]) == ({"support": "no"}, 0)
     assert entry["message"] == (
         "the pairwise rounds exchange with send/recv: gloo has no send_recv on CUDA (GPU column) "
         "tensors (torch.distributed docs, Backends table)"
