@@ -8,7 +8,6 @@ import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -92,12 +91,6 @@ def start_rank(init_method: str, rank: int, world_size: int, *args: str) -> subp
     return subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env()
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def records(out_dir: Path) -> dict[int, dict[str, Any]]:

@@ -19,7 +19,6 @@ from tests.check.support import (
     TIMEOUT_S,
     by_name,
     current_test,
-    free_port,
     kill,
     load_part,
     load_script,
@@ -29,6 +28,7 @@ from tests.check.support import (
     torchrun_argv,
     wait_for,
 )
+from tests.ports import free_port
 
 nc = load_script()
 tables = load_part("nccl_check_tables")

@@ -19,10 +19,10 @@ from tests.check.support import (
     SCRIPT,
     by_name,
     env_without_numpy,
-    free_port,
     records,
     torchrun_argv,
 )
+from tests.ports import free_port
 
 WORKER = Path(__file__).with_name("json_gather_worker.py")
 

@@ -14,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.check.support import RUN_LIMIT_S, SCRIPT, by_name, env, free_port, records
+from tests.check.support import RUN_LIMIT_S, SCRIPT, by_name, env, records
+from tests.ports import free_port
 
 NODES, LOCAL = 3, 2
 

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from ansible.module_utils.nccl_preflight.node.run_lock import (
 from nccl_run_owner import nccl_run_owner, started_at
 
 from tests.polling import wait_for
+from tests.ports import free_port
 from tests.preflight_calls import start_call, stop_call
 
 OWNER = {
@@ -156,19 +156,13 @@ def test_the_master_port_check_names_the_run_holding_the_lock_or_the_stale_one_t
     assert got["status"] == "passed" and got["message"] == "node1: MASTER_PORT 29500 is free"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_the_listeners_start_leaves_master_port_to_the_run_holding_the_lock(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The facts call's pre-flight start with lock: the first run takes it and binds
     MASTER_PORT; a second run (another run directory) is refused and binds no master listener,
     so none of its probes can reach the first run's port; check mode only looks."""
-    port = _free_port()
+    port = free_port()
     lock = tmp_path / lock_file_name("127.0.0.1", port)
 
     def start(run: str, check_mode: bool = False):

@@ -15,7 +15,6 @@ import ctypes
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -49,6 +48,7 @@ from nccl_preflight.node.warm_torchrun import (
     wait_ready,
 )
 from tests.lab.base import node_python, node_python_missing
+from tests.ports import free_port
 
 PYTHON = node_python()
 
@@ -76,12 +76,6 @@ with open(sys.argv[1], "w") as out:
                "args": sys.argv[1:]}, out)
 sys.exit(int(sys.argv[2]))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def started(tmp_path: Path, python: str = PYTHON) -> tuple[subprocess.Popen, str]:
