@@ -313,7 +313,7 @@ def test_a_node_whose_task_ends_before_it_started_is_named_unreachable(
 
 
 def rank_file(run_id: str, rank: int) -> Path | None:
-    """The rank's result file in its node's private directory (ship.BOOT's mkdtemp; the lab's
+    """The rank's result file in its node's private directory (stdin BOOT's mkdtemp; the lab's
     hosts share this machine's /tmp), once it exists."""
     found = glob.glob(f"/tmp/nccl-preflight-{run_id}-*/run/results/rank-{rank}.json")
     return Path(found[0]) if found else None

@@ -90,6 +90,9 @@ def node_calls(path: Path) -> list[str]:
     ]
 
 
+PLAIN_PYTHON = "{{ ansible_facts.nccl.module_python | default('') }}"
+
+
 def test_one_module_call_per_host_in_the_preflight_play_and_no_async() -> None:
     tasks = tasks_of(yaml.safe_load(TASKS.read_text()))
     assert len(tasks) > 5
@@ -106,7 +109,11 @@ def test_one_module_call_per_host_in_the_preflight_play_and_no_async() -> None:
     assert probe["nccl_preflight_observe"]["collect"]["leave_unfinished"] is True
     assert tasks.index(late) == tasks.index(probe) + 1
     assert late["when"] == LATE_STOP_WHEN and late.get("ignore_errors") is True
-    assert late["nccl_preflight_observe"].keys() == {"collect"}
+    assert late["nccl_preflight_observe"].keys() == {"collect", "python", "run_id"}
+    # Both run as the plain program on the node's Python (plugins/action), not as a module.
+    for call in (probe, late):
+        assert call["nccl_preflight_observe"]["python"] == PLAIN_PYTHON
+        assert call["nccl_preflight_observe"]["run_id"] == "{{ nccl_run_id }}"
     assert "leave_unfinished" not in late["nccl_preflight_observe"]["collect"]
     assert late["nccl_preflight_observe"]["collect"]["path"] == "{{ preflight_run_dir }}"
     assert late["register"] == "preflight_late_collect"

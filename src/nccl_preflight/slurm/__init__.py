@@ -4,6 +4,6 @@
 (node_check.py), the node bundle (bundle.py) and the commands' parsers (cli.py).
 
 It may import the node and core rooms; neither imports it. The modules that run on the nodes
-(ship.BOOT, node_step, node_check) are standard library only, so the bundle runs on a node's bare
+(stdin BOOT, node_step, node_check) are standard library only, so the bundle runs on a node's bare
 Python.
 """

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The node side of `nccl-preflight slurm`: what one task of a job step does on its node.
 
-Runs inside the node bundle (ship.BOOT started it in its private temporary directory), with the
+Runs inside the node bundle (stdin BOOT started it in its private temporary directory), with the
 node's Python: standard library only (the node room), torch only in the ranks. Records go back
 on stdout (ship.frame); the control machine's messages come on stdin, one JSON line each, and
 stdin's end means the control machine is gone: whatever runs is ended.
@@ -320,7 +320,7 @@ def _supervise(run: Supervision, settings: dict[str, Any], messages: queue.Queue
 
 def _stop_once(signum: int, _frame: Any) -> None:
     """The first stop signal raises Stop; any later one (Slurm signals every process of the
-    step and ship.BOOT passes its own on) is ignored, so the tree's end is never cut short."""
+    step and stdin BOOT passes its own on) is ignored, so the tree's end is never cut short."""
     _ignore_stop_signals()
     raise Stop(signal.Signals(signum).name)
 

@@ -1,17 +1,14 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Shipping the node program through a job step's stdin, and its answers back through stdout.
+"""The Slurm job steps' stream: the node program comes through a job step's stdin, its answers
+back through stdout.
 
 `srun ... python3 -c BOOT RUN_ID ARGS < stream`: srun sends its stdin to every task. The stream
-starts with one line, the byte count of the node bundle (a zipapp), then the bundle itself; BOOT
-(standard library only) reads exactly that many bytes from fd 0, so what follows on stdin is left
-for the bundle: first the step's settings, one JSON line for all nodes (what every node shares
-once, and per node only what differs: shared_and_own; each node takes its own with
-settings_of), then the control machine's later messages, one JSON line each. ARGS stay short
-and do not grow with the nodes (Linux refuses one argument of 128 KiB: E2BIG). It writes the bundle
-into `tempfile.mkdtemp(prefix="nccl-preflight-<run id>-")` (mode 0700), runs it with the node's
-Python and removes the directory in a finally, also on SIGTERM/SIGINT/SIGHUP (which it passes on
-to the bundle first). Nothing is installed and nothing stays on the node.
+starts with BOOT's bundle (core/stdin_ship.py: one line with its byte count, then the zipapp);
+what follows on stdin is left for the bundle: first the step's settings, one JSON line for all
+nodes (what every node shares once, and per node only what differs: shared_and_own; each node
+takes its own with settings_of), then the control machine's later messages, one JSON line each.
+ARGS stay short and do not grow with the nodes (Linux refuses one argument of 128 KiB: E2BIG).
 
 Every record a node sends back is its JSON in stdout lines of at most PIECE characters (frame);
 Unframer puts them together again. Anything else on the step's output (warnings, tracebacks) is
@@ -25,51 +22,6 @@ from typing import Any
 
 FRAME = "NCCL-PREFLIGHT-JSON "
 PIECE = 900  # characters of JSON per output line
-
-BOOT = r"""
-import os, shutil, signal, subprocess, sys, tempfile
-def read_exactly(n):
-    parts = []
-    while n > 0:
-        chunk = os.read(0, min(n, 1 << 20))
-        if not chunk:
-            sys.exit("nccl-preflight: the bundle on stdin ended early")
-        parts.append(chunk)
-        n -= len(chunk)
-    return b"".join(parts)
-header = b""
-while not header.endswith(b"\n"):
-    byte = os.read(0, 1)
-    if not byte:
-        sys.exit("nccl-preflight: no bundle on stdin")
-    header += byte
-work = tempfile.mkdtemp(prefix="nccl-preflight-" + sys.argv[1] + "-")
-child = None
-def stop(signum, frame):
-    if child is not None and child.poll() is None:
-        child.send_signal(signum)
-        try:
-            child.wait(1.0)
-        except subprocess.TimeoutExpired:
-            child.kill()
-    raise SystemExit(128 + signum)
-for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(sig, stop)
-try:
-    pyz = os.path.join(work, "nccl-preflight.pyz")
-    with open(os.open(pyz, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
-        f.write(read_exactly(int(header)))
-    child = subprocess.Popen([sys.executable, pyz] + sys.argv[2:])
-    code = child.wait()
-finally:
-    shutil.rmtree(work, ignore_errors=True)
-sys.exit(code)
-"""
-
-
-def stream_header(bundle: bytes) -> bytes:
-    """What goes on the step's stdin before the bundle."""
-    return f"{len(bundle)}\n".encode()
 
 
 def frame(record: dict[str, Any], node: str) -> str:

@@ -25,7 +25,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .ship import BOOT, Unframer, settings_line, stream_header
+from ..core.stdin_ship import BOOT, stream_header
+from .ship import Unframer, settings_line
 
 # After stdin's end the nodes end their runs (the supervisor's kill grace, 5 s), send their
 # results and remove their directories; only then SIGTERM to srun.

@@ -1,0 +1,104 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""Action plugin of library/nccl_preflight_observe.py: the observation without a module start.
+
+With O(python) (the node's Python), the options are checked here with the module's own argument
+spec and the observation runs on the node as src/nccl_preflight/node/observe_call.py: a zipapp of
+it and what it imports, sent on the call's stdin through BOOT (core/stdin_ship.py), the options
+after it as one JSON line. No module payload is built on the control machine and Ansible's
+module start (its wrapper and ``ansible.module_utils.basic``) is not paid on the node; the result
+is the module's. Options the spec refuses, a program that could not run or did not answer JSON,
+and no O(python): the module runs, as it would without this plugin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+from ansible import constants as C
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from nccl_preflight.core.stdin_ship import BOOT, stream_header
+from nccl_preflight.core.zipapp import cached_build, folder_sources, package_closure, zip_bytes
+from nccl_preflight.node import observe_call
+from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_MAIN, OBSERVE_SPEC
+
+# The folder that holds the nccl_preflight package (src/).
+SOURCE_ROOT = Path(observe_call.__file__).resolve().parents[2]
+
+
+def observe_zipapp(cache_dir: str | None) -> bytes:
+    """The zipapp of node/observe_call.py and the modules of the package it imports, built once
+    per ansible-playbook run (``cache_dir``), keyed by the node room's sources."""
+
+    def build() -> bytes:
+        files = {
+            path.relative_to(SOURCE_ROOT).as_posix(): path.read_bytes()
+            for path in package_closure(SOURCE_ROOT, OBSERVE_ENTRY)
+        }
+        files["__main__.py"] = OBSERVE_MAIN.encode("utf-8")
+        return zip_bytes(files)
+
+    sources = folder_sources(Path(observe_call.__file__).resolve())
+    return cached_build(cache_dir, "observe.pyz", sources, build)
+
+
+def run_cache_dir() -> str | None:
+    """This ansible-playbook run's own local temporary directory (Ansible keeps its module
+    payloads there and removes it at the end)."""
+    local_tmp = getattr(C, "DEFAULT_LOCAL_TMP", None)
+    return os.path.join(local_tmp, "nccl_preflight") if local_tmp else None
+
+
+def answer_of(stdout: str) -> dict[str, Any] | None:
+    """The program's result: its last line of output, a JSON object; None otherwise."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+class ActionModule(ActionBase):
+    """Run the observation as a plain program when the node's Python is known, else the module."""
+
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        del tmp
+        args = dict(self._task.args)
+        answer = self.run_plain(args) if args.get("python") else None
+        if answer is None:
+            answer = self._execute_module(
+                module_name=self._task.action, module_args=args, task_vars=task_vars
+            )
+        result.update(answer)
+        return result
+
+    def run_plain(self, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The observation through node/observe_call.py; None where the module must run."""
+        python, run_id = str(args.pop("python")), str(args.pop("run_id", "") or "observe")
+        checked = ArgumentSpecValidator(OBSERVE_SPEC).validate(args)
+        if checked.error_messages:
+            return None  # the module names what is wrong, as it does without this plugin
+        request = {
+            "params": checked.validated_parameters,
+            "check_mode": bool(self._task.check_mode),
+        }
+        zipapp = observe_zipapp(run_cache_dir())
+        stream = stream_header(zipapp) + zipapp + json.dumps(request).encode("utf-8") + b"\n"
+        ran = self._low_level_execute_command(
+            shlex.join([python, "-c", BOOT, run_id, "observe"]), sudoable=True, in_data=stream
+        )
+        if ran.get("rc") != 0:
+            return None
+        return answer_of(str(ran.get("stdout") or ""))

@@ -1,0 +1,175 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""plugins/action/nccl_preflight_observe.py's plain path: node/observe_call.py as a zipapp sent on
+stdin through BOOT, run here for real (``/bin/sh -c`` stands in for the SSH connection), answers
+what the module returns; the action falls back to the module where that program cannot answer.
+On loopback only."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import io
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import nccl_preflight_observe
+import pytest
+
+from tests.module_exit import run_module_main
+from tests.ports import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+ACTION = ROOT / "plugins" / "action" / "nccl_preflight_observe.py"
+
+
+def load_action() -> Any:
+    spec = importlib.util.spec_from_file_location("observe_action", ACTION)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+action_module = load_action()
+
+
+class Shell:
+    """The connection: runs the action's command with ``/bin/sh -c`` on this machine."""
+
+    def __init__(self, rc: int | None = None) -> None:
+        self.rc, self.calls = rc, 0
+
+    def __call__(self, cmd: str, sudoable: bool = True, in_data: bytes = b"") -> dict[str, Any]:
+        self.calls += 1
+        assert sudoable  # the firewall may need become: the program runs as the module would
+        if self.rc is not None:
+            return {"rc": self.rc, "stdout": "", "stderr": "sh: 1: python9: not found"}
+        done = subprocess.run(
+            ["/bin/sh", "-c", cmd], input=in_data, capture_output=True, timeout=60, check=False
+        )
+        return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr}
+
+
+def plain_action(shell: Shell, check_mode: bool = False) -> Any:
+    """The action with only what run_plain uses: its task's check mode and the connection."""
+    action = object.__new__(action_module.ActionModule)
+    action._task = SimpleNamespace(check_mode=check_mode, action="nccl_preflight_observe")
+    action._low_level_execute_command = shell
+    return action
+
+
+def without_times(result: dict[str, Any]) -> dict[str, Any]:
+    """The result less what differs between two runs of the same observation: times, clocks."""
+    results = [{k: v for k, v in r.items() if k != "elapsed_ms"} for r in result["results"]]
+    collect = {k: v for k, v in result.get("collect", {}).items() if k != "clock"}
+    return {**result, "results": results, "collect": collect}
+
+
+@pytest.fixture
+def listening() -> Any:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", free_port()))
+        server.listen(8)
+        yield server.getsockname()[1]
+
+
+def observation(open_port: int, tmp_path: Path) -> dict[str, Any]:
+    closed = free_port()
+    return {
+        "targets": [
+            {"name": "master", "host": "node1", "address": "127.0.0.1", "port": open_port},
+            {"name": "ring", "host": "node2", "address": "127.0.0.1", "port": closed},
+        ],
+        "source": "127.0.0.1",
+        "timeout": 2,
+        "refused_retry": 0,
+        "collect": {"path": str(tmp_path / "no-listeners" / "preflight")},
+    }
+
+
+def test_the_program_answers_what_the_module_returns(
+    monkeypatch: pytest.MonkeyPatch, listening: int, tmp_path: Path
+) -> None:
+    args = observation(listening, tmp_path)
+    shell = Shell()
+    plain = plain_action(shell).run_plain({**args, "python": sys.executable, "run_id": "t1"})
+    module = run_module_main(monkeypatch, nccl_preflight_observe.main, args)
+    assert shell.calls == 1 and plain is not None and not module.failed
+    assert without_times(plain) == without_times(module.result)
+    assert [r["ok"] for r in plain["results"]] == [True, False]
+    assert plain["results"][1]["error_kind"] == "refused"
+    # No listeners were started there: both say so, and neither fails the task for it.
+    assert plain["collect"]["failed"] is True and "were not started" in plain["collect"]["msg"]
+    # BOOT's private directory is gone.
+    assert not list(Path("/tmp").glob("nccl-preflight-t1-*"))
+
+
+def test_check_mode_reaches_the_program(listening: int, tmp_path: Path) -> None:
+    (tmp_path / "listeners").mkdir()
+    args = {**observation(listening, tmp_path), "collect": {"path": str(tmp_path / "listeners")}}
+    plain = plain_action(Shell(), check_mode=True).run_plain({**args, "python": sys.executable})
+    assert plain is not None
+    assert plain["collect"] == {
+        "changed": False,
+        "clock": plain["collect"]["clock"],
+        "listeners": [],
+        "pid": None,
+        "msg": "check mode",
+    }
+
+
+def test_a_program_that_cannot_start_leaves_the_call_to_the_module(tmp_path: Path) -> None:
+    shell = Shell(rc=127)
+    args = {"targets": [], "python": "/nonexistent/python9"}
+    assert plain_action(shell).run_plain(args) is None
+    assert shell.calls == 1
+    # What the module is then given has no option of the action's own left in it.
+    assert "python" not in args and "run_id" not in args
+
+
+def test_options_the_spec_refuses_are_left_for_the_module_to_name(tmp_path: Path) -> None:
+    shell = Shell()
+    args = {"targets": [{"name": "master", "port": 1}], "python": sys.executable}
+    assert plain_action(shell).run_plain(args) is None
+    assert shell.calls == 0  # nothing was sent
+
+
+@pytest.mark.parametrize(
+    ("stdout", "answer"),
+    [
+        (
+            'warning: something\n{"changed": false, "results": []}\n',
+            {"changed": False, "results": []},
+        ),
+        ("Traceback (most recent call last):\n", None),
+        ("[1, 2]\n", None),
+        ("", None),
+    ],
+)
+def test_the_answer_is_the_last_line_as_a_json_object(stdout: str, answer: Any) -> None:
+    assert action_module.answer_of(stdout) == answer
+
+
+def test_the_zipapp_holds_the_observation_and_the_node_modules_it_imports_only() -> None:
+    data = action_module.observe_zipapp(None)
+    names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
+    assert "__main__.py" in names and "nccl_preflight/node/observe_call.py" in names
+    assert "nccl_preflight/node/tcp_connect.py" in names
+    assert "nccl_preflight/node/firewall_read.py" in names
+    rooms = {name.split("/")[1] for name in names if name.count("/") >= 2}
+    assert rooms == {"node"}, names  # nothing of the control machine's rooms
+    # Every module it holds imports only the standard library and the modules beside it.
+    allowed = set(sys.stdlib_module_names) | {"nccl_preflight"}
+    for name in names:
+        tree = ast.parse(zipfile.ZipFile(io.BytesIO(data)).read(name))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                assert node.module.split(".")[0] in allowed | {"__future__"}, (name, node.module)
+            elif isinstance(node, ast.Import):
+                assert all(a.name.split(".")[0] in allowed for a in node.names), name
