@@ -6,7 +6,6 @@ the bandwidth table and where the report is; nothing a node answered moves a ter
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,6 +13,7 @@ from typing import Any
 
 from nccl_preflight.core.console import console_lines, plain, rank_span, table
 from tests.playbook_run import column_starts
+from tests.plugin_files import load_plugin
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "evil\x1b[2J\x1b[31mnode\r\nrm -rf /\x07"
@@ -165,12 +165,7 @@ def test_rank_spans_and_tables() -> None:
 
 
 def load_callback() -> Any:
-    path = ROOT / "plugins" / "callback" / "nccl_console.py"
-    spec = importlib.util.spec_from_file_location("nccl_console_callback", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.CallbackModule()
+    return load_plugin("plugins/callback/nccl_console.py", "nccl_console_callback").CallbackModule()
 
 
 def task_result(action: str, returned: dict[str, Any]) -> SimpleNamespace:

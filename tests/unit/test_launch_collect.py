@@ -5,27 +5,18 @@ reports/<run-id>/<host>/ as the report expects, and an archive can never write a
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import tarfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests.plugin_files import load_plugin
+
 ROOT = Path(__file__).resolve().parents[2]
-ACTION = ROOT / "roles" / "launch" / "action_plugins" / "nccl_torchrun.py"
 
 
-def load_action() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("launch_action_nccl_torchrun", ACTION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-action = load_action()
+action = load_plugin("roles/launch/action_plugins/nccl_torchrun.py", "launch_action_nccl_torchrun")
 
 
 def archive(*members: tarfile.TarInfo | tuple[str, bytes]) -> bytes:

@@ -7,7 +7,6 @@ unpacks them beside rank-<R>.json."""
 from __future__ import annotations
 
 import base64
-import importlib.util
 import io
 import json
 import tarfile
@@ -15,17 +14,16 @@ from pathlib import Path
 
 from ansible.module_utils.nccl_preflight.node import run_collect as nccl_run_collect
 
+from tests.plugin_files import load_plugin
+
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "fixtures" / "nccl_logs" / "roce-dgxh100.log"
 
 
 def load_action():
-    path = ROOT / "roles" / "launch" / "action_plugins" / "nccl_torchrun.py"
-    spec = importlib.util.spec_from_file_location("launch_action_nccl_torchrun_logs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plugin(
+        "roles/launch/action_plugins/nccl_torchrun.py", "launch_action_nccl_torchrun_logs"
+    )
 
 
 def run_dir_with_logs(tmp_path: Path) -> Path:

@@ -8,7 +8,6 @@ On loopback only."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import io
 import socket
 import subprocess
@@ -22,21 +21,13 @@ import nccl_preflight_observe
 import pytest
 
 from tests.module_exit import run_module_main
+from tests.plugin_files import load_plugin
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-ACTION = ROOT / "plugins" / "action" / "nccl_preflight_observe.py"
 
 
-def load_action() -> Any:
-    spec = importlib.util.spec_from_file_location("observe_action", ACTION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-action_module = load_action()
+action_module = load_plugin("plugins/action/nccl_preflight_observe.py", "observe_action")
 
 
 class Shell:
