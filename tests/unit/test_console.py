@@ -7,7 +7,6 @@ the bandwidth table and where the report is; nothing a node answered moves a ter
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -15,7 +14,6 @@ from nccl_preflight.core.console import console_lines, plain, rank_span, table
 from tests.playbook_run import column_starts
 from tests.plugin_files import load_plugin
 
-ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "evil\x1b[2J\x1b[31mnode\r\nrm -rf /\x07"
 
 

@@ -13,9 +13,6 @@ import pytest
 
 from tests.plugin_files import load_plugin
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
 action = load_plugin("roles/launch/action_plugins/nccl_torchrun.py", "launch_action_nccl_torchrun")
 
 

@@ -24,9 +24,6 @@ from tests.module_exit import run_module_main
 from tests.plugin_files import load_plugin
 from tests.ports import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
 action_module = load_plugin("plugins/action/nccl_preflight_observe.py", "observe_action")
 
 
