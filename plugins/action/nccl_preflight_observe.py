@@ -13,39 +13,21 @@ and no O(python): the module runs, as it would without this plugin.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-from pathlib import Path
 from typing import Any
 
 from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import BOOT, stream_header
-from nccl_preflight.core.zipapp import cached_build, folder_sources, package_closure, zip_bytes
-from nccl_preflight.node import observe_call
+from nccl_preflight.core.stdin_ship import (
+    program_answer,
+    program_command,
+    program_stream,
+    program_zipapp,
+)
 from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_MAIN, OBSERVE_SPEC
-
-# The folder that holds the nccl_preflight package (src/).
-SOURCE_ROOT = Path(observe_call.__file__).resolve().parents[2]
-
-
-def observe_zipapp(cache_dir: str | None) -> bytes:
-    """The zipapp of node/observe_call.py and the modules of the package it imports, built once
-    per ansible-playbook run (``cache_dir``), keyed by the node room's sources."""
-
-    def build() -> bytes:
-        files = {
-            path.relative_to(SOURCE_ROOT).as_posix(): path.read_bytes()
-            for path in package_closure(SOURCE_ROOT, OBSERVE_ENTRY)
-        }
-        files["__main__.py"] = OBSERVE_MAIN.encode("utf-8")
-        return zip_bytes(files)
-
-    sources = folder_sources(Path(observe_call.__file__).resolve())
-    return cached_build(cache_dir, "observe.pyz", sources, build)
 
 
 def run_cache_dir() -> str | None:
@@ -53,16 +35,6 @@ def run_cache_dir() -> str | None:
     payloads there and removes it at the end)."""
     local_tmp = getattr(C, "DEFAULT_LOCAL_TMP", None)
     return os.path.join(local_tmp, "nccl_preflight") if local_tmp else None
-
-
-def answer_of(stdout: str) -> dict[str, Any] | None:
-    """The program's result: its last line of output, a JSON object; None otherwise."""
-    lines = [line for line in stdout.splitlines() if line.strip()]
-    try:
-        answer = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    return answer if isinstance(answer, dict) else None
 
 
 class ActionModule(ActionBase):
@@ -94,11 +66,12 @@ class ActionModule(ActionBase):
             "params": checked.validated_parameters,
             "check_mode": bool(self._task.check_mode),
         }
-        zipapp = observe_zipapp(run_cache_dir())
-        stream = stream_header(zipapp) + zipapp + json.dumps(request).encode("utf-8") + b"\n"
+        zipapp = program_zipapp(OBSERVE_ENTRY, OBSERVE_MAIN, run_cache_dir())
         ran = self._low_level_execute_command(
-            shlex.join([python, "-c", BOOT, run_id, "observe"]), sudoable=True, in_data=stream
+            shlex.join(program_command(python, run_id, "observe")),
+            sudoable=True,
+            in_data=program_stream(zipapp, request),
         )
         if ran.get("rc") != 0:
             return None
-        return answer_of(str(ran.get("stdout") or ""))
+        return program_answer(str(ran.get("stdout") or ""))

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from nccl_torchrun import parse_env_file
 
+from nccl_preflight.node.run_start import parse_env_file
 from tests.lab.harness import SBIN_PATH
 
 pytestmark = pytest.mark.lab

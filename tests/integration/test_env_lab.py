@@ -16,8 +16,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from nccl_torchrun import parse_env_file
 
+from nccl_preflight.node.run_start import parse_env_file
 from tests.lab.harness import Lab
 
 pytestmark = pytest.mark.lab

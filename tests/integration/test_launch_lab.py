@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nccl_torchrun import parse_env_file
 
+from nccl_preflight.node.run_start import parse_env_file
 from tests.lab.harness import Lab
 from tests.lab.runs import (
     PHASE_WAIT_S,

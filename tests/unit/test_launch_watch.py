@@ -229,6 +229,8 @@ class StartingNode(FakeNode):
     cannot be reached when ``started`` is an exception."""
 
     say_not_started = staticmethod(action.ActionModule.say_not_started)
+    # No python in these starts' options: the start is the module's call.
+    start = action.ActionModule.start
 
     def __init__(self, started: dict[str, Any] | Exception, looks: list[dict[str, Any]]):
         super().__init__(looks)

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from nccl_torchrun import parse_env_file
 
 from nccl_preflight.core.config import defaults
+from nccl_preflight.node.run_start import parse_env_file
 from nccl_preflight.slurm.launch import rank_env
 from tests.playbook_run import run_play_with_facts
 

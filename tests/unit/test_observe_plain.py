@@ -20,6 +20,8 @@ from typing import Any
 import nccl_preflight_observe
 import pytest
 
+from nccl_preflight.core.stdin_ship import program_answer, program_zipapp
+from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_MAIN
 from tests.module_exit import run_module_main
 from tests.plugin_files import load_plugin
 from tests.ports import free_port
@@ -141,11 +143,11 @@ def test_options_the_spec_refuses_are_left_for_the_module_to_name(tmp_path: Path
     ],
 )
 def test_the_answer_is_the_last_line_as_a_json_object(stdout: str, answer: Any) -> None:
-    assert action_module.answer_of(stdout) == answer
+    assert program_answer(stdout) == answer
 
 
 def test_the_zipapp_holds_the_observation_and_the_node_modules_it_imports_only() -> None:
-    data = action_module.observe_zipapp(None)
+    data = program_zipapp(OBSERVE_ENTRY, OBSERVE_MAIN, None)
     names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
     assert "__main__.py" in names and "nccl_preflight/node/observe_call.py" in names
     assert "nccl_preflight/node/tcp_connect.py" in names

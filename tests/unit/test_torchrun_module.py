@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import nccl_torchrun
 import pytest
 from ansible.module_utils.nccl_preflight.node import processes
+from ansible.module_utils.nccl_preflight.node.run_start import build_argv, parse_env_file
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "library" / "nccl_torchrun.py"
@@ -203,7 +203,7 @@ def wait_for(predicate: Any, timeout: float = 20) -> None:
 
 
 def test_parse_env_file_reads_shell_quoted_values() -> None:
-    env = nccl_torchrun.parse_env_file(
+    env = parse_env_file(
         "# nccl.env\nNCCL_SOCKET_IFNAME='eth 1'\n\nexport NCCL_DEBUG=INFO\nA='x=y'  # c\n"
     )
     assert env == {"NCCL_SOCKET_IFNAME": "eth 1", "NCCL_DEBUG": "INFO", "A": "x=y"}
@@ -211,11 +211,11 @@ def test_parse_env_file_reads_shell_quoted_values() -> None:
 
 def test_parse_env_file_names_the_bad_line() -> None:
     with pytest.raises(ValueError, match=r"nccl.env:2: expected KEY=value"):
-        nccl_torchrun.parse_env_file("A=1\nrm -rf /\n")
+        parse_env_file("A=1\nrm -rf /\n")
 
 
 def test_build_argv_is_static_rendezvous_with_local_addr() -> None:
-    argv = nccl_torchrun.build_argv(
+    argv = build_argv(
         {
             "run_dir": "/tmp/r",
             "python": "/usr/bin/python3",

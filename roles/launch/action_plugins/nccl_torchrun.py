@@ -39,11 +39,18 @@ from typing import Any
 
 from ansible import constants as C
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from nccl_preflight.core import run_watch as watch_rules
+from nccl_preflight.core.stdin_ship import (
+    program_answer,
+    program_command,
+    program_stream,
+    program_zipapp,
+)
 from nccl_preflight.core.zipapp import (
     BundleError,
     build_zipapp,
@@ -53,6 +60,12 @@ from nccl_preflight.core.zipapp import (
 )
 from nccl_preflight.node.files import write_atomically
 from nccl_preflight.node.run_look import LOOK_ZIPAPP, zipapp_files
+from nccl_preflight.node.start_call import (
+    START_ENTRY,
+    START_MAIN,
+    TORCHRUN_EXCLUSIVE,
+    TORCHRUN_SPEC,
+)
 
 display = Display()
 
@@ -362,6 +375,8 @@ class ActionModule(ActionBase):
                 return {**result, **started}
             if watching:
                 module_result = RunWatch(self, module_args, watch).run(task_vars or {})
+            elif state == "started":
+                module_result = self.start(module_args, task_vars)
             else:
                 module_result = self._execute_module(
                     module_name=self._task.action, module_args=module_args, task_vars=task_vars
@@ -411,19 +426,44 @@ class ActionModule(ActionBase):
         args = {**start, "state": "started"}
         error = self.bundle_script(args) if args.get("script_src") else None
         try:
-            started = (
-                {"failed": True, "msg": error}
-                if error
-                else self._execute_module(
-                    module_name=self._task.action, module_args=args, task_vars=task_vars
-                )
-            )
+            started = {"failed": True, "msg": error} if error else self.start(args, task_vars)
         except AnsibleConnectionFailure as exc:
             self.say_not_started(watch, str(exc))
             raise
         if started.get("failed") or started.get("unreachable"):
             self.say_not_started(watch, str(started.get("msg") or "the start failed"))
         return started
+
+    def start(self, args: dict[str, Any], task_vars: dict[str, Any] | None) -> dict[str, Any]:
+        """state=started: node/start_call.py as a program on the node with the run's Python
+        (``python``), without a module start; the module where that program cannot answer."""
+        started = self.start_plain(args) if args.get("python") else None
+        if started is None:
+            started = self._execute_module(
+                module_name=self._task.action, module_args=args, task_vars=task_vars
+            )
+        return started
+
+    def start_plain(self, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The start through BOOT (core/stdin_ship.py), its options checked here with the
+        module's own spec; None where the module must run: options the spec refuses (the module
+        names them), a program that could not run or answered no JSON object."""
+        checked = ArgumentSpecValidator(
+            TORCHRUN_SPEC, mutually_exclusive=TORCHRUN_EXCLUSIVE
+        ).validate(args)
+        if checked.error_messages:
+            return None
+        # BOOT's temporary directory: nccl-preflight-<run id>-*, as the run's own directory.
+        run_id = str(args.get("rdzv_id") or "launch").removeprefix("nccl-preflight-")
+        zipapp = program_zipapp(START_ENTRY, START_MAIN, build_cache_dir())
+        ran = self._low_level_execute_command(
+            shlex.join(program_command(str(args["python"]), run_id, "start")),
+            sudoable=True,
+            in_data=program_stream(zipapp, {"params": checked.validated_parameters}),
+        )
+        if ran.get("rc") != 0:
+            return None
+        return program_answer(str(ran.get("stdout") or ""))
 
     @staticmethod
     def say_not_started(watch: dict[str, Any] | None, why: str) -> None:

@@ -16,6 +16,15 @@ stdin to every task: slurm/ship.py) and the Ansible pre-flight's observation
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+from .zipapp import cached_build, folder_sources, package_closure, zip_bytes
+
+# The folder that holds the nccl_preflight package (src/).
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+
 BOOT = r"""
 import os, shutil, signal, subprocess, sys, tempfile
 def read_exactly(n):
@@ -60,3 +69,42 @@ sys.exit(code)
 def stream_header(bundle: bytes) -> bytes:
     """What goes on the step's stdin before the bundle."""
     return f"{len(bundle)}\n".encode()
+
+
+def program_zipapp(entry: str, main: str, cache_dir: str | None) -> bytes:
+    """The zipapp of the module ``entry`` (``nccl_preflight.node.<name>``) and the modules of the
+    package it imports (core/zipapp.py package_closure), ``main`` its __main__; built once per
+    ``cache_dir`` (an ansible-playbook run's), keyed by the sources of ``entry``'s room."""
+    path = SOURCE_ROOT.joinpath(*entry.split(".")).with_suffix(".py")
+
+    def build() -> bytes:
+        files = {
+            found.relative_to(SOURCE_ROOT).as_posix(): found.read_bytes()
+            for found in package_closure(SOURCE_ROOT, entry)
+        }
+        files["__main__.py"] = main.encode("utf-8")
+        return zip_bytes(files)
+
+    return cached_build(cache_dir, f"{path.stem}.pyz", folder_sources(path), build)
+
+
+def program_command(python: str, run_id: str, what: str) -> list[str]:
+    """The argv that runs a program sent on stdin (BOOT) with the node's ``python``; ``run_id``
+    names BOOT's temporary directory, ``what`` says in `ps` what runs."""
+    return [python, "-c", BOOT, run_id, what]
+
+
+def program_stream(zipapp: bytes, request: dict[str, Any]) -> bytes:
+    """What goes on the program's stdin: the zipapp, then ``request`` as one JSON line."""
+    return stream_header(zipapp) + zipapp + json.dumps(request).encode("utf-8") + b"\n"
+
+
+def program_answer(stdout: str) -> dict[str, Any] | None:
+    """A program's result: its last line of output, a JSON object; None otherwise (it could not
+    run, or it died before it answered)."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
