@@ -67,8 +67,11 @@ class ActionModule(ActionBase):
             "check_mode": bool(self._task.check_mode),
         }
         zipapp = program_zipapp(OBSERVE_ENTRY, OBSERVE_MAIN, run_cache_dir())
+        # The task's `environment`, as a module call gets it.
+        env = self._compute_environment_string()
+        command = shlex.join(program_command(python, run_id, "observe"))
         ran = self._low_level_execute_command(
-            shlex.join(program_command(python, run_id, "observe")),
+            f"{env} {command}" if env else command,
             sudoable=True,
             in_data=program_stream(zipapp, request),
         )

@@ -51,6 +51,7 @@ def plain_action(shell: Shell, check_mode: bool = False) -> Any:
     action = object.__new__(action_module.ActionModule)
     action._task = SimpleNamespace(check_mode=check_mode, action="nccl_preflight_observe")
     action._low_level_execute_command = shell
+    action._compute_environment_string = lambda: ""  # the task sets no environment
     return action
 
 

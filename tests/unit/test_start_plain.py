@@ -7,6 +7,7 @@ module's failure word for word, and options the spec refuses never reach the nod
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,23 +27,28 @@ action_module = load_plugin(
 )
 
 
-def plain_start(shell: Shell) -> object:
+def plain_start(shell: Shell, environment: str = "") -> object:
+    """The action with only what start_plain uses; ``environment``: the task's `environment`
+    as Ansible's shell plugin writes it before a command."""
     action = object.__new__(action_module.ActionModule)
     action._task = SimpleNamespace(action="nccl_torchrun")
     action._low_level_execute_command = shell
+    action._compute_environment_string = lambda: environment
     return action
 
 
 def test_the_program_starts_torchrun_as_the_module_does(tmp_path: Path, run_dir: Path) -> None:  # noqa: F811
     (run_dir / "check.py").write_text(
         "import os, sys\nprint('hello from rank', os.environ['RANK'], flush=True)\n"
+        "print('task environment:', os.environ.get('NCCL_PREFLIGHT_TASK_ENV'), flush=True)\n"
         "sys.exit(3 if os.environ['RANK'] == '1' else 0)\n"
     )
     args = module_args(
         run_dir, Path(sys.executable), rank_offset=0, master_port=29563, script_args=[], timeout=60
     )
     shell = Shell()
-    started = plain_start(shell).start_plain(dict(args))
+    environment = "NCCL_PREFLIGHT_TASK_ENV=" + shlex.quote("a play's value")
+    started = plain_start(shell, environment).start_plain(dict(args))
     assert shell.calls == 1 and started is not None, started
     assert started["changed"] is True and started["warm_start"] is False
     assert started["supervisor_pid"] and started["torchrun_pid"]
@@ -50,7 +56,10 @@ def test_the_program_starts_torchrun_as_the_module_does(tmp_path: Path, run_dir:
     # The wait (the module here) finds the run the program started, and its end.
     result = finish(start_module(finished_args(run_dir, rank_offset=0), tmp_path, "wait"), 120)
     assert result["timed_out"] is False and result["torchrun_rc"] == 1
-    assert "hello from rank 1" in (run_dir / "results" / "rank-1.log").read_text()
+    log = (run_dir / "results" / "rank-1.log").read_text()
+    assert "hello from rank 1" in log
+    # The task's environment reached torchrun's ranks, as it reaches a module's.
+    assert "task environment: a play's value" in log
 
 
 def test_a_refusal_is_the_modules_failure_word_for_word(tmp_path: Path) -> None:

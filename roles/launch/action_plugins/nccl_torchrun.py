@@ -456,8 +456,12 @@ class ActionModule(ActionBase):
         # BOOT's temporary directory: nccl-preflight-<run id>-*, as the run's own directory.
         run_id = str(args.get("rdzv_id") or "launch").removeprefix("nccl-preflight-")
         zipapp = program_zipapp(START_ENTRY, START_MAIN, build_cache_dir())
+        # The task's `environment` (a play's LD_LIBRARY_PATH, say), as a module call gets it:
+        # torchrun and its ranks inherit it.
+        env = self._compute_environment_string()
+        command = shlex.join(program_command(str(args["python"]), run_id, "start"))
         ran = self._low_level_execute_command(
-            shlex.join(program_command(str(args["python"]), run_id, "start")),
+            f"{env} {command}" if env else command,
             sudoable=True,
             in_data=program_stream(zipapp, {"params": checked.validated_parameters}),
         )
