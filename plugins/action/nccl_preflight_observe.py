@@ -13,28 +13,14 @@ and no O(python): the module runs, as it would without this plugin.
 
 from __future__ import annotations
 
-import os
-import shlex
 from typing import Any
 
 from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import (
-    program_answer,
-    program_command,
-    program_stream,
-    program_zipapp,
-)
-from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_MAIN, OBSERVE_SPEC
-
-
-def run_cache_dir() -> str | None:
-    """This ansible-playbook run's own local temporary directory (Ansible keeps its module
-    payloads there and removes it at the end)."""
-    local_tmp = getattr(C, "DEFAULT_LOCAL_TMP", None)
-    return os.path.join(local_tmp, "nccl_preflight") if local_tmp else None
+from nccl_preflight.core.stdin_ship import program_call, run_cache_dir
+from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_SPEC
 
 
 class ActionModule(ActionBase):
@@ -66,15 +52,15 @@ class ActionModule(ActionBase):
             "params": checked.validated_parameters,
             "check_mode": bool(self._task.check_mode),
         }
-        zipapp = program_zipapp(OBSERVE_ENTRY, OBSERVE_MAIN, run_cache_dir())
-        # The task's `environment`, as a module call gets it.
-        env = self._compute_environment_string()
-        command = shlex.join(program_command(python, run_id, "observe"))
-        ran = self._low_level_execute_command(
-            f"{env} {command}" if env else command,
-            sudoable=True,
-            in_data=program_stream(zipapp, request),
+        # The task's `environment` goes before the command, as a module call gets it.
+        return program_call(
+            lambda command, stdin: self._low_level_execute_command(
+                command, sudoable=True, in_data=stdin
+            ),
+            self._compute_environment_string(),
+            python,
+            run_id,
+            OBSERVE_ENTRY,
+            request,
+            run_cache_dir(getattr(C, "DEFAULT_LOCAL_TMP", None)),
         )
-        if ran.get("rc") != 0:
-            return None
-        return program_answer(str(ran.get("stdout") or ""))

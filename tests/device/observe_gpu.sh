@@ -17,15 +17,10 @@ s = socket.socket(); s.bind(('127.0.0.1', $OPEN_PORT)); s.listen(8); time.sleep(
 LISTENER=$!
 sleep 1
 PYTHONPATH=src "$PY" - "$OUT/stream.bin" "$OPEN_PORT" "$CLOSED_PORT" <<'PYEOF'
-import json, sys
+import sys
 from pathlib import Path
-from nccl_preflight.core.stdin_ship import stream_header
-from nccl_preflight.core.zipapp import package_closure, zip_bytes
-from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_MAIN
-src = Path("src").resolve()
-files = {p.relative_to(src).as_posix(): p.read_bytes() for p in package_closure(src, OBSERVE_ENTRY)}
-files["__main__.py"] = OBSERVE_MAIN.encode()
-zipapp = zip_bytes(files)
+from nccl_preflight.core.stdin_ship import program_stream, program_zipapp
+from nccl_preflight.node.observe_call import OBSERVE_ENTRY
 low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
 params = {
     "targets": [
@@ -40,8 +35,8 @@ params = {
     },
     "collect": None,
 }
-request = json.dumps({"params": params, "check_mode": False}).encode() + b"\n"
-Path(sys.argv[1]).write_bytes(stream_header(zipapp) + zipapp + request)
+request = {"params": params, "check_mode": False}
+Path(sys.argv[1]).write_bytes(program_stream(program_zipapp(OBSERVE_ENTRY, None), request))
 PYEOF
 BOOT=$(PYTHONPATH=src "$PY" -c "from nccl_preflight.core.stdin_ship import BOOT; print(BOOT)")
 {

@@ -21,7 +21,7 @@ import nccl_preflight_observe
 import pytest
 
 from nccl_preflight.core.stdin_ship import program_answer, program_zipapp
-from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_MAIN
+from nccl_preflight.node.observe_call import OBSERVE_ENTRY
 from tests.module_exit import run_module_main
 from tests.plugin_files import load_plugin
 from tests.ports import free_port
@@ -148,7 +148,7 @@ def test_the_answer_is_the_last_line_as_a_json_object(stdout: str, answer: Any) 
 
 
 def test_the_zipapp_holds_the_observation_and_the_node_modules_it_imports_only() -> None:
-    data = program_zipapp(OBSERVE_ENTRY, OBSERVE_MAIN, None)
+    data = program_zipapp(OBSERVE_ENTRY, None)
     names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
     assert "__main__.py" in names and "nccl_preflight/node/observe_call.py" in names
     assert "nccl_preflight/node/tcp_connect.py" in names

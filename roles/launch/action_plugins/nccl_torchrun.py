@@ -45,12 +45,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from nccl_preflight.core import run_watch as watch_rules
-from nccl_preflight.core.stdin_ship import (
-    program_answer,
-    program_command,
-    program_stream,
-    program_zipapp,
-)
+from nccl_preflight.core.stdin_ship import program_call, run_cache_dir
 from nccl_preflight.core.zipapp import (
     BundleError,
     build_zipapp,
@@ -60,12 +55,7 @@ from nccl_preflight.core.zipapp import (
 )
 from nccl_preflight.node.files import write_atomically
 from nccl_preflight.node.run_look import LOOK_ZIPAPP, zipapp_files
-from nccl_preflight.node.start_call import (
-    START_ENTRY,
-    START_MAIN,
-    TORCHRUN_EXCLUSIVE,
-    TORCHRUN_SPEC,
-)
+from nccl_preflight.node.start_call import START_ENTRY, TORCHRUN_EXCLUSIVE, TORCHRUN_SPEC
 
 display = Display()
 
@@ -340,8 +330,7 @@ def look_argument(cache_dir: str | None = None) -> str:
 def build_cache_dir() -> str | None:
     """Where this ansible-playbook run keeps what it builds once for every host: its own
     local temporary directory (as Ansible keeps its module payloads there), removed at its end."""
-    local_tmp = getattr(C, "DEFAULT_LOCAL_TMP", None)
-    return os.path.join(local_tmp, "nccl_preflight") if local_tmp else None
+    return run_cache_dir(getattr(C, "DEFAULT_LOCAL_TMP", None))
 
 
 class ActionModule(ActionBase):
@@ -455,19 +444,19 @@ class ActionModule(ActionBase):
             return None
         # BOOT's temporary directory: nccl-preflight-<run id>-*, as the run's own directory.
         run_id = str(args.get("rdzv_id") or "launch").removeprefix("nccl-preflight-")
-        zipapp = program_zipapp(START_ENTRY, START_MAIN, build_cache_dir())
-        # The task's `environment` (a play's LD_LIBRARY_PATH, say), as a module call gets it:
-        # torchrun and its ranks inherit it.
-        env = self._compute_environment_string()
-        command = shlex.join(program_command(str(args["python"]), run_id, "start"))
-        ran = self._low_level_execute_command(
-            f"{env} {command}" if env else command,
-            sudoable=True,
-            in_data=program_stream(zipapp, {"params": checked.validated_parameters}),
+        # The task's `environment` (a play's LD_LIBRARY_PATH, say) goes before the command, as
+        # a module call gets it: torchrun and its ranks inherit it.
+        return program_call(
+            lambda command, stdin: self._low_level_execute_command(
+                command, sudoable=True, in_data=stdin
+            ),
+            self._compute_environment_string(),
+            str(args["python"]),
+            run_id,
+            START_ENTRY,
+            {"params": checked.validated_parameters},
+            build_cache_dir(),
         )
-        if ran.get("rc") != 0:
-            return None
-        return program_answer(str(ran.get("stdout") or ""))
 
     @staticmethod
     def say_not_started(watch: dict[str, Any] | None, why: str) -> None:

@@ -10,13 +10,17 @@ the node's Python and removes the directory in a finally, also on SIGTERM/SIGINT
 passes on to the zipapp first). Nothing is installed and nothing stays on the node.
 
 Both front-ends send their node programs this way: the Slurm command's job steps (srun sends its
-stdin to every task: slurm/ship.py) and the Ansible pre-flight's observation
-(plugins/action/nccl_preflight_observe.py: node/observe_call.py without a module start).
+stdin to every task: slurm/ship.py) and, without a module start, the Ansible pre-flight's
+observation (node/observe_call.py) and torchrun's start (node/start_call.py), from their action
+plugins (:func:`program_call`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,14 +71,27 @@ sys.exit(code)
 
 
 def stream_header(bundle: bytes) -> bytes:
-    """What goes on the step's stdin before the bundle."""
+    """What goes on stdin before the bundle (BOOT reads the count, then the bundle)."""
     return f"{len(bundle)}\n".encode()
 
 
-def program_zipapp(entry: str, main: str, cache_dir: str | None) -> bytes:
+def run_cache_dir(local_tmp: str | None) -> str | None:
+    """Where an ansible-playbook run keeps what it builds once for every host: inside its own
+    local temporary directory ``local_tmp`` (Ansible keeps its module payloads there and removes
+    it at the end); None without one."""
+    return os.path.join(local_tmp, "nccl_preflight") if local_tmp else None
+
+
+def program_main(entry: str) -> str:
+    """The __main__ of a program's zipapp: ``entry``'s main() with the arguments after the
+    zipapp's name, its return the exit status."""
+    return f"import sys\n\nfrom {entry} import main\n\nsys.exit(main(sys.argv[1:]))\n"
+
+
+def program_zipapp(entry: str, cache_dir: str | None) -> bytes:
     """The zipapp of the module ``entry`` (``nccl_preflight.node.<name>``) and the modules of the
-    package it imports (core/zipapp.py package_closure), ``main`` its __main__; built once per
-    ``cache_dir`` (an ansible-playbook run's), keyed by the sources of ``entry``'s room."""
+    package it imports (core/zipapp.py package_closure), run by :func:`program_main`; built once
+    per ``cache_dir`` (an ansible-playbook run's), keyed by the sources of ``entry``'s room."""
     path = SOURCE_ROOT.joinpath(*entry.split(".")).with_suffix(".py")
 
     def build() -> bytes:
@@ -82,7 +99,7 @@ def program_zipapp(entry: str, main: str, cache_dir: str | None) -> bytes:
             found.relative_to(SOURCE_ROOT).as_posix(): found.read_bytes()
             for found in package_closure(SOURCE_ROOT, entry)
         }
-        files["__main__.py"] = main.encode("utf-8")
+        files["__main__.py"] = program_main(entry).encode("utf-8")
         return zip_bytes(files)
 
     return cached_build(cache_dir, f"{path.stem}.pyz", folder_sources(path), build)
@@ -108,3 +125,25 @@ def program_answer(stdout: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return answer if isinstance(answer, dict) else None
+
+
+def program_call(
+    execute: Callable[[str, bytes], dict[str, Any]],
+    environment: str,
+    python: str,
+    run_id: str,
+    entry: str,
+    request: dict[str, Any],
+    cache_dir: str | None,
+) -> dict[str, Any] | None:
+    """Run the node program ``entry`` with ``python`` through BOOT, ``request`` on its stdin;
+    -> its answer, None when it could not run or answered no JSON object (the caller's module
+    runs then). ``execute(command, stdin)`` runs a shell command on the node ({rc, stdout});
+    ``environment`` goes before the command (the task's, as Ansible's shell plugin writes it,
+    so that the program gets what a module call would)."""
+    argv = program_command(python, run_id, entry.rsplit(".", 1)[-1])
+    command = f"{environment} {shlex.join(argv)}" if environment else shlex.join(argv)
+    ran = execute(command, program_stream(program_zipapp(entry, cache_dir), request))
+    if ran.get("rc") != 0:
+        return None
+    return program_answer(str(ran.get("stdout") or ""))

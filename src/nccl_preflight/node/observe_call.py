@@ -26,16 +26,9 @@ from .preflight_calls import STOP_SPEC, stop
 from .runner import SubprocessRunner
 from .tcp_connect import tcp_connect
 
-# The module the zipapp of this program is built around (core/zipapp.py package_closure), and
-# the zipapp's __main__, which runs main() below.
+# The module the zipapp of this program is built around (core/stdin_ship.py program_zipapp:
+# its __main__ runs main() below).
 OBSERVE_ENTRY = "nccl_preflight.node.observe_call"
-OBSERVE_MAIN = (
-    '"""The pre-flight\'s observation on a node (nccl_preflight.node.observe_call, shipped by '
-    'nccl-preflight)."""\n'
-    "import sys\n\n"
-    "from nccl_preflight.node.observe_call import main\n\n"
-    "sys.exit(main(sys.argv[1:]))\n"
-)
 
 # The options, in AnsibleModule's argument_spec form (the module's, and the action plugin checks
 # them with the same spec on the control machine before it sends them).

@@ -37,16 +37,9 @@ from .run_start import build_argv, parse_env_file, wait_port_free
 from .supervisor import LAUNCH_FILE, PIDS_FILE, RESULTS_DIR, TORCHRUN_LOG, start_supervisor
 from .warm_launch import launch_in_holder
 
-# The module the zipapp of this program is built around (core/zipapp.py package_closure), and
-# the zipapp's __main__, which runs main() below.
+# The module the zipapp of this program is built around (core/stdin_ship.py program_zipapp:
+# its __main__ runs main() below).
 START_ENTRY = "nccl_preflight.node.start_call"
-START_MAIN = (
-    '"""torchrun\'s start on a node (nccl_preflight.node.start_call, shipped by '
-    'nccl-preflight)."""\n'
-    "import sys\n\n"
-    "from nccl_preflight.node.start_call import main\n\n"
-    "sys.exit(main(sys.argv[1:]))\n"
-)
 
 # library/nccl_torchrun.py's options, in AnsibleModule's argument_spec form (the module's; the
 # action plugin checks a start's options with it on the control machine before it sends them).
