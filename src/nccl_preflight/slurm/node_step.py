@@ -50,12 +50,12 @@ from typing import Any
 
 from ..node.fabric_choice import nccl_fabric_choice
 from ..node.facts import gather
-from ..node.firewall_read import read_firewall
 from ..node.listener import (
     finish_python_probe,
     python_facts,
     start_python_probe,
 )
+from ..node.observe_call import observe as observe_peers
 from ..node.preflight_calls import for_fabric, start, stop
 from ..node.probe_plan import nccl_preflight_probe_plan, preflight_listeners
 from ..node.run_collect import pack_results
@@ -72,7 +72,6 @@ from ..node.supervisor import (
     _ignore_stop_signals,
     start_or_adopt,
 )
-from ..node.tcp_connect import tcp_connect
 from ..node.warm_torchrun import READY_NAME, RELEASE_WAIT_S, held, release
 from .ship import frame, settings_of
 
@@ -231,28 +230,31 @@ def observe(settings: dict[str, Any], messages: queue.Queue, probe: TorchProbe) 
     plan = nccl_preflight_probe_plan(
         inputs["ports"], node, nodes[0], nodes, addresses, bool(settings["full_mesh"]), hccl_port
     )
-    source, timeout = p["fabric_address"], float(settings["probe_timeout"])
-    results = [
-        {**t, "source": source, **tcp_connect(t["address"], t["port"], source, timeout, 2.0)}
-        for t in plan["targets"]
-    ]
-    firewall: dict[str, Any] = {}
-    fw = firewall_read(settings, node, facts, addresses, hccl_port)
-    if fw:
-        firewall = read_firewall(commands, fw["peers"], fw["ports"], fw["address"], fw["ifname"])
-    collect = {
-        "path": listen_dir,
-        "wait": float(settings["collect_wait"]),
-        "leave_unfinished": False,
-        "stop_timeout": python_timeout + 10,
-        "remove_run_dir": None,
-    }
-    stopped = stop(collect, False)
+    # The Ansible path's observation (node/observe_call.py), with this step's options.
+    observed = observe_peers(
+        {
+            "targets": plan["targets"],
+            "source": p["fabric_address"],
+            "timeout": float(settings["probe_timeout"]),
+            "refused_retry": 2.0,
+            "firewall": firewall_read(settings, node, facts, addresses, hccl_port) or None,
+            "collect": {
+                "path": listen_dir,
+                "wait": float(settings["collect_wait"]),
+                "leave_unfinished": False,
+                "stop_timeout": python_timeout + 10,
+                "remove_run_dir": None,
+            },
+        },
+        False,
+        commands,
+    )
+    stopped = observed["collect"]
     stopped["python"] = python_facts(probe.run())
     emit(
         {
             "kind": "observed",
-            "probe": {"results": results, "firewall": firewall},
+            "probe": {"results": observed["results"], "firewall": observed["firewall"]},
             "stopped": stopped,
             "clock": time.time(),  # as late as possible: observe.py node_clocks
         }
