@@ -8,7 +8,7 @@ import of ``ansible.module_utils.basic`` and of this room from it, compiled from
 (0.35-0.45 CPU s measured on the lab, against 0.1 s for this program). So the action plugin of
 the same name runs this program instead, where the role names the node's Python: the payload is
 a zipapp of this module and what it imports (:data:`OBSERVE_ENTRY`), sent on the call's stdin
-through the Slurm front-end's BOOT (core/stdin_ship.py), which unpacks it into a private
+through BOOT (core/stdin_ship.py, the Slurm steps' too), which unpacks it into a private
 temporary directory it removes; the options follow on stdin as one JSON line (:func:`main`). The
 module calls :func:`observe` too, with its own options, so both say the same.
 Standard library only.
