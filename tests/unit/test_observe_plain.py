@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import io
 import socket
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -25,25 +24,9 @@ from nccl_preflight.node.observe_call import OBSERVE_ENTRY
 from tests.module_exit import run_module_main
 from tests.plugin_files import load_plugin
 from tests.ports import free_port
+from tests.program_shell import Shell
 
 action_module = load_plugin("plugins/action/nccl_preflight_observe.py", "observe_action")
-
-
-class Shell:
-    """The connection: runs the action's command with ``/bin/sh -c`` on this machine."""
-
-    def __init__(self, rc: int | None = None) -> None:
-        self.rc, self.calls = rc, 0
-
-    def __call__(self, cmd: str, sudoable: bool = True, in_data: bytes = b"") -> dict[str, Any]:
-        self.calls += 1
-        assert sudoable  # the firewall may need become: the program runs as the module would
-        if self.rc is not None:
-            return {"rc": self.rc, "stdout": "", "stderr": "sh: 1: python9: not found"}
-        done = subprocess.run(
-            ["/bin/sh", "-c", cmd], input=in_data, capture_output=True, timeout=60, check=False
-        )
-        return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr}
 
 
 def plain_action(shell: Shell, check_mode: bool = False) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from tests.plugin_files import load_plugin
-from tests.unit.test_observe_plain import Shell
+from tests.program_shell import Shell
 from tests.unit.test_torchrun_module import (
     finish,
     finished_args,

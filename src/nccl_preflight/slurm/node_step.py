@@ -50,6 +50,7 @@ from typing import Any
 
 from ..node.fabric_choice import nccl_fabric_choice
 from ..node.facts import gather
+from ..node.facts_call import facts_commands
 from ..node.listener import (
     finish_python_probe,
     python_facts,
@@ -61,7 +62,6 @@ from ..node.probe_plan import nccl_preflight_probe_plan, preflight_listeners
 from ..node.run_collect import pack_results
 from ..node.run_observe import interface_state, rank_exits, read_progress, stall_evidence
 from ..node.run_start import build_argv
-from ..node.runner import SubprocessRunner
 from ..node.supervisor import (
     LAUNCH_FILE,
     RESULTS_DIR,
@@ -97,11 +97,6 @@ def work_dir() -> Path:
 # ------------------------------------------------------------------------------------------------
 # observe
 # ------------------------------------------------------------------------------------------------
-
-
-def runner(settings: dict[str, Any]) -> SubprocessRunner:
-    """Commands as the node check runs them, each bounded (dcgmi diag may take its own)."""
-    return SubprocessRunner(timeout=max(60.0, float(settings["facts"]["dcgm_diag_timeout"]) + 30))
 
 
 def listeners(settings: dict[str, Any], node: str) -> list[dict[str, Any]]:
@@ -192,7 +187,7 @@ class TorchProbe:
 
 def observe(settings: dict[str, Any], messages: queue.Queue, probe: TorchProbe) -> int:
     """The pre-flight's node side of the run step; see the module docstring."""
-    node, commands = node_name(), runner(settings)
+    node, commands = node_name(), facts_commands(settings["facts"])
     python, python_timeout = settings["python"], float(settings["python_timeout"])
     # As library/nccl_facts.py: the XPU question and the pre-flight's versions are one torch
     # probe when both use the same Python (gather takes the probe's run through "wait").

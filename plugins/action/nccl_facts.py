@@ -1,0 +1,74 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""Action plugin of library/nccl_facts.py: the facts and the pre-flight's start without a module
+start.
+
+With O(program_python) (the node's Python as the inventory names it), the options are checked
+here with the module's own argument spec and the call runs on the node as
+src/nccl_preflight/node/facts_call.py: a zipapp of it and what it imports, sent on the call's
+stdin through BOOT (core/stdin_ship.py), the options after it as one JSON line. This is every
+run's first call on every node: no module payload is built on the control machine and Ansible's
+module start is not paid on the node; the result is the module's. Options the spec refuses, a
+program that could not run or did not answer JSON, and no O(program_python): the module runs, as
+it would without this plugin (with Ansible's interpreter discovery where that is on).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible import constants as C
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from nccl_preflight.core.stdin_ship import program_call, run_cache_dir
+from nccl_preflight.node.facts_call import FACTS_ENTRY, FACTS_SPEC
+
+# Interpreter settings that ask Ansible to discover the node's Python: the module finds it then.
+DISCOVERY = ("auto", "auto_legacy", "auto_silent", "auto_legacy_silent")
+
+
+class ActionModule(ActionBase):
+    """Run the facts call as a plain program when the node's Python is named, else the module."""
+
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        del tmp
+        args = dict(self._task.args)
+        python = str(args.get("program_python") or "")
+        answer = None
+        if python and python not in DISCOVERY:
+            answer = self.facts_program(python, args)
+        if answer is None:
+            answer = self._execute_module(
+                module_name=self._task.action, module_args=args, task_vars=task_vars
+            )
+        result.update(answer)
+        return result
+
+    def facts_program(self, python: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The call through node/facts_call.py; None where the module must run."""
+        run_id = str(args.pop("run_id", "") or "facts")
+        args.pop("program_python", None)
+        checked = ArgumentSpecValidator(FACTS_SPEC).validate(args)
+        if checked.error_messages:
+            return None  # the module names what is wrong, as it does without this plugin
+        request = {
+            "params": checked.validated_parameters,
+            "check_mode": bool(self._task.check_mode),
+        }
+        return program_call(
+            lambda command, stdin: self._low_level_execute_command(
+                command, sudoable=True, in_data=stdin
+            ),
+            self._compute_environment_string(),
+            python,
+            run_id,
+            FACTS_ENTRY,
+            request,
+            run_cache_dir(getattr(C, "DEFAULT_LOCAL_TMP", None)),
+        )

@@ -1,0 +1,29 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""The SSH connection of an action plugin that runs a node program through BOOT
+(core/stdin_ship.py), stood in for by ``/bin/sh -c`` on this machine: the program runs for real."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+
+class Shell:
+    """The connection: runs the action's command with ``/bin/sh -c`` on this machine; ``rc``
+    given, answers that instead, as a node without that Python does."""
+
+    def __init__(self, rc: int | None = None) -> None:
+        self.rc, self.calls = rc, 0
+        self.commands: list[str] = []
+
+    def __call__(self, cmd: str, sudoable: bool = True, in_data: bytes = b"") -> dict[str, Any]:
+        self.calls += 1
+        self.commands.append(cmd)
+        assert sudoable  # the firewall may need become: the program runs as the module would
+        if self.rc is not None:
+            return {"rc": self.rc, "stdout": "", "stderr": "sh: 1: python9: not found"}
+        done = subprocess.run(
+            ["/bin/sh", "-c", cmd], input=in_data, capture_output=True, timeout=60, check=False
+        )
+        return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr}

@@ -1,0 +1,149 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""plugins/action/nccl_facts.py: every run's first call on a node as node/facts_call.py, a zipapp
+sent on stdin through BOOT and run here for real (``/bin/sh -c`` stands in for the SSH
+connection). It answers what the module returns, starts the pre-flight's detached listener that
+outlives it (and BOOT's directory), fails as the module fails, and leaves the call to the module
+where the node's Python is not named or cannot run the program. On loopback only."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import nccl_facts
+import pytest
+
+from nccl_preflight.node.listener import stop_listener
+from nccl_preflight.node.processes import is_alive
+from nccl_preflight.node.tcp_connect import tcp_connect
+from tests.module_exit import run_module_main
+from tests.plugin_files import load_plugin
+from tests.program_shell import Shell
+
+action_module = load_plugin("plugins/action/nccl_facts.py", "facts_action")
+
+# The facts without their slow or GPU parts: no nvidia-smi, no torch import.
+QUICK = {"route_to": "127.0.0.1", "query_python": False, "query_gpus": False, "gpu_health": False}
+
+
+def facts_action(shell: Shell, check_mode: bool = False) -> Any:
+    """The action with only what facts_program uses: its task's check mode and the connection."""
+    action = object.__new__(action_module.ActionModule)
+    action._task = SimpleNamespace(check_mode=check_mode, action="nccl_facts")
+    action._low_level_execute_command = shell
+    action._compute_environment_string = lambda: ""  # the task sets no environment
+    return action
+
+
+def no_base_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ActionBase.run's own checks need a whole task: here the result starts empty."""
+    monkeypatch.setattr(action_module.ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+
+
+def steady(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts less the interface table: a lab test beside this one may add an interface
+    between two reads; loopback stays."""
+    return {**facts, "interfaces": {"lo": facts["interfaces"]["lo"]}}
+
+
+def test_the_program_answers_the_facts_the_module_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    shell = Shell()
+    plain = facts_action(shell).facts_program(sys.executable, {**QUICK, "run_id": "f1"})
+    module = run_module_main(monkeypatch, nccl_facts.main, QUICK)
+    assert shell.calls == 1 and plain is not None and not module.failed
+    assert plain["changed"] is False and "preflight" not in plain
+    assert steady(plain["ansible_facts"]["nccl"]) == steady(module.result["ansible_facts"]["nccl"])
+    facts = plain["ansible_facts"]["nccl"]
+    assert facts["module_python"] == sys.executable  # the Python the program ran with
+    assert facts["route"]["interface"] == "lo" and facts["route_reason"] == ""
+    assert not list(Path("/tmp").glob("nccl-preflight-f1-*"))  # BOOT's directory is gone
+
+
+def test_the_program_starts_a_listener_that_outlives_it(tmp_path: Path) -> None:
+    listen = tmp_path / "run" / "preflight"
+    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 1}
+    args = {**QUICK, "preflight": {"path": str(listen), "listeners": [ring]}}
+    plain = facts_action(Shell()).facts_program(sys.executable, args)
+    stopped: dict[str, Any] = {}
+    try:
+        assert plain is not None and plain["changed"] is True, plain
+        preflight = plain["preflight"]
+        assert "failed" not in preflight and preflight["ports"]["ring"]["error"] == ""
+        record = json.loads((listen / "listener.pid").read_text(encoding="utf-8"))
+        assert record["pid"] == preflight["pid"] and is_alive(record["pid"], record["start_time"])
+        # The program and BOOT are gone; the listener still takes its connection.
+        port = preflight["ports"]["ring"]["port"]
+        assert tcp_connect("127.0.0.1", port, "127.0.0.1", 2.0, 1.0)["ok"] is True
+    finally:
+        if (listen / "listener.pid").exists():
+            # The listener process first waits for its torch probe (this Python's torch).
+            stopped = stop_listener(str(listen), 90)
+    assert stopped["killed"] is False, stopped
+    assert stopped["result"]["listeners"][0]["accepted"] == ["127.0.0.1"], stopped
+
+
+def test_check_mode_reaches_the_program(tmp_path: Path) -> None:
+    listen = tmp_path / "run" / "preflight"
+    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 1}
+    args = {**QUICK, "preflight": {"path": str(listen), "listeners": [ring]}}
+    plain = facts_action(Shell(), check_mode=True).facts_program(sys.executable, args)
+    assert plain is not None and plain["changed"] is False
+    assert plain["preflight"]["pid"] is None and plain["preflight"]["listeners"] == []
+    assert not listen.exists()  # check mode makes nothing
+
+
+def test_an_option_like_route_fails_as_the_module_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    args = {**QUICK, "route_to": "-oProxyCommand=x"}
+    plain = facts_action(Shell()).facts_program(sys.executable, dict(args))
+    module = run_module_main(monkeypatch, nccl_facts.main, args)
+    assert plain is not None and module.failed
+    assert plain["failed"] is True and plain["msg"] == module.result["msg"]
+    assert "is not an address or a host name" in plain["msg"]
+
+
+@pytest.mark.parametrize("python", ["", "auto", "auto_silent"])
+def test_without_a_named_python_the_module_runs(
+    monkeypatch: pytest.MonkeyPatch, python: str
+) -> None:
+    """No program is sent where the inventory leaves the Python to Ansible's discovery."""
+    no_base_checks(monkeypatch)
+    shell, ran = Shell(), []
+    action = facts_action(shell)
+    action._task.args = {**QUICK, "program_python": python, "run_id": "r"}
+
+    def module(module_name: str, module_args: dict[str, Any], task_vars: Any) -> dict[str, Any]:
+        ran.append((module_name, module_args))
+        return {"changed": False, "ansible_facts": {"nccl": {}}}
+
+    action._execute_module = module
+    result = action.run(task_vars={})
+    assert shell.calls == 0 and [name for name, _ in ran] == ["nccl_facts"]
+    assert result["ansible_facts"] == {"nccl": {}}
+
+
+def test_a_python_that_cannot_run_the_program_leaves_the_call_to_the_module(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    no_base_checks(monkeypatch)
+    shell, ran = Shell(rc=127), []
+    action = facts_action(shell)
+    action._task.args = {**QUICK, "program_python": "/nonexistent/python9", "run_id": "r"}
+    action._execute_module = lambda module_name, module_args, task_vars: (
+        ran.append(module_args) or {"changed": False}
+    )
+    action.run(task_vars={})
+    assert shell.calls == 1 and len(ran) == 1
+    # The module gets the task's own options, less the action's.
+    assert "program_python" not in ran[0] and "run_id" not in ran[0]
+    assert ran[0]["route_to"] == "127.0.0.1"
+
+
+def test_options_the_spec_refuses_are_left_for_the_module_to_name() -> None:
+    shell = Shell()
+    args = {**QUICK, "dcgm_diag_level": "high"}
+    assert facts_action(shell).facts_program(sys.executable, args) is None
+    assert shell.calls == 0  # nothing was sent
