@@ -4,7 +4,10 @@
 
 What a pipeline and a person look at: the process's exit code (the class of the run), verdict.json
 beside the JUnit, and report.html opened in a real browser: no console error, not blank, and on a
-failing run the failing host's name on the first screen.
+failing run the failing host's name on the first screen. When something is wrong the JUnit still
+arrives whole and valid against the Jenkins schema: a pre-flight failure skips the launch (it
+would only wait for the timeout) and every rank says why; an unreachable host is an error for
+that host, and the ranks of the others, which cannot start without it, say so.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import os
 import shutil
 import threading
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nccl_preflight.core.junit import host_label
 from tests.browser import browser_unavailable_reason, distinct_colours, open_page
+from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
 from tests.lab.runs import assert_nothing_left, inventory_with_unreachable_host, launch_records
 from tests.playbook_run import ansible_playbook
@@ -55,15 +61,30 @@ if os.environ.get("RANK") == {rank!r}:
 def preflight(
     inventory: Path, reports: Path, extra: dict[str, Any], timeout: float = 600
 ) -> tuple[int, dict[str, Any] | None, str]:
-    """bin/nccl-preflight as a user runs it: (exit code, verdict.json of the run, output)."""
-    run_id = extra.get("nccl_run_id") or f"report-{time.time_ns():x}"
-    variables = {"nccl_report_root": str(reports), "nccl_run_id": run_id, **extra}
+    """bin/nccl-preflight as a user runs it: (exit code, verdict.json of the run, output).
+    ``nccl_run_id`` None in ``extra``: none is given, the run makes its own (reports/latest)."""
+    run_id = extra.get("nccl_run_id", f"report-{time.time_ns():x}")
+    variables = {"nccl_report_root": str(reports), **extra, "nccl_run_id": run_id}
+    if run_id is None:
+        del variables["nccl_run_id"]
     proc = ansible_playbook(
         "-i", str(inventory), "-e", json.dumps(variables), program=str(WRAPPER), timeout=timeout
     )
-    path = reports / run_id / "verdict.json"
+    path = reports / (run_id or "latest") / "verdict.json"
     verdict = json.loads(path.read_text()) if path.is_file() else None
     return proc.returncode, verdict, proc.stdout + proc.stderr
+
+
+def junit_cases(report_dir: Path) -> dict[tuple[str, str], ET.Element]:
+    root = ET.parse(report_dir / "junit.xml").getroot()
+    return {(c.get("classname", ""), c.get("name", "")): c for c in root.iter("testcase")}
+
+
+def rank_errors(cases: dict[tuple[str, str], ET.Element], host: str = "") -> list[ET.Element]:
+    """The rank testcases (of ``host``'s ranks, else every host's) that are errors."""
+    prefix = f"nccl.{host_label(host)}." if host else "nccl."
+    mine = [case for (classname, _), case in cases.items() if classname.startswith(prefix)]
+    return [error for case in mine if (error := case.find("error")) is not None]
 
 
 def check_page(report_dir: Path, failing_host: str | None, shot: Path) -> str:
@@ -142,25 +163,49 @@ def test_wrong_data_exits_7_names_the_suspect_and_the_page_shows_the_host(
         shutil.copy(tmp_path / "wrong-data.png", keep)
 
 
-def test_firewall_drop_exits_10_and_the_page_names_the_host(lab2: Lab, tmp_path: Path) -> None:
+def test_firewall_drop_exits_10_every_rank_says_why_and_the_page_names_the_host(
+    lab2: Lab, tmp_path: Path
+) -> None:
     master = lab2.hosts[0]
     port = 29543
     undo = lab2.firewall_drop(master, port)
     try:
         # The listener behind the drop waits for probes that never come: 1 s of
         # preflight_collect_wait (not 8), then the stop task after every probe collects it.
-        extra = {"nccl_master_port": port, "nccl_check_args": QUICK, "preflight_collect_wait": 1}
+        # No run id: the run makes its own, as when a user runs it (reports/latest).
+        extra = {
+            "nccl_master_port": port,
+            "nccl_check_args": QUICK,
+            "preflight_collect_wait": 1,
+            "nccl_run_id": None,
+        }
         code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
     finally:
         undo()
     assert verdict is not None, output
     assert (code, verdict["class"]) == (10, "preflight_failed"), output
+    assert "FAILED" in output and master.inventory_name in output
     causes = [f for f in verdict["findings"] if not f["consequence"]]
     assert causes[0]["host"] == master.inventory_name and causes[0]["fix"]
-    check_page(tmp_path / verdict["run_id"], master.inventory_name, tmp_path / "firewall.png")
+    report_dir = (tmp_path / "latest").resolve()
+    assert report_dir.name == verdict["run_id"] != "latest"
+    cases = junit_cases(report_dir)
+    failure = cases[(f"preflight.{host_label(master.inventory_name)}", "firewall")].find("failure")
+    assert failure is not None and str(port) in failure.get("message", "") + (failure.text or "")
+    # Both hosts' ranks are in the JUnit, as errors that name the stage and the cause.
+    assert len({c for c, _ in cases if c.startswith("nccl.")}) == len(lab2.hosts)
+    stopped = f"the run stopped at the pre-flight: {master.inventory_name} firewall: "
+    errors = rank_errors(cases)
+    assert errors and all(stopped in e.get("message", "") for e in errors)
+    validate_report_junit(report_dir)
+    # Nothing of the run is left on the nodes.
+    assert not list(Path("/tmp").glob(f"nccl-preflight-{report_dir.name}-*"))
+    check_page(report_dir, master.inventory_name, tmp_path / "firewall.png")
 
 
-def test_unreachable_host_exits_11(lab2: Lab, tmp_path: Path) -> None:
+def test_unreachable_host_exits_11_and_is_an_error_for_that_host(lab2: Lab, tmp_path: Path) -> None:
+    # The lab's inventory plus a third node at an address of the lab's own management network
+    # where nothing answers.
     inventory, ghost = inventory_with_unreachable_host(lab2, tmp_path, 98)
     code, verdict, output = preflight(
         inventory, tmp_path, {"nccl_master_port": 29544, "nccl_check_args": QUICK}
@@ -168,6 +213,20 @@ def test_unreachable_host_exits_11(lab2: Lab, tmp_path: Path) -> None:
     assert verdict is not None, output
     assert (code, verdict["class"]) == (11, "unreachable"), output
     assert verdict["findings"][0]["host"] == ghost
+    report_dir = tmp_path / verdict["run_id"]
+    cases = junit_cases(report_dir)
+    ghost_errors = [
+        error
+        for (classname, _), case in cases.items()
+        if host_label(ghost) in classname and (error := case.find("error")) is not None
+    ]
+    assert ghost_errors, sorted(cases)
+    assert any("unreachable" in (e.get("message", "") + (e.text or "")) for e in ghost_errors)
+    # The reachable hosts' ranks did not start (static rendezvous needs every node) and say so.
+    for host in lab2.hosts:
+        mine = [c for (c, _) in cases if c.startswith(f"nccl.{host_label(host.inventory_name)}.")]
+        assert mine and len(rank_errors(cases, host.inventory_name)) == len(mine)
+    validate_report_junit(report_dir)
 
 
 def test_killed_rank_exits_4_and_says_where_it_stopped(lab2: Lab, tmp_path: Path) -> None:
