@@ -147,11 +147,19 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
     assert f"rank {victim_rank} on {victim_host.inventory_name} killed by SIGKILL" in (
         other["stopped_by"] or ""
     ), other
-    assert "killed by SIGKILL" in result.stdout
-    # The JUnit of the killed rank says how it died.
-    suite = rank_suites(report / "junit.xml")[f"nccl.{label(victim_host)}.rank{victim_rank}"]
+    assert "killed by SIGKILL" in result.stdout and "FAILED" in result.stdout
+    # The JUnit of the killed rank says how it died, at the test it was in.
+    suites = rank_suites(report / "junit.xml")
+    assert len(suites) == 4
+    suite = suites[f"nccl.{label(victim_host)}.rank{victim_rank}"]
     errors = [e.get("message", "") for e in suite.iter("error")]
     assert any("It was killed by SIGKILL" in m for m in errors), errors
+    in_error = [c.get("name", "") for c in suite.iter("testcase") if c.find("error") is not None]
+    assert any("barrier" in name for name in in_error), in_error
+    # The ranks that were not killed still reported their own tests.
+    for name, other_suite in suites.items():
+        if other_suite is not suite:
+            assert "all_reduce_sum" in {c.get("name") for c in other_suite.iter("testcase")}, name
     validate(report)
     assert_nothing_left(run_id, lab2.hosts)
 
