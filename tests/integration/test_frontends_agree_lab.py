@@ -18,12 +18,15 @@ import json
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration.test_slurm_run_lab import assert_nothing_left
+from tests.integration.test_slurm_run_lab import launch_records as slurm_launch_records
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 from tests.lab.runs import QUICK, new_run_id
@@ -38,7 +41,6 @@ pytestmark = pytest.mark.lab
 # A fault: (what it does to the lab -> its undo, the variables both front-ends get on top).
 Fault = tuple[Callable[[Lab], Callable[[], None]], dict[str, Any]]
 FAULTS: dict[str, Fault] = {
-    "healthy": (lambda lab: lambda: None, {}),
     "master firewall drops MASTER_PORT": (
         lambda lab: lab.firewall_drop(lab.hosts[0], MASTER_PORT),
         {},
@@ -71,7 +73,11 @@ def environment(lab: Lab) -> dict[str, str]:
     return env
 
 
-def run_ansible(lab: Lab, reports: Path, variables: dict[str, Any]) -> tuple[int, dict, str]:
+# What a front-end's run gave: (exit code, verdict.json, output).
+Run = tuple[int, dict[str, Any], str]
+
+
+def run_ansible(lab: Lab, reports: Path, variables: dict[str, Any]) -> Run:
     """bin/nccl-preflight -i <lab inventory>: (exit code, verdict.json, output)."""
     run_id = new_run_id()
     extra = {"nccl_run_id": run_id, "nccl_report_root": str(reports), **variables}
@@ -85,7 +91,7 @@ def run_ansible(lab: Lab, reports: Path, variables: dict[str, Any]) -> tuple[int
     return done.returncode, json.loads(verdict.read_text()), output
 
 
-def run_slurm(lab: Lab, reports: Path, variables: dict[str, Any]) -> tuple[int, dict, str]:
+def run_slurm(lab: Lab, reports: Path, variables: dict[str, Any]) -> Run:
     """bin/nccl-preflight slurm -N 3 --config FILE: (exit code, verdict.json, output)."""
     config = {
         # the lab inventory's group_vars that the Slurm front-end needs as well
@@ -109,6 +115,36 @@ def run_slurm(lab: Lab, reports: Path, variables: dict[str, Any]) -> tuple[int, 
     return done.returncode, json.loads(verdicts[0].read_text()), output
 
 
+def junit_shape(report: Path, names: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """{file: [(suite, testcase)]} of a report's junit/, each host's name as node<i>."""
+
+    def plain(text: str) -> str:
+        for i, name in enumerate(names):
+            text = text.replace(name.replace(".", "_"), f"node{i}").replace(name, f"node{i}")
+        return text
+
+    shape = {}
+    for path in sorted((report / "junit").glob("*.xml")):
+        root = ET.parse(path).getroot()
+        shape[plain(path.name)] = sorted(
+            (plain(suite.get("name", "")), plain(case.get("name", "")))
+            for suite in root.iter("testsuite")
+            for case in suite.iter("testcase")
+        )
+    return shape
+
+
+def clock_cases(report: Path) -> list[str]:
+    """Each host's "clock" testcase in the report's pre-flight JUnit: passed, skipped or failed."""
+    found = []
+    for path in sorted((report / "junit").glob("preflight-*.xml")):
+        for case in ET.parse(path).getroot().iter("testcase"):
+            if case.get("name") == "clock":
+                kinds = [child.tag for child in case if child.tag in ("skipped", "failure")]
+                found.append(kinds[0] if kinds else "passed")
+    return found
+
+
 def what_was_found(verdict: dict[str, Any], names: list[str]) -> list[tuple]:
     """(class, node<i>, rank, check, consequence) of every finding, host names made plain."""
     plain = {name: f"node{i}" for i, name in enumerate(names)}
@@ -124,6 +160,20 @@ def what_was_found(verdict: dict[str, Any], names: list[str]) -> list[tuple]:
     )
 
 
+def assert_agree(lab: Lab, ansible: Run, slurm: Run, expected: tuple[str, int]) -> list[tuple]:
+    """Both front-ends gave ``expected`` (class, exit code) and the same findings; -> them."""
+    (a_code, a_verdict, a_out), (s_code, s_verdict, s_out) = ansible, slurm
+    a_found = what_was_found(a_verdict, [h.inventory_name for h in lab.hosts])
+    s_found = what_was_found(s_verdict, lab.slurm_nodes)
+    said = f"validate.yml:\n{a_out[-2500:]}\nslurm:\n{s_out[-2500:]}"
+    # the fault is what each front-end saw (a test that cannot pass vacuously)
+    assert (a_verdict["class"], a_code) == expected, said
+    assert (s_verdict["class"], s_code) == (a_verdict["class"], a_code), said
+    assert s_verdict["classes"] == a_verdict["classes"], said
+    assert s_found == a_found, said
+    return a_found
+
+
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_both_front_ends_find_the_same(both3: Lab, tmp_path: Path, fault: str) -> None:
     inject, extra = FAULTS[fault]
@@ -134,19 +184,37 @@ def test_both_front_ends_find_the_same(both3: Lab, tmp_path: Path, fault: str) -
         slurm = run_slurm(both3, tmp_path / "slurm", variables)
     finally:
         undo()
-    (a_code, a_verdict, a_out), (s_code, s_verdict, s_out) = ansible, slurm
-    a_found = what_was_found(a_verdict, [h.inventory_name for h in both3.hosts])
-    s_found = what_was_found(s_verdict, both3.slurm_nodes)
-    said = f"validate.yml:\n{a_out[-2500:]}\nslurm:\n{s_out[-2500:]}"
-    # the fault is what each front-end saw (a test that cannot pass vacuously)
-    expected = {
-        "healthy": ("passed", 0),
-        "master firewall drops MASTER_PORT": ("preflight_failed", 10),
-        "nccl_socket_ifname names no interface on one node": ("preflight_failed", 10),
-    }[fault]
-    assert (a_verdict["class"], a_code) == expected, said
-    assert (s_verdict["class"], s_code) == (a_verdict["class"], a_code), said
-    assert s_verdict["classes"] == a_verdict["classes"], said
-    assert s_found == a_found, said
-    if fault != "healthy":
-        assert any(not f[4] for f in a_found), a_found  # at least one cause was named
+    found = assert_agree(both3, ansible, slurm, ("preflight_failed", 10))
+    assert any(not f[4] for f in found), found  # at least one cause was named
+
+
+def test_a_healthy_run_passes_alike_through_both_front_ends(both3: Lab, tmp_path: Path) -> None:
+    """No fault: both pass with the same classes and the same JUnit shape (files, suites,
+    testcases, host names made plain); the Slurm run imports torch once per node, names the
+    nodes as Slurm knows them and leaves nothing on any node or in Slurm. preflight_clock_check
+    (--config on the Slurm side) reaches both judgements: the lab's clocks agree."""
+    variables = common_variables(both3, {"preflight_clock_check": True})
+    ansible = run_ansible(both3, tmp_path / "ansible", variables)
+    slurm = run_slurm(both3, tmp_path / "slurm", variables)
+    assert assert_agree(both3, ansible, slurm, ("passed", 0)) == []
+    (_, a_verdict, _), (_, s_verdict, s_out) = ansible, slurm
+    a_report = tmp_path / "ansible" / a_verdict["run_id"]
+    s_report = tmp_path / "slurm" / s_verdict["run_id"]
+    assert f"nccl-preflight run {s_verdict['run_id']}: PASSED" in s_out
+    assert clock_cases(s_report) == clock_cases(a_report) == ["passed"] * 3
+    assert s_verdict["exit_code"] == 0
+    for name in ("junit.xml", "summary.md", "report.html", "plan.json"):
+        assert (s_report / name).is_file(), name
+    # torch imported once per node: the observe step's torch probe became its torchrun
+    launched = slurm_launch_records(s_report, both3.slurm_nodes)
+    assert {n: (d["warm_start"], d["rc"]) for n, d in launched.items()} == {
+        n: (True, 0) for n in both3.slurm_nodes
+    }
+    # node names as Slurm knows them
+    assert sorted(p.name for p in (s_report / "preflight").iterdir()) == [
+        f"{n}.json" for n in both3.slurm_nodes
+    ]
+    assert_nothing_left(both3, s_verdict["run_id"], s_out)
+    assert junit_shape(s_report, both3.slurm_nodes) == junit_shape(
+        a_report, [h.mgmt_addr for h in both3.hosts]
+    )

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,6 @@ from tests.lab.runs import (
     leftovers,
     new_run_id,
     paused_before_barrier,
-    playbook,
     rank_suites,
     validate,
 )
@@ -97,36 +95,6 @@ def slurm_command(
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
 
 
-def junit_shape(report: Path, names: list[str]) -> dict[str, list[tuple[str, str]]]:
-    """{file: [(suite, testcase)]} of a report's junit/, each host's name as node<i>."""
-
-    def plain(text: str) -> str:
-        for i, name in enumerate(names):
-            text = text.replace(name.replace(".", "_"), f"node{i}").replace(name, f"node{i}")
-        return text
-
-    shape = {}
-    for path in sorted((report / "junit").glob("*.xml")):
-        root = ET.parse(path).getroot()
-        shape[plain(path.name)] = sorted(
-            (plain(suite.get("name", "")), plain(case.get("name", "")))
-            for suite in root.iter("testsuite")
-            for case in suite.iter("testcase")
-        )
-    return shape
-
-
-def clock_cases(report: Path) -> list[str]:
-    """Each host's "clock" testcase in the report's pre-flight JUnit: passed, skipped or failed."""
-    found = []
-    for path in sorted((report / "junit").glob("preflight-*.xml")):
-        for case in ET.parse(path).getroot().iter("testcase"):
-            if case.get("name") == "clock":
-                kinds = [child.tag for child in case if child.tag in ("skipped", "failure")]
-                found.append(kinds[0] if kinds else "passed")
-    return found
-
-
 def assert_nothing_left(lab: Lab, run_id: str, out: str) -> None:
     """No temporary directory or process of the run on any node, and the allocation released."""
     assert not [p for p in os.listdir("/tmp") if p.startswith(f"nccl-preflight-{run_id}-")]
@@ -136,42 +104,6 @@ def assert_nothing_left(lab: Lab, run_id: str, out: str) -> None:
     assert lab.slurm_wait_job(job.group(1)) in {"CANCELLED", "COMPLETED"}
     assert lab.slurm_cmd("squeue", "-h", "-o", "%i").stdout.split() == []
     lab.slurm_wait_idle()
-
-
-def test_a_healthy_run_passes_with_the_ansible_paths_junit_shape(
-    slurm3: Lab, tmp_path: Path
-) -> None:
-    run_id = new_run_id()
-    # preflight_clock_check from --config reaches the judgement: the lab's clocks agree
-    done = slurm_command(slurm3, tmp_path, run_id, preflight_clock_check=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"nccl-preflight run {run_id}: PASSED" in done.stdout
-    report = tmp_path / "reports" / run_id
-    assert clock_cases(report) == ["passed"] * 3
-    verdict = json.loads((report / "verdict.json").read_text())
-    assert (verdict["class"], verdict["exit_code"]) == ("passed", 0)
-    for name in ("junit.xml", "summary.md", "report.html", "plan.json"):
-        assert (report / name).is_file(), name
-    # torch imported once per node: the observe step's torch probe became its torchrun
-    launched = launch_records(report, slurm3.slurm_nodes)
-    assert {n: (d["warm_start"], d["rc"]) for n, d in launched.items()} == {
-        n: (True, 0) for n in slurm3.slurm_nodes
-    }
-    # node names as Slurm knows them
-    assert sorted(p.name for p in (report / "preflight").iterdir()) == [
-        f"{n}.json" for n in slurm3.slurm_nodes
-    ]
-    assert_nothing_left(slurm3, run_id, done.stdout)
-
-    ansible_id = new_run_id()
-    reports = tmp_path / "ansible-reports"
-    extra = {"nccl_check_args": QUICK, "nccl_run_timeout": 120, "preflight_clock_check": True}
-    ansible = playbook(slurm3, ansible_id, reports, extra)
-    assert ansible.returncode == 0, ansible.stdout[-3000:]
-    assert clock_cases(reports / ansible_id) == ["passed"] * 3
-    assert junit_shape(report, slurm3.slurm_nodes) == junit_shape(
-        reports / ansible_id, [h.mgmt_addr for h in slurm3.hosts]
-    )
 
 
 def test_per_node_values_apply_to_the_nodes_their_hostlist_names(
