@@ -152,6 +152,16 @@ options:
           - For a pre-flight that no launch follows - the collect is then the last call on the
             host.
         type: path
+      abandon:
+        description:
+          - The run is over on this host before its pre-flight was collected (the environment
+            stage stopped it) - remove O(collect.remove_run_dir) first, on which the listener
+            process lets its torch probe go and ends at once, then wait up to
+            O(collect.stop_timeout) seconds until that process is gone (killed after that).
+            Nothing is collected; RV(collect) says C(run_dir_removed), C(pid) and C(ended).
+          - Needs O(collect.remove_run_dir).
+        type: bool
+        default: false
   python:
     description:
       - The node's Python (the one Ansible runs modules with, M(nccl_facts)'s

@@ -45,9 +45,15 @@ def no_base_checks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def steady(facts: dict[str, Any]) -> dict[str, Any]:
-    """The facts less the interface table: a lab test beside this one may add an interface
-    between two reads; loopback stays."""
-    return {**facts, "interfaces": {"lo": facts["interfaces"]["lo"]}}
+    """The facts less what may change between two reads: the interface table (a lab test beside
+    this one may add an interface; loopback stays) and the free bytes of /dev/shm."""
+    fabric = facts["fabric"]
+    limits = {**fabric["limits"], "shm": {**fabric["limits"]["shm"], "free_bytes": None}}
+    return {
+        **facts,
+        "interfaces": {"lo": facts["interfaces"]["lo"]},
+        "fabric": {**fabric, "limits": limits},
+    }
 
 
 def test_the_program_answers_the_facts_the_module_returns(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -374,6 +374,30 @@ def test_the_stop_removes_the_run_directory_when_no_launch_follows(
     assert failed.failed and failed.result["run_dir_removed"] is True and not run_dir.exists()
 
 
+def test_an_abandon_removes_the_run_directory_and_returns_once_the_listener_is_gone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The environment stage stopped the run: nothing is collected, the run directory goes
+    first (the listener, still waiting for a probe that will not come, ends on it) and the call
+    returns only once that process is gone, so nothing of the run outlives the playbook."""
+    run_dir = tmp_path / "run"
+    listen = run_dir / "preflight"
+    started = start_call(
+        monkeypatch, {"path": str(listen), "run_dir": str(run_dir), "listeners": ring(1)}
+    )
+    pid, start = pid_record(listen)
+    assert started.result["pid"] == pid and is_alive(pid, start)
+    args = {"path": str(listen), "remove_run_dir": str(run_dir), "abandon": True}
+    abandoned = stop_call(monkeypatch, args)
+    assert not abandoned.failed, abandoned.result
+    assert abandoned.result["run_dir_removed"] is True and not run_dir.exists()
+    assert abandoned.result["pid"] == pid and abandoned.result["ended"] == "run directory removed"
+    assert not is_alive(pid, start)  # gone when the call returned, not killed
+    # Without the directory to remove there is nothing that ends the run: refused, said why.
+    refused = stop_call(monkeypatch, {"path": str(listen), "abandon": True})
+    assert refused.failed and "needs remove_run_dir" in refused.result["msg"]
+
+
 def test_the_stop_removes_only_the_directory_that_holds_the_listeners_and_no_link(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import time
 from typing import Any
 
@@ -43,7 +44,7 @@ from .listener import (
     stop_listener,
 )
 from .port_owner import port_owner
-from .processes import is_alive, read_json, write_json
+from .processes import is_alive, read_json, signal_recorded, write_json
 from .read_only import probe_python_read_only, would_start
 from .run_dir import (
     make_private_dir,
@@ -111,7 +112,10 @@ STOP_SPEC: dict[str, dict] = {
     "leave_unfinished": {"type": "bool", "default": False},
     "stop_timeout": {"type": "float", "default": 10.0},
     "remove_run_dir": {"type": "path"},
+    "abandon": {"type": "bool", "default": False},
 }
+# How often an abandon looks whether the listener process is gone.
+GONE_POLL_S = 0.05
 
 
 def _failed(msg: str, **result: Any) -> dict:
@@ -281,6 +285,8 @@ def stop(p: dict, check_mode: bool) -> dict:
         )
     if check_mode:
         return {"changed": False, "clock": clock, "listeners": [], "pid": None, "msg": "check mode"}
+    if p.get("abandon"):
+        return abandon(path, run_dir, p["stop_timeout"], clock)
     if not os.path.isdir(path):
         return _end(
             _failed(
@@ -328,3 +334,23 @@ def stop(p: dict, check_mode: bool) -> dict:
         run_dir,
         check_mode,
     )
+
+
+def abandon(path: str, run_dir: str | None, stop_timeout: float, clock: float) -> dict:
+    """The run ended on this host before its pre-flight was collected (the environment stage
+    stopped it): remove ``run_dir``, on which the listener process lets its torch probe go and
+    ends at once, then wait up to ``stop_timeout`` s until that process is gone (SIGKILL after
+    that), so that nothing of the run outlives this call; nothing is collected."""
+    if not run_dir:
+        return _failed("abandon needs remove_run_dir: the directory whose removal ends the run")
+    record = read_json(os.path.join(path, PID_FILE)) or {}
+    pid, started = record.get("pid"), record.get("start_time")
+    result = _end({"changed": True, "clock": clock, "pid": pid}, run_dir, False)
+    deadline = time.monotonic() + stop_timeout
+    while pid is not None and is_alive(pid, started):
+        if time.monotonic() >= deadline:
+            result["killed"] = signal_recorded(pid, started, signal.SIGKILL)
+            break
+        time.sleep(GONE_POLL_S)
+    result["ended"] = "killed" if result.get("killed") else "run directory removed"
+    return result
