@@ -138,9 +138,11 @@ def test_the_zipapp_holds_the_observation_and_the_node_modules_it_imports_only()
     assert "nccl_preflight/node/firewall_read.py" in names
     rooms = {name.split("/")[1] for name in names if name.count("/") >= 2}
     assert rooms == {"node"}, names  # nothing of the control machine's rooms
-    # Every module it holds imports only the standard library and the modules beside it.
+    # Every module it holds imports only the standard library and the modules beside it (each
+    # source has its bytecode beside it: core/zipapp.py with_bytecode).
+    assert {n for n in names if n.endswith(".pyc")} == {f"{n}c" for n in names if n.endswith(".py")}
     allowed = set(sys.stdlib_module_names) | {"nccl_preflight"}
-    for name in names:
+    for name in (n for n in names if n.endswith(".py")):
         tree = ast.parse(zipfile.ZipFile(io.BytesIO(data)).read(name))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

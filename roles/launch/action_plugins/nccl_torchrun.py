@@ -51,6 +51,7 @@ from nccl_preflight.core.zipapp import (
     build_zipapp,
     cached_build,
     folder_sources,
+    with_bytecode,
     zip_bytes,
 )
 from nccl_preflight.node.files import write_atomically
@@ -323,7 +324,9 @@ def look_argument(cache_dir: str | None = None) -> str:
     """state=started's ``look_zipapp``: base64 of look.pyz (node/run_look.py), built once for
     every host with ``cache_dir``, keyed by the node room's sources."""
     sources = folder_sources(Path(sys.modules[zipapp_files.__module__].__file__ or "").resolve())
-    data = cached_build(cache_dir, "look.pyz", sources, lambda: zip_bytes(zipapp_files()))
+    data = cached_build(
+        cache_dir, "look.pyz", sources, lambda: zip_bytes(with_bytecode(zipapp_files(), "look.pyz"))
+    )
     return base64.b64encode(data).decode("ascii")
 
 

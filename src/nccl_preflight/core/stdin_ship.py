@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .zipapp import cached_build, folder_sources, package_closure, zip_bytes
+from .zipapp import cached_build, folder_sources, package_closure, with_bytecode, zip_bytes
 
 # The folder that holds the nccl_preflight package (src/).
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def program_zipapp(entry: str, cache_dir: str | None) -> bytes:
             for found in package_closure(SOURCE_ROOT, entry)
         }
         files["__main__.py"] = program_main(entry).encode("utf-8")
-        return zip_bytes(files)
+        return zip_bytes(with_bytecode(files, f"{path.stem}.pyz"))
 
     return cached_build(cache_dir, f"{path.stem}.pyz", folder_sources(path), build)
 

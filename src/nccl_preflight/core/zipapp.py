@@ -28,7 +28,9 @@ import ast
 import contextlib
 import fcntl
 import hashlib
+import importlib.util
 import io
+import marshal
 import os
 import re
 import sys
@@ -234,6 +236,24 @@ def zip_bytes(files: dict[str, bytes]) -> bytes:
             info.external_attr = FILE_MODE << 16
             archive.writestr(info, files[name], compresslevel=COMPRESS_LEVEL)
     return out.getvalue()
+
+
+def with_bytecode(files: dict[str, bytes], archive: str) -> dict[str, bytes]:
+    """``files`` with ``X.pyc`` beside each ``X.py``: this interpreter's bytecode of it at
+    optimisation level 0, as a PEP 552 hash-based pyc not checked against its source (the zip
+    holds both, made together). zipimport tries ``X.pyc`` first and takes it only when its magic
+    number is this Python version's: a node with the same Python skips compiling every module on
+    every run of the program (0.16 CPU s a facts call on the lab, 0.09 with these), any other
+    Python compiles the sources as before. ``archive`` names the zipapp in tracebacks
+    (``<archive>/<name>``: the path it runs from is not known here)."""
+    out = dict(files)
+    for name, source in files.items():
+        if name.endswith(".py"):
+            code = compile(source, f"{archive}/{name}", "exec", dont_inherit=True, optimize=0)
+            flags = (1).to_bytes(4, "little")  # hash-based, not checked against the source
+            header = importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source)
+            out[f"{name}c"] = header + marshal.dumps(code)
+    return out
 
 
 def build_zipapp(entry: str | os.PathLike[str]) -> bytes:
