@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import subprocess
+from types import SimpleNamespace
 from typing import Any
 
 
@@ -27,3 +28,13 @@ class Shell:
             ["/bin/sh", "-c", cmd], input=in_data, capture_output=True, timeout=60, check=False
         )
         return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr}
+
+
+def program_action(action_class: type, action: str, shell: Shell, check_mode: bool = False) -> Any:
+    """An action plugin of ``action_class`` with only what its program path uses: its task's
+    action name and check mode, the connection (``shell``) and no task environment."""
+    plugin = object.__new__(action_class)
+    plugin._task = SimpleNamespace(check_mode=check_mode, action=action)
+    plugin._low_level_execute_command = shell
+    plugin._compute_environment_string = lambda: ""  # the task sets no environment
+    return plugin

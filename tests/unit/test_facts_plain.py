@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import nccl_facts
@@ -22,7 +21,7 @@ from nccl_preflight.node.processes import is_alive
 from nccl_preflight.node.tcp_connect import tcp_connect
 from tests.module_exit import run_module_main
 from tests.plugin_files import load_plugin
-from tests.program_shell import Shell
+from tests.program_shell import Shell, program_action
 
 action_module = load_plugin("plugins/action/nccl_facts.py", "facts_action")
 
@@ -32,11 +31,7 @@ QUICK = {"route_to": "127.0.0.1", "query_python": False, "query_gpus": False, "g
 
 def facts_action(shell: Shell, check_mode: bool = False) -> Any:
     """The action with only what facts_program uses: its task's check mode and the connection."""
-    action = object.__new__(action_module.ActionModule)
-    action._task = SimpleNamespace(check_mode=check_mode, action="nccl_facts")
-    action._low_level_execute_command = shell
-    action._compute_environment_string = lambda: ""  # the task sets no environment
-    return action
+    return program_action(action_module.ActionModule, "nccl_facts", shell, check_mode)
 
 
 def no_base_checks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,6 @@ import socket
 import sys
 import zipfile
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import nccl_preflight_observe
@@ -24,18 +23,14 @@ from nccl_preflight.node.observe_call import OBSERVE_ENTRY
 from tests.module_exit import run_module_main
 from tests.plugin_files import load_plugin
 from tests.ports import free_port
-from tests.program_shell import Shell
+from tests.program_shell import Shell, program_action
 
 action_module = load_plugin("plugins/action/nccl_preflight_observe.py", "observe_action")
 
 
 def plain_action(shell: Shell, check_mode: bool = False) -> Any:
     """The action with only what run_plain uses: its task's check mode and the connection."""
-    action = object.__new__(action_module.ActionModule)
-    action._task = SimpleNamespace(check_mode=check_mode, action="nccl_preflight_observe")
-    action._low_level_execute_command = shell
-    action._compute_environment_string = lambda: ""  # the task sets no environment
-    return action
+    return program_action(action_module.ActionModule, "nccl_preflight_observe", shell, check_mode)
 
 
 def without_times(result: dict[str, Any]) -> dict[str, Any]:
