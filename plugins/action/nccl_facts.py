@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import program_call, run_cache_dir
+from nccl_preflight.core.stdin_ship import program_call
+from nccl_preflight.core.zipapp import user_cache_dir
 from nccl_preflight.node.facts_call import FACTS_ENTRY, FACTS_SPEC
 
 # Interpreter settings that ask Ansible to discover the node's Python: the module finds it then.
@@ -70,5 +70,5 @@ class ActionModule(ActionBase):
             run_id,
             FACTS_ENTRY,
             request,
-            run_cache_dir(getattr(C, "DEFAULT_LOCAL_TMP", None)),
+            user_cache_dir(),
         )

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import program_call, run_cache_dir
+from nccl_preflight.core.stdin_ship import program_call
+from nccl_preflight.core.zipapp import user_cache_dir
 from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_SPEC
 
 
@@ -62,5 +62,5 @@ class ActionModule(ActionBase):
             run_id,
             OBSERVE_ENTRY,
             request,
-            run_cache_dir(getattr(C, "DEFAULT_LOCAL_TMP", None)),
+            user_cache_dir(),
         )

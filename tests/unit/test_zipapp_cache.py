@@ -1,18 +1,23 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""src/nccl_preflight/core/zipapp.py cached_build: what the launch sends every host (the rank
-script's zipapp, look.pyz) is built once per ansible-playbook run, not once per host, and
-rebuilt as soon as a source changes (roles/launch/action_plugins/nccl_torchrun.py)."""
+"""src/nccl_preflight/core/zipapp.py cached_build: what the runs send every host (the node
+programs' zipapps, the rank script's, look.pyz) is built once and kept between runs
+(user_cache_dir), not once per host or run, and rebuilt as soon as a source, the Python or the
+builder changes (plugins/action/nccl_facts.py, roles/launch/action_plugins/nccl_torchrun.py)."""
 
 from __future__ import annotations
 
 import base64
 import importlib.util
 import multiprocessing
+import os
 import stat
 import time
 from pathlib import Path
 
+import pytest
+
+from nccl_preflight.core import zipapp
 from nccl_preflight.core.zipapp import build_zipapp, cached_build, folder_sources, package_closure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +72,65 @@ def test_without_a_cache_directory_it_builds_every_time(tmp_path: Path) -> None:
     cached_build(None, "thing", {"a": b"1"}, _counting_build(log, b"x"))
     cached_build(None, "thing", {"a": b"1"}, _counting_build(log, b"x"))
     assert log.read_text().count("built") == 2
+
+
+def test_a_build_of_another_python_or_builder_is_not_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept bytes hold pycs of the Python that built them (with_bytecode): a control machine
+    that now runs another Python, or a changed builder, builds again."""
+    log, cache = tmp_path / "log", tmp_path / "cache"
+    cached_build(cache, "thing", {"a": b"1"}, _counting_build(log, b"one"))
+    monkeypatch.setattr(zipapp.importlib.util, "MAGIC_NUMBER", b"\x00\x00\r\n")
+    assert cached_build(cache, "thing", {"a": b"1"}, _counting_build(log, b"two")) == b"two"
+    assert log.read_text().count("built") == 2
+
+
+def test_old_builds_of_a_name_go_and_the_others_stay(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    log = tmp_path / "log"
+    cached_build(cache, "thing", {"a": b"1"}, _counting_build(log, b"one"))
+    cached_build(cache, "other", {"a": b"1"}, _counting_build(log, b"other"))
+    old = time.time() - zipapp.STALE_BUILD_S - 10
+    for path in cache.iterdir():
+        os.utime(path, (old, old))
+    cached_build(cache, "thing", {"a": b"2"}, _counting_build(log, b"two"))
+    names = sorted(p.name.split("-")[0] + ("/lock" if p.name.endswith(".lock") else "")
+                   for p in cache.iterdir())  # fmt: skip
+    # The old "thing" and its lock went; "other" (another name) and the new "thing" stayed.
+    assert names == ["other", "other/lock", "thing", "thing/lock"]
+    assert cached_build(cache, "thing", {"a": b"2"}, _counting_build(log, b"x")) == b"two"
+    # A build of the same name asked for within the hour stays (two checkouts side by side),
+    # also when it was written long ago: reading it back counts as asking.
+    for path in cache.iterdir():
+        os.utime(path, (old, old))
+    assert cached_build(cache, "thing", {"a": b"2"}, _counting_build(log, b"x")) == b"two"
+    cached_build(cache, "thing", {"a": b"3"}, _counting_build(log, b"three"))
+    assert cached_build(cache, "thing", {"a": b"2"}, _counting_build(log, b"x")) == b"two"
+    assert log.read_text().count("built") == 4  # one, other, two, three
+
+
+def test_a_cache_directory_that_cannot_be_used_only_costs_a_build(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory\n")
+    for _ in range(2):
+        assert (
+            cached_build(blocked / "cache", "thing", {"a": b"1"}, _counting_build(log, b"x"))
+            == b"x"
+        )
+    assert log.read_text().count("built") == 2
+
+
+def test_the_cache_is_the_users_own_unless_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NCCL_PREFLIGHT_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", "/var/cache/someone")
+    assert zipapp.user_cache_dir() == "/var/cache/someone/nccl-preflight"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
+    monkeypatch.setenv("HOME", "/home/operator")
+    assert zipapp.user_cache_dir() == "/home/operator/.cache/nccl-preflight"
+    monkeypatch.setenv("NCCL_PREFLIGHT_CACHE_DIR", "/srv/builds")
+    assert zipapp.user_cache_dir() == "/srv/builds"
 
 
 def test_the_rank_scripts_key_follows_every_module_beside_it(tmp_path: Path) -> None:

@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ansible import constants as C
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_text
@@ -45,12 +44,13 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from nccl_preflight.core import run_watch as watch_rules
-from nccl_preflight.core.stdin_ship import program_call, run_cache_dir
+from nccl_preflight.core.stdin_ship import program_call
 from nccl_preflight.core.zipapp import (
     BundleError,
     build_zipapp,
     cached_build,
     folder_sources,
+    user_cache_dir,
     with_bytecode,
     zip_bytes,
 )
@@ -315,25 +315,19 @@ def zipapp_argument(src: str, cache_dir: str | None = None) -> str:
     """state=started's ``script_src`` (the rank script on this machine) as ``script_zipapp``:
     base64 of the zipapp of it and the modules beside it that it imports
     (src/nccl_preflight/core/zipapp.py). BundleError names a file that cannot be read or parsed.
-    With ``cache_dir`` it is built once for every host while the sources stay the same."""
+    With ``cache_dir`` it is built once, for every host and run, while the sources stay the same."""
     data = cached_build(cache_dir, "nccl_check.pyz", folder_sources(src), lambda: build_zipapp(src))
     return base64.b64encode(data).decode("ascii")
 
 
 def look_argument(cache_dir: str | None = None) -> str:
     """state=started's ``look_zipapp``: base64 of look.pyz (node/run_look.py), built once for
-    every host with ``cache_dir``, keyed by the node room's sources."""
+    every host and run with ``cache_dir``, keyed by the node room's sources."""
     sources = folder_sources(Path(sys.modules[zipapp_files.__module__].__file__ or "").resolve())
     data = cached_build(
         cache_dir, "look.pyz", sources, lambda: zip_bytes(with_bytecode(zipapp_files(), "look.pyz"))
     )
     return base64.b64encode(data).decode("ascii")
-
-
-def build_cache_dir() -> str | None:
-    """Where this ansible-playbook run keeps what it builds once for every host: its own
-    local temporary directory (as Ansible keeps its module payloads there), removed at its end."""
-    return run_cache_dir(getattr(C, "DEFAULT_LOCAL_TMP", None))
 
 
 class ActionModule(ActionBase):
@@ -401,13 +395,13 @@ class ActionModule(ActionBase):
         node."""
         try:
             module_args["script_zipapp"] = zipapp_argument(
-                self.script_path(module_args), build_cache_dir()
+                self.script_path(module_args), user_cache_dir()
             )
         except BundleError as exc:
             return f"script_src (launch_script): {exc}"
         del module_args["script_src"]
         # The watch's looks, as a plain program in the run directory (node/run_look.py).
-        module_args["look_zipapp"] = look_argument(build_cache_dir())
+        module_args["look_zipapp"] = look_argument(user_cache_dir())
         return None
 
     def start_first(
@@ -458,7 +452,7 @@ class ActionModule(ActionBase):
             run_id,
             START_ENTRY,
             {"params": checked.validated_parameters},
-            build_cache_dir(),
+            user_cache_dir(),
         )
 
     @staticmethod

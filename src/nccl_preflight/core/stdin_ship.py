@@ -18,7 +18,6 @@ plugins (:func:`program_call`).
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -75,13 +74,6 @@ def stream_header(bundle: bytes) -> bytes:
     return f"{len(bundle)}\n".encode()
 
 
-def run_cache_dir(local_tmp: str | None) -> str | None:
-    """Where an ansible-playbook run keeps what it builds once for every host: inside its own
-    local temporary directory ``local_tmp`` (Ansible keeps its module payloads there and removes
-    it at the end); None without one."""
-    return os.path.join(local_tmp, "nccl_preflight") if local_tmp else None
-
-
 def program_main(entry: str) -> str:
     """The __main__ of a program's zipapp: ``entry``'s main() with the arguments after the
     zipapp's name, its return the exit status."""
@@ -91,7 +83,8 @@ def program_main(entry: str) -> str:
 def program_zipapp(entry: str, cache_dir: str | None) -> bytes:
     """The zipapp of the module ``entry`` (``nccl_preflight.node.<name>``) and the modules of the
     package it imports (core/zipapp.py package_closure), run by :func:`program_main`; built once
-    per ``cache_dir`` (an ansible-playbook run's), keyed by the sources of ``entry``'s room."""
+    and kept in ``cache_dir`` (core/zipapp.py user_cache_dir: between runs), keyed by the
+    sources of ``entry``'s room, the package's __init__ and the __main__."""
     path = SOURCE_ROOT.joinpath(*entry.split(".")).with_suffix(".py")
 
     def build() -> bytes:
@@ -102,7 +95,13 @@ def program_zipapp(entry: str, cache_dir: str | None) -> bytes:
         files["__main__.py"] = program_main(entry).encode("utf-8")
         return zip_bytes(with_bytecode(files, f"{path.stem}.pyz"))
 
-    return cached_build(cache_dir, f"{path.stem}.pyz", folder_sources(path), build)
+    sources = {
+        **folder_sources(path),
+        # What the zipapp holds beside the room: the package's __init__ and this __main__.
+        "\0package": (SOURCE_ROOT / "nccl_preflight" / "__init__.py").read_bytes(),
+        "\0main": program_main(entry).encode("utf-8"),
+    }
+    return cached_build(cache_dir, f"{path.stem}.pyz", sources, build)
 
 
 def program_command(python: str, run_id: str, what: str) -> list[str]:

@@ -34,6 +34,7 @@ import marshal
 import os
 import re
 import sys
+import time
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -283,29 +284,80 @@ def folder_sources(entry: str | os.PathLike[str]) -> dict[str, bytes]:
     return sources
 
 
+# A kept build of a name whose key is not the current one is removed when no run asked for it
+# for this long: the cache keeps the builds of the source states of the last hour.
+STALE_BUILD_S = 3600.0
+
+
+def user_cache_dir() -> str | None:
+    """Where the control machine keeps what it builds for the nodes between runs (the zipapps of
+    the node programs, look.pyz, the rank script's): $NCCL_PREFLIGHT_CACHE_DIR, else
+    $XDG_CACHE_HOME/nccl-preflight, else ~/.cache/nccl-preflight; None without a home (every
+    run builds then)."""
+    given = os.environ.get("NCCL_PREFLIGHT_CACHE_DIR")
+    if given:
+        return given
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative: ignored, as the XDG spec says
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "nccl-preflight") if os.path.isabs(base) else None
+
+
+def build_key(sources: Mapping[str, bytes]) -> str:
+    """The key of a build of ``sources``: their content, this Python's bytecode version (the
+    pycs of :func:`with_bytecode`) and this builder's own source."""
+    builder = {
+        "python bytecode": importlib.util.MAGIC_NUMBER,
+        "builder": Path(__file__).read_bytes(),
+    }
+    return content_key({**sources, **{f"\0{k}": v for k, v in builder.items()}})
+
+
+def _remove_stale(folder: Path, name: str, kept: Path) -> None:
+    """Remove ``name``'s builds other than ``kept`` (and their locks) older than STALE_BUILD_S."""
+    now = time.time()
+    for path in folder.glob(f"{name}-*"):
+        if path.name.removesuffix(".lock") == kept.name:
+            continue
+        with contextlib.suppress(OSError):
+            if now - path.lstat().st_mtime > STALE_BUILD_S:
+                path.unlink()
+
+
 def cached_build(
     cache_dir: str | os.PathLike[str] | None,
     name: str,
     sources: Mapping[str, bytes],
     build: Callable[[], bytes],
 ) -> bytes:
-    """``build()``, kept in ``cache_dir`` as ``<name>-<content_key(sources)>`` and read back while
-    ``sources`` are unchanged. Several processes asking at once build it once: the first builds
-    under a lock, the others wait and read. The directory is made mode 0700, the file is written
-    atomically, mode 0600, and only a file of this user is read back. Without ``cache_dir``:
-    ``build()``. An error of ``build()`` is raised and nothing is kept."""
+    """``build()``, kept in ``cache_dir`` as ``<name>-<build_key(sources)>`` and read back while
+    ``sources`` (and the Python and this builder) are unchanged, by later runs too. Several
+    processes asking at once build it once: the first builds under a lock, the others wait and
+    read. The directory is made mode 0700, the file is written atomically, mode 0600, and only a
+    file of this user is read back; older builds of ``name`` go after STALE_BUILD_S. Without
+    ``cache_dir``, or one that cannot be used (read-only, not ours): ``build()``. An error of
+    ``build()`` is raised and nothing is kept."""
     if cache_dir is None:
         return build()
     folder = Path(cache_dir)
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    cached = folder / f"{name}-{content_key(sources)}"
-    with open(f"{cached}.lock", "a") as lock:
+    cached = folder / f"{name}-{build_key(sources)}"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = open(f"{cached}.lock", "a")  # noqa: SIM115 - closed below
+    except OSError:
+        return build()
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            if cached.is_file() and not cached.is_symlink() and cached.stat().st_uid == os.getuid():
-                return cached.read_bytes()
+            with contextlib.suppress(OSError):
+                if not cached.is_symlink() and cached.stat().st_uid == os.getuid():
+                    data = cached.read_bytes()
+                    os.utime(cached)  # asked for now: not stale for another STALE_BUILD_S
+                    return data
             data = build()
-            write_atomically(cached, data, 0o600)
+            with contextlib.suppress(OSError):
+                write_atomically(cached, data, 0o600)
+                _remove_stale(folder, name, cached)
             return data
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
