@@ -11,6 +11,7 @@ summary.md's folds, and the JUnit's messages, also for a run stopped at the envi
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -294,7 +295,12 @@ def test_a_stop_at_the_environment_stage_lists_every_planned_rank(
         assert f"never started: the run stopped at the environment stage: {why}." in error.get(
             "message"
         )
+        # No rank ran: no fix of a hung or lost rank (its log, the timeout) is offered for it.
+        assert "timeout" not in ET.tostring(merged[name], encoding="unicode")
+        assert "rank-" not in (error.text or "") + error.get("message")
     validate_report_junit(run.dir)
+    for written in ("summary.md", "report.html", "verdict.json"):
+        assert "raise the timeout" not in (run.dir / written).read_text(), written
     assert verdict["class"] == "preflight_failed"
     pointer = {"id": "node2/environment", "host": "node2", "test": "environment"}
     ranks = [f for f in verdict["findings"] if f["rank"] is not None]

@@ -438,7 +438,7 @@ def build_suites(
         for rank, result in host.ranks.items():
             for item in result.get("missing_ranks") or []:
                 missing_by.setdefault(int(item["rank"]), []).append(rank)
-    hints = rank_hints(run)
+    hints = rank_hints(run, stopped=stop is not None)
     files: list[SuiteFile] = []
     for host in run.hosts:
         pre = preflight_suite(host, unreachable_check(run, host.host))
