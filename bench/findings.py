@@ -112,7 +112,7 @@ FINDINGS = [
     "to cut is the shape: the environment play's 7 controller tasks (0.8 s), the facts call's",
     "module start and its payload's build (0.3-0.5 s on the critical path).",
     "",
-    "**Overhead, tenth round** (issue 26 item 7; 2026-11-27 21:45-21:56 UTC, the same",
+    "**Overhead, tenth round** (issue 26 item 7; 2026-11-27 21:45-22:28 UTC, the same",
     "machine, nothing else running, load 1.4-3.3). What goes to the nodes (the zipapps of the",
     "node programs, of the rank script and look.pyz) is now built once and kept between runs",
     "in the control machine user's cache (fea60cf, core/zipapp.py user_cache_dir, keyed by the",
