@@ -15,6 +15,7 @@ import pytest
 from ansible.module_utils.nccl_preflight.node.parse import parse_nvidia_smi_csv
 
 from nccl_preflight.core.preflight import host_checks as pf
+from nccl_preflight.core.preflight.judge import judge_node
 
 NVSMI = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
 HOSTS = ["node1", "node2", "node3", "node4"]
@@ -237,6 +238,23 @@ def test_hostname_on_loopback_passes_when_the_fabric_is_loopback_too() -> None:
     alone["facts"]["hostname_addresses"] = ["127.0.1.1"]
     v = verdicts({"node1": alone}, "node1", order=["node1"])["hostname"]
     assert v["status"] == "passed" and "single-machine" in v["message"]
+
+
+def test_hostname_on_loopback_only_warns_in_a_run_of_one_host_on_a_real_fabric() -> None:
+    """One GPU box validating itself over eth0 (the lent H100, tests/fixtures/validate_gpu):
+    its peers are itself. With a second host, or judged alone for a cluster (node-check), it
+    fails."""
+    alone = observation(1)
+    alone["facts"]["hostname"] = "vm"
+    alone["facts"]["hostname_addresses"] = ["127.0.1.1"]
+    v = verdicts({"node1": alone}, "node1", order=["node1"])["hostname"]
+    assert v["status"] == "passed" and v["message"].startswith("node1: warning: its hostname vm")
+    assert "run on this host alone" in v["message"] and "10.0.0.11" in v["hint"]
+    two = {"node1": alone, "node2": observation(2)}
+    assert verdicts(two, "node1", order=["node1", "node2"])["hostname"]["status"] == "failed"
+    node_check = judge_node("node1", alone, SETTINGS)
+    [hostname] = [r for r in node_check if r["check"] == "hostname"]
+    assert hostname["status"] == "failed"
 
 
 def test_master_addr_must_be_a_literal_of_the_hosts_family() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nccl_preflight.core.preflight import gpu_checks
+from nccl_preflight.core.preflight import gpu_checks, host_checks
 from nccl_preflight.core.transport import describe, parse_nccl_log
 from nccl_preflight.node.parse import parse_nvidia_smi_csv
 from tests.recorded_gpu import FIXTURES, LONE_HEALTHY_GPU, text
@@ -134,3 +134,16 @@ def test_every_recording_here_is_listed_in_the_fixture_readme() -> None:
     readme = text("README.md")
     for path in sorted((FIXTURES / "programs").iterdir()):
         assert f"`{path.name}`" in readme, path.name
+
+
+def test_the_vms_loopback_hostname_warns_in_a_run_of_it_alone_and_fails_for_a_cluster() -> None:
+    """validate.yml on the VM alone stopped at this (tests/fixtures/validate_gpu, as-is); a run
+    of one host has no other peer, so it now only warns; node-check, judging the node for the
+    cluster it joins, still fails it."""
+    facts = calls()["facts_call"]["answer"]["ansible_facts"]["nccl"]
+    assert (facts["hostname"], facts["hostname_addresses"]) == ("vm", ["127.0.0.1"])
+    obs = {"host": HOST, "facts": facts, "address": "192.0.2.2", "ifname": "eth0"}
+    alone = host_checks.check_hostname(obs, run_alone=True)
+    assert alone["status"] == "passed" and "warning" in alone["message"]
+    assert "map vm to its fabric address 192.0.2.2" in alone["hint"]
+    assert host_checks.check_hostname(obs)["status"] == "failed"

@@ -185,7 +185,9 @@ def _fabric_address(obs: dict) -> str:
     return "its fabric address (ip -br addr show)"
 
 
-def check_hostname(obs: dict) -> dict:
+def check_hostname(obs: dict, run_alone: bool = False) -> dict:
+    """``run_alone``: the run has this one host (not a node judged alone for a cluster, as
+    node-check's): every peer is itself, so a hostname on loopback only warns."""
     host = obs["host"]
     facts = obs.get("facts") or {}
     name = facts.get("hostname") or host
@@ -200,6 +202,17 @@ def check_hostname(obs: dict) -> dict:
             "passed",
             f"{host}: hostname {name} resolves to loopback {', '.join(loop)}, as does its fabric "
             f"address {fabric}: a single-machine run",
+        )
+    if loop and run_alone:
+        return _result(
+            "hostname",
+            host,
+            "passed",
+            f"{host}: warning: its hostname {name} resolves to loopback {', '.join(loop)}: fine "
+            "for a run on this host alone (every peer is itself); with other hosts Gloo and the "
+            "rendezvous would tell them to connect to loopback where no interface is forced",
+            f"getent hosts {name}  (on {host}); map {name} to {_fabric_address(obs)} in "
+            f"/etc/hosts instead of {loop[0]}",
         )
     if loop:
         return _result(
@@ -624,7 +637,7 @@ def nccl_preflight_results(
     return [
         check_interface(obs),
         check_mtu(observations, host, order),
-        check_hostname(obs),
+        check_hostname(obs, run_alone=len(order) == 1 and not settings.get("node_alone")),
         check_master_addr(observations, host),
         check_master_port_free(observations, host, master),
         _probe_check(

@@ -68,8 +68,9 @@ def judge_node(
     """The results of the NODE_CHECKS of one node judged alone, in judge_preflight's order.
 
     ``settings`` as for judge_preflight, without master and order (the node is both); the clock
-    check is off (it compares clocks).
+    check is off (it compares clocks). The node is judged for the cluster it joins
+    (``node_alone``): a hostname on loopback fails as in a run of several hosts.
     """
-    alone = {**settings, "master": host, "order": [host], "clock_check": False}
+    alone = {**settings, "master": host, "order": [host], "clock_check": False, "node_alone": True}
     results = judge_preflight({host: observation}, [host], alone)[host] or []
     return [result for result in results if result.get("check") in NODE_CHECKS]
