@@ -5,8 +5,9 @@
 # localhost over Ansible's local connection, nccl_backend auto), run by the machine's own python3
 # (torch with CUDA) with ansible-core and junit-xml carried as pure-Python packages in
 # .device-carry/site (copied from the control machine's venv: ansible, resolvelib, junit_xml);
-# First as the machine is: its hostname resolves to 127.0.0.1 there, which the pre-flight fails
-# (check hostname), so the run stops before the launch. Then, with /etc/hosts mapping the
+# First as the machine is: its hostname resolves to 127.0.0.1 there, which the pre-flight failed
+# (check hostname) before e506bce, stopping the run before the launch; a run of one host now
+# only warns of it (TURNS=0 runs only this). Then, with /etc/hosts mapping the
 # hostname to eth0's address (the fix the report prints; the file is restored at the end: the
 # machine is the test bed, not the validator), torchrun by hand with the same rank script and
 # validate.yml, alternating, for the overhead on a GPU node.

@@ -90,13 +90,29 @@ def test_the_run_before_the_hosts_fix_stopped_at_the_pre_flight_naming_it() -> N
     assert "rank 0 on localhost never started: the run stopped at the pre-flight" in summary
 
 
-def test_the_times_of_both_device_calls() -> None:
+def test_alone_on_the_vm_the_loopback_hostname_now_only_warns() -> None:
+    """The third call: the VM as it comes validated itself to the end."""
+    doc = json.loads(text(REC + "alone-preflight.json"))
+    [hostname] = [r for r in doc["results"] if r["check"] == "hostname"]
+    assert hostname["status"] == "passed"
+    assert hostname["message"].startswith(
+        "localhost: warning: its hostname vm resolves to loopback"
+    )
+    assert "192.0.2.2 in /etc/hosts instead of 127.0.0.1" in hostname["hint"]
+    assert {r["status"] for r in doc["results"]} == {"passed", "skipped"}
+    verdict = json.loads(text(REC + "alone-verdict.json"))
+    assert (verdict["class"], verdict["exit_code"], verdict["findings"]) == ("passed", 0, [])
+
+
+def test_the_times_of_the_device_calls() -> None:
     """Five turns of torchrun by hand and validate.yml, alternating; the GPU node's 16 cores run
     the control machine too (the local connection)."""
     turns = re.findall(
         r"turn (\S+) (by hand|validate.yml) rc=(\d+) (\d+) ms", text(REC + "times.txt")
     )
     as_is = [int(ms) for turn, what, rc, ms in turns if turn == "as-is" and rc == "2"]
+    # The third call's as-is run, after the single-host change: it passed (rc 0).
+    assert [rc for turn, what, rc, ms in turns if turn == "as-is"] == ["2", "2", "0"]
     hand = [int(ms) for turn, what, rc, ms in turns if what == "by hand" and rc == "0"]
     playbook = [
         int(ms)
