@@ -150,7 +150,8 @@ def test_as_prolog_a_job_does_not_run_on_the_bad_node(checked_lab: tuple[Lab, Pa
         or f"failed on node {bad}: Job prolog failed" in job.stderr
     ), job.stderr
     assert job.stdout.strip() == ""  # hostname never ran there
-    assert lab.slurm_node_states()[bad] == "drain"
+    # Drained: "drng" (draining) first while slurmctld still completes the refused job.
+    wait_for(lambda: lab.slurm_node_states().get(bad) == "drain", f"{bad} drained", 60)
     assert reason_of(lab, bad) == REASON
     ran = lab.srun("-w", good, "-N1", "hostname", timeout=120)
     assert ran.stdout.strip() == good
