@@ -269,10 +269,11 @@ def bandwidth_hint(test: dict[str, Any], host: str, speeds: dict[str, int]) -> s
     )
 
 
-def rank_hints(run: RunData, stopped: bool = False) -> dict[int, dict[str, str]]:
+def rank_hints(run: RunData, *, stopped: bool) -> dict[int, dict[str, str]]:
     """{global rank: {test name (or MISSING): the fix}} for every failed, errored or lost rank.
-    ``stopped``: a stage stopped the run before any rank started (core/run_stop.py run_stop):
-    its ranks never ran, so a lost rank's fix (its log, the timeout) is not theirs."""
+    ``stopped``: a stage stopped the run before any rank started (core/run_stop.py run_stop: the
+    environment stage, or a launch skipped for the pre-flight or a lost host): its ranks never
+    ran, so a lost rank's fix (its log, the timeout) is not theirs."""
     views = rank_views(run)
     speeds = link_speeds_mbps(run)
     timeout_s = run.plan.get("run_timeout_s")
@@ -280,7 +281,7 @@ def rank_hints(run: RunData, stopped: bool = False) -> dict[int, dict[str, str]]
         v.doc is None or v.doc.get("status") == "running" or not v.doc.get("finished_at")
         for v in views.values()
     )
-    if stopped or run.plan.get("launch_skipped") or any(not h.reachable for h in run.hosts):
+    if stopped or any(not h.reachable for h in run.hosts):
         lost = False  # ranks that never started: the pre-flight or the unreachable host says why
     hints: dict[int, dict[str, str]] = {}
     wrong_cache: dict[str, str] = {}
