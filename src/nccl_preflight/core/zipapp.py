@@ -27,6 +27,7 @@ import argparse
 import ast
 import contextlib
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import io
@@ -303,13 +304,16 @@ def user_cache_dir() -> str | None:
     return os.path.join(base, "nccl-preflight") if os.path.isabs(base) else None
 
 
+@functools.cache
+def _builder_source() -> bytes:
+    """This builder's own source, read once per process (a launch call builds three zipapps)."""
+    return Path(__file__).read_bytes()
+
+
 def build_key(sources: Mapping[str, bytes]) -> str:
     """The key of a build of ``sources``: their content, this Python's bytecode version (the
     pycs of :func:`with_bytecode`) and this builder's own source."""
-    builder = {
-        "python bytecode": importlib.util.MAGIC_NUMBER,
-        "builder": Path(__file__).read_bytes(),
-    }
+    builder = {"python bytecode": importlib.util.MAGIC_NUMBER, "builder": _builder_source()}
     return content_key({**sources, **{f"\0{k}": v for k, v in builder.items()}})
 
 
