@@ -27,7 +27,6 @@ import datetime
 import functools
 import itertools
 import json
-import math
 import os
 import platform
 import re
@@ -71,6 +70,8 @@ from nccl_check_expect import (
     ring_exchange,
     sum_of_tags,
 )
+from nccl_check_options import TCP_URL, Names, option_problems
+from nccl_check_options import build_parser as options_parser
 from nccl_check_pair_schedule import DEFAULT_PAIR_ROUNDS
 from nccl_check_pairwise import Pairwise
 from nccl_check_sweep import Sweep, judge_sweep, sig4, sweep_sizes, timed
@@ -79,6 +80,7 @@ from nccl_check_tables import (
     BANDWIDTH_COLLECTIVES,
     COLLECTIVE_OPS,
     DTYPE_ALIASES,
+    DTYPE_NAMES,
     TEST_GROUPS,
     Support,
     support_of,
@@ -92,8 +94,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 # --dtype name -> (torch dtype, nccl-tests' name for the "type" column)
 _COLUMN = {"float32": "float", "float64": "double", "float16": "half"}  # the others: their name
 DTYPES: dict[str, tuple[torch.dtype, str]] = {
-    name: (getattr(torch, name), _COLUMN.get(name, name))
-    for name in ("float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8")
+    name: (getattr(torch, name), _COLUMN.get(name, name)) for name in DTYPE_NAMES
 }
 BACKEND_FOR_DEVICE = {"cuda": "nccl", "npu": "hccl", "xpu": "xccl", "cpu": "gloo"}
 
@@ -103,191 +104,33 @@ UNSUPPORTED = re.compile(
     r"does not support|Cannot use ReduceOp\.\w+ with|not (?:yet )?(?:supported|implemented)"
     r"|result type \w+ can't be cast to the desired output type"
 )
-TCP_URL = re.compile(r"tcp://(?:\[([0-9a-fA-F:]+)\]|([^:/\[\]]+)):(\d{1,5})")  # IPv6 in [ ]
 
 
 # --------------------------------------------------------------------------------------------
 # 1. Options (the long story of each: docs/design.md, "Options of the rank script")
 # --------------------------------------------------------------------------------------------
 
-Invalid = argparse.ArgumentTypeError
-
-
-def parse_size(text: str) -> int:
-    """Bytes from '8', '64K', '32M', '1G' (binary units, like nccl-tests' -b/-e)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([KMGkmg]?)[iI]?[bB]?\s*", text)
-    if not match:
-        raise Invalid(f"{text!r} is not a size such as 1024, 64K, 32M or 1G")
-    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2).upper()]
-
-
-def parse_threshold(text: str) -> tuple[str, float]:
-    """'all_reduce=5.0' -> ('all_reduce', 5.0) for --min-busbw-for and --pair-trigger."""
-    name, sep, value = text.partition("=")
-    name = name.strip().removeprefix("bandwidth_")
-    if not sep or name not in BANDWIDTH_COLLECTIVES:
-        known = ", ".join(BANDWIDTH_COLLECTIVES)
-        raise Invalid(f"{text!r} is not COLLECTIVE=GBPS with COLLECTIVE one of {known}")
-    return name, positive_float(value)
-
-
-def bounded(text: str, kind: type[int] | type[float], low: float, high: float = math.inf) -> Any:
-    """`text` as `kind`, from `low` (above 0 for floats) to `high`, or Invalid saying so."""
-    try:
-        value = kind(text)
-    except ValueError:
-        raise Invalid(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
-    if kind is float and not 0 < value < math.inf:
-        raise Invalid(f"{text!r} must be a positive number")
-    if value > high:
-        raise Invalid(f"must be above 0 and at most {high:g}, got {text!r}")
-    if value < low:
-        raise Invalid(f"{text!r} must be {low} or more")
-    return value
-
-
-positive_float = functools.partial(bounded, kind=float, low=0)
-ratio = functools.partial(bounded, kind=float, low=0, high=1)
-non_negative_int = functools.partial(bounded, kind=int, low=0)
-positive_int = functools.partial(bounded, kind=int, low=1)
-
-
-def init_url(text: str) -> str:
-    if text.startswith("tcp://") and not TCP_URL.fullmatch(text):
-        raise Invalid(f"{text!r} is not tcp://HOST:PORT")
-    if text != "env://" and not text.startswith(("tcp://", "file://")):
-        raise Invalid(f"must be env://, tcp://HOST:PORT or file:///PATH, got {text!r}")
-    return text
-
-
-def dtype_name(text: str) -> str:
-    name = DTYPE_ALIASES.get(text, text)
-    if name not in DTYPES:
-        raise Invalid(
-            f"{text!r} is not one of {', '.join(DTYPES)} (aliases: {', '.join(DTYPE_ALIASES)})"
-        )
-    return name
-
-
-def test_names(text: str) -> list[str]:
-    """'all_reduce_sum,bandwidth' -> the tests, groups expanded, in the given order."""
-    names: list[str] = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        if item not in TEST_GROUPS and item not in ALL_TESTS:
-            groups = ", ".join(TEST_GROUPS)
-            raise Invalid(f"unknown test {item!r}; --list-tests shows the names (groups: {groups})")
-        names.extend(TEST_GROUPS.get(item, [item]))
-    return names
-
-
-def rank_counts(text: str) -> list[int]:
-    """'2,4,1' -> [2, 4, 1]: the ranks of each node, in node-rank order (--ranks-per-node)."""
-    parts = [part.strip() for part in text.split(",")]
-    if not all(part.isdigit() and int(part) > 0 for part in parts):
-        raise Invalid(f"{text!r} is not a comma-separated list of rank counts such as 2,4,1")
-    return [int(part) for part in parts]
-
-
-def pause_spec(text: str) -> tuple[str, int | None]:
-    """'send_recv@1' -> ('send_recv', 1); 'send_recv' -> ('send_recv', None) = every rank."""
-    name, _, rank = text.partition("@")
-    if name not in (*ALL_TESTS, "checkin", "init") and not name.startswith("pairwise pass "):
-        raise Invalid(f"--pause-before: unknown test {name!r}")
-    return name, non_negative_int(rank) if rank else None
-
-
-# --help's groups, in order: option -> (help, add_argument's settings).
-SIZE = {"metavar": "SIZE", "type": parse_size}
-COUNT = {"type": non_negative_int}
-THRESHOLD = {"type": parse_threshold, "action": "append", "default": [], "metavar": "COLL=GBPS"}
-# fmt: off
-OPTIONS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
-    "process group": {
-        "--backend": (
-            "auto = nccl on CUDA, hccl on NPU, xccl on XPU, gloo on CPU (default: auto)",
-            {"default": "auto", "choices": ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")}),
-        "--device": (
-            "tensors on device LOCAL_RANK of this type; auto = the accelerator, else cpu",
-            {"default": "auto", "choices": ("auto", "cpu", "cuda", "npu", "xpu")}),
-        "--init-method": ("env:// (torchrun), tcp://HOST:PORT or file:///PATH (default: env://)",
-                          {"default": "env://", "metavar": "URL", "type": init_url}),
-        "--rank": ("global rank (default: $RANK)", COUNT),
-        "--world-size": ("number of ranks (default: $WORLD_SIZE)", COUNT),
-        "--local-rank": ("device index on this node (default: $LOCAL_RANK, else 0)", COUNT),
-        "--ranks-per-node": (
-            "ranks of each node, in node-rank order (default: $LOCAL_WORLD_SIZE each)",
-            {"type": rank_counts, "metavar": "N0,N1,..."}),
-        "--timeout": (
-            "seconds for check-in, init and each test or size; then exit 124 (default: 120)",
-            {"type": positive_float, "default": 120.0, "metavar": "S"}),
-    },
-    "what to check": {
-        "--tests": (
-            "tests or groups (all, correctness, bandwidth), comma-separated (default: all)",
-            {"type": test_names, "action": "extend", "metavar": "LIST"}),
-        "--list-tests": ("print the test names and exit", {"action": "store_true"}),
-        "--dtype": (f"element type: {', '.join(DTYPES)} (default: float32)",
-                    {"type": dtype_name, "default": "float32"}),
-    },
-    "bandwidth sweep (nccl-tests' -b -e -f -n -w)": {
-        "--min-bytes": ("smallest message, e.g. 8, 64K, 32M (default: 1K)",
-                        {**SIZE, "default": 1024}),
-        "--max-bytes": ("largest message (default: 1M on cpu, else 1G)", SIZE),
-        "--factor": ("size step factor (default: 2)", {"type": int, "default": 2}),
-        "--iters": ("timed iterations per size (default: 20)", {**COUNT, "default": 20}),
-        "--warmup": ("untimed iterations per size (default: 5)", {**COUNT, "default": 5}),
-        "--min-busbw": ("fail below GBPS busbw at the largest size",
-                        {"type": positive_float, "metavar": "GBPS"}),
-        "--min-busbw-for": ("--min-busbw for one collective; repeatable", THRESHOLD),
-    },
-    "output": {
-        "--out-dir": ("write DIR/rank-<rank>.json after every test", {"metavar": "DIR"}),
-        "--verbose": ("print a line per test on every rank", {"action": "store_true"}),
-        "--pause-before": (
-            "testing: sleep before TEST (or 'pairwise pass P round N') until the watchdog fires",
-            {"type": pause_spec, "metavar": "TEST[@RANK]"}),
-    },
-    "pairwise rounds (which node, which rail)": {
-        "--pairwise": (
-            "time node pairs, rail by rail: always, never, auto = when bandwidth fell short",
-            {"choices": ("auto", "always", "never"), "default": "auto"}),
-        "--pair-bytes": ("bytes each way per exchange (default: 1M on cpu, else 64M)", SIZE),
-        "--pair-iters": ("timed exchanges per pair (default: 5)",
-                         {"type": positive_int, "default": 5}),
-        "--pair-trigger": ("auto also runs when COLL's busbw is below GBPS; repeatable", THRESHOLD),
-        "--pair-trigger-min-bytes": ("smallest size --pair-trigger looks at (default: 32M)",
-                                     {**SIZE, "default": 32 << 20}),
-        "--pair-min-ratio": ("slow below R x the median pair (default: 0.8)",
-                             {"type": ratio, "default": 0.8, "metavar": "R"}),
-        "--pair-rounds": (
-            "first-pass rounds at most: every round when the tournament has no more, else N "
-            "rounds spread over it, N distinct partners a node; 0: every round "
-            f"(default: {DEFAULT_PAIR_ROUNDS})",
-            {**COUNT, "default": DEFAULT_PAIR_ROUNDS, "metavar": "N"}),
-    },
-}
-# fmt: on
+# The options themselves, what each accepts and the checks between them: nccl_check_options.py,
+# which the control machine parses nccl_check_args with too (src/nccl_preflight/core/rank_args.py).
+NAMES = Names(
+    tests=ALL_TESTS,
+    groups=TEST_GROUPS,
+    bandwidth=BANDWIDTH_COLLECTIVES,
+    dtypes=DTYPE_NAMES,
+    dtype_aliases=DTYPE_ALIASES,
+    pair_rounds=DEFAULT_PAIR_ROUNDS,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="nccl_check.py",
-        description=(
-            "Verify every torch.distributed collective on every rank with exact, closed-form "
-            "expected values, then measure bus bandwidth the way nccl-tests does. Run one process "
-            "per device under torchrun, or per rank with --init-method/--rank/--world-size."
-        ),
+    return options_parser(
+        NAMES,
         epilog=(
             f"Tests: {', '.join(ALL_TESTS)}. Exit status: 0 all passed (or skipped), 1 a test "
             "failed or errored, 2 bad arguments, 124 the watchdog ended a phase that overran "
             "--timeout, 128+N signal N."
         ),
     )
-    for title, options in OPTIONS.items():
-        group = parser.add_argument_group(title)
-        for flag, (help_text, settings) in options.items():
-            group.add_argument(flag, help=help_text, **settings)
-    return parser
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -296,22 +139,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.list_tests:
         print("\n".join(ALL_TESTS))
         raise SystemExit(EXIT_OK)
-    low, high = args.min_bytes, args.max_bytes
-    for bad, message in (
-        (args.factor < 2, f"--factor must be 2 or more, got {args.factor}"),
-        (args.iters < 1, "--iters must be 1 or more"),
-        (low < 1, "--min-bytes must be 1 or more"),
-        (
-            high is not None and high < low,
-            f"--max-bytes ({high}) is smaller than --min-bytes ({low})",
-        ),
-        (
-            args.init_method != "env://" and None in (args.rank, args.world_size),
-            f"--init-method {args.init_method} needs --rank and --world-size",
-        ),
-    ):
-        if bad:
-            parser.error(message)
+    for message in option_problems(args):
+        parser.error(message)
     args.rank = env_int("RANK") if args.rank is None else args.rank
     args.world_size = env_int("WORLD_SIZE") if args.world_size is None else args.world_size
     if args.rank is None or args.world_size is None:

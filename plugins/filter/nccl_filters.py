@@ -39,6 +39,7 @@ from nccl_preflight.core.preflight.judge import judge_preflight
 from nccl_preflight.core.preflight.npu_checks import nccl_hccl_base_port
 from nccl_preflight.core.preflight.observation import nccl_preflight_observation
 from nccl_preflight.core.preflight.start import nccl_preflight_start
+from nccl_preflight.core.rank_args import nccl_rank_args_problems
 from nccl_preflight.core.run_watch import nccl_watch_hosts
 from nccl_preflight.core.support import nccl_predicted_skips
 from nccl_preflight.node.fabric_choice import nccl_fabric_choice
@@ -58,6 +59,7 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "nccl_input_problems": nccl_input_problems,
+            "nccl_rank_args_problems": nccl_rank_args_problems,
             "nccl_rank_layout": rank_layout,
             "nccl_fabric_choice": nccl_fabric_choice,
             "nccl_env_findings": nccl_env_findings,

@@ -286,12 +286,18 @@ def test_the_rank_scripts_links_are_standard_library_modules_of_the_node_room() 
     """files/nccl_check_tables.py is the node room's collective_tables.py under the name the rank
     script imports: the one file of the tables both sides read (docs/design.md, "The tables of
     the rank script"); files/nccl_check_pair_schedule.py is its pair_schedule.py, the pairwise
-    rounds' schedule and rule (docs/design.md, "Pairwise rounds"). A link points into
+    rounds' schedule and rule (docs/design.md, "Pairwise rounds"); files/nccl_check_options.py
+    is its rank_options.py, the script's command line, with which the control machine parses
+    nccl_check_args before anything runs (core/rank_args.py). A link points into
     src/nccl_preflight/node/ only, and the file it points to imports the standard library only:
     the control machine imports it without torch."""
     node = (ROOT / "src" / "nccl_preflight" / "node").resolve()
     links = [path for path in sorted((ROOT / "files").glob("*.py")) if path.is_symlink()]
-    assert [path.name for path in links] == ["nccl_check_pair_schedule.py", "nccl_check_tables.py"]
+    assert [path.name for path in links] == [
+        "nccl_check_options.py",
+        "nccl_check_pair_schedule.py",
+        "nccl_check_tables.py",
+    ]
     for path in links:
         target = path.resolve()
         assert target.parent == node, f"{path.name} -> {target}"

@@ -21,6 +21,7 @@ nc = load_script()
 ex = load_part("nccl_check_expect")
 sw = load_part("nccl_check_sweep")
 tables = load_part("nccl_check_tables")
+opts = load_part("nccl_check_options")
 
 
 # --- the documented examples, through the script's expected-value functions ------------------
@@ -264,7 +265,7 @@ def test_parse_args_defaults_and_thresholds(monkeypatch: pytest.MonkeyPatch) -> 
     [("8", 8), ("64K", 65536), ("32M", 32 << 20), ("1G", 1 << 30), ("2MiB", 2 << 20)],
 )
 def test_parse_size(text: str, size: int) -> None:
-    assert nc.parse_size(text) == size
+    assert opts.parse_size(text) == size
 
 
 @pytest.mark.parametrize(
@@ -303,9 +304,9 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_threshold_names_a_known_collective() -> None:
-    assert nc.parse_threshold("bandwidth_all_gather=1.5") == ("all_gather", 1.5)
+    assert opts.ByName(nc.NAMES).threshold("bandwidth_all_gather=1.5") == ("all_gather", 1.5)
     with pytest.raises(argparse.ArgumentTypeError):
-        nc.parse_threshold("allgather=1.5")
+        opts.ByName(nc.NAMES).threshold("allgather=1.5")
 
 
 # --- the record and the environment -------------------------------------------------------------
@@ -381,7 +382,7 @@ def test_missing_ranks_take_their_node_from_the_planned_layout() -> None:
 )
 def test_ranks_per_node_must_be_positive_counts(text: str, message: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=message):
-        nc.rank_counts(text)
+        opts.rank_counts(text)
 
 
 def test_ranks_per_node_must_add_up_to_the_world(

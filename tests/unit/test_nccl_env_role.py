@@ -174,6 +174,10 @@ def test_sourcing_nccl_env_in_a_shell_gives_the_same_values(tmp_path: Path) -> N
         ({"nccl_master_port": 70000}, "nccl_master_port is 70000, outside 1024-65535"),
         ({"nccl_fabric_cidr": "192.168.100.0/33"}, "nccl_fabric_cidr '192.168.100.0/33'"),
         ({"nccl_backend": "infiniband"}, "nccl_backend"),
+        # parsed by the rank script's own parser on the control machine (core/rank_args.py)
+        ({"nccl_check_args": ["--max-bites", "1M"]}, "nccl_check_args unrecognized arguments"),
+        ({"nccl_check_args": ["--iters", "many"]}, "nccl_check_args argument --iters: 'many'"),
+        ({"nccl_check_args": ["--out-dir", "/tmp/x"]}, "nccl_check_args --out-dir is not"),
     ],
 )
 def test_bad_inputs_fail_before_any_host_is_touched(tmp_path: Path, extra: dict, named: str):
@@ -183,6 +187,16 @@ def test_bad_inputs_fail_before_any_host_is_touched(tmp_path: Path, extra: dict,
     # Nothing was rendered: no run directory exists, no report was written.
     assert not list(tmp_path.glob("nccl-preflight-*"))
     assert not (tmp_path / "reports").exists()
+
+
+def test_a_launch_script_of_ones_own_parses_its_own_arguments(tmp_path: Path) -> None:
+    """launch_script naming a script that does not import the rank script's options: its
+    nccl_check_args are its own business, not refused by the rank script's parser."""
+    script = tmp_path / "own_check.py"
+    script.write_text("import sys\nprint(sys.argv)\n")
+    extra = {"launch_script": str(script), "nccl_check_args": ["--my-own-option", "1"]}
+    result = run_playbook(tmp_path, extra)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_check_mode_writes_nothing_on_the_nodes(tmp_path: Path) -> None:

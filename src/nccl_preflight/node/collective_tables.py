@@ -53,7 +53,8 @@ BANDWIDTH_TESTS = tuple(f"bandwidth_{coll}" for coll in BANDWIDTH_COLLECTIVES)
 ALL_TESTS = CORRECTNESS_TESTS + BANDWIDTH_TESTS
 TEST_GROUPS = {"all": ALL_TESTS, "correctness": CORRECTNESS_TESTS, "bandwidth": BANDWIDTH_TESTS}
 COLLECTIVE_OF = {test: coll for coll in COLLECTIVE_OPS for test in (coll, *tests_of(coll))}
-# --dtype's aliases (torch's own short names) -> the dtype's name.
+# --dtype's names (torch's dtype attribute names) and aliases (torch's own short names).
+DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8")
 DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "bf16": "bfloat16"}
 
 # Which collective each backend runs on which device (docs/design.md, "The support table").

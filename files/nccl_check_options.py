@@ -1,0 +1,1 @@
+../src/nccl_preflight/node/rank_options.py
