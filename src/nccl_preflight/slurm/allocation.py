@@ -2,26 +2,29 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The allocation a run uses: the caller's (SLURM_JOB_ID set, e.g. inside sbatch) or its own.
 
-Its own: `salloc -N n --no-shell [--partition P] [--time T]` (salloc prints "Granted job
-allocation <id>" and returns at once), given back with `scancel <id>` when the run ends, however
-it ends: Allocation is a context manager, and SIGINT/SIGTERM/SIGHUP raise Interrupted inside it so
-that the same exit path runs. Node names are Slurm's (`scontrol show hostnames <nodelist>`), the
-first is the master. Every command is an argv list.
+Its own: `salloc -N n --no-shell --job-name=nccl-preflight [salloc's options]`, the options
+worked out and checked before (salloc_options.py), waited for in the background while the job
+pends (pending.py: the job id and Slurm's reason said, the wait bounded), given back with
+`scancel <id>` when the run ends, however it ends: Allocation is a context manager, and
+SIGINT/SIGTERM/SIGHUP raise Interrupted inside it so that the same exit path runs, a job still
+pending included. ``released`` says what became of the job, in words that are true. Node names
+are Slurm's (`scontrol show hostnames <nodelist>`), the first is the master. Every command is an
+argv list.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
+import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any
 
-GRANTED = re.compile(r"Granted job allocation (\d+)")
+from .pending import SallocRun
+from .salloc_options import SallocRequest
 
 
 class SlurmError(RuntimeError):
@@ -84,35 +87,33 @@ def ended_state(job_id: str, env: Mapping[str, str] | None = None, wait: float =
 
 
 class Allocation:
-    """`with Allocation(n, partition, time) as alloc:` alloc.job_id, alloc.nodes, alloc.own."""
+    """`with Allocation(n, request) as alloc:` alloc.job_id, alloc.nodes, alloc.own."""
 
     def __init__(
         self,
         nodes: int,
-        partition: str = "",
-        time_limit: str = "",
+        request: SallocRequest | None = None,
         environ: Mapping[str, str] | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.count = nodes
-        self.partition = partition
-        self.time_limit = time_limit
+        self.request = request or SallocRequest(nodes)
         self.environ = dict(os.environ if environ is None else environ)
+        self.say = say or (lambda line: print(line, flush=True))
         self.job_id = ""
         self.nodes: list[str] = []
         self.own = False
+        self.pending: SallocRun | None = None
+        self.released = ""  # what became of our own job, once given back
         self._previous: dict[int, Any] = {}
 
     def _salloc(self) -> str:
-        argv = ["salloc", "-N", str(self.count), "--no-shell", "--job-name=nccl-preflight"]
-        if self.partition:
-            argv.append(f"--partition={self.partition}")
-        if self.time_limit:
-            argv.append(f"--time={self.time_limit}")
-        out = slurm(argv, self._client_env(), timeout=None)  # type: ignore[arg-type]
-        match = GRANTED.search(out)
-        if not match:
-            raise SlurmError(f"{' '.join(argv)} granted no allocation: {out.strip()}")
-        return match.group(1)
+        """Our own allocation, waited for (pending.py); -> its job id."""
+        argv = self.request.argv()
+        self.say(f"nccl-preflight slurm: {shlex.join(argv)}")
+        self.pending = SallocRun(argv, self._client_env(), self.request.wait_s, self.say)
+        self.pending.start()
+        return self.pending.granted()
 
     def _client_env(self) -> dict[str, str]:
         """The environment of the Slurm commands: without the caller's job when it is not ours
@@ -142,7 +143,8 @@ class Allocation:
             else:
                 self.own = True
                 self.job_id = self._salloc()
-                self.nodes = hostnames(job_nodelist(self.job_id, self._client_env()))
+                env = self._client_env()
+                self.nodes = hostnames(job_nodelist(self.job_id, env), env)
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -154,11 +156,17 @@ class Allocation:
         return env
 
     def release(self) -> None:
-        """scancel our own allocation (idempotent); the caller's is left alone."""
+        """scancel our own allocation (idempotent), a job still pending included (checked in
+        squeue); the caller's is left alone."""
+        if self.pending is not None and not self.pending.done:
+            self.released = self.pending.cancel()
         if self.own and self.job_id:
             job, self.job_id = self.job_id, ""
-            with contextlib.suppress(SlurmError):
+            try:
                 slurm(["scancel", job], self._client_env())
+                self.released = f"job {job} was given back (scancel {job})"
+            except SlurmError as exc:
+                self.released = f"job {job} could not be given back ({exc}): scancel {job}"
 
     def __exit__(self, *_: object) -> None:
         # no signal may interrupt the release itself

@@ -5,7 +5,7 @@ bundle's __main__.py call ``main(argv)`` (argv without the program name):
 
     node-check --config FILE [--drain] [--json] [--timeout S]   slurm/node_check.py
     bundle -o PATH                                               slurm/bundle.py
-    slurm -N NODES --config FILE [...] [-- CHECK ARGS]           slurm/run_args.py, run.py
+    slurm -N NODES --config FILE [salloc's options] [-- ARGS]    slurm/run_args.py, run.py
 
 Standard library only at import time: the node bundle runs this with a bare python3.
 """
@@ -16,6 +16,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from nccl_preflight.core.exit_classes import BY_NAME
 from nccl_preflight.slurm import node_check
 from nccl_preflight.slurm.run_args import add_slurm_parser
 
@@ -90,6 +91,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:
+        # the slurm command's refusals are the project's bad_input (12), argparse's own included
+        if exc.code == 2 and argv[:1] == ["slurm"]:
+            raise SystemExit(BY_NAME["bad_input"].code) from None
+        raise
     command: Command = args.command
     return command(args)

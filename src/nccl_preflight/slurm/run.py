@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""`nccl-preflight slurm -N NODES --config FILE [--partition P] [--time T] [--drain] [-- ARGS]`.
+"""`nccl-preflight slurm -N NODES --config FILE [salloc's options] [--drain] [-- ARGS]`.
 
 On an allocation (the caller's or its own, allocation.py), one run step on every node
 (node_step.run_step): it observes and the core judges (observe.py: the pre-flight; the
@@ -42,6 +42,7 @@ from .bundle import build_node_bundle
 from .drain import drain, drain_targets
 from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env
 from .observe import Observed, observations, observe_on, step_settings
+from .pending import NotGranted
 from .ship import shared_and_own
 from .step import Step
 
@@ -471,16 +472,21 @@ def run_command(args: Any, config: dict[str, Any]) -> int:
     if args.check_args:
         config = {**config, "nccl_check_args": list(args.check_args)}
     report_root = Path(args.report_root or config.get("nccl_report_root") or "reports")
+    alloc = Allocation(args.nodes, getattr(args, "salloc", None))
     try:
-        with Allocation(args.nodes, args.partition, args.time) as alloc:
+        with alloc:
             run = SlurmRun(config, alloc, report_root.absolute())
             result = run.run()
             if args.drain and not result.get("failed"):
                 drain_named(run)
     except Interrupted as exc:
-        print(f"nccl-preflight slurm: interrupted by {exc}; the allocation was given back",
-              file=sys.stderr)  # fmt: skip
+        given_back = alloc.released or "the caller's allocation was left as it is"
+        print(f"nccl-preflight slurm: interrupted by {exc}; {given_back}", file=sys.stderr)
         return BY_NAME["no_verdict"].code
+    except NotGranted as exc:
+        chosen = BY_NAME["bad_input" if exc.refused else "no_verdict"]
+        print(f"nccl-preflight slurm: {exc} ({chosen.name}, exit {chosen.code})", file=sys.stderr)
+        return chosen.code
     except SlurmError as exc:
         print(f"nccl-preflight slurm: {exc}", file=sys.stderr)
         return BY_NAME["no_verdict"].code
