@@ -373,6 +373,39 @@ class LabSlurm:
         self.slurm_conf.write_text(self._slurm_conf_text() + lines)
         self.scontrol("reconfigure")
 
+    def slurm_stop_slurmd(self, host: HostRef) -> None:
+        """Stop one host's slurmd (TERM, KILL after STOP_WAIT), as a daemon that died: nothing
+        tells slurmctld, which marks the node down only after SlurmdTimeout."""
+        node = self.slurm_node(host)
+        pid = self.slurm_pids().get("slurmd", {}).get(node)
+        if not pid or not _is_lab_process(pid, str(self.state_dir)):
+            raise LabError(f"lab {self.name}: no slurmd of {node} running")
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+            if not self._slurm_wait_gone([pid], STOP_WAIT):
+                return
+        raise LabError(f"lab {self.name}: the slurmd of {node} (pid {pid}) did not end")
+
+    def slurm_start_slurmd(self, host: HostRef) -> None:
+        """Start one host's slurmd again (after slurm_stop_slurmd) and wait until slurmctld had
+        its registration (SlurmdStartTime changes; a DOWN node then returns to service by
+        itself, ReturnToService=2) and the node is idle. No `state=resume`: a node resumed
+        before its slurmd registered looks idle at once, and the registration could come after
+        a test has marked it down again."""
+        h = self.host(host)
+
+        def started() -> str:
+            out = self.scontrol("show", "node", "-o", h.hostname, check=False).stdout
+            return next((f for f in out.split() if f.startswith("SlurmdStartTime=")), "")
+
+        before = started()
+        slurmd = self._state["slurm"]["binaries"]["slurmd"]
+        argv = [slurmd, "-D", "-f", str(self.slurm_conf), "-N", h.hostname]
+        self._slurm_start("slurmd", h.netns, h.hostname, argv, node=h.hostname)
+        self._slurm_wait(lambda: started() not in ("", before), f"registration of {h.hostname}")
+        self.slurm_wait_idle([h.hostname])
+
     def slurm_describe(self) -> list[str]:
         """Lines for Lab.describe(): where the controller is and how to reach it."""
         env = " ".join(f"{k}={v}" for k, v in self.slurm_env().items())

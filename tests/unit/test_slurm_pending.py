@@ -80,7 +80,7 @@ def test_a_pending_job_is_named_with_its_reason_and_cancelled_after_the_wait(
     slurm: Slurm,
 ) -> None:
     said: list[str] = []
-    run = salloc_run(slurm, said, wait_s=3)
+    run = salloc_run(slurm, said, wait_s=5)
     assert wait_for(lambda: slurm.job().get("state") == "PENDING", 30)
     slurm.set(reason="ReqNodeNotAvail, UnavailableNodes:node3")
     with pytest.raises(NotGranted) as exc:
@@ -89,13 +89,14 @@ def test_a_pending_job_is_named_with_its_reason_and_cancelled_after_the_wait(
     assert exc.value.timed_out and not exc.value.refused
     assert message.startswith("job 42 still pending after ")
     assert (
-        "(--wait-allocation 3): ReqNodeNotAvail, UnavailableNodes:node3 (a node it needs" in message
+        "(--wait-allocation 5): ReqNodeNotAvail, UnavailableNodes:node3 (a node it needs" in message
     )
     assert "job 42 cancelled (squeue no longer lists it); no node was tested" in message
     assert slurm.job()["state"] == "CANCELLED"
     assert slurm.calls("scancel") == ["scancel 42"]
     # said while it pended: the job id, the bound, the reason; and again (repeat_s 1 s)
-    assert said[0].startswith("nccl-preflight slurm: job 42 is pending: waiting up to 3 s")
+    assert said[0].startswith("nccl-preflight slurm: job 42 is pending (ReqNodeNotAvail, ")
+    assert "; waiting up to 5 s for its nodes (--wait-allocation; 0 waits for ever)" in said[0]
     assert "Ctrl-C cancels it" in said[0]
     assert any("UnavailableNodes:node3" in line for line in said)
     assert len([line for line in said if "still pending" in line]) >= 1
@@ -116,7 +117,7 @@ def test_a_new_reason_is_said_at_once_and_a_grant_ends_the_wait(slurm: Slurm) ->
     helper.start()
     assert run.granted() == "42"
     helper.join()
-    assert "waiting for ever (--wait-allocation 0)" in said[0]
+    assert "waiting for its nodes for ever (--wait-allocation 0)" in said[0]
     assert any(line.endswith("Priority (jobs of higher priority are queued ahead of it)")
                for line in said)  # fmt: skip
     assert said[-1].startswith("nccl-preflight slurm: job 42 granted after ")
@@ -187,7 +188,7 @@ def test_a_granted_allocation_is_given_back_when_the_run_ends(slurm: Slurm) -> N
     with alloc:
         assert (alloc.job_id, alloc.nodes, alloc.own) == ("42", ["node1", "node2"], True)
     granter.join()
-    assert alloc.released == "job 42 was given back (scancel 42)"
+    assert alloc.released == "the allocation was given back (scancel 42)"
     assert slurm.job()["argv"].endswith("--job-name=nccl-preflight --exclusive")
 
 

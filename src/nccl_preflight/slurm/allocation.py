@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any
 
-from .pending import SallocRun
+from .pending import NotGranted, SallocRun
 from .salloc_options import SallocRequest
 
 
@@ -113,7 +113,17 @@ class Allocation:
         self.say(f"nccl-preflight slurm: {shlex.join(argv)}")
         self.pending = SallocRun(argv, self._client_env(), self.request.wait_s, self.say)
         self.pending.start()
-        return self.pending.granted()
+        try:
+            return self.pending.granted()
+        except NotGranted as exc:
+            source = self.request.sources.get("--gpus-per-node")
+            if exc.refused and "gres" in str(exc) and source:
+                raise NotGranted(
+                    f"{exc}; --gpus-per-node came from {source}: where Slurm has no GPU GRES, "
+                    "--gpus-per-node 0 asks for none (nccl_backend gloo for a CPU run)",
+                    refused=True,
+                ) from None
+            raise
 
     def _client_env(self) -> dict[str, str]:
         """The environment of the Slurm commands: without the caller's job when it is not ours
@@ -164,7 +174,7 @@ class Allocation:
             job, self.job_id = self.job_id, ""
             try:
                 slurm(["scancel", job], self._client_env())
-                self.released = f"job {job} was given back (scancel {job})"
+                self.released = f"the allocation was given back (scancel {job})"
             except SlurmError as exc:
                 self.released = f"job {job} could not be given back ({exc}): scancel {job}"
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 
 GRANTED = re.compile(r"Granted job allocation (\d+)")
 JOB_ID = re.compile(r"[Jj]ob(?: allocation)? (\d+)\b")
+FIRST_S = 2.0  # a job granted this soon after salloc said it pends is not reported pending
 POLL_S = 5.0  # how often squeue is asked for the reason while the job pends
 REPEAT_S = 30.0  # the reason is said again after this long even when it did not change
 END_S = 10.0  # how long salloc gets to end after the job was cancelled (then SIGKILL)
@@ -46,7 +47,7 @@ LIVE_STATES = {
 # A few of Slurm's pending reasons (squeue(1), JOB REASON CODES), with where to look.
 REASON_HINTS = (
     ("ReqNodeNotAvail", "a node it needs is down, drained or reserved: sinfo -R -o '%n %E'"),
-    ("Nodes_required_for_job_are_DOWN", "a node it needs is down or drained: sinfo -R"),
+    ("Nodes required for job are DOWN", "a node it needs is down or drained: sinfo -R"),
     ("Resources", "the nodes it needs are busy with other jobs"),
     ("Priority", "jobs of higher priority are queued ahead of it"),
     ("Partition", "the request exceeds a limit of the partition: scontrol show partition"),
@@ -73,7 +74,7 @@ class NotGranted(RuntimeError):
 def reason_text(reason: str) -> str:
     """Slurm's reason with a hint of where to look, when it is one of the common ones."""
     for key, hint in REASON_HINTS:
-        if key in reason:
+        if key in reason.replace("_", " "):
             return f"{reason} ({hint})"
     return reason
 
@@ -145,11 +146,11 @@ class SallocRun:
     def granted(self) -> str:
         """Wait for the grant; -> the job id. NotGranted when salloc ends without one or the
         job still pends after wait_s (then it is cancelled first)."""
-        said_at = -self.repeat_s
+        said_at, check_at = -self.repeat_s, FIRST_S
         while True:
-            timeout = self.poll_s
+            timeout = max(0.0, check_at - self.waited())
             if self.wait_s > 0:
-                timeout = max(0.0, min(timeout, self.wait_s - self.waited()))
+                timeout = min(timeout, max(0.0, self.wait_s - self.waited()))
             try:
                 line = self._lines.get(timeout=timeout)
             except queue.Empty:
@@ -158,8 +159,10 @@ class SallocRun:
                 return self._ended()
             if line and self._take(line):
                 return self._grant()
-            if self.job_id:
-                said_at = self._report(said_at)
+            if self.waited() >= check_at:
+                if self.job_id:
+                    said_at = self._report(said_at)
+                check_at = self.waited() + self.poll_s
             if 0 < self.wait_s <= self.waited():
                 raise self._give_up()
 
@@ -198,16 +201,19 @@ class SallocRun:
         if reason != self.reason or now - said_at >= self.repeat_s:
             first = not self.reason
             self.reason = reason
-            bound = (
-                f"waiting up to {self.wait_s:g} s (--wait-allocation; 0 waits for ever)"
-                if self.wait_s > 0
-                else "waiting for ever (--wait-allocation 0)"
-            )
-            what = f"is pending: {bound}; Ctrl-C cancels it" if first else "still pending"
-            self.say(
-                f"nccl-preflight slurm: job {self.job_id} {what} after {now:.0f} s: "
-                f"{reason_text(reason)}"
-            )
+            if not first:
+                what = f"still pending after {now:.0f} s: {reason_text(reason)}"
+            elif self.wait_s > 0:
+                what = (
+                    f"is pending ({reason_text(reason)}); waiting up to {self.wait_s:g} s for its "
+                    "nodes (--wait-allocation; 0 waits for ever); Ctrl-C cancels it"
+                )
+            else:
+                what = (
+                    f"is pending ({reason_text(reason)}); waiting for its nodes for ever "
+                    "(--wait-allocation 0); Ctrl-C cancels it"
+                )
+            self.say(f"nccl-preflight slurm: job {self.job_id} {what}")
             return now
         return said_at
 
