@@ -219,10 +219,12 @@ class SallocRun:
 
     def _give_up(self) -> NotGranted:
         reason = f": {reason_text(self.reason)}" if self.reason else ""
+        what = f"job {self.job_id}" if self.job_id else "salloc's request (no job id said yet)"
+        waited = self.waited()
         gone = self.cancel()
         return NotGranted(
-            f"job {self.job_id} still pending after {self.waited():.0f} s "
-            f"(--wait-allocation {self.wait_s:g}){reason}; {gone}; no node was tested",
+            f"{what} still pending after {waited:.0f} s (--wait-allocation {self.wait_s:g})"
+            f"{reason}; {gone}; no node was tested",
             timed_out=True,
         )
 
