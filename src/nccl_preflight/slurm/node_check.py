@@ -9,21 +9,25 @@ chooses the fabric interface from nccl_socket_ifname / nccl_fabric_cidr as the e
 does (node/fabric_choice.py), builds the pre-flight observation (core/preflight/observation.py)
 and judges it alone (core/preflight/judge.py judge_node: NODE_CHECKS). One line per finding,
 ``<check>: <status>: <message> [fix: <hint>]``; exit 0 healthy, 1 a check failed, 2 the config
-was refused. With ``drain`` and SLURMD_NODENAME set (slurmd sets it for both programs), a failed
-node drains itself: ``scontrol update nodename=<node> state=drain reason="nccl-preflight: <check>:
-<value>"`` (Slurm does not drain on a failing HealthCheckProgram by itself). It never resumes a
-node: that stays the operator's.
+or an option was refused, 3 it could not finish in its own time (UNFINISHED). With ``drain`` and
+SLURMD_NODENAME set (slurmd sets it for both programs), a failed node drains itself: ``scontrol
+update nodename=<node> state=drain reason="nccl-preflight: <check>: <value>"`` (Slurm does not
+drain on a failing HealthCheckProgram by itself). It never resumes a node: that stays the
+operator's.
 
-Every command and the torch probe end at one deadline (``timeout`` seconds from the start; Slurm
-kills a HealthCheckProgram after 60 s). Imports only the standard library at run time (the node
-bundle runs it with a Python that has nothing else).
+It drains on findings about the node only, never on its own slowness: when the torch probe or a
+command was killed at node-check's deadline (``timeout`` seconds from the start; Slurm kills a
+HealthCheckProgram after 60 s), the run is unfinished: it says what did not finish, drains
+nothing, and exits UNFINISHED (``unfinished_status``). How the command runs around this check
+(one at a time per node, every process it starts ending with it, the exit statuses):
+slurm/node_check_run.py. Imports only the standard library at run time (the node bundle runs it
+with a Python that has nothing else).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -38,12 +42,20 @@ from nccl_preflight.core.preflight.observation import nccl_preflight_observation
 from nccl_preflight.node.commands import CommandRunner
 from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 from nccl_preflight.node.facts import gather
-from nccl_preflight.node.listener import python_facts, run_python_probe
+from nccl_preflight.node.listener import python_facts
 from nccl_preflight.node.runner import SubprocessRunner
+from nccl_preflight.slurm.node_check_run import (
+    DEFAULT_TIMEOUT,
+    HEALTHY,
+    NodeCheckOptions,
+    node_name,
+    one_line,
+    status_of,
+    unfinished_status,
+)
+from nccl_preflight.slurm.node_torch import TorchReading
 
-HEALTHY, FAILED, REFUSED = 0, 1, 2
 FAILING = ("failed", "error")
-DEFAULT_TIMEOUT = 50.0  # below the 60 s after which Slurm kills a HealthCheckProgram
 REASON_PREFIX = "nccl-preflight: "
 REASON_MAX = 200  # characters of the drain reason: one line, readable in sinfo -R -o '%E'
 SCONTROL_DIRS = ["/usr/bin", "/usr/local/bin", "/bin", "/opt/slurm/bin"]
@@ -56,13 +68,6 @@ NO_FABRIC = (
 
 class NodeCheckRefused(ValueError):
     """The configuration cannot drive a node check (exit 2, nothing drained)."""
-
-
-def one_line(text: Any) -> str:
-    """``text`` on one line: line breaks and tabs as spaces, other control characters gone."""
-    flat = " ".join(str(text).split("\n"))
-    flat = flat.replace("\r", " ").replace("\t", " ")
-    return "".join(c for c in flat if c.isprintable()).strip()
 
 
 def finding_line(result: dict[str, Any]) -> str:
@@ -188,73 +193,102 @@ def judge_settings(config: dict[str, Any], host: str) -> dict[str, Any]:
     }
 
 
-def node_name() -> str:
-    """This node's name as Slurm knows it (SLURMD_NODENAME), else its short host name."""
-    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
-
-
 def check_node(
     config: dict[str, Any],
     timeout: float = DEFAULT_TIMEOUT,
     runner: SubprocessRunner | None = None,
-    probe: Callable[[str, float], dict] = run_python_probe,
+    probe: Callable[[str, float], dict] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """(node name, the results of its NODE_CHECKS); NodeCheckRefused for a config that cannot
-    name the fabric."""
+    name the fabric. ``probe``: the torch reading (default: slurm/node_torch.py's)."""
     runner = runner or SubprocessRunner(timeout=timeout, deadline=time.monotonic() + timeout)
     host = node_name()
-    observation = observe(config, runner, probe)
+    observation = observe(config, runner, probe or TorchReading())
     return host, judge_node(host, observation, judge_settings(config, host))
+
+
+def unfinished_parts(runner: SubprocessRunner, probe: Any) -> list[str]:
+    """What was killed at node-check's own deadline (its slowness, not a finding): the torch
+    probe, each command."""
+    parts = ["the torch probe (import torch)"] if getattr(probe, "timed_out", False) else []
+    return parts + [one_line(" ".join(argv))[:80] for argv in runner.killed]
+
+
+def _summary(
+    failed: list[dict[str, Any]], unfinished: list[str], checks: int, seconds: float, timeout: float
+) -> tuple[str, str]:
+    """(verdict word, the verdict line's words after '<node>: ')."""
+    tail = f" ({checks} checks, {seconds:.1f} s)"
+    if not unfinished:
+        if failed:
+            return "failed", f"{len(failed)} check(s) failed{tail}"
+        return "healthy", f"healthy{tail}"
+    verb = "was" if len(unfinished) == 1 else "were"
+    text = (
+        f"unfinished: {', '.join(unfinished)} did not finish within --timeout {timeout:g} s and "
+        f"{verb} killed: node-check's own slowness, not a finding about the node; nothing drained"
+    )
+    if failed:
+        text += f" ({len(failed)} check(s) failed, possibly for that)"
+    if unfinished_status() == HEALTHY:
+        text += "; exit 0 as a Prolog/Epilog (Slurm would drain the node on another)"
+    return "unfinished", text + tail
+
+
+def _drain_or_note(
+    want: bool,
+    failed: list[dict[str, Any]],
+    unfinished: list[str],
+    runner: CommandRunner,
+    host: str,
+) -> tuple[dict[str, Any] | None, str]:
+    """(the drain's outcome, or a note saying why none happened)."""
+    if not want or not failed:
+        return None, ""
+    if unfinished:
+        return None, "not drained: this node-check could not finish in its own time (see above)"
+    if os.environ.get("SLURMD_NODENAME"):
+        return drain(runner, os.environ["SLURMD_NODENAME"], drain_reason(failed, host)), ""
+    note = "--drain does nothing here: SLURMD_NODENAME is not set (slurmd sets it for a "
+    return None, note + "HealthCheckProgram or Prolog); no node was drained"
 
 
 def report(
     host: str,
     results: list[dict[str, Any]],
-    want_drain: bool,
+    options: NodeCheckOptions,
     runner: CommandRunner,
-    as_json: bool,
     seconds: float,
-) -> int:
-    """Print the findings (and drain on a failure when asked); the exit status."""
+    unfinished: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Print the findings (and drain on a failure when asked and the check finished); -> the
+    verdict {exit, verdict, summary, drained}."""
     failed = [r for r in results if r.get("status") in FAILING]
-    drained: dict[str, Any] | None = None
-    note = ""
-    if want_drain and failed:
-        if os.environ.get("SLURMD_NODENAME"):
-            drained = drain(runner, os.environ["SLURMD_NODENAME"], drain_reason(failed, host))
-        else:
-            note = "--drain does nothing here: SLURMD_NODENAME is not set (slurmd sets it for a "
-            note += "HealthCheckProgram or Prolog); no node was drained"
-    status = FAILED if failed else HEALTHY
-    if as_json:
+    drained, note = _drain_or_note(options.drain, failed, list(unfinished), runner, host)
+    word, summary = _summary(failed, list(unfinished), len(results), seconds, options.timeout)
+    status = status_of(word)
+    if options.json:
         doc = {"host": host, "exit": status, "seconds": round(seconds, 2), "results": results}
         doc["drain"] = drained or ({"drained": False, "message": note} if note else None)
+        doc["unfinished"] = list(unfinished)
         print(json.dumps(doc, indent=1, sort_keys=True))
     else:
         for result in results:
             print(finding_line(result))
-        verdict = f"{len(failed)} check(s) failed" if failed else "healthy"
-        print(f"node-check: {one_line(host)}: {verdict} ({len(results)} checks, {seconds:.1f} s)")
+        print(f"node-check: {one_line(host)}: {summary}")
     for line in ([drained["message"]] if drained else []) + ([note] if note else []):
         print(f"node-check: {one_line(line)}", file=sys.stderr)
-    return status
+    sys.stdout.flush()
+    done = bool(drained and drained["drained"])
+    return {"exit": status, "verdict": word, "summary": summary, "drained": done}
 
 
-def run_node_check(config_path: str, want_drain: bool, as_json: bool, timeout: float) -> int:
-    """The command: load the config, check this node, print, drain when asked; exit status."""
-    from nccl_preflight.core.config import ConfigError, load_config, node_values
-
-    start = time.monotonic()
-    try:
-        config = load_config(config_path)
-    except ConfigError as exc:
-        print(f"node-check: {one_line(exc)}", file=sys.stderr)
-        return REFUSED
-    config = node_values(config, node_name())  # nccl_node_vars' values for this node
-    runner = SubprocessRunner(timeout=timeout, deadline=start + timeout)
-    try:
-        host, results = check_node(config, timeout, runner)
-    except NodeCheckRefused as exc:
-        print(f"node-check: {config_path}: {one_line(exc)}", file=sys.stderr)
-        return REFUSED
-    return report(host, results, want_drain, runner, as_json, time.monotonic() - start)
+def check_and_report(config: dict[str, Any], options: NodeCheckOptions, start: float) -> dict:
+    """Check this node within ``options.timeout`` of ``start`` (time.monotonic()), print, drain
+    when asked and finished; -> the verdict (report's, with its seconds)."""
+    runner = SubprocessRunner(timeout=options.timeout, deadline=start + options.timeout)
+    probe = TorchReading()
+    host, results = check_node(config, options.timeout, runner, probe)
+    seconds = time.monotonic() - start
+    verdict = report(host, results, options, runner, seconds, unfinished_parts(runner, probe))
+    return {**verdict, "seconds": round(seconds, 2)}
