@@ -194,8 +194,9 @@ def node_check_cmd(
     env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}"
     if slurmd:
         env["SLURMD_NODENAME"] = slurmd
+    state = ["--state-dir", str(tmp_path / "state")]  # this test's own lock and verdict
     return subprocess.run(
-        [sys.executable, str(BIN), "node-check", "--config", str(path), *args],
+        [sys.executable, str(BIN), "node-check", "--config", str(path), *state, *args],
         capture_output=True,
         text=True,
         env=env,
