@@ -180,9 +180,9 @@ def holding_the_lock(tmp_path: Path, last: dict | None) -> node_lock.NodeLock:
     [
         (None, 0, {}, 0, "no verdict from the last 600 s: exit 0"),
         ({"verdict": "failed", "summary": "1 check(s) failed (21 checks, 3.0 s)"}, 5, {}, 1,
-         "the last verdict, 5 s ago: 1 check(s) failed (21 checks, 3.0 s)"),
+         "s ago: 1 check(s) failed (21 checks, 3.0 s)"),
         ({"verdict": "healthy", "summary": "healthy (21 checks, 3.0 s)"}, 0, {}, 0,
-         "the last verdict, 0 s ago: healthy"),
+         "s ago: healthy (21 checks, 3.0 s)"),
         ({"verdict": "failed", "summary": "1 check(s) failed"}, 601, {}, 0,
          "no verdict from the last 600 s"),
         ({"verdict": "unfinished", "summary": "unfinished: ..."}, 1, {}, 3, "unfinished"),
@@ -212,6 +212,11 @@ def test_a_second_node_check_exits_at_once_with_the_last_verdict(
         f"node-check: {NODE}: another node-check is running on this node (pid {os.getpid()}, for "
     )
     assert "this one checks nothing and exits at once" in line and said in line
+    if (
+        last is not None and age <= 600
+    ):  # the age it says: at least the verdict's (a loaded machine)
+        said_age = line.split("the last verdict, ")[1].split(" s ago")[0]
+        assert float(said_age) >= age
     assert calls(drains) == []  # a failed check was not run again, nor drained
 
 
@@ -311,3 +316,14 @@ def test_ending_says_why() -> None:
     assert Ending(signal=15, stopped=True).why() == "node-check was stopped by SIGTERM"
     assert Ending().why() == "node-check's process was killed"
     assert Ending(signal=9).why() == "node-check's work was ended by SIGKILL"
+
+
+def test_a_bad_config_is_refused_even_while_another_node_check_runs(
+    tmp_path: Path, drains: Path
+) -> None:
+    holding_the_lock(tmp_path, {"verdict": "healthy", "summary": "healthy"})
+    done = run(tmp_path, HEALTHY + "nccl_backend: nosuch\n", "--drain")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "config.yml" in done.stderr and "nccl_backend" in done.stderr
+    assert "another node-check" not in done.stdout + done.stderr
+    assert calls(drains) == []

@@ -50,6 +50,7 @@ from nccl_preflight.slurm.node_check_run import (
     NodeCheckOptions,
     node_name,
     one_line,
+    require_fabric,
     status_of,
     unfinished_status,
 )
@@ -59,15 +60,6 @@ FAILING = ("failed", "error")
 REASON_PREFIX = "nccl-preflight: "
 REASON_MAX = 200  # characters of the drain reason: one line, readable in sinfo -R -o '%E'
 SCONTROL_DIRS = ["/usr/bin", "/usr/local/bin", "/bin", "/opt/slurm/bin"]
-NO_FABRIC = (
-    "nccl_socket_ifname and nccl_fabric_cidr are both empty: a node check has no master to "
-    "route to, so it cannot tell the fabric interface; set nccl_fabric_cidr (or "
-    "nccl_socket_ifname) in the config"
-)
-
-
-class NodeCheckRefused(ValueError):
-    """The configuration cannot drive a node check (exit 2, nothing drained)."""
 
 
 def finding_line(result: dict[str, Any]) -> str:
@@ -119,12 +111,6 @@ def drain(runner: CommandRunner, node: str, reason: str) -> dict[str, Any]:
 
 def _drained(node: str, reason: str, done: bool) -> dict[str, Any]:
     return {"node": node, "reason": reason, "drained": done}
-
-
-def require_fabric(config: dict[str, Any]) -> None:
-    """NodeCheckRefused when the config names no fabric (nothing to choose the interface by)."""
-    if not config.get("nccl_socket_ifname") and not config.get("nccl_fabric_cidr"):
-        raise NodeCheckRefused(NO_FABRIC)
 
 
 def fabric_choice(facts: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:

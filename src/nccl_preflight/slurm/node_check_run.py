@@ -4,10 +4,10 @@
 (docs/slurm.md): what each exit status means, one node-check at a time, and every process it
 starts ending with it.
 
-    state directory and the node's lock (slurm/node_lock.py), before anything else: a second
-        node-check while one runs exits at once (``busy``), with the last verdict (fresh) or 0,
-        having imported only this light module and checked nothing
-    the config (refused: exit 2, nothing drained)
+    the state directory and the config, refused before anything runs (exit 2, nothing drained)
+    the node's lock (slurm/node_lock.py): a second node-check while one runs exits at once
+        (``busy``), with the last verdict (fresh) or 0, having checked nothing and imported
+        nothing heavy (this module, the config's, the lock's and the guard's)
     the check itself (slurm/node_check.py, imported then) under the guard (slurm/node_guard.py):
         every process it starts, and what those leave, ends with it, whichever way it ends
     the verdict kept beside the lock with its time, for the next busy one
@@ -44,6 +44,15 @@ HEALTHY, FAILED, REFUSED, UNFINISHED = 0, 1, 2, 3
 DEFAULT_TIMEOUT = 50.0  # below the 60 s after which Slurm kills a HealthCheckProgram
 # SLURM_SCRIPT_CONTEXT of the programs whose non-zero exit makes Slurm drain the node itself
 DRAINING_CONTEXTS = frozenset({"prolog_slurmd", "epilog_slurmd"})
+NO_FABRIC = (
+    "nccl_socket_ifname and nccl_fabric_cidr are both empty: a node check has no master to "
+    "route to, so it cannot tell the fabric interface; set nccl_fabric_cidr (or "
+    "nccl_socket_ifname) in the config"
+)
+
+
+class NodeCheckRefused(ValueError):
+    """The configuration cannot drive a node check (exit 2, nothing drained)."""
 
 
 @dataclass
@@ -67,6 +76,12 @@ def one_line(text: Any) -> str:
 def node_name() -> str:
     """This node's name as Slurm knows it (SLURMD_NODENAME), else its short host name."""
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+
+
+def require_fabric(config: dict[str, Any]) -> None:
+    """NodeCheckRefused when the config names no fabric (nothing to choose the interface by)."""
+    if not config.get("nccl_socket_ifname") and not config.get("nccl_fabric_cidr"):
+        raise NodeCheckRefused(NO_FABRIC)
 
 
 def unfinished_status() -> int:
@@ -106,7 +121,6 @@ def busy(lock: NodeLock, node: str, as_json: bool) -> int:
 def _config(options: NodeCheckOptions, node: str) -> dict[str, Any] | None:
     """The node's config (nccl_node_vars applied), or None after saying why it is refused."""
     from nccl_preflight.core.config import ConfigError, load_config, node_values
-    from nccl_preflight.slurm.node_check import NodeCheckRefused, require_fabric
 
     try:
         config = node_values(load_config(options.config), node)
@@ -129,12 +143,12 @@ def run_node_check(options: NodeCheckOptions) -> int:
     except StateDirError as exc:
         print(f"node-check: {one_line(exc)}", file=sys.stderr)
         return REFUSED
-    lock = NodeLock(state_dir, node)
-    if not lock.acquire():
-        return busy(lock, node, options.json)
     config = _config(options, node)
     if config is None:
         return REFUSED
+    lock = NodeLock(state_dir, node)
+    if not lock.acquire():
+        return busy(lock, node, options.json)
     lock.record_running(os.getpid())
     from nccl_preflight.slurm.node_check import check_and_report
 
