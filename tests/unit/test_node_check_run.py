@@ -327,3 +327,57 @@ def test_a_bad_config_is_refused_even_while_another_node_check_runs(
     assert "config.yml" in done.stderr and "nccl_backend" in done.stderr
     assert "another node-check" not in done.stdout + done.stderr
     assert calls(drains) == []
+
+
+# ------------------------------------------------------------------ the torch reading, reused
+
+
+def counting_python(tmp_path: Path, answer: str) -> tuple[Path, Path]:
+    """A 'python' that notes each run in a file and prints ``answer`` (a probe's JSON)."""
+    runs = tmp_path / "python.runs"
+    reply = tmp_path / "answer.json"
+    reply.write_text(answer)
+    script = tmp_path / "python-counting"
+    script.write_text(f"#!/bin/sh\necho run >> {runs}\ncat {reply}\n")
+    script.chmod(0o755)
+    return script, runs
+
+
+def runs_of(runs: Path) -> int:
+    return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "torch" / "probe-cpu-lab-node.json"
+
+
+def test_a_torch_reading_is_reused_for_torch_max_age(tmp_path: Path, drains: Path) -> None:
+    python, runs = counting_python(tmp_path, RECORDED.read_text())
+    config = HEALTHY.replace("PYTHON", str(python))
+    first = run(tmp_path, config)
+    assert first.returncode == 0 and runs_of(runs) == 1, first.stdout + first.stderr
+    assert "torch read" not in first.stdout
+    second = run(tmp_path, config, "--json")
+    assert second.returncode == 0 and runs_of(runs) == 1  # not imported again
+    doc = json.loads(second.stdout)
+    assert doc["torch_read_s_ago"] is not None and doc["torch_read_s_ago"] >= 0
+    versions = {r["check"]: r for r in doc["results"]}["versions"]
+    assert versions["status"] == "passed" and "torch 2.13.0" in versions["message"]
+    third = run(tmp_path, config, "--torch-max-age", "0")  # 0: always import
+    assert third.returncode == 0 and runs_of(runs) == 2
+    os.utime(python, (time.time() + 5, time.time() + 5))  # another Python at the same path
+    fourth = run(tmp_path, config)
+    assert fourth.returncode == 0 and runs_of(runs) == 3
+    fifth = run(tmp_path, config)
+    assert runs_of(runs) == 3 and "; torch read " in fifth.stdout.splitlines()[-1]
+
+
+def test_a_reading_without_torch_is_never_reused(tmp_path: Path, drains: Path) -> None:
+    doc = json.loads(RECORDED.read_text())
+    doc.update(torch_version=None, reason="torch is not importable: ModuleNotFoundError: torch")
+    python, runs = counting_python(tmp_path, json.dumps(doc))
+    config = HEALTHY.replace("PYTHON", str(python))
+    for n in (1, 2):
+        done = run(tmp_path, config, "--drain")
+        assert done.returncode == 1 and runs_of(runs) == n, done.stdout + done.stderr
+        assert "versions: failed: " in done.stdout and "torch is not importable" in done.stdout
+    assert not (tmp_path / "state" / f"node-check-{NODE}.torch.json").exists()

@@ -18,7 +18,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 
-from nccl_preflight.slurm import node_check_run
+from nccl_preflight.slurm import node_check_run, node_torch
 from nccl_preflight.slurm.run_args import add_slurm_parser
 
 PROG = "nccl-preflight"
@@ -26,18 +26,22 @@ Command = Callable[[argparse.Namespace], int]
 TIMEOUT_MAX_S = 3600.0  # node-check --timeout: above it, a mistake (minutes for hours)
 
 
-def seconds_in(low: float, high: float) -> Callable[[str], float]:
-    """An argparse type: a number of seconds, finite, > ``low`` and <= ``high``; argparse names
-    the option in its error ("argument --timeout: ...", exit 2) before anything runs."""
+def seconds_in(low: float, high: float, low_too: bool = False) -> Callable[[str], float]:
+    """An argparse type: a number of seconds, finite, above ``low`` (or equal to it with
+    ``low_too``) and at most ``high``; argparse names the option in its error ("argument
+    --timeout: ...", exit 2) before anything runs."""
+    above = f"at least {low:g}" if low_too else f"greater than {low:g}"
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = math.nan
-        if not (math.isfinite(value) and low < value <= high):
+        if not (math.isfinite(value) and (low < value or (low_too and value == low))):
+            value = math.nan
+        if not value <= high:
             raise argparse.ArgumentTypeError(
-                f"{text!r}: give a number of seconds greater than {low:g} and at most {high:g}"
+                f"{text!r}: give a number of seconds {above} and at most {high:g}"
             )
         return value
 
@@ -58,6 +62,7 @@ def _node_check(args: argparse.Namespace) -> int:
         json=args.json,
         timeout=args.timeout,
         state_dir=args.state_dir or "",
+        torch_max_age=args.torch_max_age,
     )
     return node_check_run.run_node_check(options)
 
@@ -114,6 +119,16 @@ def add_node_check(commands: argparse._SubParsersAction) -> None:
         help="where the node's lock (one node-check at a time: another one exits at once with "
         "the last verdict) and that verdict live (default: /run/nccl-preflight for root, "
         "else <tmp>/nccl-preflight-<uid>; made 0700; refused when open to others)",
+    )
+    parser.add_argument(
+        "--torch-max-age",
+        type=seconds_in(0, TIMEOUT_MAX_S, low_too=True),
+        default=node_torch.DEFAULT_MAX_AGE,
+        metavar="S",
+        help="reuse this node's last torch reading (versions, torch's devices) for S seconds "
+        "instead of importing torch every time: the GPUs are read afresh every time (0: always "
+        f"import; at most {TIMEOUT_MAX_S:g}; default %(default)s: at most one import a minute "
+        "at any HealthCheckInterval)",
     )
     parser.set_defaults(command=_node_check)
 

@@ -201,18 +201,25 @@ def unfinished_parts(runner: SubprocessRunner, probe: Any) -> list[str]:
 
 
 def _summary(
-    failed: list[dict[str, Any]], unfinished: list[str], checks: int, seconds: float, timeout: float
+    failed: list[dict[str, Any]],
+    unfinished: list[str],
+    checks: int,
+    seconds: float,
+    options: NodeCheckOptions,
+    torch_age: float | None = None,
 ) -> tuple[str, str]:
     """(verdict word, the verdict line's words after '<node>: ')."""
-    tail = f" ({checks} checks, {seconds:.1f} s)"
+    reused = "" if torch_age is None else f"; torch read {torch_age:.0f} s ago"
+    tail = f" ({checks} checks, {seconds:.1f} s{reused})"
     if not unfinished:
         if failed:
             return "failed", f"{len(failed)} check(s) failed{tail}"
         return "healthy", f"healthy{tail}"
     verb = "was" if len(unfinished) == 1 else "were"
     text = (
-        f"unfinished: {', '.join(unfinished)} did not finish within --timeout {timeout:g} s and "
-        f"{verb} killed: node-check's own slowness, not a finding about the node; nothing drained"
+        f"unfinished: {', '.join(unfinished)} did not finish within --timeout "
+        f"{options.timeout:g} s and {verb} killed: node-check's own slowness, not a finding "
+        "about the node; nothing drained"
     )
     if failed:
         text += f" ({len(failed)} check(s) failed, possibly for that)"
@@ -246,17 +253,19 @@ def report(
     runner: CommandRunner,
     seconds: float,
     unfinished: Sequence[str] = (),
+    torch_age: float | None = None,
 ) -> dict[str, Any]:
     """Print the findings (and drain on a failure when asked and the check finished); -> the
     verdict {exit, verdict, summary, drained}."""
     failed = [r for r in results if r.get("status") in FAILING]
     drained, note = _drain_or_note(options.drain, failed, list(unfinished), runner, host)
-    word, summary = _summary(failed, list(unfinished), len(results), seconds, options.timeout)
+    word, summary = _summary(failed, list(unfinished), len(results), seconds, options, torch_age)
     status = status_of(word)
     if options.json:
         doc = {"host": host, "exit": status, "seconds": round(seconds, 2), "results": results}
         doc["drain"] = drained or ({"drained": False, "message": note} if note else None)
         doc["unfinished"] = list(unfinished)
+        doc["torch_read_s_ago"] = None if torch_age is None else round(torch_age, 1)
         print(json.dumps(doc, indent=1, sort_keys=True))
     else:
         for result in results:
@@ -269,12 +278,16 @@ def report(
     return {"exit": status, "verdict": word, "summary": summary, "drained": done}
 
 
-def check_and_report(config: dict[str, Any], options: NodeCheckOptions, start: float) -> dict:
+def check_and_report(
+    config: dict[str, Any], options: NodeCheckOptions, start: float, keep: str | None = None
+) -> dict:
     """Check this node within ``options.timeout`` of ``start`` (time.monotonic()), print, drain
-    when asked and finished; -> the verdict (report's, with its seconds)."""
+    when asked and finished; -> the verdict (report's, with its seconds). ``keep``: where the
+    torch reading is kept for ``options.torch_max_age`` s (slurm/node_torch.py)."""
     runner = SubprocessRunner(timeout=options.timeout, deadline=start + options.timeout)
-    probe = TorchReading()
+    probe = TorchReading(keep, options.torch_max_age)
     host, results = check_node(config, options.timeout, runner, probe)
     seconds = time.monotonic() - start
-    verdict = report(host, results, options, runner, seconds, unfinished_parts(runner, probe))
+    unfinished = unfinished_parts(runner, probe)
+    verdict = report(host, results, options, runner, seconds, unfinished, probe.reused_age)
     return {**verdict, "seconds": round(seconds, 2)}

@@ -64,6 +64,7 @@ class NodeCheckOptions:
     json: bool = False
     timeout: float = DEFAULT_TIMEOUT
     state_dir: str = ""  # empty: slurm/node_lock.py default_state_dir()
+    torch_max_age: float = 0.0  # seconds a torch reading is reused (slurm/node_torch.py)
 
 
 def one_line(text: Any) -> str:
@@ -153,7 +154,7 @@ def run_node_check(options: NodeCheckOptions) -> int:
     from nccl_preflight.slurm.node_check import check_and_report
 
     def work() -> int:
-        verdict = check_and_report(config, options, start)
+        verdict = check_and_report(config, options, start, lock.torch_path)
         lock.record_verdict(verdict)
         return int(verdict["exit"])
 

@@ -9,7 +9,8 @@ import killed at its timeout). So each node-check takes an exclusive ``flock`` o
 process holding it, however they end: no stale lock). One that cannot take it at once does not
 check: it says that another runs (its pid and for how long) and exits with the last verdict,
 kept beside the lock in ``node-check-<node>.json`` with its time, when that verdict is at most
-VERDICT_FRESH_S old, else 0.
+VERDICT_FRESH_S old, else 0. The node's last torch reading lies beside them too
+(``node-check-<node>.torch.json``, slurm/node_torch.py).
 
 The state directory is ``/run/nccl-preflight`` for root (slurmd runs both programs as root: a
 tmpfs, gone at boot), ``<tmp>/nccl-preflight-<uid>`` for anyone else, or ``--state-dir``; it is
@@ -86,6 +87,7 @@ class NodeLock:
     def __init__(self, state_dir: str, node: str) -> None:
         stem = os.path.join(state_dir, file_stem(node))
         self.lock_path, self.state_path = stem + ".lock", stem + ".json"
+        self.torch_path = stem + ".torch.json"  # slurm/node_torch.py's kept reading
         self.fd: int | None = None
 
     def acquire(self) -> bool:
