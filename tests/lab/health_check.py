@@ -169,6 +169,16 @@ def node_checks(pyz: Path) -> dict[str, dict[str, int]]:
     return found
 
 
+def wait_ended(pyz: Path, timeout: float = 180) -> None:
+    """Until no node-check of ``pyz`` runs on any lab host (one started before the program was
+    configured away can end later; slurmd kills one after 60 s)."""
+    deadline = time.monotonic() + timeout
+    while node_checks(pyz):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"node-checks of {pyz} still running after {timeout:.0f} s")
+        time.sleep(0.5)
+
+
 @dataclass
 class Watch:
     """Samples, every ``every`` s until stopped: node-checks per node, node states, load."""

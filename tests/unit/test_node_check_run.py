@@ -381,3 +381,27 @@ def test_a_reading_without_torch_is_never_reused(tmp_path: Path, drains: Path) -
         assert done.returncode == 1 and runs_of(runs) == n, done.stdout + done.stderr
         assert "versions: failed: " in done.stdout and "torch is not importable" in done.stdout
     assert not (tmp_path / "state" / f"node-check-{NODE}.torch.json").exists()
+
+
+def test_a_lock_that_cannot_be_opened_is_refused_naming_the_option(
+    tmp_path: Path, drains: Path
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / f"node-check-{NODE}.lock").mkdir()  # not a file: it cannot be opened
+    done = run(tmp_path, MISSING_IF, "--drain")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"node-check: --state-dir {state}: cannot open ")
+    assert calls(drains) == []
+
+
+def test_a_verdict_that_cannot_be_kept_does_not_stop_the_check(
+    tmp_path: Path, drains: Path
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / f"node-check-{NODE}.json").mkdir()  # cannot be replaced by a file
+    done = run(tmp_path, MISSING_IF, "--drain")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"node-check: cannot write {state}/node-check-{NODE}.json: " in done.stderr
+    assert [argv[:3] for argv in calls(drains)] == [["update", f"nodename={NODE}", "state=drain"]]

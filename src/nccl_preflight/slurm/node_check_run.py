@@ -135,27 +135,31 @@ def _config(options: NodeCheckOptions, node: str) -> dict[str, Any] | None:
     return config
 
 
+def _note(problem: str) -> None:
+    if problem:
+        print(f"node-check: {one_line(problem)}", file=sys.stderr)
+
+
 def run_node_check(options: NodeCheckOptions) -> int:
     """The command (module docstring); -> its exit status."""
     start = time.monotonic()
     node = node_name()
     try:
-        state_dir = prepare_state_dir(options.state_dir or default_state_dir())
+        lock = NodeLock(prepare_state_dir(options.state_dir or default_state_dir()), node)
+        config = _config(options, node)
+        if config is None:
+            return REFUSED
+        if not lock.acquire():
+            return busy(lock, node, options.json)
     except StateDirError as exc:
         print(f"node-check: {one_line(exc)}", file=sys.stderr)
         return REFUSED
-    config = _config(options, node)
-    if config is None:
-        return REFUSED
-    lock = NodeLock(state_dir, node)
-    if not lock.acquire():
-        return busy(lock, node, options.json)
-    lock.record_running(os.getpid())
+    _note(lock.record_running(os.getpid()))
     from nccl_preflight.slurm.node_check import check_and_report
 
     def work() -> int:
         verdict = check_and_report(config, options, start, lock.torch_path)
-        lock.record_verdict(verdict)
+        _note(lock.record_verdict(verdict))
         return int(verdict["exit"])
 
     def on_unfinished(ending: Ending) -> None:

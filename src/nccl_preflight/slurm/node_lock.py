@@ -91,11 +91,15 @@ class NodeLock:
         self.fd: int | None = None
 
     def acquire(self) -> bool:
-        """Take the lock at once, or say that another node-check holds it (False). The
-        descriptor stays open (inherited by the forks of node_guard: the lock lasts until the
-        last of them exits)."""
+        """Take the lock at once, or say that another node-check holds it (False);
+        StateDirError when the lock file cannot be opened. The descriptor stays open (inherited
+        by the forks of node_guard: the lock lasts until the last of them exits)."""
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(self.lock_path, flags, 0o600)
+        try:
+            fd = os.open(self.lock_path, flags, 0o600)
+        except OSError as exc:
+            where = f"--state-dir {os.path.dirname(self.lock_path)}"
+            raise StateDirError(f"{where}: cannot open {self.lock_path}: {exc.strerror}") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -112,15 +116,24 @@ class NodeLock:
             return {}
         return doc if isinstance(doc, dict) else {}
 
-    def record_running(self, pid: int) -> None:
-        """Note the running node-check (only the lock's holder writes)."""
-        write_json(self.state_path, {**self.state(), "running": {"pid": pid, "since": time.time()}})
+    def record_running(self, pid: int) -> str:
+        """Note the running node-check (only the lock's holder writes); -> why it could not
+        (the state is an aid: a full disk must not stop a check), else ''."""
+        return self._write({**self.state(), "running": {"pid": pid, "since": time.time()}})
 
-    def record_verdict(self, verdict: dict[str, Any]) -> None:
-        """Keep the verdict that just ended ({exit, verdict, summary, seconds}) with its time."""
+    def record_verdict(self, verdict: dict[str, Any]) -> str:
+        """Keep the verdict that just ended ({exit, verdict, summary, seconds}) with its time;
+        -> why it could not, else ''."""
         doc = {k: v for k, v in self.state().items() if k != "running"}
         doc["last"] = {**verdict, "ended": time.time()}
-        write_json(self.state_path, doc)
+        return self._write(doc)
+
+    def _write(self, doc: dict[str, Any]) -> str:
+        try:
+            write_json(self.state_path, doc)
+        except OSError as exc:
+            return f"cannot write {self.state_path}: {exc.strerror or exc}"
+        return ""
 
 
 def fresh_verdict(state: dict[str, Any], now: float | None = None) -> dict[str, Any] | None:
