@@ -18,7 +18,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 
-from nccl_preflight.slurm import node_check_run, node_torch
+from nccl_preflight.slurm import node_command, node_torch
 from nccl_preflight.slurm.run_args import add_slurm_parser
 
 PROG = "nccl-preflight"
@@ -56,7 +56,7 @@ def absolute_dir(text: str) -> str:
 
 
 def _node_check(args: argparse.Namespace) -> int:
-    options = node_check_run.NodeCheckOptions(
+    options = node_command.NodeCheckOptions(
         config=args.config,
         drain=args.drain,
         json=args.json,
@@ -64,7 +64,7 @@ def _node_check(args: argparse.Namespace) -> int:
         state_dir=args.state_dir or "",
         torch_max_age=args.torch_max_age,
     )
-    return node_check_run.run_node_check(options)
+    return node_command.run_node_check(options)
 
 
 def _bundle(args: argparse.Namespace) -> int:
@@ -105,7 +105,7 @@ def add_node_check(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout",
         type=seconds_in(0, TIMEOUT_MAX_S),
-        default=node_check_run.DEFAULT_TIMEOUT,
+        default=node_command.DEFAULT_TIMEOUT,
         metavar="S",
         help="seconds after which every command still running (and the torch probe) is killed "
         f"and the check is reported unfinished, which drains nothing (more than 0, at most "

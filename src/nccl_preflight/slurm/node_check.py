@@ -20,7 +20,7 @@ command was killed at node-check's deadline (``timeout`` seconds from the start;
 HealthCheckProgram after 60 s), the run is unfinished: it says what did not finish, drains
 nothing, and exits UNFINISHED (``unfinished_status``). How the command runs around this check
 (one at a time per node, every process it starts ending with it, the exit statuses):
-slurm/node_check_run.py. Imports only the standard library at run time (the node bundle runs it
+slurm/node_command.py. Imports only the standard library at run time (the node bundle runs it
 with a Python that has nothing else).
 """
 
@@ -44,7 +44,7 @@ from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 from nccl_preflight.node.facts import gather
 from nccl_preflight.node.listener import python_facts
 from nccl_preflight.node.runner import SubprocessRunner
-from nccl_preflight.slurm.node_check_run import (
+from nccl_preflight.slurm.node_command import (
     DEFAULT_TIMEOUT,
     HEALTHY,
     NodeCheckOptions,

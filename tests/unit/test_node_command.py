@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""node-check as a health check operators can leave on (slurm/node_check_run.py, node_lock.py,
+"""node-check as a health check operators can leave on (slurm/node_command.py, node_lock.py,
 node_guard.py), end to end through bin/nccl-preflight on this machine:
 
 - its options are range-checked before anything runs, the error naming the option;
