@@ -108,12 +108,21 @@ class HealthCheckSetup:
             for path in self.state_dir.iterdir():
                 path.unlink()
 
-    def verdicts(self, node: str) -> list[str]:
-        """The verdict lines of the node's log: one per node-check that ended."""
+    def lines(self, node: str) -> list[str]:
+        """The node's log: what every node-check there printed."""
         if not self.log(node).exists():
             return []
-        lines = self.log(node).read_text(errors="replace").splitlines()
-        return [line for line in lines if line.startswith("node-check: ")]
+        return self.log(node).read_text(errors="replace").splitlines()
+
+    def verdicts(self, node: str) -> list[str]:
+        """The verdict lines of the node's log, ``node-check: <node>: ...``: one per node-check
+        that ended (checked, exited at once, or stopped)."""
+        return [line for line in self.lines(node) if line.startswith(f"node-check: {node}: ")]
+
+    def drains(self, node: str) -> list[str]:
+        """The lines of the node's log saying node-check drained it (slurm/node_check.py
+        drain's message)."""
+        return [line for line in self.lines(node) if line.startswith("node-check: drained ")]
 
 
 def _seconds(text: str) -> float:

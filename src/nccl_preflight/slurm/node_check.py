@@ -17,8 +17,11 @@ operator's.
 
 It drains on findings about the node only, never on its own slowness: when the torch probe or a
 command was killed at node-check's deadline (``timeout`` seconds from the start; Slurm kills a
-HealthCheckProgram after 60 s), the run is unfinished: it says what did not finish, drains
-nothing, and exits UNFINISHED (``unfinished_status``). How the command runs around this check
+HealthCheckProgram after 60 s), a failed check that what was killed may have failed is not
+judged (``Unfinished.undecided``: every check when a command was killed, TORCH_CHECKS when the
+probe was) and drains nothing; another failed check of that run is a finding and drains. With no
+finding left the run is unfinished: it says what did not finish and exits UNFINISHED
+(``unfinished_status``). How the command runs around this check
 (one at a time per node, every process it starts ending with it, the exit statuses):
 slurm/node_command.py. Imports only the standard library at run time (the node bundle runs it
 with a Python that has nothing else).
@@ -32,6 +35,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from nccl_preflight.core.config import preflight_values
@@ -60,6 +64,12 @@ FAILING = ("failed", "error")
 REASON_PREFIX = "nccl-preflight: "
 REASON_MAX = 200  # characters of the drain reason: one line, readable in sinfo -R -o '%E'
 SCONTROL_DIRS = ["/usr/bin", "/usr/local/bin", "/bin", "/opt/slurm/bin"]
+DRAIN_TIMEOUT = 8.0  # scontrol's own bound, after the check's --timeout (50 s + 8 < Slurm's 60)
+# The node checks that read the torch probe's answer (python_facts: torch's versions, whether it
+# sees CUDA, its devices, torch_npu): a probe killed at the deadline leaves them undecided, and
+# node-check drains on none of them then (tests/unit/test_node_check.py judges a node with and
+# without the probe's answer: only these change).
+TORCH_CHECKS = frozenset({"versions", "gpu", "gpu_visible", "npu"})
 
 
 def finding_line(result: dict[str, Any]) -> str:
@@ -193,16 +203,33 @@ def check_node(
     return host, judge_node(host, observation, judge_settings(config, host))
 
 
-def unfinished_parts(runner: SubprocessRunner, probe: Any) -> list[str]:
-    """What was killed at node-check's own deadline (its slowness, not a finding): the torch
-    probe, each command."""
-    parts = ["the torch probe (import torch)"] if getattr(probe, "timed_out", False) else []
-    return parts + [one_line(" ".join(argv))[:80] for argv in runner.killed]
+@dataclass
+class Unfinished:
+    """What was killed at node-check's own deadline: its own slowness, not a finding."""
+
+    probe: bool = False  # the torch probe (import torch)
+    commands: list[str] = field(default_factory=list)  # each killed command's line
+
+    @classmethod
+    def of(cls, runner: SubprocessRunner, probe: Any) -> Unfinished:
+        killed = [one_line(" ".join(argv))[:80] for argv in runner.killed]
+        return cls(bool(getattr(probe, "timed_out", False)), killed)
+
+    def parts(self) -> list[str]:
+        return ["the torch probe (import torch)"] * self.probe + self.commands
+
+    def undecided(self, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The failed checks that what was killed may have failed: every one when a command
+        was killed (its output feeds many checks), those reading torch when the probe was."""
+        if self.commands:
+            return list(failed)
+        return [r for r in failed if r.get("check") in TORCH_CHECKS] if self.probe else []
 
 
 def _summary(
-    failed: list[dict[str, Any]],
-    unfinished: list[str],
+    findings: list[dict[str, Any]],
+    undecided: list[dict[str, Any]],
+    unfinished: Unfinished,
     checks: int,
     seconds: float,
     options: NodeCheckOptions,
@@ -211,18 +238,24 @@ def _summary(
     """(verdict word, the verdict line's words after '<node>: ')."""
     reused = "" if torch_age is None else f"; torch read {torch_age:.0f} s ago"
     tail = f" ({checks} checks, {seconds:.1f} s{reused})"
-    if not unfinished:
-        if failed:
-            return "failed", f"{len(failed)} check(s) failed{tail}"
+    parts = unfinished.parts()
+    if not parts:
+        if findings:
+            return "failed", f"{len(findings)} check(s) failed{tail}"
         return "healthy", f"healthy{tail}"
-    verb = "was" if len(unfinished) == 1 else "were"
-    text = (
-        f"unfinished: {', '.join(unfinished)} did not finish within --timeout "
-        f"{options.timeout:g} s and {verb} killed: node-check's own slowness, not a finding "
-        "about the node; nothing drained"
+    verb = "was" if len(parts) == 1 else "were"
+    killed = (
+        f"{', '.join(parts)} did not finish within --timeout {options.timeout:g} s and {verb} "
+        "killed"
     )
-    if failed:
-        text += f" ({len(failed)} check(s) failed, possibly for that)"
+    names = ", ".join(str(r.get("check")) for r in undecided)
+    if findings:
+        text = f"{len(findings)} check(s) failed; unfinished: {killed}"
+        return "failed", text + (f", so {names} not judged" if names else "") + tail
+    text = f"unfinished: {killed}: node-check's own slowness, not a finding about the node"
+    text += "; nothing drained"
+    if undecided:
+        text += f" ({len(undecided)} check(s) failed, possibly for that: {names})"
     if unfinished_status() == HEALTHY:
         text += "; exit 0 as a Prolog/Epilog (Slurm would drain the node on another)"
     return "unfinished", text + tail
@@ -230,18 +263,18 @@ def _summary(
 
 def _drain_or_note(
     want: bool,
-    failed: list[dict[str, Any]],
-    unfinished: list[str],
+    findings: list[dict[str, Any]],
+    undecided: list[dict[str, Any]],
     runner: CommandRunner,
     host: str,
 ) -> tuple[dict[str, Any] | None, str]:
     """(the drain's outcome, or a note saying why none happened)."""
-    if not want or not failed:
+    if not want or not (findings or undecided):
         return None, ""
-    if unfinished:
+    if not findings:
         return None, "not drained: this node-check could not finish in its own time (see above)"
     if os.environ.get("SLURMD_NODENAME"):
-        return drain(runner, os.environ["SLURMD_NODENAME"], drain_reason(failed, host)), ""
+        return drain(runner, os.environ["SLURMD_NODENAME"], drain_reason(findings, host)), ""
     note = "--drain does nothing here: SLURMD_NODENAME is not set (slurmd sets it for a "
     return None, note + "HealthCheckProgram or Prolog); no node was drained"
 
@@ -252,19 +285,26 @@ def report(
     options: NodeCheckOptions,
     runner: CommandRunner,
     seconds: float,
-    unfinished: Sequence[str] = (),
+    unfinished: Unfinished | None = None,
     torch_age: float | None = None,
 ) -> dict[str, Any]:
-    """Print the findings (and drain on a failure when asked and the check finished); -> the
-    verdict {exit, verdict, summary, drained}."""
+    """Print the findings and drain on a finding when asked (never on a check that what was
+    killed may have failed: ``Unfinished.undecided``); -> the verdict {exit, verdict, summary,
+    drained}."""
+    unfinished = unfinished or Unfinished()
     failed = [r for r in results if r.get("status") in FAILING]
-    drained, note = _drain_or_note(options.drain, failed, list(unfinished), runner, host)
-    word, summary = _summary(failed, list(unfinished), len(results), seconds, options, torch_age)
+    undecided = unfinished.undecided(failed)
+    findings = [r for r in failed if r not in undecided]
+    drained, note = _drain_or_note(options.drain, findings, undecided, runner, host)
+    word, summary = _summary(
+        findings, undecided, unfinished, len(results), seconds, options, torch_age
+    )
     status = status_of(word)
     if options.json:
         doc = {"host": host, "exit": status, "seconds": round(seconds, 2), "results": results}
         doc["drain"] = drained or ({"drained": False, "message": note} if note else None)
-        doc["unfinished"] = list(unfinished)
+        doc["unfinished"] = unfinished.parts()
+        doc["not_judged"] = [r.get("check") for r in undecided]
         doc["torch_read_s_ago"] = None if torch_age is None else round(torch_age, 1)
         print(json.dumps(doc, indent=1, sort_keys=True))
     else:
@@ -288,6 +328,8 @@ def check_and_report(
     probe = TorchReading(keep, options.torch_max_age)
     host, results = check_node(config, options.timeout, runner, probe)
     seconds = time.monotonic() - start
-    unfinished = unfinished_parts(runner, probe)
-    verdict = report(host, results, options, runner, seconds, unfinished, probe.reused_age)
+    unfinished = Unfinished.of(runner, probe)
+    # the drain has its own bound: the check's deadline may have passed (a probe killed at it)
+    drainer = SubprocessRunner(timeout=DRAIN_TIMEOUT)
+    verdict = report(host, results, options, drainer, seconds, unfinished, probe.reused_age)
     return {**verdict, "seconds": round(seconds, 2)}
