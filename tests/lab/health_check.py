@@ -148,12 +148,13 @@ def _stat_ppid(pid: str) -> int | None:
         return None
 
 
-def _node_of(pid: str) -> str:
+def _node_of(pid: str) -> str | None:
+    """The node a node-check runs for (its SLURMD_NODENAME); None when it is gone already."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             env = fh.read().split(b"\0")
     except OSError:
-        return "?"
+        return None
     for item in env:
         if item.startswith(b"SLURMD_NODENAME="):
             return item.split(b"=", 1)[1].decode(errors="replace")
@@ -170,9 +171,10 @@ def node_checks(pyz: Path) -> dict[str, dict[str, int]]:
                 mine[int(pid)] = _stat_ppid(pid)
     found: dict[str, dict[str, int]] = {}
     for pid, ppid in mine.items():
-        if ppid in mine:
-            continue  # a guard or a work: counted with the node-check that forked it
-        counts = found.setdefault(_node_of(str(pid)), {"checking": 0, "processes": 0})
+        node = _node_of(str(pid))
+        if ppid in mine or node is None:
+            continue  # a guard or a work (counted with the node-check that forked it), or gone
+        counts = found.setdefault(node, {"checking": 0, "processes": 0})
         counts["processes"] += 1
         counts["checking"] += any(parent == pid for parent in mine.values())
     return found
