@@ -96,7 +96,8 @@ def test_the_nodes_python_runs_node_check_from_the_bundle(pyz: Path, tmp_path: P
     assert "usage: nccl-preflight node-check" in done.stdout
     config = tmp_path / "node.yml"
     config.write_text(HEALTHY.replace("PYTHON", str(fake_python(tmp_path))))
-    done = run_pyz([python, "-I"], pyz, "node-check", "--config", str(config), tmp=tmp_path)
+    state = ["--state-dir", str(tmp_path / "state")]  # this test's own lock and verdict
+    done = run_pyz([python, "-I"], pyz, "node-check", "--config", str(config), *state, tmp=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "interface: passed: " in done.stdout and "healthy" in done.stdout
 
@@ -109,11 +110,14 @@ def test_node_check_imports_no_control_machine_package(pyz: Path, tmp_path: Path
     blocked = [sys.executable, "-I", "-c", BLOCKED_RUN, ",".join(CONTROL_PACKAGES)]
     config = tmp_path / "node.yml"
     config.write_text(HEALTHY.replace("PYTHON", str(fake_python(tmp_path))))
-    done = run_pyz(blocked, pyz, "node-check", "--config", str(config), "--json", tmp=tmp_path)
+    state = ["--state-dir", str(tmp_path / "state")]  # this test's own lock and verdict
+    done = run_pyz(
+        blocked, pyz, "node-check", "--config", str(config), "--json", *state, tmp=tmp_path
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"exit": 0' in done.stdout
     config.write_text(HEALTHY + "nccl_backend: nosuch\n")
-    done = run_pyz(blocked, pyz, "node-check", "--config", str(config), tmp=tmp_path)
+    done = run_pyz(blocked, pyz, "node-check", "--config", str(config), *state, tmp=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "node.yml" in done.stderr and "blocked" not in done.stderr
     importer = tmp_path / "imports_yaml.py"

@@ -143,6 +143,33 @@ def test_memory_errors_and_a_pinned_version_fail_the_node(gpu_node: FakeRunner) 
     )
 
 
+def killed_probe(python: str, timeout: float) -> dict:
+    return {"rc": None, "stdout": "", "stderr": "", "error": "(import torch) ... it was killed"}
+
+
+@pytest.mark.parametrize(
+    ("config", "probe"),
+    [
+        (GPU_CONFIG, "probe-h200-vm.json"),
+        ({**GPU_CONFIG, "nccl_backend": "gloo", "nccl_require_gpu": False}, "probe-h200-vm.json"),
+        ({**GPU_CONFIG, "nccl_expected_versions": {"torch": "9.9"}}, "probe-h200-vm.json"),
+    ],
+)
+def test_only_the_torch_checks_need_the_torch_probe(
+    gpu_node: FakeRunner, config: dict, probe: str
+) -> None:
+    """node_check.TORCH_CHECKS: judged with and without the probe's answer, a node's checks
+    differ in those alone (a killed probe leaves them undecided: node-check drains on no other
+    check for it)."""
+    answer_as_h200(gpu_node)
+    _, answered = node_check.check_node(config, runner=gpu_node, probe=recorded_probe(probe))
+    _, killed = node_check.check_node(config, runner=gpu_node, probe=killed_probe)
+    before, after = by_check(answered), by_check(killed)
+    changed = {c for c in before if before[c]["status"] != after[c]["status"]}
+    assert changed and changed <= node_check.TORCH_CHECKS, changed
+    assert set(NODE_CHECKS) >= node_check.TORCH_CHECKS
+
+
 def test_the_drain_reason_is_one_printable_line_within_bounds() -> None:
     failed = [
         {"check": "interface", "message": "n1: interface fab0 is down\x1b[31m\tred\nline2" * 9},
@@ -194,8 +221,9 @@ def node_check_cmd(
     env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}"
     if slurmd:
         env["SLURMD_NODENAME"] = slurmd
+    state = ["--state-dir", str(tmp_path / "state")]  # this test's own lock and verdict
     return subprocess.run(
-        [sys.executable, str(BIN), "node-check", "--config", str(path), *args],
+        [sys.executable, str(BIN), "node-check", "--config", str(path), *state, *args],
         capture_output=True,
         text=True,
         env=env,

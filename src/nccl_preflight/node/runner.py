@@ -8,7 +8,8 @@ a job's PATH on some distributions); ``run_command`` runs an argv list (never a 
 ``LC_ALL=C`` (the parsers read English output), stdin from /dev/null, and kills the command
 (and what it started: its own session) after ``timeout`` seconds, or at ``deadline`` (a
 time.monotonic() value: the whole check's end) when that comes first. A killed command answers
-rc 124 (coreutils' timeout's) and a reason on stderr; a command that cannot start answers
+rc 124 (coreutils' timeout's) and a reason on stderr, and its argv is kept in ``killed`` (node-check
+tells its own slowness from a finding about the node by it); a command that cannot start answers
 rc 127 or 126, as a shell would. Standard library only.
 """
 
@@ -33,6 +34,7 @@ class SubprocessRunner:
         self.timeout = timeout
         self.deadline = deadline
         self.calls: list[list[str]] = []
+        self.killed: list[list[str]] = []  # the commands killed at the timeout or the deadline
 
     def get_bin_path(
         self, arg: str, required: bool = False, opt_dirs: Sequence[str] | None = None
@@ -76,6 +78,7 @@ class SubprocessRunner:
         try:
             out, err = proc.communicate(timeout=seconds)
         except subprocess.TimeoutExpired:
+            self.killed.append(argv)
             _kill_session(proc)
             out, err = proc.communicate()
             why = f"{' '.join(argv)} did not finish within {seconds:.0f} s; it was killed"

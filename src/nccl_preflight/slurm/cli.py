@@ -3,7 +3,8 @@
 """The Slurm front-end's commands, one argparse subparser each; bin/nccl-preflight and the node
 bundle's __main__.py call ``main(argv)`` (argv without the program name):
 
-    node-check --config FILE [--drain] [--json] [--timeout S]   slurm/node_check.py
+    node-check --config FILE [--drain] [--json] [--timeout S] [--state-dir DIR]
+                                                                 slurm/node_check.py
     bundle -o PATH                                               slurm/bundle.py
     slurm -N NODES --config FILE [salloc's options] [-- ARGS]    slurm/run_args.py, run.py
 
@@ -13,19 +14,58 @@ Standard library only at import time: the node bundle runs this with a bare pyth
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Sequence
 
 from nccl_preflight.core.exit_classes import BY_NAME
-from nccl_preflight.slurm import node_check
+from nccl_preflight.slurm import node_command, node_torch
 from nccl_preflight.slurm.run_args import add_slurm_parser
 
 PROG = "nccl-preflight"
 Command = Callable[[argparse.Namespace], int]
+TIMEOUT_MAX_S = 3600.0  # node-check --timeout: above it, a mistake (minutes for hours)
+
+
+def seconds_in(low: float, high: float, low_too: bool = False) -> Callable[[str], float]:
+    """An argparse type: a number of seconds, finite, above ``low`` (or equal to it with
+    ``low_too``) and at most ``high``; argparse names the option in its error ("argument
+    --timeout: ...", exit 2) before anything runs."""
+    above = f"at least {low:g}" if low_too else f"greater than {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and (low < value or (low_too and value == low))):
+            value = math.nan
+        if not value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: give a number of seconds {above} and at most {high:g}"
+            )
+        return value
+
+    return parse
+
+
+def absolute_dir(text: str) -> str:
+    """An argparse type: an absolute path (the directory itself is checked when used)."""
+    if not text.startswith("/"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give an absolute path")
+    return text
 
 
 def _node_check(args: argparse.Namespace) -> int:
-    return node_check.run_node_check(args.config, args.drain, args.json, args.timeout)
+    options = node_command.NodeCheckOptions(
+        config=args.config,
+        drain=args.drain,
+        json=args.json,
+        timeout=args.timeout,
+        state_dir=args.state_dir or "",
+        torch_max_age=args.torch_max_age,
+    )
+    return node_command.run_node_check(options)
 
 
 def _bundle(args: argparse.Namespace) -> int:
@@ -47,8 +87,10 @@ def add_node_check(commands: argparse._SubParsersAction) -> None:
         "node-check",
         help="check this node alone (GPU health, RDMA, limits, fabric interface, versions...)",
         description="Run every pre-flight check that needs no peer on this node, print one line "
-        "per finding and exit 0 (healthy), 1 (a check failed) or 2 (the config was refused). "
-        "For Slurm's HealthCheckProgram or Prolog (docs/slurm.md).",
+        "per finding and exit 0 (healthy), 1 (a check failed), 2 (the config or an option was "
+        "refused) or 3 (it could not finish within --timeout: drains nothing; 0 as a Prolog). "
+        "One runs at a time per node. For Slurm's HealthCheckProgram or Prolog "
+        "(docs/slurm.md).",
     )
     parser.add_argument(
         "--config", required=True, help="YAML file of nccl_* variables (as group_vars)"
@@ -63,10 +105,31 @@ def add_node_check(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
         "--timeout",
-        type=float,
-        default=node_check.DEFAULT_TIMEOUT,
+        type=seconds_in(0, TIMEOUT_MAX_S),
+        default=node_command.DEFAULT_TIMEOUT,
+        metavar="S",
         help="seconds after which every command still running (and the torch probe) is killed "
-        "(default %(default)s; Slurm kills a HealthCheckProgram after 60 s)",
+        f"and the check is reported unfinished, which drains nothing (more than 0, at most "
+        f"{TIMEOUT_MAX_S:g}; default %(default)s: Slurm kills a HealthCheckProgram after 60 s)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=absolute_dir,
+        default=None,
+        metavar="DIR",
+        help="where the node's lock (one node-check at a time: another one exits at once with "
+        "the last verdict) and that verdict live (default: /run/nccl-preflight for root, "
+        "else <tmp>/nccl-preflight-<uid>; made 0700; refused when open to others)",
+    )
+    parser.add_argument(
+        "--torch-max-age",
+        type=seconds_in(0, TIMEOUT_MAX_S, low_too=True),
+        default=node_torch.DEFAULT_MAX_AGE,
+        metavar="S",
+        help="reuse this node's last torch reading (versions, torch's devices) for S seconds "
+        "instead of importing torch every time: the GPUs are read afresh every time (0: always "
+        f"import; at most {TIMEOUT_MAX_S:g}; default %(default)s: at most one import a minute "
+        "at any HealthCheckInterval)",
     )
     parser.set_defaults(command=_node_check)
 

@@ -9,25 +9,33 @@ chooses the fabric interface from nccl_socket_ifname / nccl_fabric_cidr as the e
 does (node/fabric_choice.py), builds the pre-flight observation (core/preflight/observation.py)
 and judges it alone (core/preflight/judge.py judge_node: NODE_CHECKS). One line per finding,
 ``<check>: <status>: <message> [fix: <hint>]``; exit 0 healthy, 1 a check failed, 2 the config
-was refused. With ``drain`` and SLURMD_NODENAME set (slurmd sets it for both programs), a failed
-node drains itself: ``scontrol update nodename=<node> state=drain reason="nccl-preflight: <check>:
-<value>"`` (Slurm does not drain on a failing HealthCheckProgram by itself). It never resumes a
-node: that stays the operator's.
+or an option was refused, 3 it could not finish in its own time (UNFINISHED). With ``drain`` and
+SLURMD_NODENAME set (slurmd sets it for both programs), a failed node drains itself: ``scontrol
+update nodename=<node> state=drain reason="nccl-preflight: <check>: <value>"`` (Slurm does not
+drain on a failing HealthCheckProgram by itself). It never resumes a node: that stays the
+operator's.
 
-Every command and the torch probe end at one deadline (``timeout`` seconds from the start; Slurm
-kills a HealthCheckProgram after 60 s). Imports only the standard library at run time (the node
-bundle runs it with a Python that has nothing else).
+It drains on findings about the node only, never on its own slowness: when the torch probe or a
+command was killed at node-check's deadline (``timeout`` seconds from the start; Slurm kills a
+HealthCheckProgram after 60 s), a failed check that what was killed may have failed is not
+judged (``Unfinished.undecided``: every check when a command was killed, TORCH_CHECKS when the
+probe was) and drains nothing; another failed check of that run is a finding and drains. With no
+finding left the run is unfinished: it says what did not finish and exits UNFINISHED
+(``unfinished_status``). How the command runs around this check
+(one at a time per node, every process it starts ending with it, the exit statuses):
+slurm/node_command.py. Imports only the standard library at run time (the node bundle runs it
+with a Python that has nothing else).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from nccl_preflight.core.config import preflight_values
@@ -38,31 +46,30 @@ from nccl_preflight.core.preflight.observation import nccl_preflight_observation
 from nccl_preflight.node.commands import CommandRunner
 from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 from nccl_preflight.node.facts import gather
-from nccl_preflight.node.listener import python_facts, run_python_probe
+from nccl_preflight.node.listener import python_facts
 from nccl_preflight.node.runner import SubprocessRunner
+from nccl_preflight.slurm.node_command import (
+    DEFAULT_TIMEOUT,
+    HEALTHY,
+    NodeCheckOptions,
+    node_name,
+    one_line,
+    require_fabric,
+    status_of,
+    unfinished_status,
+)
+from nccl_preflight.slurm.node_torch import TorchReading
 
-HEALTHY, FAILED, REFUSED = 0, 1, 2
 FAILING = ("failed", "error")
-DEFAULT_TIMEOUT = 50.0  # below the 60 s after which Slurm kills a HealthCheckProgram
 REASON_PREFIX = "nccl-preflight: "
 REASON_MAX = 200  # characters of the drain reason: one line, readable in sinfo -R -o '%E'
 SCONTROL_DIRS = ["/usr/bin", "/usr/local/bin", "/bin", "/opt/slurm/bin"]
-NO_FABRIC = (
-    "nccl_socket_ifname and nccl_fabric_cidr are both empty: a node check has no master to "
-    "route to, so it cannot tell the fabric interface; set nccl_fabric_cidr (or "
-    "nccl_socket_ifname) in the config"
-)
-
-
-class NodeCheckRefused(ValueError):
-    """The configuration cannot drive a node check (exit 2, nothing drained)."""
-
-
-def one_line(text: Any) -> str:
-    """``text`` on one line: line breaks and tabs as spaces, other control characters gone."""
-    flat = " ".join(str(text).split("\n"))
-    flat = flat.replace("\r", " ").replace("\t", " ")
-    return "".join(c for c in flat if c.isprintable()).strip()
+DRAIN_TIMEOUT = 8.0  # scontrol's own bound, after the check's --timeout (50 s + 8 < Slurm's 60)
+# The node checks that read the torch probe's answer (python_facts: torch's versions, whether it
+# sees CUDA, its devices, torch_npu): a probe killed at the deadline leaves them undecided, and
+# node-check drains on none of them then (tests/unit/test_node_check.py judges a node with and
+# without the probe's answer: only these change).
+TORCH_CHECKS = frozenset({"versions", "gpu", "gpu_visible", "npu"})
 
 
 def finding_line(result: dict[str, Any]) -> str:
@@ -114,12 +121,6 @@ def drain(runner: CommandRunner, node: str, reason: str) -> dict[str, Any]:
 
 def _drained(node: str, reason: str, done: bool) -> dict[str, Any]:
     return {"node": node, "reason": reason, "drained": done}
-
-
-def require_fabric(config: dict[str, Any]) -> None:
-    """NodeCheckRefused when the config names no fabric (nothing to choose the interface by)."""
-    if not config.get("nccl_socket_ifname") and not config.get("nccl_fabric_cidr"):
-        raise NodeCheckRefused(NO_FABRIC)
 
 
 def fabric_choice(facts: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
@@ -188,73 +189,147 @@ def judge_settings(config: dict[str, Any], host: str) -> dict[str, Any]:
     }
 
 
-def node_name() -> str:
-    """This node's name as Slurm knows it (SLURMD_NODENAME), else its short host name."""
-    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
-
-
 def check_node(
     config: dict[str, Any],
     timeout: float = DEFAULT_TIMEOUT,
     runner: SubprocessRunner | None = None,
-    probe: Callable[[str, float], dict] = run_python_probe,
+    probe: Callable[[str, float], dict] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """(node name, the results of its NODE_CHECKS); NodeCheckRefused for a config that cannot
-    name the fabric."""
+    name the fabric. ``probe``: the torch reading (default: slurm/node_torch.py's)."""
     runner = runner or SubprocessRunner(timeout=timeout, deadline=time.monotonic() + timeout)
     host = node_name()
-    observation = observe(config, runner, probe)
+    observation = observe(config, runner, probe or TorchReading())
     return host, judge_node(host, observation, judge_settings(config, host))
+
+
+@dataclass
+class Unfinished:
+    """What was killed at node-check's own deadline: its own slowness, not a finding."""
+
+    probe: bool = False  # the torch probe (import torch)
+    commands: list[str] = field(default_factory=list)  # each killed command's line
+
+    @classmethod
+    def of(cls, runner: SubprocessRunner, probe: Any) -> Unfinished:
+        killed = [one_line(" ".join(argv))[:80] for argv in runner.killed]
+        return cls(bool(getattr(probe, "timed_out", False)), killed)
+
+    def parts(self) -> list[str]:
+        return ["the torch probe (import torch)"] * self.probe + self.commands
+
+    def undecided(self, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The failed checks that what was killed may have failed: every one when a command
+        was killed (its output feeds many checks), those reading torch when the probe was."""
+        if self.commands:
+            return list(failed)
+        return [r for r in failed if r.get("check") in TORCH_CHECKS] if self.probe else []
+
+
+def _summary(
+    findings: list[dict[str, Any]],
+    undecided: list[dict[str, Any]],
+    unfinished: Unfinished,
+    checks: int,
+    seconds: float,
+    options: NodeCheckOptions,
+    torch_age: float | None = None,
+) -> tuple[str, str]:
+    """(verdict word, the verdict line's words after '<node>: ')."""
+    reused = "" if torch_age is None else f"; torch read {torch_age:.0f} s ago"
+    tail = f" ({checks} checks, {seconds:.1f} s{reused})"
+    parts = unfinished.parts()
+    if not parts:
+        if findings:
+            return "failed", f"{len(findings)} check(s) failed{tail}"
+        return "healthy", f"healthy{tail}"
+    verb = "was" if len(parts) == 1 else "were"
+    killed = (
+        f"{', '.join(parts)} did not finish within --timeout {options.timeout:g} s and {verb} "
+        "killed"
+    )
+    names = ", ".join(str(r.get("check")) for r in undecided)
+    if findings:
+        text = f"{len(findings)} check(s) failed; unfinished: {killed}"
+        return "failed", text + (f", so {names} not judged" if names else "") + tail
+    text = f"unfinished: {killed}: node-check's own slowness, not a finding about the node"
+    text += "; nothing drained"
+    if undecided:
+        text += f" ({len(undecided)} check(s) failed, possibly for that: {names})"
+    if unfinished_status() == HEALTHY:
+        text += "; exit 0 as a Prolog/Epilog (Slurm would drain the node on another)"
+    return "unfinished", text + tail
+
+
+def _drain_or_note(
+    want: bool,
+    findings: list[dict[str, Any]],
+    undecided: list[dict[str, Any]],
+    runner: CommandRunner,
+    host: str,
+) -> tuple[dict[str, Any] | None, str]:
+    """(the drain's outcome, or a note saying why none happened)."""
+    if not want or not (findings or undecided):
+        return None, ""
+    if not findings:
+        return None, "not drained: this node-check could not finish in its own time (see above)"
+    if os.environ.get("SLURMD_NODENAME"):
+        return drain(runner, os.environ["SLURMD_NODENAME"], drain_reason(findings, host)), ""
+    note = "--drain does nothing here: SLURMD_NODENAME is not set (slurmd sets it for a "
+    return None, note + "HealthCheckProgram or Prolog); no node was drained"
 
 
 def report(
     host: str,
     results: list[dict[str, Any]],
-    want_drain: bool,
+    options: NodeCheckOptions,
     runner: CommandRunner,
-    as_json: bool,
     seconds: float,
-) -> int:
-    """Print the findings (and drain on a failure when asked); the exit status."""
+    unfinished: Unfinished | None = None,
+    torch_age: float | None = None,
+) -> dict[str, Any]:
+    """Print the findings and drain on a finding when asked (never on a check that what was
+    killed may have failed: ``Unfinished.undecided``); -> the verdict {exit, verdict, summary,
+    drained}."""
+    unfinished = unfinished or Unfinished()
     failed = [r for r in results if r.get("status") in FAILING]
-    drained: dict[str, Any] | None = None
-    note = ""
-    if want_drain and failed:
-        if os.environ.get("SLURMD_NODENAME"):
-            drained = drain(runner, os.environ["SLURMD_NODENAME"], drain_reason(failed, host))
-        else:
-            note = "--drain does nothing here: SLURMD_NODENAME is not set (slurmd sets it for a "
-            note += "HealthCheckProgram or Prolog); no node was drained"
-    status = FAILED if failed else HEALTHY
-    if as_json:
+    undecided = unfinished.undecided(failed)
+    findings = [r for r in failed if r not in undecided]
+    drained, note = _drain_or_note(options.drain, findings, undecided, runner, host)
+    word, summary = _summary(
+        findings, undecided, unfinished, len(results), seconds, options, torch_age
+    )
+    status = status_of(word)
+    if options.json:
         doc = {"host": host, "exit": status, "seconds": round(seconds, 2), "results": results}
         doc["drain"] = drained or ({"drained": False, "message": note} if note else None)
+        doc["unfinished"] = unfinished.parts()
+        doc["not_judged"] = [r.get("check") for r in undecided]
+        doc["torch_read_s_ago"] = None if torch_age is None else round(torch_age, 1)
         print(json.dumps(doc, indent=1, sort_keys=True))
     else:
         for result in results:
             print(finding_line(result))
-        verdict = f"{len(failed)} check(s) failed" if failed else "healthy"
-        print(f"node-check: {one_line(host)}: {verdict} ({len(results)} checks, {seconds:.1f} s)")
+        print(f"node-check: {one_line(host)}: {summary}")
     for line in ([drained["message"]] if drained else []) + ([note] if note else []):
         print(f"node-check: {one_line(line)}", file=sys.stderr)
-    return status
+    sys.stdout.flush()
+    done = bool(drained and drained["drained"])
+    return {"exit": status, "verdict": word, "summary": summary, "drained": done}
 
 
-def run_node_check(config_path: str, want_drain: bool, as_json: bool, timeout: float) -> int:
-    """The command: load the config, check this node, print, drain when asked; exit status."""
-    from nccl_preflight.core.config import ConfigError, load_config, node_values
-
-    start = time.monotonic()
-    try:
-        config = load_config(config_path)
-    except ConfigError as exc:
-        print(f"node-check: {one_line(exc)}", file=sys.stderr)
-        return REFUSED
-    config = node_values(config, node_name())  # nccl_node_vars' values for this node
-    runner = SubprocessRunner(timeout=timeout, deadline=start + timeout)
-    try:
-        host, results = check_node(config, timeout, runner)
-    except NodeCheckRefused as exc:
-        print(f"node-check: {config_path}: {one_line(exc)}", file=sys.stderr)
-        return REFUSED
-    return report(host, results, want_drain, runner, as_json, time.monotonic() - start)
+def check_and_report(
+    config: dict[str, Any], options: NodeCheckOptions, start: float, keep: str | None = None
+) -> dict:
+    """Check this node within ``options.timeout`` of ``start`` (time.monotonic()), print, drain
+    when asked and finished; -> the verdict (report's, with its seconds). ``keep``: where the
+    torch reading is kept for ``options.torch_max_age`` s (slurm/node_torch.py)."""
+    runner = SubprocessRunner(timeout=options.timeout, deadline=start + options.timeout)
+    probe = TorchReading(keep, options.torch_max_age)
+    host, results = check_node(config, options.timeout, runner, probe)
+    seconds = time.monotonic() - start
+    unfinished = Unfinished.of(runner, probe)
+    # the drain has its own bound: the check's deadline may have passed (a probe killed at it)
+    drainer = SubprocessRunner(timeout=DRAIN_TIMEOUT)
+    verdict = report(host, results, options, drainer, seconds, unfinished, probe.reused_age)
+    return {**verdict, "seconds": round(seconds, 2)}

@@ -1,0 +1,179 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""How ``nccl-preflight node-check`` runs, as a health check operators can leave on
+(docs/slurm.md): what each exit status means, one node-check at a time, and every process it
+starts ending with it.
+
+    the state directory and the config, refused before anything runs (exit 2, nothing drained)
+    the node's lock (slurm/node_lock.py): a second node-check while one runs exits at once
+        (``busy``), with the last verdict (fresh) or 0, having checked nothing and imported
+        nothing heavy (this module, the config's, the lock's and the guard's)
+    the check itself (slurm/node_check.py, imported then) under the guard (slurm/node_guard.py):
+        every process it starts, and what those leave, ends with it, whichever way it ends
+    the verdict kept beside the lock with its time, for the next busy one
+
+Exit statuses: HEALTHY 0, FAILED 1 (a finding about the node; drains with --drain), REFUSED 2
+(the config or an option), UNFINISHED 3 (node-check could not finish in its own time, or was
+stopped: its own slowness drains nothing), as a Prolog or Epilog 0 instead, since Slurm drains a
+node whose Prolog or Epilog fails (SLURM_SCRIPT_CONTEXT says which program runs). Stopped by a
+signal: 128 + its number, as a shell says it. Standard library only (the node bundle runs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from nccl_preflight.slurm.node_guard import Ending, run_guarded
+from nccl_preflight.slurm.node_lock import (
+    VERDICT_FRESH_S,
+    NodeLock,
+    StateDirError,
+    default_state_dir,
+    fresh_verdict,
+    prepare_state_dir,
+    running_for,
+)
+
+HEALTHY, FAILED, REFUSED, UNFINISHED = 0, 1, 2, 3
+DEFAULT_TIMEOUT = 50.0  # below the 60 s after which Slurm kills a HealthCheckProgram
+# SLURM_SCRIPT_CONTEXT of the programs whose non-zero exit makes Slurm drain the node itself
+DRAINING_CONTEXTS = frozenset({"prolog_slurmd", "epilog_slurmd"})
+NO_FABRIC = (
+    "nccl_socket_ifname and nccl_fabric_cidr are both empty: a node check has no master to "
+    "route to, so it cannot tell the fabric interface; set nccl_fabric_cidr (or "
+    "nccl_socket_ifname) in the config"
+)
+
+
+class NodeCheckRefused(ValueError):
+    """The configuration cannot drive a node check (exit 2, nothing drained)."""
+
+
+@dataclass
+class NodeCheckOptions:
+    """node-check's command line (slurm/cli.py checks each value's range)."""
+
+    config: str
+    drain: bool = False
+    json: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    state_dir: str = ""  # empty: slurm/node_lock.py default_state_dir()
+    torch_max_age: float = 0.0  # seconds a torch reading is reused (slurm/node_torch.py)
+
+
+def one_line(text: Any) -> str:
+    """``text`` on one line: line breaks and tabs as spaces, other control characters gone."""
+    flat = " ".join(str(text).split("\n"))
+    flat = flat.replace("\r", " ").replace("\t", " ")
+    return "".join(c for c in flat if c.isprintable()).strip()
+
+
+def node_name() -> str:
+    """This node's name as Slurm knows it (SLURMD_NODENAME), else its short host name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+
+
+def require_fabric(config: dict[str, Any]) -> None:
+    """NodeCheckRefused when the config names no fabric (nothing to choose the interface by)."""
+    if not config.get("nccl_socket_ifname") and not config.get("nccl_fabric_cidr"):
+        raise NodeCheckRefused(NO_FABRIC)
+
+
+def unfinished_status() -> int:
+    """UNFINISHED, or 0 as a Prolog or Epilog (Slurm drains a node whose one fails)."""
+    return HEALTHY if os.environ.get("SLURM_SCRIPT_CONTEXT") in DRAINING_CONTEXTS else UNFINISHED
+
+
+def status_of(verdict: str) -> int:
+    """The exit status of a verdict word (healthy, failed, unfinished) here and now."""
+    return {"failed": FAILED, "unfinished": unfinished_status()}.get(verdict, HEALTHY)
+
+
+def busy(lock: NodeLock, node: str, as_json: bool) -> int:
+    """Another node-check holds the lock: say so, exit at once with its last verdict (fresh) or
+    0, check nothing."""
+    state = lock.state()
+    pid, since = running_for(state)
+    who = f" (pid {pid}, for {since:.1f} s)" if pid is not None and since is not None else ""
+    last = fresh_verdict(state)
+    status = HEALTHY if last is None else status_of(str(last.get("verdict")))
+    if last is None:
+        said = f"no verdict from the last {VERDICT_FRESH_S:.0f} s: exit 0"
+    else:
+        said = f"the last verdict, {last['age']:.0f} s ago: {one_line(last.get('summary'))}"
+    line = (
+        f"another node-check is running on this node{who}: this one checks nothing and exits "
+        f"at once; {said}"
+    )
+    if as_json:
+        doc = {"host": node, "exit": status, "busy": line, "last": last, "results": []}
+        print(json.dumps(doc, indent=1, sort_keys=True))
+    else:
+        print(f"node-check: {one_line(node)}: {line}")
+    return status
+
+
+def _config(options: NodeCheckOptions, node: str) -> dict[str, Any] | None:
+    """The node's config (nccl_node_vars applied), or None after saying why it is refused."""
+    from nccl_preflight.core.config import ConfigError, load_config, node_values
+
+    try:
+        config = node_values(load_config(options.config), node)
+        require_fabric(config)
+    except ConfigError as exc:
+        print(f"node-check: {one_line(exc)}", file=sys.stderr)
+        return None
+    except NodeCheckRefused as exc:
+        print(f"node-check: {options.config}: {one_line(exc)}", file=sys.stderr)
+        return None
+    return config
+
+
+def _note(problem: str) -> None:
+    if problem:
+        print(f"node-check: {one_line(problem)}", file=sys.stderr)
+
+
+def run_node_check(options: NodeCheckOptions) -> int:
+    """The command (module docstring); -> its exit status."""
+    start = time.monotonic()
+    node = node_name()
+    try:
+        lock = NodeLock(prepare_state_dir(options.state_dir or default_state_dir()), node)
+        config = _config(options, node)
+        if config is None:
+            return REFUSED
+        if not lock.acquire():
+            return busy(lock, node, options.json)
+    except StateDirError as exc:
+        print(f"node-check: {one_line(exc)}", file=sys.stderr)
+        return REFUSED
+    _note(lock.record_running(os.getpid()))
+    from nccl_preflight.slurm.node_check import check_and_report
+
+    def work() -> int:
+        verdict = check_and_report(config, options, start, lock.torch_path)
+        _note(lock.record_verdict(verdict))
+        return int(verdict["exit"])
+
+    def on_unfinished(ending: Ending) -> None:
+        summary = f"unfinished: {ending.why()}; nothing drained"
+        lock.record_verdict({"exit": UNFINISHED, "verdict": "unfinished", "summary": summary})
+
+    ending = run_guarded(work, on_unfinished)
+    if ending.code is not None:
+        return ending.code
+    print(
+        f"node-check: {one_line(node)}: unfinished: {ending.why()}; every process it started "
+        "was ended; nothing drained",
+        file=sys.stderr,
+    )
+    if ending.stopped and ending.signal:
+        return 128 + ending.signal
+    return unfinished_status()
