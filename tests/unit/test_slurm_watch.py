@@ -217,3 +217,30 @@ def test_a_node_not_heard_of_before_its_first_record_or_while_none_come_is_not_s
     step.ended = {"c": "srun: error: c: task 2: Killed"}  # type: ignore[attr-defined]
     watch.listen(now)
     assert watch.silent() == ["c"]  # srun said its task ended
+
+
+def test_every_message_to_a_node_renews_its_watch_file_so_a_cut_off_node_ends_alone(
+    tmp_path: Path,
+) -> None:
+    """slurm/node_step.py: every message of the control machine (the watch's heartbeat too)
+    renews the supervisor's watch file; without one for its stale limit the supervisor ends the
+    run (node/run_observe.py watcher_gone), as a node cut off from the control machine must."""
+    import queue
+
+    from nccl_preflight.node.run_observe import touch_watch, watcher_gone
+    from nccl_preflight.slurm.node_step import _stop_message
+
+    heard = tmp_path / "watch.json"
+    touch_watch(heard, 30.0)
+    old = json.loads(heard.read_text())["at"]
+    assert watcher_gone(heard, now=old + 29) is None
+    assert watcher_gone(heard, now=old + 31)  # nobody spoke for 31 s: the run ends
+    messages: queue.Queue = queue.Queue()
+    time.sleep(0.01)
+    messages.put({"alive": True})
+    assert _stop_message(messages, tmp_path, heard) is None
+    renewed = json.loads(heard.read_text())
+    assert renewed["at"] > old and renewed["stale_after_s"] == 30.0
+    assert watcher_gone(heard, now=renewed["at"] + 29) is None
+    messages.put({"stop": "stalled: x", "details": {"kind": "stall"}})
+    assert _stop_message(messages, tmp_path, heard) == ("stalled: x", {"kind": "stall"})

@@ -50,6 +50,12 @@ SILENT_S = 10.0
 # After a stop, how long the nodes still answering get to end their ranks (the kill grace) and
 # send their results; a silent node is not waited for.
 STOPPED_RESULTS_S = KILL_GRACE_S + 25.0
+# Every HEARTBEAT_S the watch says {"alive": true} to every node; a node that hears nothing from
+# the control machine for WATCH_STALE_S (its links cut, the control machine gone without closing
+# the step's stdin) ends its run and removes it by itself (node_step's watch file, as the
+# Ansible path's looks renew it: roles/launch's WATCH_STALE_MIN_S).
+HEARTBEAT_S = 5.0
+WATCH_STALE_S = 30.0
 
 
 def rank_env(config: dict[str, Any], env: dict[str, Any], row: dict[str, Any]) -> dict[str, str]:
@@ -271,7 +277,11 @@ class Watch:
         """Until every node sent its results (after a stop: every node not silent, within
         STOPPED_RESULTS_S) or the bound; -> the nodes that sent none."""
         deadline = time.monotonic() + bound
+        beat = time.monotonic()
         while self.awaited():
+            if time.monotonic() - beat >= HEARTBEAT_S:
+                self.step.say({"alive": True})
+                beat = time.monotonic()
             if self.stop_sent:
                 deadline = min(deadline, self.stop_at + STOPPED_RESULTS_S)
             left = deadline - time.monotonic()

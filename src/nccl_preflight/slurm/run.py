@@ -40,7 +40,7 @@ from ..node.files import write_atomically
 from .allocation import Allocation, Interrupted, SlurmError, ended_state
 from .bundle import build_node_bundle
 from .drain import drain, drain_targets
-from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env
+from .launch import KILL_GRACE_S, MARGIN_S, WATCH_STALE_S, Watch, check_timeout, rank_env
 from .lost import NODE_ENDED, lost_to_slurm, node_words
 from .observe import Observed, observations, observe_on, step_settings
 from .ship import shared_and_own
@@ -255,6 +255,7 @@ class SlurmRun:
                 "rank_offset": row["rank_offset"],
                 "ifname": env["ifname"],
                 "interval": 1.0,
+                "watch_stale_s": WATCH_STALE_S,
             }
         return shared_and_own(by_node)
 
