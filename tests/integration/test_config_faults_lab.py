@@ -313,7 +313,8 @@ def test_an_interface_absent_on_one_host_stops_the_run_naming_that_host(
     )
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
-    assert f"{bad.inventory_name}: nccl_socket_ifname enp9s0f3 names no interface" in output
+    named = f"{bad.inventory_name}: interface enp9s0f3 does not exist on {bad.inventory_name}"
+    assert named in output
     assert f"{bad.fabric_ifname} {bad.fabric_addr}/" in output  # what it has instead
     cases = junit_cases(tmp_path / run_id / "junit.xml")
     error = cases[(f"preflight.{host_label(bad.inventory_name)}", "environment")].find("error")
@@ -341,7 +342,7 @@ def test_a_renamed_fabric_interface_is_named_in_the_fix(
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     name = third.inventory_name
-    assert f"{name}: nccl_socket_ifname {third.fabric_ifname} names no interface" in output
+    assert f"{name}: interface {third.fabric_ifname} does not exist on {name}" in output
     assert f"fabX {third.fabric_addr}/24" in output  # what it has instead
     fix = f"set nccl_socket_ifname for {name} to fabX: the one interface of {name}"
     assert f"fix: {fix}" in output, output[-4000:]

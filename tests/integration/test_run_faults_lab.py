@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +73,21 @@ def looks_saw_bandwidth(report: Path, hosts: list[Any]) -> bool:
         if not any(t.startswith("bandwidth_") for t in tests):
             return False
     return True
+
+
+def assert_only_cause(report: Path, host: str, rank: int) -> dict[str, Any]:
+    """verdict.json: the finding of ``rank`` on ``host`` is the first and only cause, every other
+    finding points at it (core/run_cause.py); report.html's headline ("Failing:") names ``host``
+    alone. Both front-ends' fault tests use it."""
+    verdict = json.loads((report / "verdict.json").read_text())
+    causes = [f for f in verdict["findings"] if not f["consequence"]]
+    assert [(f["host"], f["rank"]) for f in causes] == [(host, rank)], causes
+    assert verdict["findings"][0] == causes[0]
+    pointer = {k: causes[0][k] for k in ("id", "host", "test")}
+    assert all(f["cause"] == pointer for f in verdict["findings"][1:]), verdict["findings"]
+    html = (report / "report.html").read_text()
+    assert html.split('<div class="hosts">Failing: ', 1)[1].split("</div>", 1)[0] == host
+    return causes[0]
 
 
 # Enough work that the ranks are still inside the collectives when a link is cut.
@@ -160,6 +176,8 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
     for name, other_suite in suites.items():
         if other_suite is not suite:
             assert "all_reduce_sum" in {c.get("name") for c in other_suite.iter("testcase")}, name
+    # The killed rank alone is the cause, first and in the headline; the others fold under it.
+    assert_only_cause(report, victim_host.inventory_name, victim_rank)
     validate(report)
     assert_nothing_left(run_id, lab2.hosts)
 
@@ -315,5 +333,53 @@ def test_three_hosts_a_link_cut_ends_the_play_at_once_without_the_pairwise_relau
     for suite_name, suite in suites.items():
         errors = [e.get("message", "") for e in suite.iter("error")]
         assert any(named in m for m in errors), (suite_name, errors)
+    assert_only_cause(report, name, victim.rank)  # the host with the link down, alone
     validate(report)
     assert_nothing_left(run_id, lab3.hosts)
+
+
+@pytest.mark.lab
+def test_a_stopped_rank_is_named_with_its_pid_and_its_host_alone_fails(
+    lab2: Lab, tmp_path: Path
+) -> None:
+    """Rank 1 (on the second host) is stopped with SIGSTOP while it times a collective: after
+    the short patience the stall names that rank, its pid and state T, with the fix (resume it
+    or end what holds it); that host alone fails; the run ends long before nccl_run_timeout."""
+    run_id = new_run_id()
+    victim = lab2.hosts[1]
+    record = rank_record(run_id, victim, 1)
+    stopped: dict[str, Any] = {}
+
+    def stop() -> None:
+        wait_for(lambda: at_bandwidth(record), timeout=PHASE_WAIT_S)
+        stopped["pid"] = int(json.loads(record.read_text())["pid"])
+        stopped["at"] = time.time()
+        lab2.kill(victim, stopped["pid"], signal.SIGSTOP)
+
+    with during(stop):
+        result = launch(
+            lab2,
+            run_id,
+            tmp_path,
+            {
+                "nccl_slots": 1,
+                "nccl_run_timeout": 300,
+                "nccl_master_port": 29579,
+                "nccl_check_args": LONG_SWEEP,
+            },
+        )
+    assert "pid" in stopped, result.stdout[-3000:]
+    assert result.returncode != 0
+    report = tmp_path / run_id
+    named = f"rank 1 (pid {stopped['pid']}) is stopped (state T: stopped by a signal)"
+    said = " ".join(result.stdout.split())  # the callback wraps long messages
+    assert f"stalled: {victim.inventory_name}: {named}" in said, result.stdout[-4000:]
+    for record_ in launch_records(report, lab2.hosts).values():
+        assert record_["stop"]["stopped_ranks"] == [1], record_["stop"]
+        assert record_["timed_out"] is False
+        # far below nccl_run_timeout (300 s): 10 s of patience, the diagnosis, the stop
+        assert finished_epoch(record_) - stopped["at"] < 150
+    cause = assert_only_cause(report, victim.inventory_name, 1)
+    assert named in cause["what"] and f"kill -CONT {stopped['pid']}" in cause["fix"], cause
+    validate(report)
+    assert_nothing_left(run_id, lab2.hosts)

@@ -26,7 +26,7 @@ from tests.integration.test_pairwise_lab import CHECK_ARGS as PAIRWISE_CHECK_ARG
 from tests.integration.test_pairwise_lab import FAST as PAIRWISE_FAST
 from tests.integration.test_pairwise_lab import HANGING_SWEEP, pairwise_cases
 from tests.integration.test_pairwise_lab import links as pairwise_links
-from tests.integration.test_run_faults_lab import LONG_SWEEP, wait_for
+from tests.integration.test_run_faults_lab import LONG_SWEEP, assert_only_cause, wait_for
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 from tests.lab.runs import (
@@ -327,6 +327,9 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_and_is_named(
     suite = rank_suites(report / "junit.xml")[f"nccl.{names[1].replace('.', '_')}.rank3"]
     errors = [e.get("message", "") for e in suite.iter("error")]
     assert any("It was killed by SIGKILL" in m for m in errors), errors
+    # The killed rank alone is the cause, first and in the headline; every other rank's error
+    # (ended by the watch, or its gloo peer gone) is folded under it (core/run_cause.py).
+    assert_only_cause(report, names[1], rank=3)
     validate(report)
     assert_nothing_left(slurm3, run_id, done.stdout)
 
@@ -388,6 +391,10 @@ def test_a_link_cut_mid_run_is_named_by_node_interface_test_and_size(
     assert verdict["class"] == "rank_lost"
     assert any(named in json.dumps(f) for f in verdict["findings"]), verdict["findings"]
     assert named in (report / "report.html").read_text()
+    # the node with the link down alone is the cause; no pairwise relaunch after it
+    cause = assert_only_cause(report, names[1], rank=1)
+    assert named in cause["what"] and victim.fabric_ifname in cause["fix"], cause
+    assert "running only the pairwise rounds" not in out
     suites = rank_suites(report / "junit.xml")
     assert set(suites) == {f"nccl.{n.replace('.', '_')}.rank{i}" for i, n in enumerate(names)}
     for suite_name, suite in suites.items():

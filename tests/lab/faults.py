@@ -219,6 +219,23 @@ class LabFaults:
         _run([_which("ip") or "ip", "-n", h.netns, "link", "set", "dev", h.fabric_ifname, "down"])
         return self._once(lambda: self.link_up(h))
 
+    def cut_off(self, host: HostRef) -> Callable[[], None]:
+        """Take the host's fabric and management links down at once: a node that drops off the
+        network (a cable pulled where Slurm, SSH and the ranks share the wire, a dead switch
+        port, a hung node), so its slurmd, its sshd and its ranks go silent alike; returns the
+        undo (both links up, their routes with them: the lab has only connected routes)."""
+        h = self.host(host)
+        ip = _which("ip") or "ip"
+        links = (h.fabric_ifname, h.mgmt_ifname)
+        for ifname in links:
+            _run([ip, "-n", h.netns, "link", "set", "dev", ifname, "down"])
+
+        def up() -> None:
+            for ifname in links:
+                _run([ip, "-n", h.netns, "link", "set", "dev", ifname, "up"], check=False)
+
+        return self._once(up)
+
     def link_up(self, host: HostRef) -> None:
         """Bring the host's fabric link up again."""
         h = self.host(host)

@@ -58,7 +58,7 @@ def test_an_interface_that_does_not_exist_names_it_and_the_interfaces_there() ->
     assert found["node1"]["status"] == "skipped"  # fab0 exists on node1
     assert "because of node2" in found["node1"]["message"]
     assert found["node2"]["status"] == "error"
-    assert "nccl_socket_ifname fab0 names no interface" in found["node2"]["message"]
+    assert "interface fab0 does not exist on node2" in found["node2"]["message"]
     assert "eth0 198.18.3.3/24, fab1 10.0.3.12/24, lo 127.0.0.1/24" in found["node2"]["message"]
     assert "nccl_socket_ifname" in found["node2"]["hint"]
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from nccl_preflight.node.run_observe import (
     find_oom_line,
     interface_state,
     parse_torchrun_failures,
+    process_state,
     rank_progress,
     read_progress,
     stall_evidence,
@@ -172,3 +176,36 @@ def test_stall_evidence_is_the_interface_and_a_probe_of_each_target() -> None:
     [probe] = evidence["probes"]
     assert probe["host"] == "peer" and probe["ok"] and probe["answer"] == "connected"
     assert stall_evidence({}) == {"interface": {}, "probes": []}
+
+
+def test_a_running_rank_whose_process_is_stopped_says_so_with_its_pid(tmp_path: Path) -> None:
+    """A real process stopped with SIGSTOP: its state is T and the rank file naming its pid reads
+    as ``stopped``; continued, it is no longer; a finished rank or a gone pid never is."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        doc = {"status": "running", "current_test": "barrier", "test_index": 3, "pid": child.pid}
+        assert process_state(child.pid) in ("S", "R")
+        assert "stopped" not in rank_progress(1, doc, 0)
+        os.kill(child.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 30
+        while process_state(child.pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert rank_progress(1, doc, 0)["stopped"] == {"pid": child.pid, "state": "T"}
+        (tmp_path / "rank-1.json").write_text(json.dumps(doc))
+        assert read_progress(tmp_path)[0]["stopped"] == {"pid": child.pid, "state": "T"}
+        assert "stopped" not in rank_progress(1, {**doc, "status": "passed"}, 0)
+        os.kill(child.pid, signal.SIGCONT)
+        while process_state(child.pid) == "T" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "stopped" not in rank_progress(1, doc, 0)
+    finally:
+        child.kill()
+        child.wait()
+    assert process_state(child.pid) is None
+    assert "stopped" not in rank_progress(1, doc, 0)
+    assert process_state("12") is None and process_state(True) is None
+    # comm with spaces and parentheses: the state follows the last ')'
+    fake = tmp_path / "proc" / "77"
+    fake.mkdir(parents=True)
+    (fake / "stat").write_text("77 (a (b) c) t 1 77 77 0 -1\n")
+    assert process_state(77, str(tmp_path / "proc")) == "t"

@@ -375,3 +375,71 @@ def test_a_link_down_makes_the_stall_due_after_its_short_patience_even_before_th
     quiet, limit, why = stall_due(WATCHED, states, 300, 111)  # type: ignore[misc]
     assert (quiet, limit) == (11, LINK_DOWN_PATIENCE_S)
     assert why == "10 s once a fabric link is down"
+
+
+def test_a_stopped_rank_is_named_with_its_pid_and_ends_the_run_after_the_short_patience() -> None:
+    """A rank whose process is stopped (state T, node/run_observe.py's ``stopped``): the stall is
+    due after LINK_DOWN_PATIENCE_S, names that rank alone (not its whole node), and is a named
+    cause: no pairwise relaunch after it."""
+    stopped = {**rank(2, "bandwidth_all_reduce", 32 << 10), "stopped": {"pid": 4242, "state": "T"}}
+    watched = [*WATCHED, {"host": "c", "ranks": [2, 3]}]
+    states = {
+        "a": watch_state(100.0, rank(0, "bandwidth_all_reduce", 32 << 10)),
+        "b": watch_state(100.0, rank(1, "bandwidth_all_reduce", 32 << 10)),
+        "c": watch_state(100.0, stopped, rank(3, "bandwidth_all_reduce", 32 << 10)),
+    }
+    assert stall_due(watched, states, 300, 100 + LINK_DOWN_PATIENCE_S) is None
+    quiet, limit, why = stall_due(watched, states, 300, 111)  # type: ignore[misc]
+    assert (quiet, limit, why) == (11, LINK_DOWN_PATIENCE_S, "10 s once a rank is stopped")
+    hosts = [{**h, "ifname": "fab0", "preflight_state": "UP"} for h in watched]
+    message, details = stall_message(hosts, states, quiet, limit, why)
+    assert message.startswith(
+        "c: rank 2 (pid 4242) is stopped (state T: stopped by a signal) — ranks 0-1, 3 waited "
+        "on rank 2 in bandwidth_all_reduce at 32 KiB; no rank advanced for 11 s (10 s once a "
+        "rank is stopped)"
+    ), message
+    assert details["culprits"] == {
+        "c": ["rank 2 (pid 4242) is stopped (state T: stopped by a signal)"]
+    }
+    assert (details["suspect_ranks"], details["stopped_ranks"]) == ([2], [2])
+    assert details["waiting_ranks"] == [0, 1, 3]
+    assert details["cause_named"] is True
+    # a rank that finished is not stopped, whatever its process does now
+    done = {**stopped, "status": "passed"}
+    assert not cause_named(hosts, {**states, "c": watch_state(100.0, done)})
+
+
+def test_a_silent_host_that_its_peer_cannot_reach_is_the_named_cause() -> None:
+    """A host the watch heard nothing from (``silent``: the Slurm watch sets it) gets the short
+    patience; with its ring peer's probe unanswered it is the culprit, its link named, and a
+    named cause; heard of again or reachable, it is no named cause."""
+    up = {"ifname": "fab0", "state": "up", "carrier": True}
+    silent = {"since": 90.0, "for_s": 12.0}
+    states = {
+        "a": watch_state(100.0, rank(0, "bandwidth_all_reduce", 4 << 20), interface=up),
+        "b": watch_state(99.0, rank(1, "bandwidth_all_reduce", 4 << 20), silent=silent),
+    }
+    quiet, limit, why = stall_due(WATCHED, states, 300, 111)  # type: ignore[misc]
+    assert (limit, why) == (LINK_DOWN_PATIENCE_S, "10 s once a node went silent")
+    states["a"]["diagnosis"] = {
+        "interface": up,
+        "probes": [{"host": "b", "address": "10.0.0.2", "port": 29500, "ok": False,
+                    "answer": "no answer in 2 s", "timed_out": True}],
+    }  # fmt: skip
+    hosts = [{**h, "ifname": "fab0", "preflight_state": "UP"} for h in WATCHED]
+    message, details = stall_message(hosts, states, quiet, limit, why)
+    assert details["culprits"] == {
+        "b": [
+            "silent for 12 s: the node and its fabric link fab0 stopped answering (no word from "
+            "its task)",
+            "unreachable from a at 10.0.0.2:29500 (no answer in 2 s)",
+        ]
+    }
+    assert message.startswith("b: silent for 12 s: the node and its fabric link fab0"), message
+    assert "rank 0 waited on rank 1 in bandwidth_all_reduce at 4 MiB" in message
+    assert details["cause_named"] is True
+    reachable = {**states["a"], "diagnosis": {"interface": up, "probes": []}}
+    assert not cause_named(hosts, {**states, "a": reachable})
+    heard = {**states["b"], "silent": None}
+    assert not cause_named(hosts, {**states, "b": heard})
+    assert stall_due(WATCHED, {**states, "b": heard}, 300, 111) is None

@@ -10,11 +10,12 @@ import base64
 import io
 import json
 import tarfile
+import time
 from pathlib import Path
 from typing import Any
 
-from nccl_preflight.core.run_watch import watch_hosts
-from nccl_preflight.slurm.launch import Watch
+from nccl_preflight.core.run_watch import LINK_DOWN_PATIENCE_S, watch_hosts
+from nccl_preflight.slurm.launch import SILENT_S, Watch
 
 
 class FakeStep:
@@ -145,3 +146,101 @@ def test_a_stall_with_a_link_down_asks_for_evidence_then_stops_every_node(tmp_pa
     assert any(line.startswith("a, b: ending the run: stalled: b: fab0") for line in shown)
     state = json.loads((tmp_path / "a" / "progress.json").read_text())
     assert state["ending"]["stopped_by"] == stop["stop"]
+
+
+THREE = {
+    "hosts": [{"host": n, "ranks": [i]} for i, n in enumerate("abc")],
+    "by_host": {n: {"ranks": [i]} for i, n in enumerate("abc")},
+}
+ENV3 = {n: {"ifname": "fab0", "address": f"10.0.0.{i + 1}", "master_port": 29500}
+        for i, n in enumerate("abc")}  # fmt: skip
+FACTS3 = {n: {"interfaces": {"fab0": {"state": "UP"}}} for n in "abc"}
+
+
+def test_a_node_cut_off_goes_silent_is_not_waited_for_and_is_named(tmp_path: Path) -> None:
+    """Node b's records stop (its links cut): after SILENT_S it is silent, the stall is due
+    after the short patience, the diagnosis waits only for the nodes that answer, the stop names
+    b (its link, the peer that cannot reach it), and once a and c sent their results the watch
+    waits no more: b gets a launch.json saying it was lost."""
+    shown: list[str] = []
+    step = FakeStep()
+    watch = Watch(step, tmp_path, watch_hosts(THREE, ENV3, FACTS3), 30.0, shown.append)  # type: ignore[arg-type]
+    for node in "abc":
+        watch.note(node, progress(node, "abc".index(node), "bandwidth_all_reduce", 1 << 20))
+        watch.spoke.add(node)
+    watch.judge()
+    assert watch.silent() == [] and step.said == []
+    # b says nothing for longer than SILENT_S while a and c keep sending
+    watch.heard["b"] -= SILENT_S + 2
+    for state in watch.states.values():
+        state["last_advance"] -= LINK_DOWN_PATIENCE_S + 1
+    watch.judge()
+    assert watch.silent() == ["b"]
+    assert "b: silent: no record from its task for 12 s" in shown
+    assert [list(m) for m in step.said] == [["diagnose"]]
+    unanswered = {"host": "b", "address": "10.0.0.2", "port": 29500, "ok": False,
+                  "answer": "no answer in 2 s", "timed_out": True}  # fmt: skip
+    up = {"ifname": "fab0", "state": "up", "carrier": True}
+    for node, probes in (("a", [unanswered]), ("c", [])):
+        diagnosis = {"interface": up, "probes": probes}
+        watch.note(node, {"kind": "diagnosis", "node": node, "diagnosis": diagnosis})
+        watch.heard[node] = time.time()
+    watch.judge()  # b's evidence is not waited for
+    stop = step.said[-1]
+    assert stop["stop"].startswith("stalled: b: silent for 1"), stop
+    assert "unreachable from a at 10.0.0.2:29500 (no answer in 2 s)" in stop["stop"]
+    assert stop["details"]["cause_named"] is True and watch.named()
+    assert watch.awaited() == ["a", "c"]
+    for node in "ac":
+        watch.results(node, results(node, {"rc": -15, "stopped_by": stop["stop"]}))
+    assert watch.awaited() == []
+    assert watch.run(60) == ["b"]  # returns at once: nothing more is awaited
+    lost = watch.lost_record("b")
+    assert lost["cut_short"] is True and lost["stopped_by"] == stop["stop"]
+    assert lost["lost"].startswith("b was silent for 1") and lost["stop"]["cause_named"]
+
+
+def test_a_node_not_heard_of_before_its_first_record_or_while_none_come_is_not_silent(
+    tmp_path: Path,
+) -> None:
+    step = FakeStep()
+    watch = Watch(step, tmp_path, watch_hosts(THREE, ENV3, FACTS3), 30.0, [].append)  # type: ignore[arg-type]
+    now = time.time()
+    watch.heard = {"a": now, "b": now - 60, "c": now}
+    watch.spoke = {"a", "c"}  # b is still starting its torchrun: no record yet
+    watch.listen(now)
+    assert watch.silent() == []
+    watch.spoke.add("b")
+    watch.heard = {n: now - 60 for n in "abc"}  # nothing from anyone: the step, not a node
+    watch.listen(now)
+    assert watch.silent() == []
+    step.ended = {"c": "srun: error: c: task 2: Killed"}  # type: ignore[attr-defined]
+    watch.listen(now)
+    assert watch.silent() == ["c"]  # srun said its task ended
+
+
+def test_every_message_to_a_node_renews_its_watch_file_so_a_cut_off_node_ends_alone(
+    tmp_path: Path,
+) -> None:
+    """slurm/node_step.py: every message of the control machine (the watch's heartbeat too)
+    renews the supervisor's watch file; without one for its stale limit the supervisor ends the
+    run (node/run_observe.py watcher_gone), as a node cut off from the control machine must."""
+    import queue
+
+    from nccl_preflight.node.run_observe import touch_watch, watcher_gone
+    from nccl_preflight.slurm.node_step import _stop_message
+
+    heard = tmp_path / "watch.json"
+    touch_watch(heard, 30.0)
+    old = json.loads(heard.read_text())["at"]
+    assert watcher_gone(heard, now=old + 29) is None
+    assert watcher_gone(heard, now=old + 31)  # nobody spoke for 31 s: the run ends
+    messages: queue.Queue = queue.Queue()
+    time.sleep(0.01)
+    messages.put({"alive": True})
+    assert _stop_message(messages, tmp_path, heard) is None
+    renewed = json.loads(heard.read_text())
+    assert renewed["at"] > old and renewed["stale_after_s"] == 30.0
+    assert watcher_gone(heard, now=renewed["at"] + 29) is None
+    messages.put({"stop": "stalled: x", "details": {"kind": "stall"}})
+    assert _stop_message(messages, tmp_path, heard) == ("stalled: x", {"kind": "stall"})

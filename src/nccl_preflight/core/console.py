@@ -71,12 +71,13 @@ def _host_status(row: dict[str, Any], failing: set[str], affected: set[str]) -> 
         return "UNREACHABLE"
     ranks = len(row.get("ranks") or [])
     failed = int(row.get("ranks_failed") or 0)
+    if row.get("host") in affected:  # every finding of it folded under another host's cause
+        lost = f": {failed} of {ranks} ranks failed" if failed else ""
+        return f"affected (a consequence of another host's failure){lost}"
     if failed:
         return f"FAILED: {failed} of {ranks} ranks failed"
     if row.get("host") in failing:
         return "FAILED"
-    if row.get("host") in affected:
-        return "affected (a consequence of another host's failure)"
     return "ok" if ranks else "ok, not launched"
 
 

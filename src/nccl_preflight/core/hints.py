@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .run_cause import RunCause, run_cause
 from .run_data import RunData
 
 # "the contribution of rank 1 is missing", "... of rank 0 or 2 was added twice"
@@ -269,12 +270,24 @@ def bandwidth_hint(test: dict[str, Any], host: str, speeds: dict[str, int]) -> s
     )
 
 
+def cause_hint(cause: RunCause, view: RankView) -> str:
+    """The fix of a rank lost while the ranks ran, once the run's cause is known
+    (core/run_cause.py): the cause's own fix for its culprit's ranks, for every other rank the
+    cause it is a consequence of."""
+    if cause.is_culprit(view.host, view.rank):
+        return f"{cause.fix}."
+    return f"a consequence of {cause.what}; fix that first: {cause.fix}."
+
+
 def rank_hints(run: RunData, *, stopped: bool) -> dict[int, dict[str, str]]:
     """{global rank: {test name (or MISSING): the fix}} for every failed, errored or lost rank.
     ``stopped``: a stage stopped the run before any rank started (core/run_stop.py run_stop: the
     environment stage, or a launch skipped for the pre-flight or a lost host): its ranks never
-    ran, so a lost rank's fix (its log, the timeout) is not theirs."""
+    ran, so a lost rank's fix (its log, the timeout) is not theirs. When something named what
+    ended the run while its ranks ran (core/run_cause.py), a lost rank's fix is that cause's
+    (cause_hint)."""
     views = rank_views(run)
+    cause = None if stopped else run_cause(run)
     speeds = link_speeds_mbps(run)
     timeout_s = run.plan.get("run_timeout_s")
     lost = any(
@@ -296,10 +309,12 @@ def rank_hints(run: RunData, *, stopped: bool) -> dict[int, dict[str, str]]:
             elif is_below_threshold(test):
                 mine[name] = bandwidth_hint(test, view.host, speeds)
             elif test.get("status") == "error":
-                mine[name] = duplicate_gpu_hint(test, view) or hang_hint(rank, views, timeout_s)
+                mine[name] = duplicate_gpu_hint(test, view) or (
+                    cause_hint(cause, view) if cause else hang_hint(rank, views, timeout_s)
+                )
         unfinished = view.doc is None or view.doc.get("status") == "running"
         if lost and (unfinished or not view.doc.get("finished_at")):
-            hint = hang_hint(rank, views, timeout_s)
+            hint = cause_hint(cause, view) if cause else hang_hint(rank, views, timeout_s)
             mine[MISSING] = hint
             current = (view.doc or {}).get("current_test")
             if current:

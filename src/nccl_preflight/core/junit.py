@@ -291,11 +291,13 @@ def _unfinished_case(
     current = result.get("current_test") or "run"
     hung = bool(launch.get("timed_out") or launch.get("stopped_by"))
     kind = "hung" if hung else "crashed"
+    if launch.get("stopped_by") and not launch.get("timed_out"):
+        after = f" when the run was stopped ({launch['stopped_by']})"
+    else:
+        after = f" and nothing came{_launch_timeout(host.launch)}" if hung else ""
     message = (
         f"rank {rank} on {host.host} {kind} in {current}: its last result was written while "
-        f"{current} was running"
-        + (f" and nothing came{_launch_timeout(host.launch)}" if hung else "")
-        + "."
+        f"{current} was running{after}."
     )
     # How it died, from torchrun's report (launch.json rank_exits, docs/design.md).
     died = next((e for e in launch.get("rank_exits") or [] if e.get("rank") == rank), None)

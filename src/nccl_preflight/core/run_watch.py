@@ -15,6 +15,8 @@ import signal
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from ..node.run_observe import STOPPED_STATES
+
 # A size may take this many times what the sizes before it predict before the run is stalled.
 STALL_MARGIN = 3.0
 # stop.kind of a run ended while its torchrun waited in its exit barrier (exit_barrier_wait).
@@ -268,6 +270,34 @@ def link_down(state: dict[str, Any]) -> bool:
     return iface.get("state") not in (None, "up", "unknown") or iface.get("carrier") is False
 
 
+def stopped_entries(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ranks of a host's last look whose process is stopped (node/run_observe.py
+    rank_progress's ``stopped``: state T or t) while they still run a test."""
+    return [
+        entry
+        for entry in state.get("progress") or []
+        if entry.get("stopped") and entry.get("status") in (None, "running")
+    ]
+
+
+def is_silent(state: dict[str, Any]) -> bool:
+    """Whether the watch heard nothing from a running host for longer than it should (the
+    front-end's ``silent``: {since, for_s}; only the Slurm watch, whose nodes send a record
+    every second, sets it)."""
+    return bool(state.get("running", True) and state.get("silent"))
+
+
+def _patience_words(states: dict[str, dict[str, Any]]) -> str:
+    """Why the run gets only LINK_DOWN_PATIENCE_S: what the looks saw ("" when nothing)."""
+    if any(link_down(s) for s in states.values()):
+        return "once a fabric link is down"
+    if any(stopped_entries(s) for s in states.values()):
+        return "once a rank is stopped"
+    if any(is_silent(s) for s in states.values()):
+        return "once a node went silent"
+    return ""
+
+
 def stall_due(
     hosts: list[dict[str, Any]],
     states: dict[str, dict[str, Any]],
@@ -279,10 +309,11 @@ def stall_due(
     interface}); stall_timeout: nccl_stall_timeout (0: never).
 
     The limit is nccl_stall_timeout, longer when the sizes before predict more (stall_limit),
-    LINK_DOWN_PATIENCE_S once a host's fabric link is down. Before every rank is in its tests
-    (torch imports, rendezvous, check-in) only a link that is down ends the run: a slow start
-    or a missing rank is the check-in's finding. Once every rank finished, the processes only
-    exit (slowly on a loaded host): no stall."""
+    LINK_DOWN_PATIENCE_S once a look saw a cause: a host's fabric link down, a rank's process
+    stopped (state T or t), a host gone silent (is_silent). Before every rank is in its tests
+    (torch imports, rendezvous, check-in) only such a cause ends the run: a slow start or a
+    missing rank is the check-in's finding. Once every rank finished, the processes only exit
+    (slowly on a loaded host): no stall."""
     if stall_timeout <= 0 or not states:
         return None
     quiet_s = now - max(float(s.get("last_advance") or 0) for s in states.values())
@@ -292,10 +323,11 @@ def stall_due(
         if limit <= stall_timeout
         else f"{limit:.0f} s: the sizes before predicted {limit / STALL_MARGIN:.0f} s for this one"
     )
-    down = any(link_down(s) for s in states.values())
+    seen = _patience_words(states)
+    down = bool(seen)
     if down and limit > LINK_DOWN_PATIENCE_S:
         limit = LINK_DOWN_PATIENCE_S
-        why = f"{limit:g} s once a fabric link is down"
+        why = f"{limit:g} s {seen}"
     if quiet_s <= limit or not any_running(states):
         return None
     if not (down or all_in_tests(hosts, states)):
@@ -319,6 +351,7 @@ def new_watch_state(host: str, now: float) -> dict[str, Any]:
         "ending": None,
         "ended": None,
         "not_started": None,
+        "silent": None,
     }
 
 
@@ -466,17 +499,26 @@ def _link_words(info: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
     return None
 
 
-def culprits_of(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) -> dict[str, list]:
-    """{host: [what is wrong]}: hosts whose fabric link is down; when none is, the hosts a ring
-    probe could not reach (a probe from a host with its link down says nothing new)."""
-    diagnoses = {h["host"]: (states.get(h["host"]) or {}).get("diagnosis") or {} for h in hosts}
-    down = {}
-    for info in hosts:
-        words = _link_words(info, diagnoses[info["host"]])
-        if words:
-            down[info["host"]] = [words]
-    if down:
-        return down
+def _stopped_words(entry: dict[str, Any]) -> str:
+    stopped = entry.get("stopped") or {}
+    state = str(stopped.get("state") or "T")
+    how = STOPPED_STATES.get(state, "stopped")
+    return f"rank {entry['rank']} (pid {stopped.get('pid')}) is stopped (state {state}: {how})"
+
+
+def _silent_words(info: dict[str, Any], silent: dict[str, Any]) -> str:
+    """A host the watch heard nothing from: what that means (it is cut off, its link too)."""
+    link = f" and its fabric link {info['ifname']}" if info.get("ifname") else ""
+    return (
+        f"silent for {float(silent.get('for_s') or 0):.0f} s: the node{link} stopped answering "
+        "(no word from its task)"
+    )
+
+
+def _unreachable(
+    hosts: list[dict[str, Any]], diagnoses: dict[str, dict[str, Any]]
+) -> dict[str, list[str]]:
+    """{host: [how a ring probe failed to reach it]}."""
     unreachable: dict[str, list[str]] = {}
     for info in hosts:
         for probe in diagnoses[info["host"]].get("probes") or []:
@@ -489,14 +531,42 @@ def culprits_of(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) 
     return unreachable
 
 
+def culprits_of(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) -> dict[str, list]:
+    """{host: [what is wrong]}: what a host's own look showed (its fabric link down, a rank's
+    process stopped) or a host gone silent (with what the ring probes of it said); when none,
+    the hosts a ring probe could not reach (a probe from a host with its link down says nothing
+    new)."""
+    diagnoses = {h["host"]: (states.get(h["host"]) or {}).get("diagnosis") or {} for h in hosts}
+    unreachable = _unreachable(hosts, diagnoses)
+    named: dict[str, list[str]] = {}
+    for info in hosts:
+        host, state = info["host"], states.get(info["host"]) or {}
+        words = _link_words(info, diagnoses[host])
+        found = [words] if words else []
+        found += [_stopped_words(entry) for entry in stopped_entries(state)]
+        if is_silent(state):
+            found += [_silent_words(info, state["silent"]), *unreachable.get(host, [])]
+        if found:
+            named[host] = found
+    return named or unreachable
+
+
 def cause_named(hosts: list[dict[str, Any]], states: dict[str, dict[str, Any]]) -> bool:
     """Whether a stall's evidence names a cause no relaunch could pass: a host's fabric link
     down or without carrier, or a ring probe that got a definite error (no route to the host,
     network unreachable). A probe that only got no answer in time is not one: a link slowed to
-    a few hundred kbit/s delays a SYN that long, and the pairwise relaunch names that node."""
+    a few hundred kbit/s delays a SYN that long, and the pairwise relaunch names that node.
+    A rank's process stopped is one, and so is a host gone silent that a peer cannot reach
+    either (cut off: a relaunch on it would only hang)."""
+    silent_unreachable = _unreachable(
+        hosts, {h["host"]: (states.get(h["host"]) or {}).get("diagnosis") or {} for h in hosts}
+    )
     for info in hosts:
-        diagnosis = (states.get(info["host"]) or {}).get("diagnosis") or {}
-        if _link_words(info, diagnosis):
+        state = states.get(info["host"]) or {}
+        diagnosis = state.get("diagnosis") or {}
+        if _link_words(info, diagnosis) or stopped_entries(state):
+            return True
+        if is_silent(state) and info["host"] in silent_unreachable:
             return True
         for probe in diagnosis.get("probes") or []:
             answer = str(probe.get("answer") or "")
@@ -524,7 +594,10 @@ def stall_message(
         for entry in (states.get(info["host"]) or {}).get("progress") or []:
             if entry.get("status") == "running":
                 running[entry["rank"]] = entry
-    suspects = [r for info in hosts if info["host"] in culprits for r in info["ranks"]]
+    stopped = sorted(
+        entry["rank"] for info in hosts for entry in stopped_entries(states.get(info["host"]) or {})
+    )
+    suspects = stopped or [r for info in hosts if info["host"] in culprits for r in info["ranks"]]
     if not suspects and running:
         # Nothing wrong with the network: the ranks behind the others are the ones waited on.
         low = min((e.get("index") or 0, e.get("size") or 0) for e in running.values())
@@ -555,6 +628,7 @@ def stall_message(
         "culprits": culprits,
         "cause_named": cause_named(hosts, states),
         "suspect_ranks": sorted(suspects),
+        "stopped_ranks": stopped,
         "waiting_ranks": waiting,
         "test": (running[(waiting or sorted(running))[0]].get("test") if running else None),
         "size_bytes": (running[(waiting or sorted(running))[0]].get("size") if running else None),

@@ -21,6 +21,7 @@ from nccl_preflight.node.files import write_atomically
 
 from .exit_classes import BY_NAME, ExitClass, code_table, most_severe
 from .hints import is_below_threshold
+from .run_cause import fold_under_cause, run_cause
 from .run_data import unreachable_fix
 from .run_stop import INTERRUPTED_TEST, UNREACHABLE_CHECK, RunStop
 
@@ -274,6 +275,8 @@ def findings(
     ``stop``: what stopped the run before its ranks started (run_stop)."""
     found = _preflight_findings(run) + _rank_findings(run, files, stop)
     found = _link_causes(run, stop, _two_nodes(run, found + _pairwise_findings(pairwise)))
+    if stop is None:  # what ended the run while its ranks ran, named: the rest is its consequence
+        found = fold_under_cause(run_cause(run), found)
     found = _interruption(run, found)
     order = list(code_table())
     return sorted(found, key=lambda f: (f["consequence"], order.index(f["class"])))

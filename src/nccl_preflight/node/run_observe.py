@@ -31,15 +31,37 @@ RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 # ------------------------------------------------------------------------------------------------
 
 
-def rank_progress(rank: int, doc: dict[str, Any], age_s: float) -> dict[str, Any]:
+# /proc/<pid>/stat's state of a process that does not run until it is continued: T (a stop
+# signal: SIGSTOP, SIGTSTP, ...) or t (stopped by a tracer: a debugger, strace).
+STOPPED_STATES = {"T": "stopped by a signal", "t": "held by a tracer"}
+
+
+def process_state(pid: Any, proc: str = "/proc") -> str | None:
+    """The one-letter state of process ``pid`` (R, S, D, T, t, Z, ...), None when it is gone or
+    cannot be read. Read-only."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    try:
+        text = Path(f"{proc}/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    # "pid (comm) S ...": comm may hold spaces and parentheses; the state follows the last ')'
+    fields = text.rsplit(")", 1)[-1].split()
+    return fields[0] if fields else None
+
+
+def rank_progress(
+    rank: int, doc: dict[str, Any], age_s: float, proc: str = "/proc"
+) -> dict[str, Any]:
     """One rank's place in the run: the progress contract of docs/design.md.
 
-    age_s: seconds since the file was written, i.e. since the rank reached this place.
-    """
+    age_s: seconds since the file was written, i.e. since the rank reached this place. A rank
+    still running whose process (the file's ``pid``) is stopped (STOPPED_STATES) gets
+    ``stopped``: {pid, state}, the evidence that names it when the run stalls."""
     size = doc.get("current_size")
     index = doc.get("test_index")
     count = doc.get("test_count")
-    return {
+    found = {
         "rank": rank,
         "status": str(doc.get("status") or "running"),
         "test": doc.get("current_test"),
@@ -48,6 +70,11 @@ def rank_progress(rank: int, doc: dict[str, Any], age_s: float) -> dict[str, Any
         "count": count if isinstance(count, int) else None,
         "age_s": round(max(0.0, age_s), 3),
     }
+    if found["status"] == "running":
+        state = process_state(doc.get("pid"), proc)
+        if state in STOPPED_STATES:
+            found["stopped"] = {"pid": doc["pid"], "state": state}
+    return found
 
 
 def read_progress(results_dir: Path, now: float | None = None) -> list[dict[str, Any]]:

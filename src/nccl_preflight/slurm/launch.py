@@ -39,10 +39,23 @@ from ..core.run_watch import (
 )
 from ..node.files import write_atomically
 from ..node.run_collect import COLLECTED_NAME
-from .step import Step
+from .step import ENDED, Step
 
 KILL_GRACE_S = 5  # launch_kill_grace
 MARGIN_S = 30  # FINISH_MARGIN_S: the step's bound beyond timeout + grace
+# A running node sends a record every second (node_step.launch's `interval`): one heard of for
+# this long while another node was heard of is silent (core/run_watch.is_silent): cut off from
+# the control machine (its links down, the node dead) or its task gone without srun saying so.
+SILENT_S = 10.0
+# After a stop, how long the nodes still answering get to end their ranks (the kill grace) and
+# send their results; a silent node is not waited for.
+STOPPED_RESULTS_S = KILL_GRACE_S + 25.0
+# Every HEARTBEAT_S the watch says {"alive": true} to every node; a node that hears nothing from
+# the control machine for WATCH_STALE_S (its links cut, the control machine gone without closing
+# the step's stdin) ends its run and removes it by itself (node_step's watch file, as the
+# Ansible path's looks renew it: roles/launch's WATCH_STALE_MIN_S).
+HEARTBEAT_S = 5.0
+WATCH_STALE_S = 30.0
 
 
 def rank_env(config: dict[str, Any], env: dict[str, Any], row: dict[str, Any]) -> dict[str, str]:
@@ -97,8 +110,11 @@ class Watch:
         now = time.time()
         self.states = {h["host"]: new_watch_state(h["host"], now) for h in hosts}
         self.ranks = {h["host"]: h["ranks"] for h in hosts}
+        self.heard = {h["host"]: now for h in hosts}  # when each node's last record came
+        self.spoke: set[str] = set()  # the nodes that sent a record (only they can go silent)
         self.shown: dict[str, str] = {}
-        self.stop_sent = False
+        self.stop_sent: tuple[str, dict[str, Any]] | None = None  # (reason, details) once sent
+        self.stop_at = 0.0
         self.diagnosing: tuple[float, tuple[float, float, str]] | None = None
 
     # ------------------------------------------------------------------ records
@@ -106,6 +122,7 @@ class Watch:
         """A progress or diagnosis record folded into the node's state."""
         now = time.time()
         state = self.states[node]
+        state["silent"] = None
         progress = record.get("progress") or state["progress"]
         history, moved = advance(state["history"], progress, now)
         state.update(history=history, progress=progress, updated=now)
@@ -141,8 +158,70 @@ class Watch:
         launch_path = dest / "launch.json"
         launch = json.loads(launch_path.read_text()) if launch_path.is_file() else {}
         now = time.time()
-        self.states[node].update(ended=launch, running=False, updated=now, last_advance=now)
+        self.states[node].update(
+            ended=launch, running=False, updated=now, last_advance=now, silent=None
+        )
         self.write_state(node)
+
+    def listen(self, now: float) -> None:
+        """Which running nodes went silent: srun said its task ended, or no record for SILENT_S
+        since its first one while another node's came (when none came from any node the step
+        or the control machine is slow, not a node)."""
+        latest = max(self.heard.values(), default=now)
+        gone = getattr(self.step, "ended", {})  # srun said the node's task ended
+        for node, state in self.states.items():
+            quiet = now - self.heard[node]
+            silent = state["running"] and (
+                node in gone
+                or (node in self.spoke and quiet > SILENT_S and now - latest <= SILENT_S)
+            )
+            was = state.get("silent")
+            state["silent"] = (
+                {"since": self.heard[node], "for_s": round(quiet, 1)} if silent else None
+            )
+            if bool(was) != silent:
+                self.write_state(node)
+                if silent:
+                    self.say(f"{node}: silent: no record from its task for {quiet:.0f} s")
+
+    def silent(self) -> list[str]:
+        """The running nodes the watch hears nothing from (listen)."""
+        return [n for n, s in self.states.items() if s["running"] and s.get("silent")]
+
+    def awaited(self) -> list[str]:
+        """The nodes whose results the watch still waits for: every running node; once a stop
+        was sent, not a silent one (nothing more will come from it)."""
+        silent = set(self.silent()) if self.stop_sent else set()
+        return [n for n, s in self.states.items() if s["running"] and n not in silent]
+
+    def named(self) -> bool:
+        """Whether the watch named what ended the run: a stall with a named cause (a link down,
+        a rank stopped, a node cut off: core/run_watch.cause_named) or a silent node."""
+        details = (self.stop_sent or ("", {}))[1] or {}
+        return bool(details.get("cause_named") or self.silent())
+
+    def lost_record(self, node: str) -> dict[str, Any]:
+        """launch.json for a node whose results never came back: the run was cut short there,
+        why (the stop's words), and that the node was silent (core/run_cause.py reads it)."""
+        state = self.states[node]
+        reason, details = self.stop_sent or ("", {})
+        silent = state.get("silent") or {}
+        why = (
+            f"{node} was silent for {float(silent.get('for_s') or 0):.0f} s: no results came "
+            "back from it"
+            if silent
+            else f"no results came back from {node}"
+        )
+        return {
+            "rc": None,
+            "timed_out": False,
+            "cut_short": True,
+            "stopped_by": reason or why,
+            "stop": details or None,
+            "lost": why,
+            "silent": silent or None,
+            "rank_exits": [],
+        }
 
     # ------------------------------------------------------------------ judging
     def stop(self, reason: str, details: dict[str, Any]) -> None:
@@ -153,11 +232,14 @@ class Watch:
             self.states[node]["ending"] = {"stopped_by": reason, "stop": details}
             self.write_state(node)
         self.step.say({"stop": reason, "details": details})
-        self.stop_sent = True
+        self.stop_sent = (reason, details)
+        self.stop_at = time.monotonic()
 
     def judge(self) -> None:
         """After every record and every second: end the run when a node's run ended badly or
-        the run stalled (first a diagnosis on every node, then the stall's words)."""
+        the run stalled (first a diagnosis on every node that still answers, then the stall's
+        words)."""
+        self.listen(time.time())
         if self.stop_sent:
             return
         for node, state in self.states.items():
@@ -167,7 +249,11 @@ class Watch:
                 return
         if self.diagnosing is not None:
             deadline, (quiet_s, limit, why) = self.diagnosing
-            pending = [n for n, s in self.states.items() if s["running"] and not s["diagnosis"]]
+            pending = [
+                n
+                for n, s in self.states.items()
+                if s["running"] and not s["diagnosis"] and not s.get("silent")
+            ]
             if pending and time.time() < deadline:
                 return
             message, details = stall_message(self.hosts, self.states, quiet_s, limit, why)
@@ -188,9 +274,16 @@ class Watch:
             self.diagnosing = (time.time() + DIAGNOSE_WAIT_S, due)
 
     def run(self, bound: float) -> list[str]:
-        """Until every node sent its results or the bound; -> the nodes that sent none."""
+        """Until every node sent its results (after a stop: every node not silent, within
+        STOPPED_RESULTS_S) or the bound; -> the nodes that sent none."""
         deadline = time.monotonic() + bound
-        while any(s["running"] for s in self.states.values()):
+        beat = time.monotonic()
+        while self.awaited():
+            if time.monotonic() - beat >= HEARTBEAT_S:
+                self.step.say({"alive": True})
+                beat = time.monotonic()
+            if self.stop_sent:
+                deadline = min(deadline, self.stop_at + STOPPED_RESULTS_S)
             left = deadline - time.monotonic()
             if left <= 0:
                 break
@@ -202,6 +295,9 @@ class Watch:
                 break
             node = record.get("node")
             if node in self.states:
+                if record.get("kind") != ENDED:
+                    self.heard[node] = time.time()
+                    self.spoke.add(node)
                 if record.get("kind") in ("progress", "diagnosis"):
                     self.note(node, record)
                 elif record.get("kind") == "results":

@@ -23,7 +23,10 @@ this node's part by its name), so that the command line stays short at any numbe
                        every `interval` s a record "progress" (node/run_observe.read_progress,
                        the fabric link now); a stdin message {"stop": reason} ends the run,
                        {"diagnose": {node: spec}} is answered with a record "diagnosis" (the
-                       stall's evidence: node/run_observe.stall_evidence);
+                       stall's evidence: node/run_observe.stall_evidence); with
+                       `watch_stale_s`, every message (the watch's heartbeat too) renews the
+                       supervisor's watch file, so a node cut off from the control machine
+                       ends its run and removes it by itself (node/supervisor.py);
                        at the end one record "results" (node/run_collect.pack_results, base64)
     run                observe, then waits for {"launch": <every node's launch settings>} (or
                        stdin's end: no launch) and launches in the same
@@ -60,13 +63,20 @@ from ..node.observe_call import observe as observe_peers
 from ..node.preflight_calls import for_fabric, start, stop
 from ..node.probe_plan import nccl_preflight_probe_plan, preflight_listeners
 from ..node.run_collect import pack_results
-from ..node.run_observe import interface_state, rank_exits, read_progress, stall_evidence
+from ..node.run_observe import (
+    interface_state,
+    rank_exits,
+    read_progress,
+    stall_evidence,
+    touch_watch,
+)
 from ..node.run_start import build_argv
 from ..node.supervisor import (
     LAUNCH_FILE,
     RESULTS_DIR,
     STOP_SIGNALS,
     TORCHRUN_LOG,
+    WATCH_FILE,
     Stop,
     Supervision,
     _ignore_stop_signals,
@@ -271,10 +281,14 @@ def _rank_script(run_dir: Path) -> str:
     return str(target)
 
 
-def _stop_message(messages: queue.Queue, results: Path) -> tuple[str, dict | None] | None:
+def _stop_message(
+    messages: queue.Queue, results: Path, heard: Path | None = None
+) -> tuple[str, dict | None] | None:
     """A stop asked for since the last look ({"stop": reason, "details": {...}}, or stdin's
     end), else None. A stall's diagnosis asked for on the way ({"diagnose": {node: spec}}) is
-    answered at once: record "diagnosis" (node/run_observe.stall_evidence)."""
+    answered at once: record "diagnosis" (node/run_observe.stall_evidence). Every message
+    (the watch's heartbeat too) renews ``heard``, the supervisor's watch file: the run ends by
+    itself when the control machine stays silent (node/run_observe.py watcher_gone)."""
     while True:
         try:
             message = messages.get_nowait()
@@ -282,6 +296,8 @@ def _stop_message(messages: queue.Queue, results: Path) -> tuple[str, dict | Non
             return None
         if message is None:
             return "the control machine went away (the step's stdin closed)", None
+        if heard is not None:
+            renew_watch(heard)
         if message.get("stop"):
             return str(message["stop"]), message.get("details")
         spec = (message.get("diagnose") or {}).get(node_name())
@@ -290,19 +306,33 @@ def _stop_message(messages: queue.Queue, results: Path) -> tuple[str, dict | Non
             emit({"kind": "diagnosis", "diagnosis": evidence, "progress": read_progress(results)})
 
 
+def renew_watch(path: Path) -> None:
+    """The control machine spoke: its watch file's time is now, its stale limit kept."""
+    try:
+        stale = float(json.loads(path.read_text(encoding="utf-8"))["stale_after_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    touch_watch(path, stale)
+
+
 def _supervise(run: Supervision, settings: dict[str, Any], messages: queue.Queue) -> dict | None:
     """Watch torchrun in short slices, sending progress, until it ends, times out or is stopped."""
     deadline = time.monotonic() + int(settings["timeout"])
     results = run.run_dir / RESULTS_DIR
     every = float(settings.get("interval", 1.0))
+    heard = run.run_dir / WATCH_FILE if settings.get("watch_stale_s") else None
+    if heard is not None:
+        touch_watch(heard, float(settings["watch_stale_s"]))
     while True:
         run.watch(min(deadline, time.monotonic() + every))
         if run.proc is not None and run.proc.poll() is not None:
             return None
         if time.monotonic() >= deadline:
             return None  # run.timed_out is set
+        if run.stopped_by:  # no word from the control machine for watch_stale_s: cut off
+            return None
         run.timed_out = False
-        asked = _stop_message(messages, results)
+        asked = _stop_message(messages, results, heard)
         if asked:
             run.stopped_by = asked[0]
             return asked[1]
@@ -357,6 +387,8 @@ def launch(settings: dict[str, Any], messages: queue.Queue, agent: Any = None) -
     if run.proc is not None:
         run.end(int(settings["rank_offset"]))
     launch_path = run_dir / LAUNCH_FILE
+    if not launch_path.is_file():  # the run ended unwatched and removed itself: nobody collects
+        return 1
     doc = json.loads(launch_path.read_text())
     doc["rank_exits"] = rank_exits(run_dir / TORCHRUN_LOG)
     if details:

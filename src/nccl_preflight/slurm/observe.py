@@ -190,9 +190,13 @@ def observe_on(step: Step, config: dict, nodes: list[str], shared: dict[str, Any
         obs.facts[node] = record.get("facts") or {}
         obs.started[node] = record.get("started") or {}
         fabric = fabric_of(node_values(config, node))
-        obs.choices[node] = nccl_fabric_choice(
-            obs.facts[node], fabric["socket_ifname"], fabric["cidr"]
-        )
+        # with what it was asked, as roles/nccl_env combines it (core/env_findings.py words a
+        # name that is no interface apart from an interface without an address)
+        obs.choices[node] = {
+            **nccl_fabric_choice(obs.facts[node], fabric["socket_ifname"], fabric["cidr"]),
+            "cidr": fabric["cidr"],
+            "socket_ifname": fabric["socket_ifname"],
+        }
     inputs = shared_inputs(nodes, obs, shared)
     obs.plans = probe_plans(nodes, obs, inputs, shared["full_mesh"])
     step.say(inputs)

@@ -40,11 +40,12 @@ from ..node.files import write_atomically
 from .allocation import Allocation, Interrupted, SlurmError, ended_state
 from .bundle import build_node_bundle
 from .drain import drain, drain_targets
-from .launch import KILL_GRACE_S, MARGIN_S, Watch, check_timeout, rank_env
+from .launch import KILL_GRACE_S, MARGIN_S, WATCH_STALE_S, Watch, check_timeout, rank_env
+from .lost import NODE_ENDED, lost_to_slurm, node_words
 from .observe import Observed, observations, observe_on, step_settings
 from .pending import NotGranted
 from .ship import shared_and_own
-from .step import Step
+from .step import END_GRACE_S, LOST_END_GRACE_S, Step
 
 ROOT = Path(__file__).resolve().parents[3]
 HTML_TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
@@ -83,6 +84,7 @@ class SlurmRun:
         self.layout: dict[str, Any] = {}
         self.results: dict[str, Any] = {}
         self.pair_triggers: list[dict[str, Any]] = []
+        self.job_ended = ""  # the job's state when Slurm ended it because of a node (lost)
 
     def say(self, line: str) -> None:
         print(line, flush=True)
@@ -254,6 +256,7 @@ class SlurmRun:
                 "rank_offset": row["rank_offset"],
                 "ifname": env["ifname"],
                 "interval": 1.0,
+                "watch_stale_s": WATCH_STALE_S,
             }
         return shared_and_own(by_node)
 
@@ -289,18 +292,35 @@ class SlurmRun:
         try:
             missing = watch.run(timeout + KILL_GRACE_S + MARGIN_S)
         finally:
-            step.end()
-        # scancel of the job (or its time limit) ended the ranks from outside: whatever came
-        # back, the run was cut short, so no verdict.
+            # a node cut off never lets srun end: it is not waited for
+            step.end(LOST_END_GRACE_S if watch.silent() else END_GRACE_S)
+        self.lost(watch, missing, subdir)
+
+    def lost(self, watch: Watch, missing: list[str], subdir: str) -> None:
+        """The nodes whose results never came back get their launch.json (Watch.lost_record).
+        A job Slurm ended because of its nodes (NODE_FAIL) is a consequence of the node it
+        marked down (slurm/lost.py), the cause; a job ended from outside (scancel, its time
+        limit) cut the run short: no verdict."""
         state = ended_state(self.alloc.job_id, self.alloc.env())
-        if state != "RUNNING":
+        lost = {node: watch.lost_record(node) for node in missing}
+        slurm_said = node_words(self.nodes, self.alloc.env()) if state != "RUNNING" else {}
+        for node in slurm_said:
+            if node not in lost and not (self.run_dir / node / subdir / "launch.json").is_file():
+                lost[node] = watch.lost_record(node)
+        if state != "RUNNING" and state not in NODE_ENDED and not watch.named():
             raise SlurmError(
                 f"job {self.alloc.job_id} ended ({state}) while the ranks ran: no verdict"
             )
-        for node in missing:
-            self.say(f"{node}: no results came back from the launch step")
-        if missing and step.diagnostics():
-            self.say(step.diagnostics())
+        for node, record in lost_to_slurm(self.alloc.job_id, state, lost, slurm_said).items():
+            self.say(f"{node}: lost: {record['lost']}")
+            write_json(self.run_dir / node / subdir / "launch.json", record)
+        if state != "RUNNING":
+            self.job_ended = state
+            self.say(
+                f"job {self.alloc.job_id} ended ({state}): Slurm ended it because of "
+                f"{', '.join(slurm_said) or 'the fault named above'}, a consequence, no verdict "
+                "of its own"
+            )
 
     def relaunch_reason(self) -> str:
         """Why the pairwise rounds run again alone (core/pairwise_relaunch.py), "" when not:
@@ -314,6 +334,8 @@ class SlurmRun:
             keys = ("timed_out", "stopped_by", "stop", "rank_exits")
             rows.append({"host": node, **{k: ended.get(k) for k in keys}})
         mode = str(self.config.get("nccl_pairwise") or "auto")
+        if self.job_ended:  # no job to launch in any more
+            return ""
         return nccl_pairwise_relaunch(rows, mode, len(self.nodes))
 
     # ------------------------------------------------------------------ the whole run

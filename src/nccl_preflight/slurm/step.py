@@ -31,6 +31,9 @@ from .ship import Unframer, settings_line
 # After stdin's end the nodes end their runs (the supervisor's kill grace, 5 s), send their
 # results and remove their directories; only then SIGTERM to srun.
 END_GRACE_S = 20.0
+# The same when a node of the step is cut off (its task never ends, so neither does srun): the
+# nodes that answer sent their results and end at once; srun is ended soon after.
+LOST_END_GRACE_S = 3.0
 NODE_STEP = "node-step"  # the bundle's __main__ runs slurm/node_step.py main for it
 ENDED = "task ended"  # the record collect() gets when srun says a node's task ended
 # Each record's key for the control machine's time.time() when it read the record's last line
