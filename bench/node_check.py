@@ -71,11 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         capture_output=True,
     )
     config, fast = where / "node.yml", where / "fast.yml"
-    config.write_text("nccl_socket_ifname: fab0\n")
+    # the lab has no GPU: a CPU node, said so (under the defaults node-check fails it: gpu)
+    config.write_text("nccl_socket_ifname: fab0\nnccl_require_gpu: false\n")
     recorded = where / "python-recorded"
     recorded.write_text(f"#!/bin/sh\ncat {PROBE}\n")
     recorded.chmod(0o755)
-    fast.write_text(f"nccl_socket_ifname: fab0\nnccl_python: {recorded}\n")
+    fast.write_text(f"nccl_socket_ifname: fab0\nnccl_require_gpu: false\nnccl_python: {recorded}\n")
     probe = "from nccl_preflight.node.parse import PYTHON_PROBE; exec(PYTHON_PROBE)"
     load_before = os.getloadavg()[0]
     lab = Lab(1)

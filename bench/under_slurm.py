@@ -100,7 +100,7 @@ def write_config(lab: Lab, path: Path, nproc: int, check_args: list[str]) -> Pat
     values = {
         "nccl_fabric_cidr": lab.fabric_cidr,
         "nccl_backend": "gloo",
-        "nccl_require_gpu": False,
+        "nccl_require_gpu": False,  # the lab has no GPU: a CPU run, said so
         "nccl_python": lab.python,
         "nccl_run_timeout": RUN_TIMEOUT,
         "nccl_nproc_per_node": nproc,

@@ -97,7 +97,7 @@ def run_slurm(lab: Lab, reports: Path, variables: dict[str, Any]) -> Run:
         # the lab inventory's group_vars that the Slurm front-end needs as well
         "nccl_fabric_cidr": lab.fabric_cidr,
         "nccl_backend": "gloo",
-        "nccl_require_gpu": False,
+        "nccl_require_gpu": False,  # the lab has no GPU: a CPU run, said so
         "nccl_python": lab.python,
         **variables,
     }

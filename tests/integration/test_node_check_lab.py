@@ -45,7 +45,8 @@ def checked_lab(
         timeout=120,
     )
     config = where / "nccl-preflight.yaml"
-    config.write_text("nccl_socket_ifname: fab0\nnccl_backend: gloo\n")
+    # the lab has no GPU: a CPU node, said so (under the defaults node-check fails it: gpu)
+    config.write_text("nccl_socket_ifname: fab0\nnccl_backend: gloo\nnccl_require_gpu: false\n")
     wrapper = where / "node-check.sh"
     # slurmd runs it with no PATH and no SLURM_CONF (the lab's slurm.conf is not the default)
     wrapper.write_text(

@@ -58,7 +58,7 @@ def write_config(lab: Lab, path: Path, **extra: Any) -> Path:
     values = {
         "nccl_fabric_cidr": lab.fabric_cidr,
         "nccl_backend": "gloo",
-        "nccl_require_gpu": False,
+        "nccl_require_gpu": False,  # the lab has no GPU: a CPU run, said so
         "nccl_python": lab.python,
         "nccl_run_timeout": 120,
         "nccl_check_args": QUICK,

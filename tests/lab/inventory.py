@@ -39,13 +39,17 @@ class LabInventory:
             "ansible_host_key_checking": False,
             "ansible_python_interpreter": self.python,
             "nccl_fabric_cidr": self.fabric_cidr,
+            # The lab has no GPU: its runs are CPU runs on gloo, said so explicitly (under the
+            # defaults, nccl_backend auto and nccl_require_gpu true, a GPU-less node fails).
             "nccl_backend": "gloo",
             "nccl_require_gpu": False,
         }
         body = "".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items())
         (inv / "group_vars" / "all.yml").write_text(
             f"---\n# Written by tests/lab for lab {self.name}; removed by "
-            f"`python -m tests.lab down --name {self.name}`.\n{body}"
+            f"`python -m tests.lab down --name {self.name}`.\n"
+            "# The lab has no GPU: a CPU run on gloo (nccl_require_gpu: false, said so).\n"
+            f"{body}"
         )
 
     def ansible_playbook(

@@ -423,8 +423,9 @@ def test_dcgm() -> None:
 
 def test_skipped_with_the_reason() -> None:
     gloo = {**observation(), "backend": "gloo"}
-    assert {r["status"] for r in results({"g": gloo}, "g").values()} == {"skipped"}
-    assert "the backend is gloo" in results({"g": gloo}, "g")["gpu_memory"]["message"]
+    explicit = results({"g": gloo}, "g", requested_backend="gloo")  # nccl_backend: gloo, set
+    assert {r["status"] for r in explicit.values()} == {"skipped"}
+    assert "the backend is gloo" in explicit["gpu_memory"]["message"]
     off = results({"g": observation()}, "g", require_gpu=False)
     assert "nccl_require_gpu is false" in off["gpu_pcie"]["message"]
     unread = observation(health(None, query_reason="nvidia-smi -q failed (rc=15)"))

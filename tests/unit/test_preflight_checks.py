@@ -123,7 +123,8 @@ def cluster(**per_host) -> dict[str, dict]:
     return {h: observation(i + 1) for i, h in enumerate(HOSTS)} | per_host
 
 
-SETTINGS = {"master": "node1", "order": HOSTS, "require_gpu": True}
+# nccl_backend: gloo set (the observations' backend): a CPU cluster, its GPU checks skipped.
+SETTINGS = {"master": "node1", "order": HOSTS, "require_gpu": True, "requested_backend": "gloo"}
 
 
 def verdicts(observations: dict, host: str, **settings) -> dict[str, dict]:
@@ -347,9 +348,15 @@ def test_seven_of_eight_gpus_fails_with_the_plain_sentence() -> None:
     obs = {h: with_gpus(o, "h100x8.csv") for h, o in cluster().items()}
     obs["node3"] = with_gpus(observation(3), "h100x7-missing-one.csv")
     assert len(obs["node3"]["facts"]["gpus"]) == 7
-    v = verdicts(obs, "node3")["gpu"]
+    # every host 7 GPUs (none lost beside the others), 8 ranks planned: the plain sentence
+    sevens = {h: with_gpus(o, "h100x7-missing-one.csv") for h, o in cluster().items()}
+    v = verdicts(sevens, "node3")["gpu"]
     assert v["status"] == "failed" and v["message"] == "node3 has 7 GPUs, 8 ranks planned"
     assert "nvidia-smi -L" in v["hint"]
+    # one host with 7 among hosts with 8: its lost GPU first, with the table
+    v = verdicts(obs, "node3")["gpu"]
+    assert v["status"] == "failed", v
+    assert v["message"].startswith("node3: nvidia-smi lists 7 GPUs, other hosts 8 (")
     assert verdicts(obs, "node1")["gpu"]["status"] == "passed"
     assert "8 x NVIDIA H100 80GB HBM3, driver 550.90.07" in verdicts(obs, "node1")["gpu"]["message"]
 

@@ -118,7 +118,7 @@ def test_gpu_health_judges_the_healthy_h100() -> None:
 
 
 def test_gpu_and_versions_checks_of_the_recorded_node() -> None:
-    gpu = pf.check_gpu(H100.observation(), SETTINGS)
+    gpu = pf.check_gpu({HOST: H100.observation()}, HOST, SETTINGS, [HOST])
     assert (gpu["status"], gpu["message"]) == (
         "passed",
         "vm: 1 x NVIDIA H100 80GB HBM3, driver 580.159.04, 1 ranks planned, torch sees 1 CUDA "

@@ -137,7 +137,7 @@ def test_gpu_health_judges_the_healthy_h200() -> None:
 
 def test_gpu_and_versions_checks_of_the_recorded_node() -> None:
     settings = {"require_gpu": True, "order": [HOST]}
-    gpu = pf.check_gpu(observation(), settings)
+    gpu = pf.check_gpu({HOST: observation()}, HOST, settings, [HOST])
     assert (gpu["status"], gpu["message"]) == (
         "passed",
         "vm: 1 x NVIDIA H200, driver 580.159.04, 1 ranks planned, torch sees 1 CUDA devices",
@@ -153,7 +153,7 @@ def test_gpu_and_versions_checks_of_the_recorded_node() -> None:
 def test_two_ranks_on_the_one_gpu_fail_the_preflight() -> None:
     """The layout of the recorded duplicate-GPU run (two ranks, one GPU) is caught before launch."""
     settings = {"require_gpu": True, "order": [HOST]}
-    assert pf.check_gpu(observation(nproc=2), settings)["status"] == "failed"
+    assert pf.check_gpu({HOST: observation(nproc=2)}, HOST, settings, [HOST])["status"] == "failed"
     visible = gpu_checks.check_visible(observation(nproc=2), settings)
     assert visible["status"] == "failed"
     assert "torch.cuda.device_count() is 1" in visible["message"]

@@ -92,6 +92,8 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
     if backend not in KNOWN_BACKENDS:
         check("nccl_backend", f"is {backend!r}, not one of {', '.join(KNOWN_BACKENDS)}")
     check("nccl_nproc_per_node", _integer_problem(values.get("nccl_nproc_per_node"), 1))
+    if "nccl_gpus_per_node" in values:
+        check("nccl_gpus_per_node", _integer_problem(values["nccl_gpus_per_node"], 0))
     check("nccl_run_timeout", _integer_problem(values.get("nccl_run_timeout"), 1))
     if "nccl_slots" in values and values["nccl_slots"] is not None:
         check("nccl_slots", _integer_problem(values["nccl_slots"], 1))

@@ -181,6 +181,7 @@ def judge_settings(config: dict[str, Any], host: str) -> dict[str, Any]:
     extra_env = dict(config.get("nccl_extra_env") or {})
     return {
         "require_gpu": bool(config.get("nccl_require_gpu", True)),
+        "gpus_per_node": int(config.get("nccl_gpus_per_node") or 0),
         "expected_versions": dict(preflight_values(config, 1)["preflight_expected_versions"]),
         "full_mesh": False,
         "extra_env": extra_env,

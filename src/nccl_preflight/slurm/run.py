@@ -462,6 +462,7 @@ def judge_settings(config: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
         "master": nodes[0],
         "order": nodes,
         "require_gpu": bool(config.get("nccl_require_gpu", True)),
+        "gpus_per_node": int(config.get("nccl_gpus_per_node") or 0),
         "expected_versions": knobs["preflight_expected_versions"],
         "clock_check": bool(knobs["preflight_clock_check"]),
         "clock_max_skew_s": float(knobs["preflight_clock_max_skew_s"]),

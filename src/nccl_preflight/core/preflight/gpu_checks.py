@@ -4,8 +4,9 @@
 view, DCGM, each for one host, from what library/nccl_facts.py read (``facts.gpu_health``).
 
 Every finding names the host, the GPU's index and bus id, what is wrong and the fix. A check is
-skipped, with the reason, where the backend needs no GPU, nccl_require_gpu is false, the tool is
-absent or its output could not be read. Values a GPU does not report (None: "N/A", "Not
+skipped, with the reason, where the host's GPUs are not judged (gpu_presence.nccl_gpu_skip: the
+backend needs no GPU, nccl_require_gpu is false), no GPU was found (check gpu fails it), the tool
+is absent or its output could not be read. Values a GPU does not report (None: "N/A", "Not
 Supported", as on a DGX Spark's GB10) are never a failure.
 
 Used by roles/preflight: ``results_by_host | nccl_gpu_health_add(observations, settings)``
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from nccl_preflight.core.preflight.gpu_presence import nccl_gpu_skip, python_facts_of
 from nccl_preflight.core.preflight.result import append_results, no_observation, rank_order
 from nccl_preflight.core.preflight.result import check_result as _result
 from nccl_preflight.core.preflight.result import host_table as _table
@@ -94,14 +96,16 @@ def gpus_of(obs: dict) -> list[dict]:
 
 
 def _skip_reason(obs: dict, settings: dict, part: str = "query") -> str:
-    """Why this host's GPU health is not judged ("" when it is)."""
-    if obs.get("backend") != "nccl":
-        return f"the backend is {obs.get('backend') or 'unknown'}, no GPU needed"
-    if not settings.get("require_gpu", True):
-        return "nccl_require_gpu is false"
+    """Why this host's GPU health is not judged ("" when it is): gpu_presence's decision, then
+    what the facts hold."""
+    skip = nccl_gpu_skip(obs, settings)
+    if skip:
+        return skip
     facts = obs.get("facts") or {}
     if not facts.get("gpus"):
-        return f"no GPU found ({facts.get('gpus_reason') or 'see check gpu'})"
+        return (
+            f"no GPU found ({facts.get('gpus_reason') or 'nvidia-smi lists none'}): see check gpu"
+        )
     health = _health(obs)
     if not health:
         return "the facts hold no GPU health (nccl_gpu_health is false: nccl_facts read none)"
@@ -531,7 +535,7 @@ def check_visible(obs: dict, settings: dict) -> dict:
     if value is not None:
         entries = [e.strip() for e in str(value).split(",")]
         problems = _visible_problems([] if entries == [""] else entries, facts_gpus, want)
-    py = obs.get("python_facts") or (obs.get("facts") or {}).get("python") or {}
+    py = python_facts_of(obs)
     count = py.get("device_count") if py.get("torch_version") else None
     if count is not None and int(count) < want:
         problems.append(

@@ -13,6 +13,7 @@ Observation of a host: the ``preflight_observation`` fact, built by
 every key); the judge adds ``host``.
 
 Settings: master (inventory name), order (inventory names in rank order), require_gpu,
+gpus_per_node and requested_backend (the checks gpu and gpu_model: gpu_presence.py),
 expected_versions ({python, torch, cuda, nccl, driver}), clock_check, clock_max_skew_s,
 full_mesh.
 """
@@ -21,13 +22,17 @@ from __future__ import annotations
 
 import ipaddress
 
+from nccl_preflight.core.preflight.gpu_presence import (
+    check_gpu,
+    check_gpu_model,
+    python_facts_of,
+)
 from nccl_preflight.core.preflight.result import check_result as _result
 from nccl_preflight.core.preflight.result import host_table as table
 from nccl_preflight.core.preflight.result import (
     no_observation,
     rank_order,
     reference_value,
-    too_few_devices,
 )
 
 # The probe plan is computed on the nodes too (slurm/node_step.py): its home is the node room.
@@ -441,99 +446,7 @@ def check_firewall(obs: dict) -> dict:
     return _result("firewall", host, "passed", f"{host}: " + "; ".join(notes))
 
 
-# --------------------------------------------------------------------------- GPU
-def _gpu_skip(obs: dict, settings: dict) -> str:
-    if obs.get("backend") != "nccl":
-        return f"the backend is {obs.get('backend') or 'unknown'}, no GPU needed"
-    if not settings.get("require_gpu", True):
-        return "nccl_require_gpu is false"
-    return ""
-
-
-def check_gpu(obs: dict, settings: dict) -> dict:
-    host = obs["host"]
-    skip = _gpu_skip(obs, settings)
-    if skip:
-        return _result("gpu", host, "skipped", f"{host}: {skip}")
-    facts = obs.get("facts") or {}
-    gpus = facts.get("gpus") or []
-    if not gpus:
-        reason = facts.get("gpus_reason") or "nvidia-smi lists no GPU"
-        return _result(
-            "gpu",
-            host,
-            "failed",
-            f"{host}: no GPU found: {reason}",
-            f"nvidia-smi  (on {host}); install/load the NVIDIA driver",
-        )
-    want = int(obs.get("nproc_per_node") or 1)
-    few = too_few_devices("gpu", host, len(gpus), want, ("GPUs", "GPU", "nvidia-smi -L"))
-    if few:
-        return few
-    py = python_facts_of(obs)
-    python = obs.get("python") or py.get("executable") or "python"
-    if not py.get("cuda_available"):
-        why = py.get("reason") or f"torch {py.get('torch_version')} reports no CUDA"
-        return _result(
-            "gpu",
-            host,
-            "failed",
-            f"{host}: torch in {python} does not see CUDA: {why}",
-            f'{python} -c "import torch; print(torch.cuda.is_available(), torch.version.cuda)"'
-            f"  (on {host}); install a CUDA build of torch",
-        )
-    return _result(
-        "gpu",
-        host,
-        "passed",
-        f"{host}: {len(gpus)} x {gpus[0].get('name')}, driver {gpus[0].get('driver_version')}, "
-        f"{want} ranks planned, torch sees {py.get('device_count')} CUDA devices",
-    )
-
-
-def _gpu_model(obs: dict) -> str | None:
-    gpus = (obs.get("facts") or {}).get("gpus") or []
-    names = sorted({g.get("name") for g in gpus})
-    return " + ".join(str(n) for n in names) if names else None
-
-
-def check_gpu_model(observations: dict, host: str, settings: dict, order: list[str]) -> dict:
-    obs = observations[host]
-    skip = _gpu_skip(obs, settings)
-    if skip:
-        return _result("gpu_model", host, "skipped", f"{host}: {skip}")
-    mine = _gpu_model(obs)
-    if mine is None:
-        return _result("gpu_model", host, "skipped", f"{host}: no GPU to compare (see check gpu)")
-    if " + " in mine:
-        return _result(
-            "gpu_model",
-            host,
-            "failed",
-            f"{host} mixes GPU models: {mine}",
-            f"nvidia-smi -L  (on {host}); restrict CUDA_VISIBLE_DEVICES to one model",
-        )
-    values = {h: m for h, o in observations.items() if (m := _gpu_model(o)) is not None}
-    ref = reference_value(values, order)
-    if mine == ref:
-        return _result("gpu_model", host, "passed", f"{host}: {mine}, like the other hosts")
-    return _result(
-        "gpu_model",
-        host,
-        "failed",
-        f"{host}: GPU model {mine} differs from the other hosts ({ref}); host -> GPU model:\n"
-        + table(values, order),
-        "nvidia-smi -L  (on every host); run on hosts with one GPU model",
-    )
-
-
 # --------------------------------------------------------------------------- versions
-def python_facts_of(obs: dict) -> dict:
-    """What torch reported on the host: the pre-flight's torch probe (run beside the listeners),
-    else nccl_facts' (when it was asked to query Python)."""
-    return obs.get("python_facts") or (obs.get("facts") or {}).get("python") or {}
-
-
 def versions_of(obs: dict) -> dict[str, str | None]:
     facts = obs.get("facts") or {}
     py = python_facts_of(obs)
@@ -657,7 +570,7 @@ def nccl_preflight_results(
             else "every peer's ephemeral port",
         ),
         check_firewall(obs),
-        check_gpu(obs, settings),
+        check_gpu(observations, host, settings, order),
         check_gpu_model(observations, host, settings, order),
         check_versions(observations, host, settings, order),
         check_clock(observations, host, settings),

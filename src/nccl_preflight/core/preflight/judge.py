@@ -3,10 +3,10 @@
 """The whole pre-flight judgement of a run: every host's checks from every host's observation.
 
 One call for all hosts, made once per run by each front-end (roles/preflight's run_once task, the
-Slurm command): the host and network checks (host_checks), then the GPU node health checks
-(gpu_checks), the fabric checks (fabric_checks), the NPU checks (npu_checks) and backend_choice
-(backend_checks); last, a failed probe that another failed check explains gets a pointer to it
-(causes).
+Slurm command): the host and network checks (host_checks, with gpu and gpu_model from
+gpu_presence), then the GPU node health checks (gpu_checks), the fabric checks (fabric_checks),
+the NPU checks (npu_checks) and backend_choice (backend_checks); last, a failed probe that another
+failed check explains gets a pointer to it (causes).
 
 ``judge_node`` judges one node alone (the Slurm front-end's node check, a HealthCheckProgram or
 Prolog): the same checks, keeping only those that need no peer (NODE_CHECKS).
@@ -48,8 +48,9 @@ def judge_preflight(
     not in ``present`` (it dropped out before the pre-flight).
 
     ``observations``: each host's observation (observation.nccl_preflight_observation);
-    ``settings``: master, order, require_gpu, expected_versions, clock_check, clock_max_skew_s,
-    full_mesh, extra_env, extra_env_by_host, requested_backend (docs/design.md, "Pre-flight").
+    ``settings``: master, order, require_gpu, gpus_per_node, expected_versions, clock_check,
+    clock_max_skew_s, full_mesh, extra_env, extra_env_by_host, requested_backend (docs/design.md,
+    "Pre-flight results" and "GPUs required").
     """
     results = judge_host_checks(observations, present, settings)
     for add in (
