@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .bandwidth_rows import compact
 from .transport_report import read_nccl_logs
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.(json|log)$")
@@ -108,6 +109,16 @@ def _read_json(path: Path) -> tuple[Any, str | None]:
         return None, f"{path} is not valid JSON ({exc}); the rank was probably killed mid-write"
 
 
+def _held(doc: dict[str, Any]) -> dict[str, Any]:
+    """A rank's result as the report keeps it: its bandwidth rows compact
+    (src/nccl_preflight/core/bandwidth_rows.py: 8,192 ranks' rows as dicts were gigabytes)."""
+    tests = doc.get("tests")
+    for test in tests if isinstance(tests, list) else []:
+        if isinstance(test, dict) and test.get("bandwidth"):
+            test["bandwidth"] = compact(test["bandwidth"])
+    return doc
+
+
 def _read_text(path: Path) -> str | None:
     if not path.is_file():
         return None
@@ -166,7 +177,7 @@ def read_run(report_dir: Path) -> RunData:
             if match and match.group(2) == "json":
                 doc, why = _read_json(path)
                 if isinstance(doc, dict):
-                    data.ranks[int(match.group(1))] = doc
+                    data.ranks[int(match.group(1))] = _held(doc)
                 else:
                     data.unreadable[int(match.group(1))] = why or f"{path} holds no JSON object"
             elif match:

@@ -14,47 +14,27 @@ import statistics
 from typing import TYPE_CHECKING, Any
 
 from .bandwidth_expectation import expectation_markdown, expected_figures
+from .bandwidth_rows import by_size
 from .pairwise import pairwise_markdown
 from .text import md_escape
 from .transport_report import transport_lines
 from .verdict import fold_findings
 
 if TYPE_CHECKING:  # only in annotations: nccl_junit imports this module
-    from junit_xml import TestSuite
-
     from .judged_run import JudgedRun
     from .junit import SuiteFile
     from .run_data import RunData
-
-
-def _counts(suite: TestSuite) -> dict[str, int]:
-    return {
-        "tests": len(suite.test_cases),
-        "failures": sum(1 for c in suite.test_cases if c.is_failure()),
-        "errors": sum(1 for c in suite.test_cases if c.is_error()),
-        "skipped": sum(
-            1
-            for c in suite.test_cases
-            if c.is_skipped() and not c.is_error() and not c.is_failure()
-        ),
-    }
-
-
-def _suite_ok(suite: TestSuite) -> bool:
-    counts = _counts(suite)
-    return counts["failures"] == 0 and counts["errors"] == 0
 
 
 def _problems(item: SuiteFile) -> list[tuple[tuple[Any, ...], str]]:
     """One line per failed or erroneous testcase of the suite: every finding, not the first;
     each with the key (host, rank, test) of its finding in verdict.json."""
     found = []
-    for case in item.suite.test_cases:
-        for info in case.errors + case.failures:
-            if info.get("message"):
-                first = str(info["message"]).splitlines()[0]
-                key = (item.host, item.rank, case.name)
-                found.append((key, f"{case.classname} {case.name}: {first}"))
+    for case in item.suite.cases:
+        if case.bad and case.message:
+            first = case.message.splitlines()[0]
+            key = (item.host, item.rank, case.name)
+            found.append((key, f"{case.classname} {case.name}: {first}"))
     return found
 
 
@@ -88,21 +68,14 @@ def folded_problem_lines(
 def bandwidth_table(run: RunData, expectations: dict[str, Any]) -> list[dict[str, Any]]:
     """busbw per collective at its largest measured size, over the ranks that measured it, with
     its share of the expected figure (``expectations``: bandwidth_expectation.evaluate)."""
-    per_test: dict[str, dict[int, list[tuple[int, float]]]] = {}
-    for host in run.hosts:
-        for rank, result in host.ranks.items():
-            for test in result.get("tests") or []:
-                for row in test.get("bandwidth") or []:
-                    if row.get("busbw_gbps") is None or row.get("size_bytes") is None:
-                        continue
-                    per_test.setdefault(str(test.get("name")), {}).setdefault(
-                        int(row["size_bytes"]), []
-                    ).append((rank, float(row.get("rank_busbw_gbps", row["busbw_gbps"]))))
+    ranked = ((rank, result) for host in run.hosts for rank, result in host.ranks.items())
+    per_test = by_size(ranked, "rank_busbw_gbps")
     figures, min_bytes = expected_figures(expectations) if per_test else ({}, 0)
     table = []
     for name in sorted(per_test):
         size = max(per_test[name])
-        values = per_test[name][size]
+        ranks, measured = per_test[name][size]
+        values = list(zip(ranks, map(float, measured), strict=True))
         slowest = min(values, key=lambda item: item[1])
         busbw = [value for _, value in values]
         expected = figures.get(name.removeprefix("bandwidth_"), (None, ""))[0]
@@ -151,28 +124,36 @@ def predicted_skip_lines(plan: dict[str, Any]) -> list[str]:
 
 
 def host_rows(run: RunData, files: list[SuiteFile]) -> list[dict[str, Any]]:
-    """Per host: reachable, its pre-flight in words, how many of its ranks passed and failed."""
+    """Per host: reachable, its pre-flight in words, how many of its ranks passed and failed,
+    and ``ok``: reachable, no pre-flight check and no rank failed or in error."""
+    preflight: dict[str, dict[str, int]] = {}
+    ranks: dict[str, list[SuiteFile]] = {}
+    for item in files:
+        if item.kind == "preflight":
+            preflight.setdefault(item.host, item.suite.counts())
+        elif item.kind == "rank":
+            ranks.setdefault(item.host, []).append(item)
     hosts = []
     for host in run.hosts:
-        pre = next((f.suite for f in files if f.kind == "preflight" and f.host == host.host), None)
-        ranks = [f for f in files if f.kind == "rank" and f.host == host.host]
-        if pre is None:
+        c = preflight.get(host.host)
+        pre_failed = c["failures"] + c["errors"] if c else 0
+        if c is None:
             pre_text = "not run"
         else:
-            c = _counts(pre)
-            passed = c["tests"] - c["failures"] - c["errors"] - c["skipped"]
-            pre_text = (
-                f"{passed} passed, {c['failures'] + c['errors']} failed, {c['skipped']} skipped"
-            )
+            passed = c["tests"] - pre_failed - c["skipped"]
+            pre_text = f"{passed} passed, {pre_failed} failed, {c['skipped']} skipped"
+        mine = ranks.get(host.host, [])
+        failed = sum(1 for f in mine if not f.suite.ok)
         hosts.append(
             {
                 "host": host.host,
                 "node_rank": host.node_rank,
                 "reachable": host.reachable,
                 "preflight": pre_text,
-                "ranks_passed": sum(1 for f in ranks if _suite_ok(f.suite)),
-                "ranks_failed": sum(1 for f in ranks if not _suite_ok(f.suite)),
-                "ranks": [f.rank for f in ranks],
+                "ranks_passed": len(mine) - failed,
+                "ranks_failed": failed,
+                "ranks": [f.rank for f in mine],
+                "ok": host.reachable and not pre_failed and not failed,
             }
         )
     return hosts
@@ -242,7 +223,7 @@ def suite_totals(files: list[SuiteFile]) -> dict[str, int]:
     """Tests, failures, errors and skipped over every suite."""
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for item in files:
-        for key, value in _counts(item.suite).items():
+        for key, value in item.suite.counts().items():
             totals[key] += value
     return totals
 

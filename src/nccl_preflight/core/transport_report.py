@@ -18,16 +18,12 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .junit_cases import Case
 from .transport import describe, net_kind, parse_nccl_log
 
 if TYPE_CHECKING:
     from .junit import SuiteFile
     from .run_data import HostData, RunData
-
-try:
-    from junit_xml import TestCase
-except ImportError:  # nccl_junit reports the missing library
-    TestCase = None  # type: ignore[assignment,misc]
 
 NCCL_LOG = re.compile(r"^nccl-(?:rank-(?P<rank>\d+)|pid-(?P<pid>\d+))\.log$")
 CAUSE_CHECKS = ("nccl_ib_hca", "nccl_config", "rdma", "gpudirect", "limits")
@@ -199,18 +195,18 @@ def _name_odd_networks(run: RunData, ranks: dict[int, dict], nets: dict[str, str
             )
 
 
-def transport_case(verdict: dict[str, Any], classname: str) -> Any:
+def transport_case(verdict: dict[str, Any], classname: str) -> Case:
     """The ``transport`` testcase of one rank."""
-    case = TestCase(
+    case = Case(
         "transport",
-        classname=classname,
+        classname,
         stdout=verdict["message"] if verdict["status"] == "passed" else None,
     )
     output = "\n".join(verdict.get("warnings") or []) or None
     if verdict["status"] == "failed":
-        case.add_failure_info(message=verdict["message"], output=output, failure_type="transport")
-    elif verdict["status"] == "skipped":
-        case.add_skipped_info(message=verdict["message"])
+        return case.fail(verdict["message"], output, kind="transport")
+    if verdict["status"] == "skipped":
+        return case.skip(verdict["message"])
     return case
 
 
@@ -220,8 +216,8 @@ def add_transport_cases(analysis: dict[str, Any], files: list[SuiteFile]) -> Non
     for item in files:
         if item.kind != "rank" or item.rank not in analysis["ranks"]:
             continue
-        classname = item.suite.test_cases[0].classname if item.suite.test_cases else ""
-        item.suite.test_cases.append(transport_case(analysis["ranks"][item.rank], classname))
+        classname = item.suite.cases[0].classname if item.suite.cases else ""
+        item.suite.cases.append(transport_case(analysis["ranks"][item.rank], classname))
 
 
 def transport_lines(analysis: dict[str, Any]) -> list[str]:
