@@ -34,6 +34,7 @@ COLUMNS = (
 )
 INDEX = {key: i for i, key in enumerate(COLUMNS)}
 _values = itemgetter(*COLUMNS)
+_WORD_COLUMNS = (INDEX["type"], INDEX["redop"])  # the same word in every row of a test
 _WORDS: dict[str, str] = {}  # every rank writes the same few words (float, sum): held once
 
 
@@ -78,7 +79,8 @@ def compact(rows: Any) -> Any:
         columns = list(zip(*map(_values, rows), strict=True))
     except (KeyError, TypeError):  # a key missing, a row not a dict
         return rows
-    for at, column in enumerate(columns):
+    for at in _WORD_COLUMNS:
+        column = columns[at]
         first = column[0]
         if isinstance(first, str) and column.count(first) == len(column):
             columns[at] = (_WORDS.setdefault(first, first),) * len(column)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .hostlist import compress
+from .hostlist import ONE_LINE_EACH, compress
 from .verdict import fold_findings
 
 # C0 and C1 control characters and DEL: none reaches a terminal from a node's answer.
@@ -28,7 +28,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 INDENT = "  "
 MAX_FINDINGS = 20  # causes shown at most
 MAX_LINES = 40  # the whole summary at most
-HOST_TABLE_MAX = 8  # more hosts: not a row each, but a line per status with their hostlist
+HOST_TABLE_MAX = ONE_LINE_EACH  # more hosts: a line per status with their hostlist
 MIN_FAILURE_LINES = 8  # what the failures get at least, whatever the other sections took
 LINE_MAX_LINES = 3  # lines of one finding's what, or fix, shown at most
 CONSEQUENCES_SHOWN = 2  # consequences listed under their cause, then a count

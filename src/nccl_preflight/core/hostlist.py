@@ -12,6 +12,9 @@ import re
 _GROUP = re.compile(r"\[([^\[\]]*)\]")
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
 MAX_HOSTS = 65536  # an expression that names more is refused (a typo such as [1-9999999])
+# The reports show up to this many hosts a line each; beyond, hosts that say the same are one
+# line with their hostlist (the console's hosts, summary.md's transport lines).
+ONE_LINE_EACH = 8
 
 
 class HostlistError(ValueError):

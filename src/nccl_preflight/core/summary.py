@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .bandwidth_expectation import expectation_markdown, expected_figures
 from .bandwidth_rows import by_size
+from .hostlist import compress
 from .pairwise import pairwise_markdown
 from .text import md_escape
 from .transport_report import transport_lines
@@ -183,20 +184,58 @@ def _header_lines(
     ]
 
 
-def _host_table_lines(hosts: list[dict[str, Any]]) -> list[str]:
-    lines = [
-        "",
+def failing_first(
+    hosts: list[dict[str, Any]], found: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the hosts a finding names or whose row is not ``ok``: first those whose own failure is
+    a cause, in the findings' order, then the others in host order; the healthy hosts, in host
+    order). summary.md and report.html show the first and fold the second into one row."""
+    causes = [str(f.get("host")) for f in fold_findings(found).heads if f.get("host")]
+    named = {str(f.get("host")) for f in found if f.get("host")}
+    by_host = {row["host"]: row for row in hosts}
+    first = [by_host[h] for h in dict.fromkeys(causes) if h in by_host]
+    shown = {row["host"] for row in first}
+    rest, healthy = [], []
+    for row in hosts:
+        if row["host"] not in shown:
+            (rest if row["host"] in named or not row.get("ok", True) else healthy).append(row)
+    return first + rest, healthy
+
+
+def _host_row_line(row: dict[str, Any]) -> str:
+    node_rank = "" if row["node_rank"] is None else row["node_rank"]
+    pre = row["preflight"] if row["reachable"] else f"UNREACHABLE; {row['preflight']}"
+    return (
+        f"| {md_escape(row['host'])} | {node_rank} | {md_escape(pre)} | "
+        f"{row['ranks_passed']} | {row['ranks_failed']} |"
+    )
+
+
+def healthy_line(healthy: list[dict[str, Any]]) -> tuple[str, str]:
+    """(how many healthy hosts, their Slurm hostlist) for the one row that stands for them."""
+    return f"{len(healthy)} healthy host{'s' if len(healthy) != 1 else ''}", compress(
+        [row["host"] for row in healthy]
+    )
+
+
+def _host_table_lines(hosts: list[dict[str, Any]], found: list[dict[str, Any]]) -> list[str]:
+    """The hosts table, failing first; the healthy hosts one row (how many, their hostlist),
+    their own rows in a <details> block under the table."""
+    header = [
         "| host | node rank | pre-flight | ranks passed | ranks failed |",
         "|---|---|---|---|---|",
     ]
-    for row in hosts:
-        node_rank = "" if row["node_rank"] is None else row["node_rank"]
-        pre = row["preflight"] if row["reachable"] else f"UNREACHABLE; {row['preflight']}"
-        lines.append(
-            f"| {md_escape(row['host'])} | {node_rank} | {md_escape(pre)} | "
-            f"{row['ranks_passed']} | {row['ranks_failed']} |"
-        )
-    return lines
+    shown, healthy = failing_first(hosts, found)
+    lines = ["", *header, *map(_host_row_line, shown)]
+    if not healthy:
+        return lines
+    count, hostlist = healthy_line(healthy)
+    texts = {row["preflight"] for row in healthy}
+    pre = texts.pop() if len(texts) == 1 else "no check failed"
+    passed = sum(row["ranks_passed"] for row in healthy)
+    lines.append(f"| {md_escape(hostlist)} ({count}) | | {md_escape(pre)} | {passed} | 0 |")
+    lines += ["", f"<details><summary>{count}, one row each</summary>", "", *header]
+    return [*lines, *map(_host_row_line, healthy), "", "</details>"]
 
 
 def _bandwidth_lines(bandwidth: list[dict[str, Any]]) -> list[str]:
@@ -236,7 +275,8 @@ def summarize(judged: JudgedRun) -> dict[str, Any]:
     keyed = [problem for item in judged.suites for problem in _problems(item)]
     problems = [line for _, line in keyed]
     lines = _header_lines(run, totals, judged.failed, judged.check_mode)
-    lines += _host_table_lines(judged.hosts) + _bandwidth_lines(judged.bandwidth)
+    lines += _host_table_lines(judged.hosts, judged.findings)
+    lines += _bandwidth_lines(judged.bandwidth)
     lines += transport_lines(judged.transport)
     lines += expectation_markdown(judged.expectations) + pairwise_markdown(judged.pairwise)
     lines += predicted_skip_lines(run.plan)

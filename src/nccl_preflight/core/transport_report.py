@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .hostlist import ONE_LINE_EACH, compress
 from .junit_cases import Case
 from .transport import describe, net_kind, parse_nccl_log
 
@@ -30,16 +31,18 @@ CAUSE_CHECKS = ("nccl_ib_hca", "nccl_config", "rdma", "gpudirect", "limits")
 WARN_LINES = 10
 
 
-def read_nccl_logs(host_dir: Path) -> dict[Any, str]:
-    """{rank: text} of nccl-rank-<R>.log, {"pid-<P>": text} of nccl-pid-<P>.log."""
+def read_nccl_logs(host_dir: Path, files: list[str] | None = None) -> dict[Any, str]:
+    """{rank: text} of nccl-rank-<R>.log, {"pid-<P>": text} of nccl-pid-<P>.log; ``files``:
+    the names of the directory's files when the caller listed them already."""
     logs: dict[Any, str] = {}
-    if not host_dir.is_dir():
+    if files is None and not host_dir.is_dir():
         return logs
-    for path in sorted(host_dir.iterdir()):
-        match = NCCL_LOG.match(path.name)
-        if match and path.is_file():
+    names = sorted(p.name for p in host_dir.iterdir() if p.is_file()) if files is None else files
+    for name in names:
+        match = NCCL_LOG.match(name)
+        if match:
             key = int(match.group("rank")) if match.group("rank") else f"pid-{match.group('pid')}"
-            logs[key] = path.read_text(encoding="utf-8", errors="replace")
+            logs[key] = (host_dir / name).read_text(encoding="utf-8", errors="replace")
     return logs
 
 
@@ -223,8 +226,13 @@ def add_transport_cases(analysis: dict[str, Any], files: list[SuiteFile]) -> Non
 def transport_lines(analysis: dict[str, Any]) -> list[str]:
     """summary.md: one line per host of ``analysis`` (analyze_run) saying what NCCL used
     (nothing when no rank ran NCCL)."""
-    if not analysis["hosts"]:
+    rows = analysis["hosts"]
+    if not rows:
         return []
-    return ["", "Transport (what NCCL used, from its INFO log):", ""] + [
-        f"- {row['line']}" for row in analysis["hosts"]
-    ]
+    head = ["", "Transport (what NCCL used, from its INFO log):", ""]
+    if len(rows) <= ONE_LINE_EACH:
+        return head + [f"- {row['line']}" for row in rows]
+    said: dict[str, list[str]] = {}  # beyond: the hosts that say the same, one line
+    for row in rows:
+        said.setdefault(row["line"].removeprefix(f"{row['host']}: "), []).append(row["host"])
+    return head + [f"- {compress(hosts)}: {text}" for text, hosts in said.items()]
