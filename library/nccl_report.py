@@ -74,7 +74,6 @@ attributes:
     support: full
     details: In check mode the report is computed and returned but no file is written.
 requirements:
-  - junit-xml (on the control machine)
   - jinja2 and matplotlib (on the control machine, for report.html)
 author:
   - nccl-preflight contributors
@@ -190,7 +189,7 @@ html:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 # The core room, as the installed package: this module never leaves the control machine (its
 # action plugin, plugins/action/nccl_report.py, builds the report in-process instead).
@@ -205,10 +204,6 @@ def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     result = run_report(module.params, module.check_mode)
     if result.pop("failed", False):
-        if result.get("missing_lib"):
-            module.fail_json(
-                msg=missing_required_lib(result["missing_lib"]), exception=result["msg"]
-            )
         module.fail_json(**result)
     module.exit_json(**result)
 

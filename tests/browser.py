@@ -58,6 +58,7 @@ class PageView:
     first_screen_text: str = ""  # the text of every element at least partly on the first screen
     title: str = ""
     png: bytes = b""
+    load_s: float = 0.0  # from Page.navigate to the load event
 
 
 class _Session:
@@ -172,10 +173,12 @@ def _look(profile: Path, path: Path, timeout: float) -> PageView:
             mobile=False,
         )
         session.events.clear()
+        began = time.monotonic()
         session.call("Page.navigate", url=path.resolve().as_uri())
         session.wait_for("Page.loadEventFired", timeout)
+        loaded = time.monotonic() - began
         time.sleep(0.3)  # late console messages
-        view = PageView()
+        view = PageView(load_s=loaded)
         result = session.call("Runtime.evaluate", expression=_FIRST_SCREEN_JS, returnByValue=True)
         view.first_screen_text = str(result.get("result", {}).get("value") or "")
         title = session.call("Runtime.evaluate", expression="document.title", returnByValue=True)

@@ -27,9 +27,4 @@ class ActionModule(ActionBase):
         del tmp
         _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         outcome = run_report(args, bool(self._task.check_mode))
-        if outcome.pop("missing_lib", None):
-            outcome["msg"] = (
-                "junit-xml is needed on the control machine (pip install -r requirements.txt): "
-                + outcome["msg"]
-            )
         return {**result, **outcome}

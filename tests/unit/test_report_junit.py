@@ -19,7 +19,7 @@ import nccl_report
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from nccl_preflight.core import junit as nccl_junit
+from nccl_preflight.core import junit_cases
 from tests.jenkins_schema import validate_report_junit
 
 # --- builders of reports/<run-id>/, per the contracts in docs/design.md --------------------------
@@ -285,9 +285,20 @@ def test_all_passed_gives_one_suite_per_rank_and_per_host(
     )
     props = {p.get("name"): p.get("value") for p in rank4.iter("property")}
     assert props["version.torch"] == "2.13.0+cpu" and props["backend"] == "gloo"
-    assert "busbw_gbps=" in props["bandwidth.all_reduce.65536"]
+    # The merged file is lean (issue 37): a rank's bandwidth rows and what a passed check saw
+    # are in its own file under junit/ only.
+    assert not any(name.startswith("bandwidth.") for name in props)
+    own = suites(run.dir / "junit" / "rank-4.xml")["nccl.node2.rank4"]
+    own_props = {p.get("name"): p.get("value") for p in own.iter("property")}
+    assert own_props["version.torch"] == "2.13.0+cpu"
+    assert own_props["bandwidth.all_reduce.65536"] == (
+        "count=16384 type=float32 redop=sum root=-1 time_us=800 algbw_gbps=1 "
+        "busbw_gbps=1.667 wrong=0"
+    )
     pre = merged["preflight.node1"]
-    assert case(pre, "fabric_interface").find("system-out").text == "fab0 up"
+    assert case(pre, "fabric_interface").find("system-out") is None
+    own_pre = suites(run.dir / "junit" / "preflight-node1.xml")["preflight.node1"]
+    assert case(own_pre, "fabric_interface").find("system-out").text == "fab0 up"
     assert case(pre, "gpu_present").find("skipped").get("message") == "backend gloo needs no GPU"
     # junit-xml writes times with 6 decimals and disabled="0": neither survives.
     root = ET.parse(run.dir / "junit.xml").getroot()
@@ -531,10 +542,8 @@ def test_preflight_only_run_is_judged_on_preflight(
 
 
 def test_suite_xml_refuses_an_empty_suite() -> None:
-    from junit_xml import TestSuite
-
     with pytest.raises(ValueError, match="empty suites are not allowed"):
-        nccl_junit.suites_to_xml([TestSuite("nccl.x.rank0", [])])
+        junit_cases.document([junit_cases.Suite("nccl.x.rank0", [])])
 
 
 # --- real output of files/nccl_check.py ---------------------------------------------------------

@@ -26,15 +26,12 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .bandwidth_rows import by_size
+from .junit_cases import Case, Suite
 from .rdma_expect import NicsUsed, cluster_figure, used_by_host
 
 if TYPE_CHECKING:
     from .run_data import RunData
-
-try:
-    from junit_xml import TestCase, TestSuite
-except ImportError:  # nccl_junit reports the missing library
-    TestCase = TestSuite = None  # type: ignore[assignment,misc]
 
 DEFAULTS = {
     "expected_busbw": {},
@@ -57,17 +54,11 @@ def settings(plan: dict[str, Any]) -> dict[str, Any]:
 def collective_rows(rank_docs: list[dict[str, Any]]) -> dict[str, dict[int, list[float]]]:
     """collective -> size -> every rank's nccl-tests busbw at that size."""
     table: dict[str, dict[int, list[float]]] = {}
-    for doc in rank_docs:
-        for test in doc.get("tests") or []:
-            name = str(test.get("name") or "")
-            if not name.startswith("bandwidth_"):
-                continue
-            for row in test.get("bandwidth") or []:
-                if row.get("busbw_gbps") is None or row.get("size_bytes") is None:
-                    continue
-                table.setdefault(name.removeprefix("bandwidth_"), {}).setdefault(
-                    int(row["size_bytes"]), []
-                ).append(float(row["busbw_gbps"]))
+    for name, sizes in by_size(enumerate(rank_docs)).items():
+        if name.startswith("bandwidth_"):
+            per_size = table.setdefault(name.removeprefix("bandwidth_"), {})
+            for size, (_, values) in sizes.items():
+                per_size.setdefault(size, []).extend(map(float, values))
     return table
 
 
@@ -261,31 +252,27 @@ def expected_figures(expectations: dict[str, Any]) -> tuple[dict[str, tuple[floa
 
 
 def expectation_suites(result: dict[str, Any]) -> list[tuple[str, Any, str]]:
-    """[(path, TestSuite, host)]: junit/bandwidth.xml (expected_busbw, baseline) when judged;
+    """[(path, Suite, host)]: junit/bandwidth.xml (expected_busbw, baseline) when judged;
     ``result``: evaluate's."""
-    if TestSuite is None:
-        return []
     conf = result["settings"]
     cases = []
     for row in result["collectives"]:
         if row["verdict"] == "not judged":
             continue
-        case = TestCase(
-            "expected_busbw", classname=f"bandwidth.{row['collective']}", stdout=_message(row, conf)
-        )
+        case = Case("expected_busbw", f"bandwidth.{row['collective']}", stdout=_message(row, conf))
         if row["verdict"] == "crit":
-            case.add_failure_info(message=_message(row, conf), failure_type="below expected")
+            case.fail(_message(row, conf), kind="below expected")
         cases.append(case)
     if result["baseline"]:
-        case = TestCase("baseline", classname="bandwidth.baseline", stdout=_baseline_text(result))
+        case = Case("baseline", "bandwidth.baseline", stdout=_baseline_text(result))
         if result["baseline_error"]:
-            case.add_error_info(message=result["baseline_error"], error_type="baseline")
+            case.error(result["baseline_error"], kind="baseline")
         elif result["drops"]:
-            case.add_failure_info(message=_baseline_text(result), failure_type="dropped")
+            case.fail(_baseline_text(result), kind="dropped")
         cases.append(case)
     if not cases:
         return []
-    return [("junit/bandwidth.xml", TestSuite("bandwidth", cases), "")]
+    return [("junit/bandwidth.xml", Suite("bandwidth", cases), "")]
 
 
 def _drop_text(drop: dict[str, Any]) -> str:

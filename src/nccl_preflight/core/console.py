@@ -9,6 +9,10 @@ Markdown, no escapes, no colour; every character that would move the cursor or c
 nccl_console.py prints the lines once, after the play recap. Causes and their consequences are
 folded as summary.md and report.html fold them (src/nccl_preflight/core/verdict.py fold_findings).
 Only the standard library.
+
+At most MAX_LINES lines at any size (issue 37): beyond HOST_TABLE_MAX hosts the hosts are three
+lines (the failing, the affected and the healthy ones, each a count and a Slurm hostlist), and the
+failures get the lines the other sections leave, then a count of the rest and where they are.
 """
 
 from __future__ import annotations
@@ -16,12 +20,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .hostlist import ONE_LINE_EACH, compress
 from .verdict import fold_findings
 
 # C0 and C1 control characters and DEL: none reaches a terminal from a node's answer.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 INDENT = "  "
-MAX_FINDINGS = 20
+MAX_FINDINGS = 20  # causes shown at most
+MAX_LINES = 40  # the whole summary at most
+HOST_TABLE_MAX = ONE_LINE_EACH  # more hosts: a line per status with their hostlist
+MIN_FAILURE_LINES = 8  # what the failures get at least, whatever the other sections took
+LINE_MAX_LINES = 3  # lines of one finding's what, or fix, shown at most
+CONSEQUENCES_SHOWN = 2  # consequences listed under their cause, then a count
+HOSTLIST_CHARS = 200  # a hostlist longer than this is cut, with the count of its hosts
 
 
 def plain(value: Any) -> str:
@@ -81,25 +92,58 @@ def _host_status(row: dict[str, Any], failing: set[str], affected: set[str]) -> 
     return "ok" if ranks else "ok, not launched"
 
 
-def _host_lines(result: dict[str, Any]) -> list[str]:
-    hosts = result.get("hosts") or []
-    if not hosts:
-        return []
+def hostlist_line(names: list[str], limit: int = HOSTLIST_CHARS) -> str:
+    """``names`` as one Slurm hostlist (core/hostlist.py compress), cut after ``limit``
+    characters at a name's end, saying so."""
+    text = plain(compress(names))
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(",", 0, limit)
+    return f"{text[: max(cut, 0)]},... (summary.md lists all {len(names)})"
+
+
+def _statuses(result: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """Every host row with its status in words (_host_status)."""
     findings = result.get("findings") or []
     failing = {str(f.get("host")) for f in fold_findings(findings).heads}
     affected = {str(f.get("host")) for f in findings} - failing
+    return [(row, _host_status(row, failing, affected)) for row in result.get("hosts") or []]
+
+
+def _host_lines(result: dict[str, Any]) -> list[str]:
+    """A row per host up to HOST_TABLE_MAX hosts; beyond, a line per kind of status."""
+    statuses = _statuses(result)
+    if not statuses:
+        return []
+    if len(statuses) > HOST_TABLE_MAX:
+        return _host_groups(statuses)
     rows = [
         [
             row.get("host"),
             "-" if row.get("node_rank") is None else row["node_rank"],
             rank_span(row.get("ranks") or []),
             row.get("preflight") or "",
-            _host_status(row, failing, affected),
+            status,
         ]
-        for row in hosts
+        for row, status in statuses
     ]
     header = ["host", "node rank", "ranks", "pre-flight", "status"]
     return ["", "Hosts:", *table(header, rows, right=frozenset({1}))]
+
+
+def _host_groups(statuses: list[tuple[dict[str, Any], str]]) -> list[str]:
+    """The hosts by status: failing (failed, unreachable), affected (by another's failure), ok."""
+    groups: dict[str, list[str]] = {"failing": [], "affected": [], "ok": []}
+    for row, status in statuses:
+        kind = next((k for k in ("ok", "affected") if status.startswith(k)), "failing")
+        groups[kind].append(str(row.get("host")))
+    counts = ", ".join(f"{len(names)} {kind}" for kind, names in groups.items() if names)
+    lines = ["", f"Hosts ({len(statuses)}: {counts}):"]
+    width = max(len(kind) for kind, names in groups.items() if names)
+    for kind, names in groups.items():
+        if names:
+            lines.append(f"{INDENT}{kind.ljust(width)}  {len(names):>5}  {hostlist_line(names)}")
+    return lines
 
 
 def _where(item: dict[str, Any]) -> str:
@@ -109,9 +153,37 @@ def _where(item: dict[str, Any]) -> str:
     return f"{where} {plain(item.get('test') or '')}"
 
 
-def _finding_lines(result: dict[str, Any]) -> list[str]:
+def _cut(lines: list[str]) -> list[str]:
+    """At most LINE_MAX_LINES of a finding's text, the last saying what was left out."""
+    shown = [line for line in lines if line][:LINE_MAX_LINES] or [""]
+    left = len([line for line in lines if line]) - len(shown)
+    return [*shown[:-1], f"{shown[-1]} (+{left} lines in verdict.json)"] if left > 0 else shown
+
+
+def _cause_lines(
+    number: int, item: dict[str, Any], consequences: list[dict[str, Any]]
+) -> list[str]:
+    """One cause: where and what, its fix, the first consequences it explains and their count."""
+    what = _cut(_plain_lines(item.get("what") or ""))
+    lines = [f"{INDENT}{number}. {_where(item)}: {what[0]}"]
+    lines += [f"{INDENT}   {line}" for line in what[1:]]
+    fix = _cut(_plain_lines(item.get("fix") or ""))
+    lines.append(f"{INDENT}   fix: {fix[0]}")
+    lines += [f"{INDENT}        {line}" for line in fix[1:]]
+    for consequence in consequences[:CONSEQUENCES_SHOWN]:
+        first = _plain_lines(consequence.get("what") or "")[0]
+        lines.append(f"{INDENT}   consequence: {_where(consequence)}: {first}")
+    more = consequences[CONSEQUENCES_SHOWN:]
+    if more:
+        hosts = hostlist_line(list(dict.fromkeys(str(c.get("host")) for c in more)), 80)
+        lines.append(f"{INDENT}   ... and {len(more)} more consequences on {hosts}")
+    return lines
+
+
+def _finding_lines(result: dict[str, Any], budget: int) -> list[str]:
     """Each cause numbered with its fix; the findings it explains folded under it, without a fix
-    of their own (verdict.json's ``cause`` pointers; src/nccl_preflight/core/verdict.py)."""
+    of their own (verdict.json's ``cause`` pointers; src/nccl_preflight/core/verdict.py); in
+    ``budget`` lines, then how many causes are left and on which hosts."""
     findings = result.get("findings") or []
     if not findings:
         return []
@@ -120,18 +192,19 @@ def _finding_lines(result: dict[str, Any]) -> list[str]:
     folded = len(findings) - len(causes)
     counts = f"{len(causes)}" + (f", plus {folded} folded under their causes" if folded else "")
     lines = ["", f"Failures ({counts}):"]
+    shown = 0
     for number, item in enumerate(causes[:MAX_FINDINGS], 1):
-        what = _plain_lines(item.get("what") or "")
-        lines.append(f"{INDENT}{number}. {_where(item)}: {what[0]}")
-        lines += [f"{INDENT}   {line}" for line in what[1:] if line]
-        fix = _plain_lines(item.get("fix") or "")
-        lines.append(f"{INDENT}   fix: {fix[0]}")
-        lines += [f"{INDENT}        {line}" for line in fix[1:] if line]
-        for consequence in folding.consequences_of(item):
-            first = _plain_lines(consequence.get("what") or "")[0]
-            lines.append(f"{INDENT}   consequence: {_where(consequence)}: {first}")
-    if len(causes) > MAX_FINDINGS:
-        lines.append(f"{INDENT}... and {len(causes) - MAX_FINDINGS} more in verdict.json")
+        block = _cause_lines(number, item, folding.consequences_of(item))
+        room = budget - len(lines) - (1 if number < len(causes) else 0)
+        if shown and len(block) > room:
+            break
+        lines += block
+        shown = number
+    if len(causes) > shown:
+        rest = causes[shown:]
+        hosts = list(dict.fromkeys(str(f.get("host")) for f in rest if f.get("host")))
+        on = f", on {len(hosts)} host(s): {hostlist_line(hosts, 120)}" if hosts else ""
+        lines.append(f"{INDENT}... and {len(rest)} more in verdict.json and summary.md{on}")
     return lines
 
 
@@ -175,7 +248,8 @@ def _bandwidth_lines(result: dict[str, Any]) -> list[str]:
 
 def console_lines(result: dict[str, Any]) -> list[str]:
     """The closing summary of the report's ``result``: verdict, hosts, failures with their fixes,
-    bus bandwidth, where the report is; plain lines, none of them ending in a space."""
+    bus bandwidth, where the report is; plain lines, none of them ending in a space; at most
+    MAX_LINES at any size (the failures take what the other sections leave)."""
     verdict = "FAILED" if result.get("verdict") == "failed" else "PASSED"
     check = " (check mode)" if result.get("check_mode") else ""
     totals = result.get("totals") or {}
@@ -188,8 +262,13 @@ def console_lines(result: dict[str, Any]) -> list[str]:
     ]
     if check:
         lines.append(f"{INDENT}a dry run: only the read-only checks ran; no rank was launched")
-    lines += _host_lines(result) + _finding_lines(result) + _bandwidth_lines(result)
+    lines += _host_lines(result)
     report_dir = plain(result.get("report_dir") or "")
-    lines += ["", f"Report: {plain(result.get('html') or '') or report_dir + '/summary.md'}"]
-    lines.append(f"{INDENT}beside it: summary.md, verdict.json, junit.xml in {report_dir}")
-    return lines
+    tail = [
+        *_bandwidth_lines(result),
+        "",
+        f"Report: {plain(result.get('html') or '') or report_dir + '/summary.md'}",
+        f"{INDENT}beside it: summary.md, verdict.json, junit.xml in {report_dir}",
+    ]
+    budget = max(MAX_LINES - len(lines) - len(tail), MIN_FAILURE_LINES)
+    return lines + _finding_lines(result, budget) + tail

@@ -11,8 +11,9 @@ speed a slow collective was judged against. Pure functions over nccl_junit.RunDa
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .run_cause import RunCause, run_cause
 from .run_data import RunData
@@ -43,9 +44,32 @@ class RankView:
     nccl_log: str = ""  # its nccl-rank-<R>.log (NCCL_DEBUG_FILE), "" when none came back
 
 
+class RankViews(dict):
+    """rank_views' answer: every rank's view by rank, and ``memo``: what a hint asks of all the
+    ranks, worked out once for all the hints of a run (``_once``: per hint it was quadratic in
+    the ranks, 8,192 ranks that hung ask 8,192 hang hints)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memo: dict[str, Any] = {}
+
+
+_T = TypeVar("_T")
+
+
+def _once(views: dict[int, RankView], key: str, make: Callable[[], _T]) -> _T:
+    """``make()`` once per RankViews (every time for another dict)."""
+    memo = getattr(views, "memo", None)
+    if memo is None:
+        return make()
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
+
+
 def rank_views(run: RunData) -> dict[int, RankView]:
     """Every expected or reporting rank of the run, with its host."""
-    views: dict[int, RankView] = {}
+    views = RankViews()
     for host in run.hosts:
         for rank in host.expected_ranks():
             log = (getattr(host, "nccl_logs", None) or {}).get(rank) or ""
@@ -86,18 +110,28 @@ def _hosts(ranks: list[int], views: dict[int, RankView]) -> list[str]:
     return sorted({views[r].host for r in ranks if r in views})
 
 
+def _wrong_tests(views: dict[int, RankView]) -> dict[Any, list[tuple[int, dict[str, Any]]]]:
+    """{test name: [(rank, test)]} of every test that got wrong data, in the views' order."""
+    found: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
+    for view in views.values():
+        for test in _tests(view.doc):
+            if is_wrong_data(test):
+                found.setdefault(test.get("name"), []).append((view.rank, test))
+    return found
+
+
 def wrong_data_hint(test_name: str, views: dict[int, RankView]) -> str:
     """Name the suspect rank(s) and host(s) of wrong data in one test, and what to run next."""
     saw: list[int] = []
     named: set[int] = set()
-    for view in views.values():
-        for test in _tests(view.doc):
-            if test.get("name") == test_name and is_wrong_data(test):
-                saw.append(view.rank)
-                source = str((test.get("details") or {}).get("source") or "")
-                for group in _RANKS_NAMED.findall(source):
-                    named.update(int(r) for r in group.split(" or "))
-    reporting = [v.rank for v in views.values() if any(_tests(v.doc))]
+    for rank, test in _once(views, "wrong", lambda: _wrong_tests(views)).get(test_name, []):
+        saw.append(rank)
+        source = str((test.get("details") or {}).get("source") or "")
+        for group in _RANKS_NAMED.findall(source):
+            named.update(int(r) for r in group.split(" or "))
+    reporting = _once(
+        views, "reporting", lambda: [v.rank for v in views.values() if any(_tests(v.doc))]
+    )
     # Where the data went wrong is told best by who received it wrong; the value's arithmetic
     # (off by one rank's contribution) only decides when every rank got the same wrong result.
     if saw and len(saw) < len(reporting):
@@ -144,18 +178,19 @@ def _ended_in(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     return errors[-1] if errors else None
 
 
-def hang_hint(rank: int, views: dict[int, RankView], timeout_s: Any) -> str:
-    """A rank that hung, crashed or errored: the test, the size, and the ranks still running."""
-    view = views.get(rank)
-    where = f"rank {rank} on {view.host}" if view else f"rank {rank}"
-    stuck = _ended_in(view.doc if view else None)
+def _how_ranks_ended(
+    views: dict[int, RankView],
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(running: no final result; errored; silent: no result at all; missing: never checked in)
+    over every rank."""
     running = sorted(
         r
         for r, v in views.items()
         if v.doc is not None and (v.doc.get("status") == "running" or not v.doc.get("finished_at"))
     )
+    still = set(running)
     errored = sorted(
-        r for r, v in views.items() if v.doc is not None and _ended_in(v.doc) and r not in running
+        r for r, v in views.items() if v.doc is not None and _ended_in(v.doc) and r not in still
     )
     silent = sorted(r for r, v in views.items() if v.doc is None)
     missing = sorted(
@@ -166,6 +201,15 @@ def hang_hint(rank: int, views: dict[int, RankView], timeout_s: Any) -> str:
             if isinstance(item, dict) and "rank" in item
         }
     )
+    return running, errored, silent, missing
+
+
+def hang_hint(rank: int, views: dict[int, RankView], timeout_s: Any) -> str:
+    """A rank that hung, crashed or errored: the test, the size, and the ranks still running."""
+    view = views.get(rank)
+    where = f"rank {rank} on {view.host}" if view else f"rank {rank}"
+    stuck = _ended_in(view.doc if view else None)
+    running, errored, silent, missing = _once(views, "ended", lambda: _how_ranks_ended(views))
     parts = []
     if stuck is not None:
         size = _size_of(stuck)

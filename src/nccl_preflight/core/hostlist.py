@@ -12,6 +12,9 @@ import re
 _GROUP = re.compile(r"\[([^\[\]]*)\]")
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
 MAX_HOSTS = 65536  # an expression that names more is refused (a typo such as [1-9999999])
+# The reports show up to this many hosts a line each; beyond, hosts that say the same are one
+# line with their hostlist (the console's hosts, summary.md's transport lines).
+ONE_LINE_EACH = 8
 
 
 class HostlistError(ValueError):
@@ -76,3 +79,60 @@ def expand(expression: str) -> list[str]:
             raise HostlistError(f"{expression!r}: nested or unmatched brackets")
         names += expanded
     return names
+
+
+_LAST_NUMBER = re.compile(r"^(.*?)(\d+)(\D*)$")
+
+
+def _ranges(numbers: list[int], width: int) -> str:
+    """[1, 2, 3, 5] (width 4) -> '0001-0003,0005'."""
+    spans: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        low, high = str(start).zfill(width), str(previous).zfill(width)
+        spans.append(low if start == previous else f"{low}-{high}")
+        if number is not None:
+            start = previous = number
+    return ",".join(spans)
+
+
+def compress(names: list[str]) -> str:
+    """The hostlist expression of ``names`` (each once), as Slurm writes it: names that differ
+    only in their last number are one bracket group of ranges, zero-padded as they are
+    (``gpu[0001-0016,0018-1024]``); other names stay as they are, in the order first seen.
+    ``expand`` gives every name back."""
+    groups: dict[tuple[str, str, int], set[int]] = {}
+    widths: dict[tuple[str, str], set[int]] = {}
+    plain: dict[str, None] = {}
+    for name in names:
+        match = _LAST_NUMBER.match(name)
+        if match is None or "[" in name or "]" in name or "," in name:
+            plain[name] = None
+            continue
+        prefix, digits, suffix = match.groups()
+        padded = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
+        widths.setdefault((prefix, suffix), set()).add(padded)
+        groups.setdefault((prefix, suffix, padded), set()).add(int(digits))
+    # An unpadded number as long as the group's one padded width is one of it (gpu0999, gpu1000).
+    for (prefix, suffix), seen in widths.items():
+        padded = seen - {0}
+        if 0 in seen and len(padded) == 1:
+            width = padded.pop()
+            bare = groups[(prefix, suffix, 0)]
+            fits = {n for n in bare if len(str(n)) == width}
+            groups[(prefix, suffix, width)] |= fits
+            bare -= fits
+    parts: list[str] = []
+    for (prefix, suffix, width), numbers in groups.items():
+        if not numbers:
+            continue
+        ordered = sorted(numbers)
+        spans = _ranges(ordered, width)
+        if len(ordered) == 1:
+            parts.append(f"{prefix}{spans}{suffix}")
+        else:
+            parts.append(f"{prefix}[{spans}]{suffix}")
+    return ",".join([*parts, *plain])

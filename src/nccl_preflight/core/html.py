@@ -21,7 +21,9 @@ from nccl_preflight.node.files import write_atomically
 
 from . import plots as nccl_plots
 from .hints import link_speeds_mbps
+from .hostlist import ONE_LINE_EACH, compress
 from .pairwise import MATRIX_MAX_NODES
+from .summary import failing_first, healthy_line
 from .verdict import describe, fold_findings, verdict_document
 
 if TYPE_CHECKING:
@@ -32,23 +34,31 @@ STATUS_ORDER = {"failed": 0, "error": 0, "skipped": 2, "passed": 3}
 
 
 def preflight_table(run: RunData) -> dict[str, Any]:
-    """Checks as columns (in the order first seen), hosts as rows, a cell per status."""
-    checks: list[str] = []
-    rows = []
+    """Checks as columns (in the order first seen), a row per host that did not pass every check
+    it ran (a check failed or in error, the host unreachable or without a pre-flight), a cell per
+    status; the others as ``passed``: (how many, their hostlist), or None."""
+    checks: dict[str, None] = {}
+    rows, passed = [], []
     for host in run.hosts:
+        results = (host.preflight or {}).get("results") or []
+        for item in results:
+            checks.setdefault(str(item.get("check") or "unnamed"), None)
+        statuses = {item.get("status") for item in results}
+        if host.reachable and results and statuses <= {"passed", "skipped"}:
+            passed.append(host.host)
+            continue
         cells: dict[str, dict[str, str]] = {}
-        for item in (host.preflight or {}).get("results") or []:
-            name = str(item.get("check") or "unnamed")
-            if name not in checks:
-                checks.append(name)
+        for item in results:
             text = str(item.get("message") or "")
             if item.get("hint"):
                 text += f" Fix: {item['hint']}"
+            name = str(item.get("check") or "unnamed")
             cells[name] = {"status": str(item.get("status") or "?"), "message": text}
         rows.append(
             {"host": host.host, "reachable": host.reachable, "ran": bool(cells), "cells": cells}
         )
-    return {"checks": checks, "rows": rows}
+    every = (f"{len(passed)} host{'s' if len(passed) != 1 else ''}", compress(passed))
+    return {"checks": list(checks), "rows": rows, "passed": every if passed else None}
 
 
 def pairwise(doc: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -86,22 +96,32 @@ def _no_heatmap(doc: dict[str, Any], note: str) -> str:
 def transports(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     """Per host, what NCCL used, from the ranks' NCCL INFO logs (``analysis``:
     transport_report.analyze_run): the same rows as summary.md's Transport section; none when
-    no rank left an NCCL log to read."""
+    no rank left an NCCL log to read. Beyond ONE_LINE_EACH hosts, the hosts whose row says the
+    same are one row, their hostlist in ``host``."""
     hosts = analysis["hosts"]
     if not any(row.get("net") for row in hosts):
         return []
-    rows = []
+    keyed = []
     for row in hosts:
         expect = row.get("expect") or ""
-        rows.append(
-            {
-                "host": row["host"],
-                "net": row.get("net") or "",
-                "expect": f"{expect} ({row.get('expect_reason') or ''})" if expect else "",
-                "summary": row["line"].split(": ", 1)[-1],
-            }
+        said = (
+            row.get("net") or "",
+            f"{expect} ({row.get('expect_reason') or ''})" if expect else "",
+            row["line"].split(": ", 1)[-1],
         )
-    return rows
+        keyed.append((said, row["host"]))
+    grouped: dict[tuple[str, str, str], list[str]] = {}
+    for said, host in keyed:
+        grouped.setdefault(said, []).append(host)
+    pairs = (
+        [(said, [host]) for said, host in keyed]
+        if len(hosts) <= ONE_LINE_EACH
+        else list(grouped.items())
+    )
+    return [
+        {"host": compress(names), "net": net, "expect": expect, "summary": summary}
+        for (net, expect, summary), names in pairs
+    ]
 
 
 def busbw_plots(run: RunData) -> tuple[list[dict[str, Any]], str]:
@@ -157,7 +177,8 @@ def expectations(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def links(run: RunData, run_dir: Path) -> list[dict[str, Any]]:
-    """Relative links to every rank's log and JSON and each host's own files, when present."""
+    """Relative links to every rank's log and JSON (the files read_run read) and each host's own
+    files, when present."""
     rows = []
     for host in run.hosts:
         base = quote(host.host, safe="")
@@ -168,12 +189,13 @@ def links(run: RunData, run_dir: Path) -> list[dict[str, Any]]:
         ranks = []
         for rank in host.expected_ranks():
             doc = host.ranks.get(rank) or {}
+            has_json = rank in host.ranks or rank in host.unreadable
             ranks.append(
                 {
                     "rank": rank,
                     "status": str(doc.get("status") or "no result"),
-                    "log": href(f"rank-{rank}.log"),
-                    "json": href(f"rank-{rank}.json"),
+                    "log": f"{base}/rank-{rank}.log" if rank in host.rank_logs else None,
+                    "json": f"{base}/rank-{rank}.json" if has_json else None,
                 }
             )
         extra = [
@@ -183,6 +205,22 @@ def links(run: RunData, run_dir: Path) -> list[dict[str, Any]]:
         ]
         rows.append({"host": host.host, "ranks": ranks, "extra": extra})
     return rows
+
+
+def _folded(rows: list[dict[str, Any]], healthy: set[str]) -> dict[str, Any]:
+    """``rows`` (one per host) as {shown: the rows of hosts not healthy, folded: the others}."""
+    return {
+        "shown": [row for row in rows if row["host"] not in healthy],
+        "folded": [row for row in rows if row["host"] in healthy],
+    }
+
+
+def headline(hosts: list[str]) -> str:
+    """The failing hosts as the page's header names them: each, or beyond ONE_LINE_EACH how
+    many and their hostlist."""
+    if len(hosts) <= ONE_LINE_EACH:
+        return ", ".join(hosts)
+    return f"{len(hosts)} hosts: {compress(hosts)}"
 
 
 def predicted_skips(plan: dict[str, Any]) -> dict[str, Any]:
@@ -207,6 +245,7 @@ def context(judged: JudgedRun, run_dir: Path) -> dict[str, Any]:
         if not f.get("consequence")
     ]
     failing_hosts = list(dict.fromkeys(f["host"] for f in causes if f.get("host")))
+    shown, healthy = failing_first(judged.hosts, judged.findings)
     plots, plots_note = busbw_plots(run)
     files = [
         {"name": n, "href": n}
@@ -219,13 +258,14 @@ def context(judged: JudgedRun, run_dir: Path) -> dict[str, Any]:
         "verdict": verdict,
         "verdict_text": describe(verdict["class"]),
         "check_mode": judged.check_mode,
-        "failing_hosts": failing_hosts,
+        "failing_hosts": headline(failing_hosts),
         "causes": causes,
         # Consequences without a pointer (nothing found explains them): listed after the causes.
         "consequences": [f for f in folded.heads if f.get("consequence")],
         "plan": run.plan,
         "totals": judged.totals,
-        "hosts": judged.hosts,
+        "hosts": shown,
+        "healthy": {"rows": healthy, "says": healthy_line(healthy)} if healthy else None,
         "predicted": predicted_skips(run.plan or {}),
         "preflight": preflight_table(run),
         "plots": plots,
@@ -233,7 +273,7 @@ def context(judged: JudgedRun, run_dir: Path) -> dict[str, Any]:
         "expected": expectations(judged.expectations),
         "pairwise": pairwise(judged.pairwise),
         "transports": transports(judged.transport),
-        "links": links(run, run_dir),
+        "links": _folded(links(run, run_dir), {row["host"] for row in healthy}),
         "files": files,
     }
 

@@ -6,26 +6,42 @@ Pure functions on the control machine. The input layout and the rank result JSON
 in docs/design.md; src/nccl_preflight/core/run_data.py reads them (re-exported here, the module's
 interface). build_suites judges every rank into its testcases, once per report
 (src/nccl_preflight/core/judged_run.py); write_report renders the judged run's suites, with
-summary.md and pairwise.json beside them. JUnit is built with junit-xml and then trimmed to what
-the Jenkins xunit schema (jenkins-junit.xsd) accepts: no ``disabled`` or ``skipped`` on
-``testsuites``, suite times with at most 3 decimals, no empty suites, no attribute the schema does
-not know.
+summary.md and pairwise.json beside them. The JUnit model and its XML (what the Jenkins xunit
+schema accepts) are src/nccl_preflight/core/junit_cases.py's.
+
+Scale (issue 37): every suite's XML is written once per file as text, no document tree; the
+merged junit.xml holds every testcase with its failure or error in full, but a passed or skipped
+testcase carries no system-out and a rank's suite no bandwidth rows: junit/<file>.xml keeps them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import xml.dom.minidom
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nccl_preflight.node.files import write_atomically
 
 from .bandwidth_expectation import expectation_suites
+from .bandwidth_rows import COLUMNS, BandwidthRows
 from .hints import MISSING, rank_hints
+from .junit_cases import (
+    CASE_PAD,
+    ERROR,
+    FAILED,
+    PASSED,
+    SKIPPED,
+    Case,
+    Suite,
+    add_counts,
+    attr,
+    escapes,
+    testsuites,
+)
 from .pairwise import pairwise_suites, write_pairwise
 from .run_data import (  # noqa: F401 - part of this module's interface
     HostData,
@@ -49,41 +65,6 @@ from .transport_report import add_transport_cases
 if TYPE_CHECKING:
     from .judged_run import JudgedRun
 
-try:
-    from junit_xml import TestCase, TestSuite
-except ImportError as exc:  # the module reports it with missing_required_lib
-    JUNIT_XML_IMPORT_ERROR: ImportError | None = exc
-else:
-    JUNIT_XML_IMPORT_ERROR = None
-
-# What jenkins-junit.xsd allows on each element; anything else junit-xml writes is dropped.
-_ALLOWED_ATTRS = {
-    "testsuites": {"name", "time", "tests", "failures", "errors"},
-    "testsuite": {
-        "name",
-        "tests",
-        "failures",
-        "errors",
-        "group",
-        "time",
-        "skipped",
-        "timestamp",
-        "hostname",
-        "id",
-        "package",
-        "file",
-        "log",
-        "url",
-        "version",
-    },
-    "testcase": {"name", "time", "classname", "group"},
-    "failure": {"type", "message"},
-    "error": {"type", "message"},
-    "skipped": {"type", "message"},
-    "property": {"name", "value"},
-}
-
-
 # --------------------------------------------------------------------------------------------
 # Building suites
 # --------------------------------------------------------------------------------------------
@@ -104,53 +85,120 @@ def _with_hint(message: str, hint: str | None) -> str:
     return message
 
 
+_IDENTITY = (
+    "host",
+    "global_rank",
+    "local_rank",
+    "node_rank",
+    "world_size",
+    "local_world_size",
+    "backend",
+    "device",
+    "status",
+    "started_at",
+    "finished_at",
+)
+# A bandwidth row as a property value: "count=256 type=float ... wrong=0", floats to 4 digits:
+# every column of a row (bandwidth_rows.COLUMNS) but its size, which names the property.
+_ROW_KEYS = COLUMNS[1:]
+_row_values = itemgetter(*_ROW_KEYS)
+_ROW_FORMATS: dict[tuple[type, ...], str] = {}
+
+
 def _fmt_num(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
 
 
+def _values_text(values: tuple[Any, ...]) -> str:
+    """The values of _ROW_KEYS as "key=value ...", through one format per value types (8,192
+    ranks x 77 rows: one % each)."""
+    types = tuple(map(type, values))
+    pattern = _ROW_FORMATS.get(types)
+    if pattern is None:
+        pairs = zip(_ROW_KEYS, types, strict=True)
+        pattern = " ".join(f"{key}=%.4g" if kind is float else f"{key}=%s" for key, kind in pairs)
+        _ROW_FORMATS[types] = pattern
+    return pattern % values
+
+
+def _row_text(row: dict[str, Any]) -> str:
+    """One bandwidth row as "key=value ...": every key of _ROW_KEYS the row has, in that order."""
+    try:
+        return _values_text(_row_values(row))
+    except KeyError:
+        return " ".join(f"{key}={_fmt_num(row[key])}" for key in _ROW_KEYS if key in row)
+
+
 def rank_properties(result: dict[str, Any]) -> dict[str, str]:
-    """Suite properties of one rank: identity, versions and every bandwidth row."""
-    props: dict[str, str] = {}
-    for key in (
-        "host",
-        "global_rank",
-        "local_rank",
-        "node_rank",
-        "world_size",
-        "local_world_size",
-        "backend",
-        "device",
-        "status",
-        "started_at",
-        "finished_at",
-    ):
-        if result.get(key) is not None:
-            props[key] = str(result[key])
+    """Suite properties of one rank, in junit.xml and junit/rank-<R>.xml: identity, versions."""
+    props = {key: str(result[key]) for key in _IDENTITY if result.get(key) is not None}
     for key, value in sorted((result.get("versions") or {}).items()):
         props[f"version.{key}"] = "" if value is None else str(value)
-    for test in result.get("tests") or []:
-        for row in test.get("bandwidth") or []:
-            collective = str(test.get("name")).removeprefix("bandwidth_")
-            name = f"bandwidth.{collective}.{row.get('size_bytes')}"
-            props[name] = " ".join(
-                f"{key}={_fmt_num(row.get(key))}"
-                for key in (
-                    "count",
-                    "type",
-                    "redop",
-                    "root",
-                    "time_us",
-                    "algbw_gbps",
-                    "busbw_gbps",
-                    "rank_time_us",
-                    "rank_busbw_gbps",
-                    "wrong",
-                )
-                if key in row
-            )
     return props
+
+
+# (test's property prefix, the columns' types) -> (one row's <property> line as a % format, or
+# "" when the prefix needs escaping; the columns that hold words, to check for markup).
+_PROPERTY_LINES: dict[tuple[str, tuple[type, ...]], tuple[str, tuple[int, ...]]] = {}
+
+
+def _property_line(prefix: str, types: tuple[type, ...]) -> tuple[str, tuple[int, ...]]:
+    key = (prefix, types)
+    if key not in _PROPERTY_LINES:
+        values = " ".join(
+            f"{name}=%.4g" if kind is float else f"{name}=%s"
+            for name, kind in zip(_ROW_KEYS, types[1:], strict=True)
+        )
+        line = f'{CASE_PAD}<property name="{prefix}%s" value="{values}"/>\n'
+        words = tuple(i for i, kind in enumerate(types) if kind is str)
+        _PROPERTY_LINES[key] = ("" if escapes(prefix) else line, words)
+    return _PROPERTY_LINES[key]
+
+
+def _held_property_xml(prefix: str, rows: BandwidthRows) -> str:
+    """The <property> lines of one test's held rows: one format for all of them where each
+    column has one type and no word needs escaping (as the rank script writes them), else a
+    line per row."""
+    columns = rows.columns
+    kinds = list(map(set, map(_types, columns)))
+    if set(map(len, kinds)) == {1}:
+        line, words = _property_line(prefix, tuple(map(set.pop, kinds)))
+        said = "".join(chain.from_iterable(set(columns[i]) for i in words))
+        if line and not escapes(said):
+            return (line * len(rows)) % tuple(chain.from_iterable(rows.rows()))
+    return "".join(
+        f'{CASE_PAD}<property name="{attr(prefix + str(row[0]))}" '
+        f'value="{attr(_values_text(row[1:]))}"/>\n'
+        for row in rows.rows()
+    )
+
+
+def _types(column: tuple[Any, ...]) -> Any:
+    return map(type, column)
+
+
+def bandwidth_property_xml(result: dict[str, Any]) -> str:
+    """Every bandwidth row of one rank as a <property> line (bandwidth.<collective>.<size>:
+    "count=... wrong=0"), for junit/rank-<R>.xml only: 77 a rank with the default check, so held
+    rows (core/bandwidth_rows.py) are written a test at a time."""
+    props: dict[str, str] = {}
+    held = []
+    for test in result.get("tests") or []:
+        rows = test.get("bandwidth")
+        if not rows:
+            continue
+        prefix = "bandwidth." + str(test.get("name")).removeprefix("bandwidth_") + "."
+        if isinstance(rows, BandwidthRows):
+            held.append(_held_property_xml(prefix, rows))
+            continue
+        for row in rows:
+            props[f"{prefix}{row.get('size_bytes')}"] = _row_text(row)
+    lines = [
+        f'{CASE_PAD}<property name="{attr(k)}" value="{attr(v)}"/>\n' for k, v in props.items()
+    ]
+    return "".join(held + lines)
 
 
 def _launch_timeout(launch: dict[str, Any] | None) -> str:
@@ -228,54 +276,51 @@ def _missing_rank_suite(
     stopped: str | None,
     reported_missing_by: list[int] | None,
     hints: dict[str, str] | None,
-) -> TestSuite:
+) -> Suite:
     """The suite of a rank without a result: one error saying why (classify_missing)."""
     classname = f"nccl.{host_label(host.host)}.rank{rank}"
     kind, message = classify_missing(host, rank, stopped, reported_missing_by or [])
     message = _with_hint(message, (hints or {}).get(MISSING))
-    case = TestCase("result", classname=classname)
-    case.add_error_info(message=message, output=clean_text(_log_for(host, rank)), error_type=kind)
+    case = Case("result", classname).error(message, clean_text(_log_for(host, rank)), kind)
     props = {"host": host.host, "global_rank": str(rank), "status": kind}
     if host.node_rank is not None:
         props["node_rank"] = str(host.node_rank)
-    return TestSuite(classname, [case], hostname=host.host, properties=props)
+    return Suite(classname, [case], hostname=host.host, properties=props)
 
 
-def _test_case(test: dict[str, Any], classname: str, hints: dict[str, str] | None) -> TestCase:
+def _test_case(test: dict[str, Any], classname: str, hints: dict[str, str] | None) -> Case:
     """The testcase of one entry of a rank's ``tests``: its status, message, hint and details."""
     test_name = str(test.get("name") or "unnamed")
-    case = TestCase(test_name, classname=classname, elapsed_sec=_seconds(test.get("duration_s")))
+    case = Case(test_name, classname, _seconds(test.get("duration_s")))
+    status = test.get("status")
+    if status == PASSED:
+        return case
     details = test.get("details") or {}
     hint = details.get("hint") or (hints or {}).get(test_name)  # nccl_hints: the controller's fix
     message = clean_text(_with_hint(str(test.get("message") or ""), hint))
     output = clean_text(json.dumps(details, indent=2, sort_keys=True)) if details else None
-    status = test.get("status")
-    if status == "failed":
-        case.add_failure_info(message=message or "failed", output=output)
-    elif status == "error":
-        case.add_error_info(message=message or "error", output=output)
-    elif status == "skipped":
-        case.add_skipped_info(message=message or "skipped", output=output)
-    elif status != "passed":
-        case.add_error_info(
-            message=f"unknown test status {status!r}. {message}".strip(), output=output
-        )
-    return case
+    if status == FAILED:
+        return case.fail(message or "failed", output)
+    if status == ERROR:
+        return case.error(message or "error", output)
+    if status == SKIPPED:
+        return case.skip(message or "skipped", output)
+    return case.error(f"unknown test status {status!r}. {message}".strip(), output)
 
 
-def _say_why_ended(cases: list[TestCase], host: HostData, rank: int) -> None:
+def _say_why_ended(cases: list[Case], host: HostData, rank: int) -> None:
     """The rank recorded its running test as an error when it was ended (SIGTERM): say why."""
     launch = host.launch or {}
-    error = cases[-1].errors[-1]
+    case = cases[-1]
     why = (
         f"nccl_run_timeout ran out{_launch_timeout(launch)}"
         if launch.get("timed_out")
         else f"the run was stopped ({launch['stopped_by']})"
     )
-    error["type"] = "hung"
-    error["message"] = (
-        f"rank {rank} on {host.host} hung in {cases[-1].name}: {why} and its process tree "
-        f"was ended. The rank said: {error['message']}"
+    case.kind = "hung"
+    case.message = (
+        f"rank {rank} on {host.host} hung in {case.name}: {why} and its process tree "
+        f"was ended. The rank said: {case.message}"
     )
 
 
@@ -285,7 +330,7 @@ def _unfinished_case(
     result: dict[str, Any],
     names: set[str],
     hints: dict[str, str] | None,
-) -> TestCase:
+) -> Case:
     """The error of a rank whose last result was written while a test was still running."""
     launch = host.launch or {}
     current = result.get("current_test") or "run"
@@ -304,19 +349,15 @@ def _unfinished_case(
     if died and died.get("signal") and not hung:
         message += f" It was {died.get('text')}."
     message = _with_hint(message, (hints or {}).get(MISSING))
-    case = TestCase(
-        current if current not in names else f"{current} (not finished)",
-        classname=f"nccl.{host_label(host.host)}.rank{rank}",
-    )
-    case.add_error_info(message=message, output=clean_text(_log_for(host, rank)), error_type=kind)
-    return case
+    name = current if current not in names else f"{current} (not finished)"
+    case = Case(name, f"nccl.{host_label(host.host)}.rank{rank}")
+    return case.error(message, clean_text(_log_for(host, rank)), kind)
 
 
-def _run_error_case(host: HostData, rank: int, message: str) -> TestCase:
+def _run_error_case(host: HostData, rank: int, message: str) -> Case:
     """A ``run`` testcase: the rank as a whole went wrong, with the tail of its log."""
-    case = TestCase("run", classname=f"nccl.{host_label(host.host)}.rank{rank}")
-    case.add_error_info(message=message, output=clean_text(_log_for(host, rank)))
-    return case
+    case = Case("run", f"nccl.{host_label(host.host)}.rank{rank}")
+    return case.error(message, clean_text(_log_for(host, rank)))
 
 
 def rank_suite(
@@ -325,7 +366,7 @@ def rank_suite(
     stopped: str | None = None,
     reported_missing_by: list[int] | None = None,
     hints: dict[str, str] | None = None,
-) -> TestSuite:
+) -> Suite:
     """One testsuite for one rank: a testcase per test, or an error saying why there is none
     (``stopped``: classify_missing)."""
     result = host.ranks.get(rank)
@@ -340,17 +381,17 @@ def rank_suite(
     unfinished = status == "running" or not result.get("finished_at")
     launch = host.launch or {}
     ended = launch.get("timed_out") or launch.get("stopped_by")
-    if ended and not unfinished and cases and cases[-1].errors:
+    if ended and not unfinished and cases and cases[-1].status == ERROR:
         _say_why_ended(cases, host, rank)
     if unfinished:
         cases.append(_unfinished_case(host, rank, result, names, hints))
-    elif status in ("failed", "error") and not any(c.is_failure() or c.is_error() for c in cases):
+    elif status in (FAILED, ERROR) and not any(c.bad for c in cases):
         why = result.get("message") or result.get("error") or f"the rank ended with status {status}"
         cases.append(_run_error_case(host, rank, clean_text(f"rank {rank} on {host.host}: {why}")))
     if not cases:
         message = f"rank {rank} on {host.host} reported no test at all (status {status})."
         cases.append(_run_error_case(host, rank, message))
-    return TestSuite(
+    return Suite(
         classname,
         cases,
         hostname=host.host,
@@ -373,49 +414,49 @@ def _of(item: dict[str, Any]) -> str:
     return f" (a consequence of {cause.get('host')}'s failed {cause.get('check')} check)"
 
 
-def preflight_suite(host: HostData, unreachable_hint: str = "") -> TestSuite | None:
+def _check_case(item: dict[str, Any], classname: str) -> Case:
+    """The testcase of one pre-flight check result."""
+    what = str(item.get("message") or "") + _of(item)
+    message = clean_text(_with_hint(what, item.get("hint")))
+    status = item.get("status")
+    # What a passed check saw ("fab0 up, mtu 9000") is worth reading too (junit/ keeps it).
+    case = Case(
+        str(item.get("check") or "unnamed"),
+        classname,
+        stdout=message if status == PASSED and message else None,
+    )
+    if status == FAILED:
+        return case.fail(message or "failed", message or None)
+    if status == SKIPPED:
+        return case.skip(message or "skipped")
+    if status == ERROR:
+        return case.error(message or "error", message or None)
+    if status != PASSED:
+        return case.error(f"unknown check status {status!r}. {message}".strip())
+    return case
+
+
+def preflight_suite(host: HostData, unreachable_hint: str = "") -> Suite | None:
     """One testsuite per host: a testcase per pre-flight check (+ reachability, with
     ``unreachable_hint``: run_data.unreachable_check, the front-end's way to see why)."""
     classname = f"preflight.{host_label(host.host)}"
-    cases: list[TestCase] = []
+    cases: list[Case] = []
     if not host.reachable:
-        case = TestCase("host reachable", classname=classname)
-        case.add_error_info(
-            message=(
-                f"{host.host} was unreachable or failed before launch: none of its ranks "
-                f"ran. {unreachable_hint}"
-            ),
-            error_type="unreachable",
+        message = (
+            f"{host.host} was unreachable or failed before launch: none of its ranks "
+            f"ran. {unreachable_hint}"
         )
-        cases.append(case)
-    for item in (host.preflight or {}).get("results") or []:
-        what = str(item.get("message") or "") + _of(item)
-        message = clean_text(_with_hint(what, item.get("hint")))
-        # What a passed check saw ("fab0 up, mtu 9000") is worth reading too.
-        case = TestCase(
-            str(item.get("check") or "unnamed"),
-            classname=classname,
-            stdout=message if item.get("status") == "passed" and message else None,
-        )
-        status = item.get("status")
-        if status == "failed":
-            case.add_failure_info(message=message or "failed", output=message or None)
-        elif status == "skipped":
-            case.add_skipped_info(message=message or "skipped")
-        elif status == "error":
-            case.add_error_info(message=message or "error", output=message or None)
-        elif status != "passed":
-            case.add_error_info(message=f"unknown check status {status!r}. {message}".strip())
-        cases.append(case)
+        cases.append(Case("host reachable", classname).error(message, kind="unreachable"))
+    cases += [_check_case(item, classname) for item in (host.preflight or {}).get("results") or []]
     if not cases:
         return None
-    return TestSuite(f"preflight.{host_label(host.host)}", cases, hostname=host.host)
+    return Suite(classname, cases, hostname=host.host)
 
 
 @dataclass
 class SuiteFile:
     path: str  # relative to the run directory, e.g. junit/rank-3.xml
-    suite: TestSuite
+    suite: Suite
     kind: str  # "rank" or "preflight"
     host: str
     rank: int | None = None
@@ -460,77 +501,18 @@ def build_suites(
     run_cases = []
     interrupted = str(run.plan.get("interrupted") or "")
     if interrupted:  # cut short from outside (slurm/run.py cut_short): the run has no verdict
-        case = TestCase(INTERRUPTED_TEST, classname="nccl.run")
-        case.add_error_info(
-            message=f"run {run.run_id} was cut short before it ended: {interrupted}",
-            error_type=INTERRUPTED_TEST,
-        )
-        run_cases.append(case)
+        message = f"run {run.run_id} was cut short before it ended: {interrupted}"
+        run_cases.append(Case(INTERRUPTED_TEST, "nccl.run").error(message, kind=INTERRUPTED_TEST))
     elif (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):
-        case = TestCase("ranks planned", classname="nccl.run")
-        case.add_error_info(
-            message=(
-                f"run {run.run_id}: no rank was planned or reported (no plan.json and no "
-                f"rank result); the launch stage did not run. Run the whole playbook: "
-                f"ansible-playbook playbooks/validate.yml"
-            ),
-            error_type="never started",
+        message = (
+            f"run {run.run_id}: no rank was planned or reported (no plan.json and no "
+            f"rank result); the launch stage did not run. Run the whole playbook: "
+            f"ansible-playbook playbooks/validate.yml"
         )
-        run_cases.append(case)
+        run_cases.append(Case("ranks planned", "nccl.run").error(message, kind="never started"))
     if run_cases:
-        files.append(SuiteFile("junit/run.xml", TestSuite("nccl.run", run_cases), "run", ""))
+        files.append(SuiteFile("junit/run.xml", Suite("nccl.run", run_cases), "run", ""))
     return files
-
-
-# --------------------------------------------------------------------------------------------
-# XML that jenkins-junit.xsd accepts
-# --------------------------------------------------------------------------------------------
-
-
-def _fmt_time(seconds: float) -> str:
-    return f"{max(seconds, 0.0):.3f}"
-
-
-def _suite_element(suite: TestSuite) -> ET.Element:
-    element = suite.build_xml_doc()
-    for node in element.iter():
-        allowed = _ALLOWED_ATTRS.get(node.tag)
-        if allowed is not None:
-            for attr in [a for a in node.attrib if a not in allowed]:
-                del node.attrib[attr]
-        # Whatever a node sent (names, versions, messages, logs) is text without the control
-        # characters XML 1.0 forbids; ElementTree escapes the markup.
-        for attr, value in node.attrib.items():
-            node.attrib[attr] = clean_text(str(value))
-        if node.text:
-            node.text = clean_text(node.text)
-    element.set("time", _fmt_time(sum(c.elapsed_sec or 0.0 for c in suite.test_cases)))
-    for case_el in element.iter("testcase"):
-        if "time" in case_el.attrib:
-            case_el.set("time", _fmt_time(float(case_el.get("time") or 0)))
-    return element
-
-
-def suites_to_xml(suites: list[TestSuite], name: str | None = None) -> str:
-    """A <testsuites> document of the given (non-empty) suites."""
-    root = ET.Element("testsuites")
-    totals = {"tests": 0, "failures": 0, "errors": 0}
-    seconds = 0.0
-    for suite in suites:
-        if not suite.test_cases:
-            raise ValueError(f"suite {suite.name} has no testcase; empty suites are not allowed")
-        element = _suite_element(suite)
-        for key in totals:
-            totals[key] += int(element.get(key, "0"))
-        seconds += float(element.get("time", "0"))
-        root.append(element)
-    if name:
-        root.set("name", name)
-    for key, value in totals.items():
-        root.set(key, str(value))
-    root.set("time", _fmt_time(seconds))
-    raw = ET.tostring(root, encoding="unicode")
-    return xml.dom.minidom.parseString(raw).toprettyxml(indent="  ", encoding="UTF-8").decode()
 
 
 # --------------------------------------------------------------------------------------------
@@ -554,25 +536,33 @@ def point_latest(report_root: Path, run_id: str) -> None:
 
 
 def write_report(report_dir: Path, judged: JudgedRun, markdown: str) -> list[str]:
-    """Write the judged run's junit/*.xml, junit.xml, summary.md (``markdown``) and
+    """Write the judged run's junit/*.xml (each suite in full, a rank's with every bandwidth
+    row), junit.xml (every suite, lean: junit_cases), summary.md (``markdown``) and
     pairwise.json; return the written paths."""
-    files = judged.suites
     written = []
     junit_dir = report_dir / "junit"
     if junit_dir.is_dir():
         for old in junit_dir.glob("*.xml"):
             old.unlink()
-    for item in files:
-        _write_atomic(report_dir / item.path, suites_to_xml([item.suite]))
-        written.append(str(report_dir / item.path))
-    _write_atomic(
-        report_dir / "junit.xml",
-        suites_to_xml(
-            [f.suite for f in files],
-            name=f"nccl-preflight {judged.run.run_id}"
-            + (" (check mode)" if judged.check_mode else ""),
-        ),
-    )
+    junit_dir.mkdir(parents=True, exist_ok=True)
+    hosts = {host.host: host for host in judged.run.hosts}
+    lean: list[str] = []
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    seconds = 0.0
+    for item in judged.suites:
+        doc = hosts[item.host].ranks.get(item.rank) if item.kind == "rank" else None
+        full, short = item.suite.forms(bandwidth_property_xml(doc) if doc else "")
+        mine = {key: 0 for key in totals}
+        add_counts(mine, item.suite)
+        path = str(report_dir / item.path)
+        write_atomically(path, testsuites([full], mine, item.suite.seconds))
+        written.append(path)
+        lean.append(short)
+        for key, value in mine.items():
+            totals[key] += value
+        seconds += round(item.suite.seconds, 3)
+    name = f"nccl-preflight {judged.run.run_id}" + (" (check mode)" if judged.check_mode else "")
+    _write_atomic(report_dir / "junit.xml", testsuites(lean, totals, seconds, name))
     _write_atomic(report_dir / "summary.md", markdown)
     written += [str(report_dir / "junit.xml"), str(report_dir / "summary.md")]
     written += write_pairwise(report_dir, judged.pairwise)

@@ -42,15 +42,11 @@ from nccl_preflight.node.pair_schedule import (
 )
 
 from .bandwidth_expectation import fabric_expectation, settings
+from .junit_cases import Case, Suite
 from .rdma_expect import NicsUsed, used_by_host
 
 if TYPE_CHECKING:
     from .run_data import RunData
-
-try:
-    from junit_xml import TestCase, TestSuite
-except ImportError:  # nccl_junit reports the missing library
-    TestCase = TestSuite = None  # type: ignore[assignment,misc]
 
 SCHEMA = 1
 RELAUNCH_DIR = "pairwise"  # reports/<run-id>/<host>/pairwise/: the pairwise-only relaunch
@@ -478,23 +474,23 @@ def _row_text(doc: dict[str, Any], verdict: dict[str, Any]) -> str:
 
 
 def pairwise_suites(doc: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
-    """[(path, TestSuite, host)]: junit/pairwise.xml, a `pairwise` testcase per node of the
+    """[(path, Suite, host)]: junit/pairwise.xml, a `pairwise` testcase per node of the
     pairwise document ``doc`` (pairwise_document)."""
-    if doc is None or TestSuite is None:
+    if doc is None:
         return []
     cases = []
     for verdict in doc["verdicts"]:
-        case = TestCase(
+        case = Case(
             "pairwise",
-            classname=f"pairwise.{_host_label(verdict['host'])}",
+            f"pairwise.{_host_label(verdict['host'])}",
             stdout=_row_text(doc, verdict),
         )
         if verdict["status"] == "slow":
-            case.add_failure_info(message=verdict["message"], failure_type="slow node")
+            case.fail(verdict["message"], kind="slow node")
         elif verdict["status"] == "timed out":
-            case.add_failure_info(message=verdict["message"], failure_type="pair timed out")
+            case.fail(verdict["message"], kind="pair timed out")
         elif verdict["status"] in ("undecided", "not measured"):
-            case.add_skipped_info(message=verdict["message"])
+            case.skip(verdict["message"])
         cases.append(case)
     props = {
         "reference_busbw_gbps": str(doc["reference_busbw_gbps"]),
@@ -503,7 +499,7 @@ def pairwise_suites(doc: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
         "expected_busbw_gbps": str(doc["expected_busbw_gbps"]),
         "reference_percent_of_expected": str(doc["reference_percent"]),
     }
-    return [("junit/pairwise.xml", TestSuite("pairwise", cases, properties=props), "")]
+    return [("junit/pairwise.xml", Suite("pairwise", cases, properties=props), "")]
 
 
 def pairwise_markdown(doc: dict[str, Any] | None) -> list[str]:

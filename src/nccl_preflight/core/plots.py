@@ -20,6 +20,8 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any
 
+from .bandwidth_rows import by_size
+
 if TYPE_CHECKING:
     from .run_data import RunData
 
@@ -42,19 +44,12 @@ _SVG_PROLOGUE = re.compile(r"^.*?(?=<svg\b)", re.S)
 
 def busbw_series(run: RunData) -> dict[str, dict[int, list[tuple[int, float]]]]:
     """{collective: {size_bytes: [(rank, busbw GB/s)]}} over every rank that measured it."""
+    ranked = ((rank, doc) for host in run.hosts for rank, doc in sorted(host.ranks.items()))
     series: dict[str, dict[int, list[tuple[int, float]]]] = {}
-    for host in run.hosts:
-        for rank, doc in sorted(host.ranks.items()):
-            for test in doc.get("tests") or []:
-                rows = test.get("bandwidth") or (test.get("details") or {}).get("bandwidth") or []
-                for row in rows:
-                    if not isinstance(row, dict) or row.get("busbw_gbps") is None:
-                        continue
-                    name = str(test.get("name")).removeprefix("bandwidth_")
-                    per_size = series.setdefault(name, {})
-                    per_size.setdefault(int(row["size_bytes"]), []).append(
-                        (rank, float(row["busbw_gbps"]))
-                    )
+    for name, sizes in by_size(ranked, details=True).items():
+        per_size = series.setdefault(name.removeprefix("bandwidth_"), {})
+        for size, (ranks, values) in sizes.items():
+            per_size.setdefault(size, []).extend(zip(ranks, map(float, values), strict=True))
     return series
 
 

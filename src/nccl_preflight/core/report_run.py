@@ -16,7 +16,7 @@ from typing import Any
 
 from .console import console_lines
 from .judged_run import JudgedRun, judge_run
-from .junit import JUNIT_XML_IMPORT_ERROR, point_latest, read_run, write_report
+from .junit import point_latest, read_run, write_report
 from .summary import summarize
 from .verdict import verdict_document, write_verdict
 
@@ -66,10 +66,8 @@ def _write(
 def run_report(p: dict, check_mode: bool) -> dict:
     """Build and (outside check mode) write the report of ``p`` (:data:`ARGUMENT_SPEC`).
 
-    -> the result; ``failed: True`` with ``msg`` (and ``missing_lib`` when junit-xml is missing).
+    -> the result; ``failed: True`` with ``msg`` when there is no run to report on.
     """
-    if JUNIT_XML_IMPORT_ERROR is not None:
-        return {"failed": True, "missing_lib": "junit-xml", "msg": str(JUNIT_XML_IMPORT_ERROR)}
     report_root = Path(p["report_root"])
     run_id = p["run_id"] or "latest"
     run_dir = resolve_run_dir(report_root, run_id, p["fallback_to_latest"])

@@ -11,11 +11,13 @@ RunData and src/nccl_preflight/core/summary.py the summary.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .bandwidth_rows import compact
 from .transport_report import read_nccl_logs
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.(json|log)$")
@@ -98,20 +100,53 @@ def unreachable_check(run: RunData, host: str) -> str:
     return f"Check {' and '.join(f'`{c}`' for c in commands)}, and {look.output} above."
 
 
-def _read_json(path: Path) -> tuple[Any, str | None]:
+def _read_json(path: Path | str) -> tuple[Any, str | None]:
     """(document, None) or (None, why it could not be read)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8")), None
+        with open(path, encoding="utf-8") as file:
+            return json.loads(file.read()), None
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"cannot read {path}: {exc}"
     except json.JSONDecodeError as exc:
         return None, f"{path} is not valid JSON ({exc}); the rank was probably killed mid-write"
 
 
+def _held(doc: dict[str, Any]) -> dict[str, Any]:
+    """A rank's result as the report keeps it: its bandwidth rows compact
+    (src/nccl_preflight/core/bandwidth_rows.py: 8,192 ranks' rows as dicts were gigabytes)."""
+    tests = doc.get("tests")
+    for test in tests if isinstance(tests, list) else []:
+        if isinstance(test, dict) and test.get("bandwidth"):
+            test["bandwidth"] = compact(test["bandwidth"])
+    return doc
+
+
 def _read_text(path: Path) -> str | None:
     if not path.is_file():
         return None
     return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _read_host_dir(data: HostData, sub: Path) -> list[str]:
+    """Every rank-<R>.json and rank-<R>.log of a host's directory into ``data``, in name order;
+    -> the names of the directory's files (8,192 ranks: names, not Path objects)."""
+    with os.scandir(sub) as entries:
+        files = sorted(entry.name for entry in entries if entry.is_file())
+    for name in files:
+        match = _RANK_FILE.match(name)
+        if match is None:
+            continue
+        path = os.path.join(sub, name)
+        if match.group(2) == "json":
+            doc, why = _read_json(path)
+            if isinstance(doc, dict):
+                data.ranks[int(match.group(1))] = _held(doc)
+            else:
+                data.unreadable[int(match.group(1))] = why or f"{path} holds no JSON object"
+        else:
+            with open(path, encoding="utf-8", errors="replace") as file:
+                data.rank_logs[int(match.group(1))] = file.read()
+    return files
 
 
 def _planned_by_environment(data: HostData, layout: Any) -> None:
@@ -161,18 +196,9 @@ def read_run(report_dir: Path) -> RunData:
         data = hosts.get(sub.name)
         if data is None:
             data = hosts[sub.name] = HostData(host=sub.name)
-        for path in sorted(sub.iterdir()):
-            match = _RANK_FILE.match(path.name)
-            if match and match.group(2) == "json":
-                doc, why = _read_json(path)
-                if isinstance(doc, dict):
-                    data.ranks[int(match.group(1))] = doc
-                else:
-                    data.unreadable[int(match.group(1))] = why or f"{path} holds no JSON object"
-            elif match:
-                data.rank_logs[int(match.group(1))] = _read_text(path) or ""
+        files = _read_host_dir(data, sub)
         data.torchrun_log = _read_text(sub / "torchrun.log")
-        data.nccl_logs = read_nccl_logs(sub)
+        data.nccl_logs = read_nccl_logs(sub, files)
         launch, _ = (
             _read_json(sub / "launch.json") if (sub / "launch.json").is_file() else (None, None)
         )

@@ -14,47 +14,28 @@ import statistics
 from typing import TYPE_CHECKING, Any
 
 from .bandwidth_expectation import expectation_markdown, expected_figures
+from .bandwidth_rows import by_size
+from .hostlist import compress
 from .pairwise import pairwise_markdown
 from .text import md_escape
 from .transport_report import transport_lines
 from .verdict import fold_findings
 
 if TYPE_CHECKING:  # only in annotations: nccl_junit imports this module
-    from junit_xml import TestSuite
-
     from .judged_run import JudgedRun
     from .junit import SuiteFile
     from .run_data import RunData
-
-
-def _counts(suite: TestSuite) -> dict[str, int]:
-    return {
-        "tests": len(suite.test_cases),
-        "failures": sum(1 for c in suite.test_cases if c.is_failure()),
-        "errors": sum(1 for c in suite.test_cases if c.is_error()),
-        "skipped": sum(
-            1
-            for c in suite.test_cases
-            if c.is_skipped() and not c.is_error() and not c.is_failure()
-        ),
-    }
-
-
-def _suite_ok(suite: TestSuite) -> bool:
-    counts = _counts(suite)
-    return counts["failures"] == 0 and counts["errors"] == 0
 
 
 def _problems(item: SuiteFile) -> list[tuple[tuple[Any, ...], str]]:
     """One line per failed or erroneous testcase of the suite: every finding, not the first;
     each with the key (host, rank, test) of its finding in verdict.json."""
     found = []
-    for case in item.suite.test_cases:
-        for info in case.errors + case.failures:
-            if info.get("message"):
-                first = str(info["message"]).splitlines()[0]
-                key = (item.host, item.rank, case.name)
-                found.append((key, f"{case.classname} {case.name}: {first}"))
+    for case in item.suite.cases:
+        if case.bad and case.message:
+            first = case.message.splitlines()[0]
+            key = (item.host, item.rank, case.name)
+            found.append((key, f"{case.classname} {case.name}: {first}"))
     return found
 
 
@@ -88,21 +69,14 @@ def folded_problem_lines(
 def bandwidth_table(run: RunData, expectations: dict[str, Any]) -> list[dict[str, Any]]:
     """busbw per collective at its largest measured size, over the ranks that measured it, with
     its share of the expected figure (``expectations``: bandwidth_expectation.evaluate)."""
-    per_test: dict[str, dict[int, list[tuple[int, float]]]] = {}
-    for host in run.hosts:
-        for rank, result in host.ranks.items():
-            for test in result.get("tests") or []:
-                for row in test.get("bandwidth") or []:
-                    if row.get("busbw_gbps") is None or row.get("size_bytes") is None:
-                        continue
-                    per_test.setdefault(str(test.get("name")), {}).setdefault(
-                        int(row["size_bytes"]), []
-                    ).append((rank, float(row.get("rank_busbw_gbps", row["busbw_gbps"]))))
+    ranked = ((rank, result) for host in run.hosts for rank, result in host.ranks.items())
+    per_test = by_size(ranked, "rank_busbw_gbps")
     figures, min_bytes = expected_figures(expectations) if per_test else ({}, 0)
     table = []
     for name in sorted(per_test):
         size = max(per_test[name])
-        values = per_test[name][size]
+        ranks, measured = per_test[name][size]
+        values = list(zip(ranks, map(float, measured), strict=True))
         slowest = min(values, key=lambda item: item[1])
         busbw = [value for _, value in values]
         expected = figures.get(name.removeprefix("bandwidth_"), (None, ""))[0]
@@ -151,28 +125,36 @@ def predicted_skip_lines(plan: dict[str, Any]) -> list[str]:
 
 
 def host_rows(run: RunData, files: list[SuiteFile]) -> list[dict[str, Any]]:
-    """Per host: reachable, its pre-flight in words, how many of its ranks passed and failed."""
+    """Per host: reachable, its pre-flight in words, how many of its ranks passed and failed,
+    and ``ok``: reachable, no pre-flight check and no rank failed or in error."""
+    preflight: dict[str, dict[str, int]] = {}
+    ranks: dict[str, list[SuiteFile]] = {}
+    for item in files:
+        if item.kind == "preflight":
+            preflight.setdefault(item.host, item.suite.counts())
+        elif item.kind == "rank":
+            ranks.setdefault(item.host, []).append(item)
     hosts = []
     for host in run.hosts:
-        pre = next((f.suite for f in files if f.kind == "preflight" and f.host == host.host), None)
-        ranks = [f for f in files if f.kind == "rank" and f.host == host.host]
-        if pre is None:
+        c = preflight.get(host.host)
+        pre_failed = c["failures"] + c["errors"] if c else 0
+        if c is None:
             pre_text = "not run"
         else:
-            c = _counts(pre)
-            passed = c["tests"] - c["failures"] - c["errors"] - c["skipped"]
-            pre_text = (
-                f"{passed} passed, {c['failures'] + c['errors']} failed, {c['skipped']} skipped"
-            )
+            passed = c["tests"] - pre_failed - c["skipped"]
+            pre_text = f"{passed} passed, {pre_failed} failed, {c['skipped']} skipped"
+        mine = ranks.get(host.host, [])
+        failed = sum(1 for f in mine if not f.suite.ok)
         hosts.append(
             {
                 "host": host.host,
                 "node_rank": host.node_rank,
                 "reachable": host.reachable,
                 "preflight": pre_text,
-                "ranks_passed": sum(1 for f in ranks if _suite_ok(f.suite)),
-                "ranks_failed": sum(1 for f in ranks if not _suite_ok(f.suite)),
-                "ranks": [f.rank for f in ranks],
+                "ranks_passed": len(mine) - failed,
+                "ranks_failed": failed,
+                "ranks": [f.rank for f in mine],
+                "ok": host.reachable and not pre_failed and not failed,
             }
         )
     return hosts
@@ -202,20 +184,58 @@ def _header_lines(
     ]
 
 
-def _host_table_lines(hosts: list[dict[str, Any]]) -> list[str]:
-    lines = [
-        "",
+def failing_first(
+    hosts: list[dict[str, Any]], found: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the hosts a finding names or whose row is not ``ok``: first those whose own failure is
+    a cause, in the findings' order, then the others in host order; the healthy hosts, in host
+    order). summary.md and report.html show the first and fold the second into one row."""
+    causes = [str(f.get("host")) for f in fold_findings(found).heads if f.get("host")]
+    named = {str(f.get("host")) for f in found if f.get("host")}
+    by_host = {row["host"]: row for row in hosts}
+    first = [by_host[h] for h in dict.fromkeys(causes) if h in by_host]
+    shown = {row["host"] for row in first}
+    rest, healthy = [], []
+    for row in hosts:
+        if row["host"] not in shown:
+            (rest if row["host"] in named or not row.get("ok", True) else healthy).append(row)
+    return first + rest, healthy
+
+
+def _host_row_line(row: dict[str, Any]) -> str:
+    node_rank = "" if row["node_rank"] is None else row["node_rank"]
+    pre = row["preflight"] if row["reachable"] else f"UNREACHABLE; {row['preflight']}"
+    return (
+        f"| {md_escape(row['host'])} | {node_rank} | {md_escape(pre)} | "
+        f"{row['ranks_passed']} | {row['ranks_failed']} |"
+    )
+
+
+def healthy_line(healthy: list[dict[str, Any]]) -> tuple[str, str]:
+    """(how many healthy hosts, their Slurm hostlist) for the one row that stands for them."""
+    return f"{len(healthy)} healthy host{'s' if len(healthy) != 1 else ''}", compress(
+        [row["host"] for row in healthy]
+    )
+
+
+def _host_table_lines(hosts: list[dict[str, Any]], found: list[dict[str, Any]]) -> list[str]:
+    """The hosts table, failing first; the healthy hosts one row (how many, their hostlist),
+    their own rows in a <details> block under the table."""
+    header = [
         "| host | node rank | pre-flight | ranks passed | ranks failed |",
         "|---|---|---|---|---|",
     ]
-    for row in hosts:
-        node_rank = "" if row["node_rank"] is None else row["node_rank"]
-        pre = row["preflight"] if row["reachable"] else f"UNREACHABLE; {row['preflight']}"
-        lines.append(
-            f"| {md_escape(row['host'])} | {node_rank} | {md_escape(pre)} | "
-            f"{row['ranks_passed']} | {row['ranks_failed']} |"
-        )
-    return lines
+    shown, healthy = failing_first(hosts, found)
+    lines = ["", *header, *map(_host_row_line, shown)]
+    if not healthy:
+        return lines
+    count, hostlist = healthy_line(healthy)
+    texts = {row["preflight"] for row in healthy}
+    pre = texts.pop() if len(texts) == 1 else "no check failed"
+    passed = sum(row["ranks_passed"] for row in healthy)
+    lines.append(f"| {md_escape(hostlist)} ({count}) | | {md_escape(pre)} | {passed} | 0 |")
+    lines += ["", f"<details><summary>{count}, one row each</summary>", "", *header]
+    return [*lines, *map(_host_row_line, healthy), "", "</details>"]
 
 
 def _bandwidth_lines(bandwidth: list[dict[str, Any]]) -> list[str]:
@@ -242,7 +262,7 @@ def suite_totals(files: list[SuiteFile]) -> dict[str, int]:
     """Tests, failures, errors and skipped over every suite."""
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for item in files:
-        for key, value in _counts(item.suite).items():
+        for key, value in item.suite.counts().items():
             totals[key] += value
     return totals
 
@@ -255,7 +275,8 @@ def summarize(judged: JudgedRun) -> dict[str, Any]:
     keyed = [problem for item in judged.suites for problem in _problems(item)]
     problems = [line for _, line in keyed]
     lines = _header_lines(run, totals, judged.failed, judged.check_mode)
-    lines += _host_table_lines(judged.hosts) + _bandwidth_lines(judged.bandwidth)
+    lines += _host_table_lines(judged.hosts, judged.findings)
+    lines += _bandwidth_lines(judged.bandwidth)
     lines += transport_lines(judged.transport)
     lines += expectation_markdown(judged.expectations) + pairwise_markdown(judged.pairwise)
     lines += predicted_skip_lines(run.plan)

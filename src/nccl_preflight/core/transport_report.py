@@ -18,32 +18,31 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .hostlist import ONE_LINE_EACH, compress
+from .junit_cases import Case
 from .transport import describe, net_kind, parse_nccl_log
 
 if TYPE_CHECKING:
     from .junit import SuiteFile
     from .run_data import HostData, RunData
 
-try:
-    from junit_xml import TestCase
-except ImportError:  # nccl_junit reports the missing library
-    TestCase = None  # type: ignore[assignment,misc]
-
 NCCL_LOG = re.compile(r"^nccl-(?:rank-(?P<rank>\d+)|pid-(?P<pid>\d+))\.log$")
 CAUSE_CHECKS = ("nccl_ib_hca", "nccl_config", "rdma", "gpudirect", "limits")
 WARN_LINES = 10
 
 
-def read_nccl_logs(host_dir: Path) -> dict[Any, str]:
-    """{rank: text} of nccl-rank-<R>.log, {"pid-<P>": text} of nccl-pid-<P>.log."""
+def read_nccl_logs(host_dir: Path, files: list[str] | None = None) -> dict[Any, str]:
+    """{rank: text} of nccl-rank-<R>.log, {"pid-<P>": text} of nccl-pid-<P>.log; ``files``:
+    the names of the directory's files when the caller listed them already."""
     logs: dict[Any, str] = {}
-    if not host_dir.is_dir():
+    if files is None and not host_dir.is_dir():
         return logs
-    for path in sorted(host_dir.iterdir()):
-        match = NCCL_LOG.match(path.name)
-        if match and path.is_file():
+    names = sorted(p.name for p in host_dir.iterdir() if p.is_file()) if files is None else files
+    for name in names:
+        match = NCCL_LOG.match(name)
+        if match:
             key = int(match.group("rank")) if match.group("rank") else f"pid-{match.group('pid')}"
-            logs[key] = path.read_text(encoding="utf-8", errors="replace")
+            logs[key] = (host_dir / name).read_text(encoding="utf-8", errors="replace")
     return logs
 
 
@@ -199,18 +198,18 @@ def _name_odd_networks(run: RunData, ranks: dict[int, dict], nets: dict[str, str
             )
 
 
-def transport_case(verdict: dict[str, Any], classname: str) -> Any:
+def transport_case(verdict: dict[str, Any], classname: str) -> Case:
     """The ``transport`` testcase of one rank."""
-    case = TestCase(
+    case = Case(
         "transport",
-        classname=classname,
+        classname,
         stdout=verdict["message"] if verdict["status"] == "passed" else None,
     )
     output = "\n".join(verdict.get("warnings") or []) or None
     if verdict["status"] == "failed":
-        case.add_failure_info(message=verdict["message"], output=output, failure_type="transport")
-    elif verdict["status"] == "skipped":
-        case.add_skipped_info(message=verdict["message"])
+        return case.fail(verdict["message"], output, kind="transport")
+    if verdict["status"] == "skipped":
+        return case.skip(verdict["message"])
     return case
 
 
@@ -220,15 +219,20 @@ def add_transport_cases(analysis: dict[str, Any], files: list[SuiteFile]) -> Non
     for item in files:
         if item.kind != "rank" or item.rank not in analysis["ranks"]:
             continue
-        classname = item.suite.test_cases[0].classname if item.suite.test_cases else ""
-        item.suite.test_cases.append(transport_case(analysis["ranks"][item.rank], classname))
+        classname = item.suite.cases[0].classname if item.suite.cases else ""
+        item.suite.cases.append(transport_case(analysis["ranks"][item.rank], classname))
 
 
 def transport_lines(analysis: dict[str, Any]) -> list[str]:
     """summary.md: one line per host of ``analysis`` (analyze_run) saying what NCCL used
     (nothing when no rank ran NCCL)."""
-    if not analysis["hosts"]:
+    rows = analysis["hosts"]
+    if not rows:
         return []
-    return ["", "Transport (what NCCL used, from its INFO log):", ""] + [
-        f"- {row['line']}" for row in analysis["hosts"]
-    ]
+    head = ["", "Transport (what NCCL used, from its INFO log):", ""]
+    if len(rows) <= ONE_LINE_EACH:
+        return head + [f"- {row['line']}" for row in rows]
+    said: dict[str, list[str]] = {}  # beyond: the hosts that say the same, one line
+    for row in rows:
+        said.setdefault(row["line"].removeprefix(f"{row['host']}: "), []).append(row["host"])
+    return head + [f"- {compress(hosts)}: {text}" for text, hosts in said.items()]

@@ -113,15 +113,15 @@ def _rank_findings(
     hosts = {h.host: h for h in run.hosts}
     found = []
     for item in files:
-        if item.kind not in ("rank", "run"):
+        if item.kind not in ("rank", "run") or item.suite.ok:
             continue
         host = hosts.get(item.host)
         doc = host.ranks.get(item.rank) if host is not None and item.rank is not None else None
         tests = {str(t.get("name")): t for t in (doc or {}).get("tests") or []}
-        for case in item.suite.test_cases:
-            for info in case.failures + case.errors:
-                what, fix = split_hint(str(info.get("message") or ""))
-                kind = str(info.get("type") or "")
+        for case in item.suite.cases:
+            if case.bad:
+                what, fix = split_hint(case.message)
+                kind = case.kind
                 cls, consequence = (
                     _rank_class(run, host, tests.get(case.name), kind, stop)
                     if host is not None
