@@ -219,6 +219,14 @@ options:
             directory is removed.
         type: bool
         default: false
+      warden:
+        description:
+          - The run's warden watches this node (started by this module's action plugin, see
+            O(tether)). The start then holds the warden's pass while it starts anything, and is
+            refused, starting nothing, once the warden ended the run because its control
+            machine went away.
+        type: bool
+        default: false
       fabric:
         description: How this host's fabric address is chosen for C(fabric) listener addresses
           and the lock path, as the environment stage chooses it.
@@ -252,6 +260,28 @@ options:
       (C(nccl-preflight-<run_id>-*)).
     type: str
     default: ""
+  tether:
+    description:
+      - This ansible-playbook run makes a run directory on the node. Before the facts, the
+        action plugin starts the run's warden there - a small standard-library program in one
+        more session of this host's connection (ssh or local) that lasts until ansible-playbook
+        ends and beats every second. Whichever way the control machine goes away (Ctrl-C,
+        SIGTERM, a kill, a lost connection), the warden ends every process the run started on
+        the node and removes O(tether.run_dir) within seconds. When ansible-playbook ran to its
+        end, it only ends what is still running and leaves the directory as the run left it.
+      - Where no warden can be started (another connection type, a connection or C(become)
+        that needs a password), RV(tether) says why, with a warning.
+      - The module itself ignores it (the action plugin's option).
+    type: dict
+    suboptions:
+      run_dir:
+        description: The run's private directory on this node.
+        type: path
+      python:
+        description: The Python that runs the warden when O(program_python) names none
+          (the run's, C(nccl_python)); empty - C(python3).
+        type: str
+        default: ""
 attributes:
   check_mode:
     support: full
@@ -323,6 +353,14 @@ preflight:
     port_owner: {free: true, listeners: []}
     pid: 4242
     fabric_address: 10.0.0.11
+tether:
+  description:
+    - With O(tether) (not in check mode), the run's warden on this node - C(ready), C(pid) (the
+      tether's process on the control machine), C(warden_pid) (the warden on the node), or
+      C(error) (why no warden watches this node).
+  returned: with O(tether)
+  type: dict
+  sample: {ready: true, pid: 81234, warden_pid: 4240}
 ansible_facts:
   description: Facts under the key C(nccl).
   returned: always
@@ -483,11 +521,12 @@ import sys
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_preflight.node.facts_call import FACTS_SPEC, facts_and_start
 
-# O(program_python) and O(run_id) are the action plugin's (plugins/action/nccl_facts.py): the
+# O(program_python), O(run_id) and O(tether) are the action plugin's (plugins/action/nccl_facts.py): the
 # module itself is what runs when they are not given.
 ACTION_OPTIONS = {
     "program_python": {"type": "str", "default": ""},
     "run_id": {"type": "str", "default": ""},
+    "tether": {"type": "dict"},
 }
 
 

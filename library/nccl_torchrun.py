@@ -183,6 +183,13 @@ options:
         that process becomes the supervisor and the probe becomes torchrun, so torch is not
         imported again; otherwise torchrun starts in a new process.
     type: path
+  warden:
+    description:
+      - With O(state=started), the run's warden watches this node (M(nccl_facts) O(tether)
+        started it). The start holds the warden's pass while it starts torchrun, and is refused,
+        starting nothing, once the warden ended the run because its control machine went away.
+    type: bool
+    default: false
   stop_reason:
     description:
       - With O(state=finished), end the run at once instead of waiting, and record this reason as

@@ -7,7 +7,10 @@ zipapp, then the zipapp itself (:func:`stream_header`); BOOT (standard library o
 exactly that many bytes from fd 0, so what follows on stdin is left for the zipapp. It writes
 the zipapp into `tempfile.mkdtemp(prefix="nccl-preflight-<run id>-")` (mode 0700), runs it with
 the node's Python and removes the directory in a finally, also on SIGTERM/SIGINT/SIGHUP (which it
-passes on to the zipapp first). Nothing is installed and nothing stays on the node.
+passes on to the zipapp first). When whoever reads its output goes away (the SSH session of a
+control machine that was interrupted, killed or cut off closed its end of the pipe) it sends
+SIGHUP to the zipapp, kills it after BOOT_GONE_WAIT_S and removes the directory: a call whose
+caller is gone ends at once. Nothing is installed and nothing stays on the node.
 
 Both front-ends send their node programs this way: the Slurm command's job steps (srun sends its
 stdin to every task: slurm/ship.py) and, without a module start, the Ansible pre-flight's
@@ -28,8 +31,13 @@ from .zipapp import cached_build, folder_sources, package_closure, with_bytecode
 # The folder that holds the nccl_preflight package (src/).
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
-BOOT = r"""
-import os, shutil, signal, subprocess, sys, tempfile
+# Seconds a program whose reader went away has, after BOOT's SIGHUP, before it is killed: room
+# for the run's warden (node/run_warden.py) to end the run it watched.
+BOOT_GONE_WAIT_S = 10
+
+BOOT = rf"""
+import os, select, shutil, signal, subprocess, sys, tempfile
+GONE_WAIT_S = {BOOT_GONE_WAIT_S}
 def read_exactly(n):
     parts = []
     while n > 0:
@@ -47,14 +55,31 @@ while not header.endswith(b"\n"):
     header += byte
 work = tempfile.mkdtemp(prefix="nccl-preflight-" + sys.argv[1] + "-")
 child = None
-def stop(signum, frame):
+def end_child(signum, wait):
     if child is not None and child.poll() is None:
         child.send_signal(signum)
         try:
-            child.wait(1.0)
+            child.wait(wait)
         except subprocess.TimeoutExpired:
             child.kill()
+def stop(signum, frame):
+    end_child(signum, 1.0)
     raise SystemExit(128 + signum)
+def wait_child():
+    watch = select.poll()
+    watch.register(1, 0)
+    try:
+        pidfd = os.pidfd_open(child.pid)
+        watch.register(pidfd, select.POLLIN)
+    except (AttributeError, OSError):
+        pidfd = None
+    while child.poll() is None:
+        for fd, event in watch.poll(None if pidfd is not None else 200):
+            if fd == 1 and event & select.POLLNVAL:
+                watch.unregister(1)
+            elif fd == 1 and event & (select.POLLERR | select.POLLHUP):
+                end_child(signal.SIGHUP, GONE_WAIT_S)
+    return child.wait()
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(sig, stop)
 try:
@@ -62,7 +87,7 @@ try:
     with open(os.open(pyz, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
         f.write(read_exactly(int(header)))
     child = subprocess.Popen([sys.executable, pyz] + sys.argv[2:])
-    code = child.wait()
+    code = wait_child()
 finally:
     shutil.rmtree(work, ignore_errors=True)
 sys.exit(code)

@@ -54,6 +54,7 @@ from .run_dir import (
 )
 from .run_lock import look as look_at_lock
 from .run_lock import take as take_lock
+from .run_warden import WardenGone, warden_pass
 
 LISTENER_SPEC = {
     "name": {"type": "str", "required": True},
@@ -85,6 +86,8 @@ START_SPEC: dict[str, dict] = {
     "stop_timeout": {"type": "float", "default": 10.0},
     # A launch follows: the torch probe holds on to become torchrun (node/warm_launch.py).
     "warm": {"type": "bool", "default": False},
+    # The run's warden watches this node (node/run_warden.py): start nothing once it is gone.
+    "warden": {"type": "bool", "default": False},
 }
 # nccl_facts' preflight option: a start, and the settings the fabric address is chosen with.
 FACTS_START_SPEC: dict[str, dict] = {
@@ -186,7 +189,18 @@ def start(p: dict, check_mode: bool, python_done: dict | None = None) -> dict:
 
     ``python_done``: the probe's run ({rc, stdout, stderr, error}) when the caller already ran
     it (nccl_facts, which reads torch.xpu through it): the listener process then only keeps it.
+    With ``warden``, all of it under a pass of the run's warden (node/run_warden.py): refused,
+    with nothing started, once the warden ended the run.
     """
+    try:
+        with warden_pass(p["run_dir"] or p["path"], bool(p.get("warden")) and not check_mode):
+            return _start(p, check_mode, python_done)
+    except WardenGone as exc:
+        return _failed(str(exc), listeners=[], ports={}, warden_gone=True)
+
+
+def _start(p: dict, check_mode: bool, python_done: dict | None) -> dict:
+    """:func:`start`'s work."""
     path = p["path"]
     owner = port_owner(p["check_port"]) if p["check_port"] is not None else {}
     specs = p["listeners"]

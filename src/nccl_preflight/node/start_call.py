@@ -34,6 +34,7 @@ from .files import write_atomically
 from .run_dir import bad_file_name, make_private_dir, parse_mode, private_dir_problem
 from .run_look import LOOK_ZIPAPP
 from .run_start import build_argv, parse_env_file, wait_port_free
+from .run_warden import WardenGone, warden_pass
 from .supervisor import LAUNCH_FILE, PIDS_FILE, RESULTS_DIR, TORCHRUN_LOG, start_supervisor
 from .warm_launch import launch_in_holder
 
@@ -71,6 +72,7 @@ TORCHRUN_SPEC: dict[str, dict[str, Any]] = {
     "port_wait_timeout": {"type": "int", "default": 30},
     "stop_reason": {"type": "str", "default": ""},
     "warm_dir": {"type": "path"},
+    "warden": {"type": "bool", "default": False},
     "collect": {"type": "bool", "default": False},
     "collect_log_max_bytes": {"type": "int", "default": 4 * 1024 * 1024},
     "collect_to": {"type": "path"},
@@ -240,7 +242,17 @@ def wait_master_port(params: dict[str, Any]) -> None:
 def start_run(params: dict[str, Any]) -> dict[str, Any]:
     """state=started with the module's validated options (``params``; ``script`` is set when a
     zipapp comes without one): -> the module's result once torchrun runs. StartRefused before
-    torchrun runs."""
+    torchrun runs. With ``warden``, all of it under a pass of the run's warden
+    (node/run_warden.py): refused, with nothing started, once the warden ended the run."""
+    try:
+        with warden_pass(params["run_dir"], bool(params.get("warden"))):
+            return _start_run(params)
+    except WardenGone as exc:
+        raise StartRefused(msg=str(exc), run_dir=params["run_dir"], warden_gone=True) from None
+
+
+def _start_run(params: dict[str, Any]) -> dict[str, Any]:
+    """:func:`start_run`'s work."""
     run_dir = Path(params["run_dir"])
     script = script_payload(params)
     created, env_file = prepare_run_dir(params)

@@ -7,7 +7,9 @@ The supervisor is a detached process (``processes.detach``) and a child subreape
 start time) in ``<run_dir>/torchrun.pids``, and ends every recorded process still alive after the
 timeout (``processes.end_processes``: SIGTERM, then SIGKILL after the grace), at once on SIGTERM,
 SIGINT or SIGHUP, or when the control machine stopped watching (``watch.json`` went stale). Then
-it joins the per-rank logs into ``results/rank-<R>.log``, writes ``launch.json`` and exits.
+it joins the per-rank logs into ``results/rank-<R>.log``, writes ``launch.json`` and exits. A run
+whose directory was removed under it (the run's warden, node/run_warden.py, ended it: its
+controller is gone) is ended within ``GONE_GRACE_S`` and leaves nothing: no logs, no launch.json.
 
 ``wait_supervisor`` (state=finished) waits on the node for it; ``stop_run`` (state=stopped, and
 state=finished once the wait ended) ends whatever a run left alive and makes sure ``launch.json``
@@ -16,6 +18,7 @@ exists. Standard library only: shipped to the nodes inside library/nccl_torchrun
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -72,6 +75,10 @@ WATCH_FILE = "watch.json"
 READY_TIMEOUT_S = 30
 # wait_supervisor's answer when a watch call's look ended before the run did.
 STILL_RUNNING = "\0still running"
+# A run whose directory was removed under it (its controller is gone: node/run_warden.py) is
+# ended with this grace, not kill_grace: nobody collects its results, and nothing of it may stay.
+GONE_GRACE_S = 2.0
+RUN_DIR_GONE = "the run directory was removed while the run went on (its controller is gone)"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -151,7 +158,8 @@ class Supervision:
         }
 
     def write_pids(self) -> None:
-        write_json(self.run_dir / PIDS_FILE, self.pids_doc)
+        with contextlib.suppress(FileNotFoundError):  # the run directory was removed: RUN_DIR_GONE
+            write_json(self.run_dir / PIDS_FILE, self.pids_doc)
 
     def write_launch(self, rc: int | None, killed: list[int], error: str | None) -> None:
         write_json(
@@ -224,6 +232,8 @@ class Supervision:
                 self.timed_out = True
                 return
             self.stopped_by = watcher_gone(self.run_dir / WATCH_FILE)
+            if not self.run_dir.is_dir():
+                self.stopped_by = RUN_DIR_GONE
             if self.stopped_by:
                 return
             reap_children(keep=self.proc.pid)
@@ -234,12 +244,18 @@ class Supervision:
             return
 
     def end(self, rank_offset: int) -> None:
-        """End what is left of the tree, join the logs, write launch.json."""
+        """End what is left of the tree, join the logs, write launch.json; with the run
+        directory gone (RUN_DIR_GONE) only end the tree, within GONE_GRACE_S."""
         keep = self.proc.pid if self.proc is not None else None
         self.recorded.update(descendants(self.me, process_table()))
         self.recorded.pop(self.me, None)
-        killed = end_processes(self.recorded, self.kill_grace, reap=True, keep=keep)
+        gone = not self.run_dir.is_dir()
+        grace = min(self.kill_grace, GONE_GRACE_S) if gone else self.kill_grace
+        killed = end_processes(self.recorded, grace, reap=True, keep=keep)
         rc = self.proc.wait() if self.proc is not None else None
+        if gone or not self.run_dir.is_dir():
+            self.stopped_by = self.stopped_by or RUN_DIR_GONE
+            return  # nothing to write into, nobody to collect
         join_rank_logs(self.run_dir, rank_offset)
         self.write_launch(rc, killed, None)
         if self.stopped_by and WATCHER_GONE in self.stopped_by:
