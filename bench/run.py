@@ -3,7 +3,7 @@
 """Run the benchmarks and rewrite BENCHMARKS.md.
 
     python -m bench.run [--only overhead,scaling,fidelity,detect,tuning,pairwise,ansible_floor,
-                                slurm_overhead,slurm_cpu]
+                                slurm_overhead,slurm_cpu,slurm_scale]
                         [--repeats N] [--sizes 2,8,16,32] [--keep-work]
 
 Every benchmark brings up its own lab and tears it down, also on failure. Results are merged into
@@ -11,7 +11,8 @@ bench/results.json (the newest result of each benchmark, with its date and machi
 BENCHMARKS.md is rendered from that file. Benchmarks measure; they never assert timings.
 `tuning` (the ansible knobs at 2 and 32 hosts), `pairwise` and `ansible_floor` (Ansible's own
 floor on the overhead lab) are not part of the default set: they take long. `slurm_overhead` and
-`slurm_cpu` (bench/under_slurm.py) need Debian's Slurm packages in the lab.
+`slurm_cpu` (bench/under_slurm.py) and `slurm_scale` (bench/slurm_scale.py: 2 to 32 nodes) need
+Debian's Slurm packages in the lab.
 """
 
 from __future__ import annotations
@@ -36,13 +37,16 @@ from bench import (
     pairwise,
     report,
     scaling,
+    slurm_scale,
     under_slurm,
 )
 from bench.common import PROJECT_ROOT, log, machine_info, versions
 from tests.lab.harness import lab_unavailable_reason
 
 DEFAULT = ("overhead", "scaling", "fidelity", "detect")
-ALL = (*DEFAULT, "tuning", "pairwise", "ansible_floor", "slurm_overhead", "slurm_cpu")
+ALL = (
+    *DEFAULT, "tuning", "pairwise", "ansible_floor", "slurm_overhead", "slurm_cpu", "slurm_scale",
+)  # fmt: skip
 RESULTS = PROJECT_ROOT / "bench" / "results.json"
 OUTPUT = PROJECT_ROOT / "BENCHMARKS.md"
 
@@ -114,6 +118,9 @@ def run_one(name: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any
         return under_slurm.run_overhead(workdir, args.repeats)
     if name == "slurm_cpu":
         return under_slurm.run_cpu(workdir, args.repeats)
+    if name == "slurm_scale":
+        sizes = slurm_scale.SIZES if args.sizes == scaling.SIZES else args.sizes
+        return slurm_scale.run(workdir, args.repeats, sizes)
     raise ValueError(name)
 
 

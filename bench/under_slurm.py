@@ -90,13 +90,17 @@ def timed_process(
         "rc": proc.returncode,
         "wall_s": wall,
         "rusage_cpu_s": usage.ru_utime + usage.ru_stime,
+        "maxrss_kib": usage.ru_maxrss,  # the largest process of it and its waited descendants
         "cgroup_cpu_s": cgroup,
         "log": str(log_path),
     }
 
 
-def write_config(lab: Lab, path: Path, nproc: int, check_args: list[str]) -> Path:
-    """The slurm command's --config: the lab inventory's values (as the lab tests write it)."""
+def write_config(
+    lab: Lab, path: Path, nproc: int, check_args: list[str], extra: dict[str, Any] | None = None
+) -> Path:
+    """The slurm command's --config: the lab inventory's values (as the lab tests write it),
+    then ``extra``."""
     values = {
         "nccl_fabric_cidr": lab.fabric_cidr,
         "nccl_backend": "gloo",
@@ -105,22 +109,31 @@ def write_config(lab: Lab, path: Path, nproc: int, check_args: list[str]) -> Pat
         "nccl_run_timeout": RUN_TIMEOUT,
         "nccl_nproc_per_node": nproc,
         "nccl_check_args": check_args,
+        **(extra or {}),
     }
     path.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items()))
     return path
 
 
 def slurm_command(
-    lab: Lab, workdir: Path, label: str, nproc: int, check_args: list[str], profile: bool = False
+    lab: Lab,
+    workdir: Path,
+    label: str,
+    nproc: int,
+    check_args: list[str],
+    profile: bool | str = False,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One `bin/nccl-preflight slurm -N n` run (its own salloc) through bench/slurm_timer.py."""
+    """One `bin/nccl-preflight slurm -N n` run (its own salloc) through bench/slurm_timer.py.
+    ``profile``: True, cProfile on the wall clock; "cpu", on the main thread's CPU clock."""
     workdir.mkdir(parents=True, exist_ok=True)
-    config = write_config(lab, workdir / f"{label}.yml", nproc, check_args)
+    config = write_config(lab, workdir / f"{label}.yml", nproc, check_args, extra)
     reports = workdir / f"reports-{label}"
     timer = workdir / f"{label}-timer.json"
     argv = [str(VENV_BIN / "python"), "-m", "bench.slurm_timer", str(timer)]
     if profile:
-        argv += ["--profile", str(workdir / f"{label}.prof")]
+        flag = "--cpu-profile" if profile == "cpu" else "--profile"
+        argv += [flag, str(workdir / f"{label}.prof")]
     argv += ["slurm", "-N", str(len(lab.hosts)), "--config", str(config)]
     argv += ["--report-root", str(reports)]
     result = timed_process(argv, command_env(lab), workdir / f"{label}.log", label)
@@ -129,6 +142,7 @@ def slurm_command(
         stages = json.loads(timer.read_text())
     result["class"] = verdict_class(reports)
     result["stages"] = stages
+    result["reports"] = str(reports)
     return result
 
 
@@ -192,11 +206,12 @@ def ansible_command(lab: Lab, workdir: Path, label: str, check_args: list[str]) 
     return result
 
 
-def stage_totals(stages: dict[str, Any]) -> dict[str, float]:
-    """Seconds per stage (summed over its calls), and the rest of the process's life."""
+def stage_totals(stages: dict[str, Any], key: str = "") -> dict[str, float]:
+    """Seconds per stage (summed over its calls); key "cpu_s": the process's CPU seconds."""
     totals: dict[str, float] = {}
     for event in stages.get("events", []):
-        totals[event["stage"]] = totals.get(event["stage"], 0.0) + event["end"] - event["start"]
+        spent = event.get(key, 0.0) if key else event["end"] - event["start"]
+        totals[event["stage"]] = totals.get(event["stage"], 0.0) + spent
     return totals
 
 
