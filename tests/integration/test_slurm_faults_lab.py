@@ -340,7 +340,9 @@ def test_a_node_dropping_its_own_ephemeral_range_is_the_only_one_failing(
     port_range = ["cat", "/proc/sys/net/ipv4/ip_local_port_range"]
     low, high = map(int, slurm3.run(slurm3.hosts[1], port_range).stdout.split())
     run_id = new_run_id()
-    undo = slurm3.firewall_drop(slurm3.hosts[1], (low, high))
+    # from the fabric only: dropped from everywhere, the replies to its slurmd's own connections
+    # to slurmctld (management network) would go too, and Slurm would lose the node
+    undo = slurm3.firewall_drop(slurm3.hosts[1], (low, high), source=slurm3.fabric_cidr)
     try:
         done = command(slurm3, tmp_path, run_id, preflight_collect_wait=1)
     finally:
@@ -433,7 +435,8 @@ def test_the_printed_firewall_fixes_run_verbatim_make_the_rerun_pass(
     config = {"nccl_nproc_per_node": 2, "nccl_check_args": [*QUICK, "--tests", "correctness"]}
     try:
         slurm3.firewall_drop(master, 29500)
-        slurm3.firewall_drop(other, (low, high))
+        # from the fabric only: Slurm's own replies (management network) must come through
+        slurm3.firewall_drop(other, (low, high), source=slurm3.fabric_cidr)
         run_id = new_run_id()
         done = command(slurm3, tmp_path, run_id, **config)
         assert done.returncode == 10, (done.stdout + done.stderr)[-3000:]
@@ -450,6 +453,7 @@ def test_the_printed_firewall_fixes_run_verbatim_make_the_rerun_pass(
             assert re.fullmatch(r"iptables -I \S+ \d+ [^;&|]+", cmd), cmd
             applied.append((by_name[host], re.sub(r"-I (\S+) \d+", r"-D \1", cmd)))
             slurm3.run(by_name[host], ["sh", "-c", cmd])
+        wait_nothing_left(slurm3, run_id, done.stdout)
         run_id = new_run_id()
         done = command(slurm3, tmp_path, run_id, **config)
         assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
