@@ -89,8 +89,7 @@ def render(stored: dict[str, Any]) -> str:
         )
     out.append(slurm.NODE_CHECK_ROW)
     interrupted = warden.recorded()
-    if interrupted:
-        out.append(warden.summary_row(interrupted))
+    out += [warden.summary_row(interrupted)] if interrupted else []
     out.append("")
     for name, section in (
         ("overhead", _overhead),
@@ -107,8 +106,7 @@ def render(stored: dict[str, Any]) -> str:
         if res is not None and "error" not in res:
             out += section(res)
     out += slurm.node_check_section()
-    if interrupted:
-        out += warden.section(interrupted)
+    out += warden.section(interrupted) if interrupted else []
     if modelled:
         out += slurm.model_section(modelled)
     if benches.get("slurm_cpu") or benches.get("slurm_overhead"):
