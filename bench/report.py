@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench import ansible_floor, pairwise
+from bench import interrupt as warden
 from bench import under_slurm_report as slurm
 from bench.common import PHASES, fmt, median
 from bench.findings import FINDINGS
@@ -87,6 +88,8 @@ def render(stored: dict[str, Any]) -> str:
             f"{_met(modelled['met'])} (a model, section 7) |"
         )
     out.append(slurm.NODE_CHECK_ROW)
+    interrupted = warden.recorded()
+    out += [warden.summary_row(interrupted)] if interrupted else []
     out.append("")
     for name, section in (
         ("overhead", _overhead),
@@ -103,6 +106,7 @@ def render(stored: dict[str, Any]) -> str:
         if res is not None and "error" not in res:
             out += section(res)
     out += slurm.node_check_section()
+    out += warden.section(interrupted) if interrupted else []
     if modelled:
         out += slurm.model_section(modelled)
     if benches.get("slurm_cpu") or benches.get("slurm_overhead"):

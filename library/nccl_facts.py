@@ -521,8 +521,8 @@ import sys
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_preflight.node.facts_call import FACTS_SPEC, facts_and_start
 
-# O(program_python), O(run_id) and O(tether) are the action plugin's
-# (plugins/action/nccl_facts.py): the module itself is what runs when they are not given.
+# O(program_python), O(run_id) and O(tether) are the action plugin's (plugins/action/nccl_facts.py):
+# the module itself is what runs when they are not given.
 ACTION_OPTIONS = {
     "program_python": {"type": "str", "default": ""},
     "run_id": {"type": "str", "default": ""},

@@ -271,6 +271,7 @@ def watch_the_end(play: Play, lab: Lab, way: str) -> dict[str, float]:
         if "control_end" in marks:
             if not remains(play.run_id, lab):
                 marks["clean"] = now
+                marks.setdefault("node_clean", now)  # clean between the two looks
                 return marks
             if now - marks["control_end"] > CLEAN_BOUND_S:
                 return marks

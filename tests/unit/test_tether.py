@@ -174,3 +174,13 @@ def test_boot_still_runs_a_program_to_its_end_while_its_output_is_read(tmp_path:
     )
     assert done.returncode == 0 and json.loads(done.stdout) == {"hello": 1}, done.stderr
     assert not boot_dirs(tmp_path, "b2")
+
+
+def test_a_release_never_signals_a_process_that_is_not_a_tether(
+    main_process: subprocess.Popen,
+) -> None:
+    """A tether that ended early (its session dropped) leaves its pid to be reused: SIGUSR1, whose
+    default is to terminate, must not reach whatever runs under it now."""
+    assert release([main_process.pid], wait=1) == [main_process.pid]
+    time.sleep(0.5)
+    assert main_process.poll() is None

@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 # The tether process, one per node on the control machine, imports the lease alone (with the
@@ -43,6 +44,8 @@ from nccl_preflight.node.run_lease import HEARTBEAT_S, RELEASE, WARDEN_ENTRY
 READY_TIMEOUT_S = 60.0
 # After the warden's stdin was closed or released: how long the tether waits for the session.
 END_WAIT_S = 30.0
+# What the tether process runs (python -m).
+TETHER_MODULE = "nccl_preflight.core.tether"
 # How long release() waits for the tethers to be gone.
 RELEASE_WAIT_S = 10.0
 
@@ -110,7 +113,7 @@ def start_tether(
     stream = warden_stream(run_dir, cache_dir)
     try:
         tether = subprocess.Popen(
-            [sys.executable, "-m", "nccl_preflight.core.tether", run_id],
+            [sys.executable, "-m", TETHER_MODULE, run_id],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -136,14 +139,26 @@ def release(pids: list[int], wait: float = RELEASE_WAIT_S) -> list[int]:
     """The playbook ran to its end: tell every tether of ``pids`` to release its warden (SIGUSR1)
     and wait until they are gone; -> the ones still there after ``wait`` s."""
     for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGUSR1)
+        if is_tether(pid):  # a tether that already ended: its pid may be another process's now
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGUSR1)
     deadline = time.monotonic() + wait
     left = list(pids)
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
         left = [pid for pid in left if alive(pid)]
     return left
+
+
+def is_tether(pid: int) -> bool:
+    """``pid`` runs this module (/proc's command line; where there is no /proc, it is taken to)."""
+    if not Path("/proc/self").is_dir():
+        return alive(pid)
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return TETHER_MODULE.encode() in argv
 
 
 def alive(pid: int) -> bool:

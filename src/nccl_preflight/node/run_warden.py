@@ -307,10 +307,11 @@ def serve(request: dict[str, Any], stdin_fd: int = 0) -> int:
     except OSError as exc:
         answer({"error": f"cannot open the warden's socket for {run_dir}: {exc}"})
         return 1
+    warden.watching = True  # a stop signal from here on ends the watch
     for sig in STOP_SIGNALS:
         signal.signal(sig, warden.on_signal)
-    answer({"ready": True, "pid": os.getpid()})
     try:
+        answer({"ready": True, "pid": os.getpid()})
         why = warden.watch()
     except Signalled as exc:
         why = f"the warden was sent {exc}"
