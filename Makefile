@@ -96,7 +96,7 @@ unit: $(VENV)/.dev-installed  ## Unit tests only (no root, no lab).
 test:  ## Lint, then every test (lab tests need root).
 	@$(MAKE) --no-print-directory -j3 $(VENV)/.dev-installed apt-lab node-venv
 	@$(MAKE) --no-print-directory lint
-	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=30
 
 lab-up: $(VENV)/.dev-installed apt-lab node-venv  ## Bring up a lab of N hosts named LAB (make lab-up N=4).
 	$(BIN)/python -m tests.lab up --hosts $(N) --name $(LAB)

@@ -267,7 +267,6 @@ def file_sizes(run_dir: Path) -> dict[str, Any]:
 
 def open_time(page: Path) -> dict[str, Any]:
     """report.html in headless Chromium: seconds from navigate to the load event."""
-    sys.path.insert(0, str(ROOT))
     from tests.browser import browser_unavailable_reason, open_page
 
     reason = browser_unavailable_reason()

@@ -104,7 +104,7 @@ def test_a_dropped_master_port_with_more_hosts_than_forks_fails_naming_it(
     report_dir = tmp_path / run_id
     verdict = json.loads((report_dir / "verdict.json").read_text())
     assert verdict["class"] == "preflight_failed", verdict
-    cases = tcp_cases(report_dir / "junit.xml")
+    cases = tcp_cases([report_dir / "junit.xml"])
     for peer in lab.hosts[1:]:
         failure = cases[(f"preflight.{label(peer)}", "tcp_master_port")].find("failure")
         assert failure is not None, peer.inventory_name

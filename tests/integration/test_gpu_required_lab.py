@@ -119,7 +119,10 @@ def run_both(lab: Lab, where: Path, env: dict[str, str]) -> tuple[Run, Run]:
     reports.mkdir()
     path = reports / "nccl.yml"
     path.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in config.items()))
-    argv = [sys.executable, str(WRAPPER), "slurm", "-N", "3", "--config", str(path)]
+    # The lab's Slurm has no GPU GRES: as on a cluster that schedules whole nodes without GRES,
+    # --gpus-per-node 0 asks for none (the default would ask for one per rank and be refused).
+    argv = [sys.executable, str(WRAPPER), "slurm", "-N", "3", "--gpus-per-node", "0"]
+    argv += ["--config", str(path)]
     done = subprocess.run(
         [*argv, "--report-root", str(reports)], capture_output=True, text=True, env=env,
         cwd=ROOT, timeout=600, check=False,

@@ -267,7 +267,9 @@ def test_killed_rank_exits_4_and_says_where_it_stopped(lab2: Lab, tmp_path: Path
     assert (code, verdict["class"]) == (4, "rank_lost"), output
     victim = [f for f in verdict["findings"] if f["rank"] == victim_rank]
     assert victim and victim[0]["host"] == victim_host.inventory_name
-    assert any("barrier" in f["fix"] for f in victim), victim
+    # Where it stopped is what happened; the fix says what to look for.
+    assert victim[0]["test"] == "barrier" and " in barrier" in victim[0]["what"], victim
+    assert "SIGKILL" in victim[0]["fix"], victim
 
 
 def test_min_busbw_no_link_reaches_exits_8_with_threshold_and_link(

@@ -62,6 +62,11 @@ def test_the_warm_launch_ran_the_rank_with_nccl_on_the_gpu() -> None:
     assert describe(parsed).startswith("network Socket chosen")
 
 
+def cells(row: str) -> list[str]:
+    """A markdown table row's cells, stripped."""
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
 def test_the_report_judged_here_again_says_what_it_said_there(tmp_path: Path) -> None:
     validate_report_junit(RUN)
     there = json.loads((RUN / "verdict.json").read_text())
@@ -74,7 +79,15 @@ def test_the_report_judged_here_again_says_what_it_said_there(tmp_path: Path) ->
     summary = build_report(again)
     assert summary["verdict"] == "passed"
     assert build_verdict(again) == there
-    assert (again / "summary.md").read_text() == (RUN / "summary.md").read_text()
+    # The summary's layout moved on since the recording (healthy hosts folded, failing first):
+    # every line it said there is said here, each table row as the same cells.
+    here = (again / "summary.md").read_text().splitlines()
+    here_rows = [cells(line) for line in here if line.startswith("|")]
+    for line in (RUN / "summary.md").read_text().splitlines():
+        if line.startswith("|"):
+            assert cells(line) in here_rows, line
+        else:
+            assert line in here, line
     assert {p.name for p in validate_report_junit(again)} == {
         p.name for p in validate_report_junit(RUN)
     }

@@ -51,7 +51,8 @@ def host_problem(host: str, choice: dict[str, Any] | None, facts: dict[str, Any]
     ifname = choice.get("ifname") or ""
     if wanted and wanted not in interfaces:
         return (
-            f"{host}: interface {wanted} does not exist on {host} (nccl_socket_ifname); "
+            f"{host}: interface {wanted} does not exist on {host} "
+            f"(nccl_socket_ifname {wanted}); "
             f"its interfaces: {has}"
         )
     if ifname:

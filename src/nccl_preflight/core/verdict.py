@@ -184,7 +184,8 @@ def _two_nodes(run: RunData, found: list[dict[str, Any]]) -> list[dict[str, Any]
     if len(run.hosts) != 2:
         return found
     return [
-        {**f, "fix": f"{f['fix']}; {TWO_NODES}"} if f["class"] == "rank_lost" else f for f in found
+        {**f, "fix": f"{f['fix'].rstrip('.')}; {TWO_NODES}"} if f["class"] == "rank_lost" else f
+        for f in found
     ]
 
 
