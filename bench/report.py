@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import ansible_floor, pairwise
+from bench import ansible_floor, node_check_health, pairwise
 from bench import interrupt as warden
 from bench import under_slurm_report as slurm
 from bench.common import PHASES, fmt, median
@@ -88,6 +88,7 @@ def render(stored: dict[str, Any]) -> str:
             f"{_met(modelled['met'])} (a model, section 7) |"
         )
     out.append(slurm.NODE_CHECK_ROW)
+    out.append(node_check_health.row())
     interrupted = warden.recorded()
     out += [warden.summary_row(interrupted)] if interrupted else []
     out.append("")
@@ -106,6 +107,7 @@ def render(stored: dict[str, Any]) -> str:
         if res is not None and "error" not in res:
             out += section(res)
     out += slurm.node_check_section()
+    out += node_check_health.section()
     out += warden.section(interrupted) if interrupted else []
     if modelled:
         out += slurm.model_section(modelled)
