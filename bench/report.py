@@ -8,6 +8,7 @@ from typing import Any
 
 from bench import ansible_floor, node_check_health, pairwise
 from bench import interrupt as warden
+from bench import report_scale_report as report_scale
 from bench import under_slurm_report as slurm
 from bench.common import PHASES, fmt, median
 from bench.findings import FINDINGS
@@ -78,9 +79,8 @@ def render(stored: dict[str, Any]) -> str:
             out.append(f"| {name} | | error: {res['error']} | not measured |")
         else:
             out.append(f"| {name} | {res['goal']} | {measured(res)} | {_met(res.get('met'))} |")
-    modelled = slurm.model(
-        benches.get("slurm_overhead"), benches.get("slurm_cpu"), benches.get("pairwise")
-    )
+    slurm_runs = [benches.get(n) for n in ("slurm_overhead", "slurm_cpu", "pairwise")]
+    modelled = slurm.model(*slurm_runs, report_scale.report_s())
     if modelled:
         out.append(
             f"| slurm_model_1024 | a 1,024-node run (pre-flight, check, pairwise verdict) <= "
@@ -91,6 +91,7 @@ def render(stored: dict[str, Any]) -> str:
     out.append(node_check_health.row())
     interrupted = warden.recorded()
     out += [warden.summary_row(interrupted)] if interrupted else []
+    out.append(report_scale.summary_row())
     out.append("")
     for name, section in (
         ("overhead", _overhead),
@@ -111,6 +112,7 @@ def render(stored: dict[str, Any]) -> str:
     out += warden.section(interrupted) if interrupted else []
     if modelled:
         out += slurm.model_section(modelled)
+    out += report_scale.section()
     if benches.get("slurm_cpu") or benches.get("slurm_overhead"):
         out += slurm.FINDINGS
     out += FINDINGS

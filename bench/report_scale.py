@@ -31,6 +31,7 @@ import copy
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -195,33 +196,30 @@ def synthesize(source: Source, report_root: Path, nodes: int) -> dict[str, Any]:
     }
 
 
-# The report step in a fresh Python, as the report play's action calls it.
-CHILD = r"""
-import json, resource, sys, time
-params = json.loads(sys.argv[1])
-started, cpu = time.perf_counter(), time.process_time()
-from nccl_preflight.core.report_run import run_report
-imported, imported_cpu = time.perf_counter(), time.process_time()
-if params.pop("_profile", False):
-    import cProfile, pstats
-    profile = cProfile.Profile()
-    result = profile.runcall(run_report, params, False)
-    pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(45)
-else:
-    result = run_report(params, False)
-ended, ended_cpu = time.perf_counter(), time.process_time()
-print(json.dumps({
-    "report_s": ended - imported,
-    "report_cpu_s": ended_cpu - imported_cpu,
-    "import_s": imported - started,
-    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    "exit_class": result.get("exit_class"),
-    "findings": [[f["class"], f["host"], f["rank"], f["test"]] for f in result.get("findings", [])],
-    "console": result.get("console"),
-    "failed": result.get("failed", False),
-    "msg": result.get("msg", ""),
-}))
-"""
+def child(params: dict[str, Any]) -> dict[str, Any]:
+    """The report step in this (fresh) Python, as the report play's action calls it."""
+    started = time.perf_counter()
+    from nccl_preflight.core.report_run import run_report
+
+    imported, imported_cpu = time.perf_counter(), time.process_time()
+    if params.pop("_profile", False):
+        import cProfile
+        import pstats
+
+        profile = cProfile.Profile(time.process_time)
+        result = profile.runcall(run_report, params, False)
+        pstats.Stats(profile, stream=sys.stderr).sort_stats("tottime").print_stats(45)
+    else:
+        result = run_report(params, False)
+    return {
+        "report_s": time.perf_counter() - imported,
+        "report_cpu_s": time.process_time() - imported_cpu,
+        "import_s": imported - started,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "exit_class": result.get("exit_class"),
+        "findings": [[f["class"], f["host"], f["rank"], f["test"]] for f in result["findings"]],
+        "console": result.get("console"),
+    }
 
 
 def report_step(report_root: Path, run_id: str, profile: bool = False) -> dict[str, Any]:
@@ -239,10 +237,11 @@ def report_step(report_root: Path, run_id: str, profile: bool = False) -> dict[s
     }
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(params)],
+        [sys.executable, "-m", "bench.report_scale", "--child", json.dumps(params)],
         capture_output=True,
         text=True,
         env=env,
+        cwd=ROOT,
         check=False,
     )
     if done.returncode != 0:
@@ -250,6 +249,29 @@ def report_step(report_root: Path, run_id: str, profile: bool = False) -> dict[s
     if profile:
         print(done.stderr, file=sys.stderr)
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def floor(run_dir: Path) -> dict[str, float]:
+    """The floor, in this (fresh) Python: reading and parsing every rank's JSON, nothing else."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for host in os.scandir(run_dir):
+        if host.is_dir():
+            for entry in os.scandir(host.path):
+                if entry.name.startswith("rank-") and entry.name.endswith(".json"):
+                    with open(entry.path, encoding="utf-8") as file:
+                        json.loads(file.read())
+    return {"parse_cpu_s": time.process_time() - cpu, "parse_s": time.perf_counter() - wall}
+
+
+def parse_floor(run_dir: Path) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.report_scale", "--floor", str(run_dir)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    return json.loads(done.stdout)
 
 
 def file_sizes(run_dir: Path) -> dict[str, Any]:
@@ -272,7 +294,10 @@ def open_time(page: Path) -> dict[str, Any]:
     reason = browser_unavailable_reason()
     if reason:
         return {"skipped": reason}
-    view = open_page(page, timeout=120)
+    try:
+        view = open_page(page, timeout=120)
+    except Exception as exc:  # a browser that does not answer on a loaded machine
+        return {"error": f"{type(exc).__name__}: {exc}"}
     return {"load_s": view.load_s, "errors": view.errors[:5]}
 
 
@@ -280,14 +305,23 @@ def measure(source: Source, report_root: Path, nodes: int) -> dict[str, Any]:
     load = os.getloadavg()[0]
     made = synthesize(source, report_root, nodes)
     step = report_step(report_root, made["run_id"])
-    run_dir = Path(made["run_dir"])
+    said = {k: step[k] for k in ("report_s", "report_cpu_s", "peak_rss_mb")}
+    print(json.dumps({"nodes": nodes, **said}), file=sys.stderr, flush=True)
+    run_dir = Path(made.pop("run_dir"))
     console = step.pop("console") or []
+    found = step.pop("findings")
     return {
         **made,
         **step,
+        "findings": {
+            "count": len(found),
+            "where": sorted({f"{h} rank {r}" for _, h, r, _ in found}),
+        },
         "console_lines": len(console),
+        "console": console,
         "files": file_sizes(run_dir),
         "html": open_time(run_dir / "report.html"),
+        "floor": parse_floor(run_dir),
         "load_1min_before": round(load, 2),
         "load_1min_after": round(os.getloadavg()[0], 2),
     }
@@ -299,7 +333,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="write the run directories here and keep them")
     parser.add_argument("--profile", type=int, help="cProfile the report step at this many nodes")
     parser.add_argument("--no-save", action="store_true", help="print, do not write the results")
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # report_step's fresh Python
+    parser.add_argument("--floor", type=Path, help=argparse.SUPPRESS)  # parse_floor's
     args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(json.loads(args.child))))
+        return 0
+    if args.floor:
+        print(json.dumps(floor(args.floor)))
+        return 0
     source = read_source()
     where = args.keep or Path(tempfile.mkdtemp(prefix="bench-report-scale-"))
     try:
@@ -321,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(where, ignore_errors=True)
     print(json.dumps(doc, indent=1))
     if not args.no_save:
+        kept = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+        doc["before"] = kept.get("before")  # the step before issue 37, measured once
         RESULTS.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 

@@ -1,0 +1,150 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""BENCHMARKS.md's section on the report step at scale (bench/report_scale.py's results, in
+bench/report_scale_results.json), its summary row, and the figure section 7's model of a
+1,024-node run takes from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.common import fmt
+
+RESULTS = Path(__file__).resolve().parent / "report_scale_results.json"
+NODES = 1024
+GOALS = {"report_s": 10.0, "peak_rss_mb": 1024.0, "junit_mb": 50.0, "console": 40, "open_s": 3.0}
+GOAL = (
+    "the report step at 1,024 x 8 ranks <= 10 s and <= 1 GB; junit.xml <= 50 MB; console <= 40 "
+    "lines; report.html open <= 3 s"
+)
+
+
+def load() -> dict[str, Any] | None:
+    return json.loads(RESULTS.read_text()) if RESULTS.is_file() else None
+
+
+def _mb(size: Any) -> str:
+    return fmt((size or 0) / 1e6, 1)
+
+
+def _largest(doc: dict[str, Any]) -> dict[str, Any] | None:
+    sizes = doc.get("sizes") or {}
+    return sizes[max(sizes, key=int)] if sizes else None
+
+
+def met(row: dict[str, Any]) -> bool:
+    """Every goal at this size (the wall time as measured, whatever the machine's load)."""
+    return (
+        row["report_s"] <= GOALS["report_s"]
+        and row["peak_rss_mb"] <= GOALS["peak_rss_mb"]
+        and row["files"]["junit.xml"] / 1e6 <= GOALS["junit_mb"]
+        and row["console_lines"] <= GOALS["console"]
+        and (row.get("html") or {}).get("load_s", 99) <= GOALS["open_s"]
+    )
+
+
+def line(row: dict[str, Any]) -> str:
+    return (
+        f"{row['nodes']} x 8: {fmt(row['report_s'])} s wall, {fmt(row['report_cpu_s'])} CPU s "
+        f"(parsing the rank files alone {fmt(row['floor']['parse_cpu_s'])}), "
+        f"{fmt(row['peak_rss_mb'], 0)} MB, junit.xml {_mb(row['files']['junit.xml'])} MB, "
+        f"console {row['console_lines']} lines, report.html open "
+        f"{fmt((row.get('html') or {}).get('load_s'))} s at load "
+        f"{fmt(row['load_1min_before'], 0)}-{fmt(row['load_1min_after'], 0)}"
+    )
+
+
+def summary_row() -> str:
+    doc = load()
+    row = _largest(doc) if doc else None
+    if row is None:
+        return "| report_scale | | not run yet | not measured |"
+    verdict = "**met**" if met(row) else "**not met**"
+    return f"| report_scale | {GOAL} | {line(row)} | {verdict} |"
+
+
+def report_s() -> tuple[float, str] | None:
+    """(the report step's wall seconds at 1,024 x 8, where from) for section 7's model."""
+    doc = load()
+    row = (doc or {}).get("sizes", {}).get(str(NODES))
+    if row is None:
+        return None
+    return row["report_s"], (
+        f"measured: the report step at {NODES} x 8 ranks (section 8, bench/report_scale: "
+        f"{fmt(row['report_cpu_s'])} CPU s, {fmt(row['peak_rss_mb'], 0)} MB, at load "
+        f"{fmt(row['load_1min_before'], 0)}-{fmt(row['load_1min_after'], 0)} on 2 cores)"
+    )
+
+
+def _table(doc: dict[str, Any]) -> list[str]:
+    out = [
+        "| nodes x ranks | wall | CPU | parse alone (CPU) | peak RSS | junit.xml | junit/ | "
+        "report.html | open | summary.md | console | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for _, row in sorted(doc["sizes"].items(), key=lambda item: int(item[0])):
+        files = row["files"]
+        floor = (row.get("floor") or {}).get("parse_cpu_s")
+        out.append(
+            f"| {row['nodes']} x 8 | {fmt(row['report_s'])} s | {fmt(row['report_cpu_s'])} s | "
+            f"{fmt(floor) + ' s' if floor is not None else '-'} | "
+            f"{fmt(row['peak_rss_mb'], 0)} MB | {_mb(files['junit.xml'])} MB | "
+            f"{files['junit_files']} files, {_mb(files['junit_dir_bytes'])} MB | "
+            f"{_mb(files['report.html'])} MB | {fmt((row.get('html') or {}).get('load_s'))} s | "
+            f"{files['summary_lines']} lines | {row['console_lines']} lines | "
+            f"{fmt(row['load_1min_before'], 0)}-{fmt(row['load_1min_after'], 0)} |"
+        )
+    return out
+
+
+HEAD = """\
+Goal (issue 37): the report step (src/nccl_preflight/core/report_run.py `run_report`, as the
+report play calls it) at 1,024 nodes x 8 ranks in <= 10 s and <= 1 GB peak memory on this
+2-core machine, growing linearly or better; the merged junit.xml <= 50 MB at 8,192 ranks; the
+console's closing summary <= 40 lines at any size; report.html open in headless Chromium in
+<= 3 s at 1,024 hosts."""
+
+METHOD = """\
+Method (`.venv/bin/python -m bench.report_scale`): a synthetic run directory of N hosts
+(gpu0001..) x 8 ranks made from two real runs of the embedded default recorded in
+tests/fixtures/report_scale/ (`ansible-playbook playbooks/validate.yml -i inventory/local`, gloo,
+the default check: every test, bandwidth 1K..1M): every rank the passed run's rank-0.json (28 KB,
+77 bandwidth rows) with its identity rewritten, one rank (rank 129 on gpu0017) the rank-1.json
+of the run whose rank 1 got wrong data; each host the pre-flight results, launch.json and logs of
+the runs. Then the report step in a fresh Python with the report role's options and report.html's
+template: wall and CPU time of the `run_report` call, the process's peak RSS (ru_maxrss), the
+files' sizes, the closing summary's lines, report.html's open time in headless Chromium
+(tests/browser.py: Page.navigate to the load event), and, as the floor, the CPU time of a fresh
+Python that only reads and `json.loads` every rank file. Other engineers' labs and suites share
+the 2 cores: the 1-minute load average is given; at a load of N the wall time is up to N/2 times
+the CPU time, which is the figure to compare between sittings."""
+
+
+def section() -> list[str]:
+    doc = load()
+    if not doc:
+        return []
+    out = ["## 8. The report step at scale: 128 to 1,024 nodes x 8 ranks", "", *HEAD.splitlines()]
+    out += ["", f"Measured {doc['measured']}:", "", *_table(doc), ""]
+    before = doc.get("before")
+    if before:
+        out += [
+            f"Before (commit {before['commit']}: the JUnit built with junit-xml, parsed again by "
+            f"minidom and pretty-printed; every rank's rows as dicts; the console a row per "
+            f"host), the same bench on this machine, {before['measured']}:",
+            "",
+            *_table(before),
+            "",
+        ]
+    out += [*METHOD.splitlines(), ""]
+    row = _largest(doc)
+    if row and row.get("console"):
+        out += [
+            f"The closing summary at {row['nodes']} x 8 ({row['console_lines']} lines):",
+            "",
+            *["    " + text for text in row["console"]],
+            "",
+        ]
+    return out
