@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
@@ -535,16 +536,36 @@ def point_latest(report_root: Path, run_id: str) -> None:
     os.replace(tmp, link)
 
 
+def _write_new(path: Path, text: str) -> None:
+    """A new file (in a directory of this process's own), three system calls."""
+    data = memoryview(text.encode("utf-8"))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
+
+
+def _swap_in(new: Path, junit_dir: Path) -> None:
+    """``new`` becomes ``junit_dir``, the old one removed: junit/ holds this report's files
+    only, never some of the last one's."""
+    old = junit_dir.with_name(f".junit.old.{os.getpid()}")
+    if junit_dir.is_dir():
+        os.rename(junit_dir, old)
+    os.rename(new, junit_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def write_report(report_dir: Path, judged: JudgedRun, markdown: str) -> list[str]:
     """Write the judged run's junit/*.xml (each suite in full, a rank's with every bandwidth
-    row), junit.xml (every suite, lean: junit_cases), summary.md (``markdown``) and
-    pairwise.json; return the written paths."""
+    row; into a new directory put in place of junit/ when every file is written), junit.xml
+    (every suite, lean: junit_cases), summary.md (``markdown``) and pairwise.json; return the
+    written paths."""
     written = []
-    junit_dir = report_dir / "junit"
-    if junit_dir.is_dir():
-        for old in junit_dir.glob("*.xml"):
-            old.unlink()
-    junit_dir.mkdir(parents=True, exist_ok=True)
+    new = report_dir / f".junit.new.{os.getpid()}"
+    shutil.rmtree(new, ignore_errors=True)
+    new.mkdir(parents=True)
     hosts = {host.host: host for host in judged.run.hosts}
     lean: list[str] = []
     totals = {"tests": 0, "failures": 0, "errors": 0}
@@ -554,13 +575,13 @@ def write_report(report_dir: Path, judged: JudgedRun, markdown: str) -> list[str
         full, short = item.suite.forms(bandwidth_property_xml(doc) if doc else "")
         mine = {key: 0 for key in totals}
         add_counts(mine, item.suite)
-        path = str(report_dir / item.path)
-        write_atomically(path, testsuites([full], mine, item.suite.seconds))
-        written.append(path)
+        _write_new(new / Path(item.path).name, testsuites([full], mine, item.suite.seconds))
+        written.append(str(report_dir / item.path))
         lean.append(short)
         for key, value in mine.items():
             totals[key] += value
         seconds += round(item.suite.seconds, 3)
+    _swap_in(new, report_dir / "junit")
     name = f"nccl-preflight {judged.run.run_id}" + (" (check mode)" if judged.check_mode else "")
     _write_atomic(report_dir / "junit.xml", testsuites(lean, totals, seconds, name))
     _write_atomic(report_dir / "summary.md", markdown)
