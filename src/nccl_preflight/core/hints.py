@@ -31,6 +31,7 @@ _DUPLICATE_GPU = re.compile(
     r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]+)"
 )
 
+_BAD = ("failed", "error")  # the statuses a hint is for
 MISSING = "result"  # the key of the hint for a rank that left no result (the JUnit testcase name)
 
 
@@ -115,7 +116,7 @@ def _wrong_tests(views: dict[int, RankView]) -> dict[Any, list[tuple[int, dict[s
     found: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
     for view in views.values():
         for test in _tests(view.doc):
-            if is_wrong_data(test):
+            if test.get("status") == "failed" and is_wrong_data(test):
                 found.setdefault(test.get("name"), []).append((view.rank, test))
     return found
 
@@ -345,6 +346,8 @@ def rank_hints(run: RunData, *, stopped: bool) -> dict[int, dict[str, str]]:
     for rank, view in views.items():
         mine: dict[str, str] = {}
         for test in _tests(view.doc):
+            if test.get("status") not in _BAD:  # what follows is for a failure or an error
+                continue
             name = str(test.get("name"))
             if is_wrong_data(test):
                 if name not in wrong_cache:

@@ -20,9 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
 _ELEMENT = {FAILED: "failure", ERROR: "error", SKIPPED: "skipped"}
+_STATUS = attrgetter("status")
 INDENT = "  "
 CASE_PAD, INNER_PAD = INDENT * 2, INDENT * 3  # a testcase's (and a property's) and what is in it
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -133,22 +135,19 @@ class Suite:
 
     def counts(self) -> dict[str, int]:
         """tests, failures, errors, skipped."""
-        failures = errors = skipped = 0
-        for case in self.cases:
-            status = case.status
-            if status == FAILED:
-                failures += 1
-            elif status == ERROR:
-                errors += 1
-            elif status == SKIPPED:
-                skipped += 1
-        tests = len(self.cases)
-        return {"tests": tests, "failures": failures, "errors": errors, "skipped": skipped}
+        statuses = list(map(_STATUS, self.cases))
+        return {
+            "tests": len(statuses),
+            "failures": statuses.count(FAILED),
+            "errors": statuses.count(ERROR),
+            "skipped": statuses.count(SKIPPED),
+        }
 
     @property
     def ok(self) -> bool:
         """No failure and no error."""
-        return not any(case.bad for case in self.cases)
+        statuses = set(map(_STATUS, self.cases))
+        return FAILED not in statuses and ERROR not in statuses
 
     @property
     def seconds(self) -> float:

@@ -46,11 +46,16 @@ def read_nccl_logs(host_dir: Path, files: list[str] | None = None) -> dict[Any, 
     return logs
 
 
-def _expectation(run: RunData, host: HostData) -> dict[str, str]:
+def _expectations(run: RunData) -> dict[str, dict[str, str]]:
+    """{host: the network plan.json expects it to use} (its first row with one)."""
+    found: dict[str, dict[str, str]] = {}
     for row in run.plan.get("hosts") or []:
-        if str(row.get("host")) == host.host and isinstance(row.get("expect_net"), dict):
-            return row["expect_net"]
-    return {"expect": "any", "reason": "plan.json says nothing about the network to expect"}
+        if isinstance(row.get("expect_net"), dict):
+            found.setdefault(str(row.get("host")), row["expect_net"])
+    return found
+
+
+NO_EXPECTATION = {"expect": "any", "reason": "plan.json says nothing about the network to expect"}
 
 
 def _likely_causes(host: HostData, parsed: dict[str, Any]) -> list[str]:
@@ -130,9 +135,10 @@ def analyze_run(run: RunData) -> dict[str, Any]:
     ranks: dict[int, dict[str, Any]] = {}
     hosts = []
     nets: dict[str, str] = {}
+    expected = _expectations(run)
     for host in run.hosts:
         logs = host.nccl_logs or {}
-        expect = _expectation(run, host)
+        expect = expected.get(host.host) or dict(NO_EXPECTATION)
         parsed_by_rank = {}
         for rank in host.expected_ranks():
             log = logs.get(rank)
