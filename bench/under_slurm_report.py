@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import fmt
+from bench.scale_report import measured_rows
 from nccl_preflight.node.pair_schedule import DEFAULT_PAIR_ROUNDS, first_pass
 
 NODES = 1024
@@ -108,6 +109,7 @@ def model(
     overhead: dict[str, Any] | None,
     cpu: dict[str, Any] | None,
     pairwise: dict[str, Any] | None = None,
+    scale: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """A 1,024-node run from the measurements: -> rows (part, seconds, basis) and totals."""
     if not overhead or not cpu or "error" in overhead or "error" in cpu:
@@ -147,6 +149,8 @@ def model(
         ("report build (its fixed part)", report, "measured (2 nodes); its per-node part is in "
          "the slope"),
     ]  # fmt: skip
+    rows = measured_rows(rows, scale)  # the 2-32 node lab's figures (bench/slurm_scale.py)
+    slope = (scale or {}).get("slopes", {}).get("cpu_outside_report_s") or slope
     measured = fixed + node_side + slope * NODES + report + rounds * lab_round
     total = sum(seconds for _, seconds, _ in rows)
     return {
