@@ -50,8 +50,14 @@ from tests.lab.harness import Lab
 SIZES = (2, 4, 8, 16, 32)
 GOAL_PER_HOST = 1.0
 # The lab's hosts share this machine's 2 cores: 32 torch imports at once under other sessions'
-# load take minutes, not the role's 60 s (preflight_python_timeout), and the run its time.
-LAB_TIMEOUTS = {"preflight_python_timeout": 600, "nccl_run_timeout": 900}
+# load take minutes, not the role's 60 s (preflight_python_timeout), and the run its time; a
+# 32-rank all_to_all step there outlasts the 30 s stall bound (nccl_stall_timeout) now and then.
+LAB_TIMEOUTS = {
+    "preflight_python_timeout": 600,
+    "nccl_run_timeout": 600,
+    "nccl_stall_timeout": 300,
+}
+PLAYBOOK_TIMEOUT_S = 2400  # a whole run of 32 lab hosts at load 40-70 took 15 min and more
 
 
 def playbook_env(timer_out: Path, extra: dict[str, str] | None) -> dict[str, str]:
@@ -76,7 +82,8 @@ def timed_playbook(
         argv += ["--profile", str(workdir / f"{label}-prof")]
     argv += ["-i", str(lab.inventory_dir), str(playbook), *args]
     timer = workdir / f"{label}-timer.json"
-    result = timed_process(argv, playbook_env(timer, extra_env), workdir / f"{label}.log", label)
+    env = playbook_env(timer, extra_env)
+    result = timed_process(argv, env, workdir / f"{label}.log", label, timeout=PLAYBOOK_TIMEOUT_S)
     parts = json.loads(out.read_text()) if out.exists() else {}
     workers = []
     side = Path(parts.get("workers") or out.with_suffix(".workers.jsonl"))
@@ -85,6 +92,7 @@ def timed_playbook(
     result.update(
         cpu_main_s=parts.get("cpu_main_s"),
         maxrss_main_mib=(parts.get("maxrss_main_kib") or 0) / 1024,
+        private_main_mib=parts.get("private_main_mib"),
         workers=workers,
         events=json.loads(timer.read_text())["events"] if timer.exists() else [],
     )
@@ -174,6 +182,8 @@ def summary_of(run: dict[str, Any]) -> dict[str, Any]:
         "cpu_s": run["rusage_cpu_s"],
         "cgroup_cpu_s": run["cgroup_cpu_s"],
         "maxrss_main_mib": run["maxrss_main_mib"],
+        "private_main_mib": run["private_main_mib"],
+        "worker_private_mib": median([w.get("private_mib") for w in run["workers"]]),
         "workers": len(run["workers"]),
         "split": split(run),
     }
@@ -199,7 +209,8 @@ def summarize(rows: list[dict[str, Any]], sizes: tuple[int, ...]) -> dict[str, A
             continue
         entry: dict[str, Any] = {}
         for side in ("validate", "mirror"):
-            for key in ("wall_s", "cpu_s", "cgroup_cpu_s", "maxrss_main_mib", "workers"):
+            for key in ("wall_s", "cpu_s", "cgroup_cpu_s", "maxrss_main_mib", "private_main_mib",
+                        "worker_private_mib", "workers"):  # fmt: skip
                 entry[f"{side}_{key}"] = median([r[side][key] for r in mine])
             entry[f"{side}_rc"] = [r[side]["rc"] for r in mine]
             parts = {p for r in mine for p in r[side]["split"]}

@@ -13,7 +13,9 @@ Runs ansible-playbook's own entry point (ansible.cli.playbook) in this process, 
   command), and its wall seconds;
 - at the end OUT.json holds the main process's own CPU (the strategy's loop, variables for every
   task and host, the result loop, the callbacks) and all its children's (the workers and their
-  ssh clients; ControlPersist's masters daemonize and are not counted here);
+  ssh clients; ControlPersist's masters daemonize and are not counted here), its peak RSS and
+  private memory; each worker's line has its private memory too (what one fork costs: forks x
+  that is what the forks setting holds at once);
 - with --profile DIR, every worker and the main process are profiled on their thread's CPU clock
   (cProfile with time.thread_time), one file each in DIR, to be merged with pstats.
 
@@ -37,6 +39,17 @@ from typing import Any
 def _cpu(who: int) -> float:
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
+
+
+def private_mib() -> float | None:
+    """This process's private memory (what a fork costs beyond the pages it shares with its
+    parent): Private_Clean + Private_Dirty of /proc/self/smaps_rollup, MiB."""
+    try:
+        lines = Path("/proc/self/smaps_rollup").read_text().splitlines()
+    except OSError:
+        return None
+    kib = sum(int(line.split()[1]) for line in lines if line.startswith("Private_"))
+    return kib / 1024
 
 
 def install(side_file: Path, profile_dir: Path | None) -> None:
@@ -67,6 +80,7 @@ def install(side_file: Path, profile_dir: Path | None) -> None:
                 "cpu_self_s": _cpu(resource.RUSAGE_SELF),
                 "cpu_children_s": _cpu(resource.RUSAGE_CHILDREN),
                 "wall_s": time.monotonic() - started,
+                "private_mib": private_mib(),
             }
             fd = os.open(side_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
@@ -111,6 +125,7 @@ def main(argv: list[str]) -> int:
                     "cpu_main_s": _cpu(resource.RUSAGE_SELF),
                     "cpu_children_s": _cpu(resource.RUSAGE_CHILDREN),
                     "maxrss_main_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                    "private_main_mib": private_mib(),
                     "workers": str(side_file),
                 },
                 indent=1,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import ansible_floor, node_check_health, pairwise
+from bench import ansible_floor, node_check_health, pairwise, scale_report
 from bench import interrupt as warden
 from bench import report_scale_report as report_scale
 from bench import under_slurm_report as slurm
@@ -35,12 +35,12 @@ def _header(res: dict[str, Any]) -> list[str]:
     ]
 
 
-def render(stored: dict[str, Any]) -> str:
-    benches: dict[str, Any] = stored.get("benchmarks", {})
+def _machine(benches: dict[str, Any]) -> list[str]:
+    """The page's opening: how it is written, the machine and versions."""
     any_res = next(iter(benches.values()), {})
     m = any_res.get("machine", {})
     v = any_res.get("versions", {})
-    out = [
+    return [
         "# Benchmarks",
         "",
         "Written by `make bench` (`.venv/bin/python -m bench.run`); the raw numbers are in",
@@ -57,6 +57,13 @@ def render(stored: dict[str, Any]) -> str:
         f"{v.get('ansible-core', 'n/a')}, {v.get('openssh', 'n/a')}, {v.get('iperf3', 'n/a')}",
         "- Other engineers' jobs shared the machine during some runs: each section gives the load.",
         "",
+    ]
+
+
+def render(stored: dict[str, Any]) -> str:
+    benches: dict[str, Any] = stored.get("benchmarks", {})
+    out = [
+        *_machine(benches),
         "## Summary",
         "",
         "| benchmark | goal | measured | goal met |",
@@ -71,8 +78,12 @@ def render(stored: dict[str, Any]) -> str:
         ("pairwise", pairwise.line),
         ("slurm_overhead", slurm.overhead_line),
         ("slurm_cpu", slurm.cpu_line),
+        ("ansible_scale", scale_report.ansible_line),
+        ("slurm_scale", scale_report.slurm_line),
     ):
         res = benches.get(name)
+        if res is None and name in ("ansible_scale", "slurm_scale"):
+            continue
         if res is None:
             out.append(f"| {name} | | not run yet | not measured |")
         elif "error" in res:
@@ -80,7 +91,7 @@ def render(stored: dict[str, Any]) -> str:
         else:
             out.append(f"| {name} | {res['goal']} | {measured(res)} | {_met(res.get('met'))} |")
     slurm_runs = [benches.get(n) for n in ("slurm_overhead", "slurm_cpu", "pairwise")]
-    modelled = slurm.model(*slurm_runs, report_scale.report_s())
+    modelled = slurm.model(*slurm_runs, report_scale.report_s(), benches.get("slurm_scale"))
     if modelled:
         out.append(
             f"| slurm_model_1024 | a 1,024-node run (pre-flight, check, pairwise verdict) <= "
@@ -103,6 +114,7 @@ def render(stored: dict[str, Any]) -> str:
         ("pairwise", lambda r: pairwise.section(r, _header(r))),
         ("slurm_overhead", lambda r: slurm.overhead_section(r, _header(r))),
         ("slurm_cpu", lambda r: slurm.cpu_section(r, _header(r))),
+        ("ansible_scale", lambda r: scale_report.ansible_section(r, _header(r))),
     ):
         res = benches.get(name)
         if res is not None and "error" not in res:
@@ -110,6 +122,8 @@ def render(stored: dict[str, Any]) -> str:
     out += slurm.node_check_section()
     out += node_check_health.section()
     out += warden.section(interrupted) if interrupted else []
+    if benches.get("slurm_scale") and "error" not in benches["slurm_scale"]:
+        out += scale_report.slurm_section(benches["slurm_scale"], _header(benches["slurm_scale"]))
     if modelled:
         out += slurm.model_section(modelled)
     out += report_scale.section()

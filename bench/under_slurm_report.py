@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import fmt
+from bench.scale_report import measured_rows
 from nccl_preflight.node.pair_schedule import DEFAULT_PAIR_ROUNDS, first_pass
 
 NODES = 1024
@@ -109,6 +110,7 @@ def model(
     cpu: dict[str, Any] | None,
     pairwise: dict[str, Any] | None = None,
     report_scale: tuple[float, str] | None = None,
+    scale: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """A 1,024-node run from the measurements: -> rows (part, seconds, basis) and totals;
     ``report_scale``: (seconds, basis) of the report step measured at 1,024 x 8 ranks
@@ -156,6 +158,8 @@ def model(
         ("results back", *ASSUMED["results"]),
         (report_part, report, report_basis),
     ]  # fmt: skip
+    rows = measured_rows(rows, scale)  # the 2-32 node lab's figures (bench/slurm_scale.py)
+    slope = (scale or {}).get("slopes", {}).get("cpu_outside_report_s") or slope
     measured = fixed + node_side + slope * NODES + report + rounds * lab_round
     total = sum(seconds for _, seconds, _ in rows)
     return {

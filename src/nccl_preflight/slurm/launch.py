@@ -56,6 +56,13 @@ STOPPED_RESULTS_S = KILL_GRACE_S + 25.0
 # Ansible path's looks renew it: roles/launch's WATCH_STALE_MIN_S).
 HEARTBEAT_S = 5.0
 WATCH_STALE_S = 30.0
+# Every node sends a progress record a second: at 1,024 nodes a thousand records a second. The
+# run is judged at most once a second on progress alone (a stall's limit is tens of seconds,
+# SILENT_S ten); a node's end, its diagnosis, srun's word of its task or a quiet second is judged
+# at once. A node's progress.json is written when its test or its link changes, when it speaks
+# again after a silence, and otherwise at most every WRITE_EVERY_S (BENCHMARKS.md, section 7).
+JUDGE_EVERY_S = 1.0
+WRITE_EVERY_S = 5.0
 
 
 def rank_env(config: dict[str, Any], env: dict[str, Any], row: dict[str, Any]) -> dict[str, str]:
@@ -113,6 +120,8 @@ class Watch:
         self.heard = {h["host"]: now for h in hosts}  # when each node's last record came
         self.spoke: set[str] = set()  # the nodes that sent a record (only they can go silent)
         self.shown: dict[str, str] = {}
+        self.written: dict[str, float] = {}  # node -> when its progress.json was last written
+        self.judged = float("-inf")  # when judge() last ran (time.monotonic())
         self.stop_sent: tuple[str, dict[str, Any]] | None = None  # (reason, details) once sent
         self.stop_at = 0.0
         self.diagnosing: tuple[float, tuple[float, float, str]] | None = None
@@ -122,6 +131,7 @@ class Watch:
         """A progress or diagnosis record folded into the node's state."""
         now = time.time()
         state = self.states[node]
+        was_silent = state.get("silent")
         state["silent"] = None
         progress = record.get("progress") or state["progress"]
         history, moved = advance(state["history"], progress, now)
@@ -133,24 +143,30 @@ class Watch:
         if moved:
             latest = max((item["since"] for item in history.values()), default=now)
             state["last_advance"] = max(float(state["last_advance"]), min(now, latest))
-        self.write_state(node)
-        self.show(node)
+        changed = self.show(node)  # its test or its link changed
+        due = time.monotonic() - self.written.get(node, float("-inf")) >= WRITE_EVERY_S
+        if changed or due or was_silent or record.get("diagnosis") is not None:
+            self.write_state(node)
 
-    def show(self, node: str) -> None:
+    def show(self, node: str) -> bool:
+        """Say the node's line when its group (its ranks' tests, its link) changed: -> whether."""
         state = self.states[node]
         line, group = progress_line(node, self.ranks[node], state["progress"])
         if link_down(state):
             iface = state["interface"]
             line += f" [{iface['ifname']} {str(iface['state']).upper()}]"
             group += " link-down"
-        if self.shown.get(node) != group:
-            self.shown[node] = group
-            self.say(line)
+        if self.shown.get(node) == group:
+            return False
+        self.shown[node] = group
+        self.say(line)
+        return True
 
     def write_state(self, node: str) -> None:
         target = self.run_dir / node / self.subdir / "progress.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(target, json.dumps(self.states[node], indent=1, sort_keys=True) + "\n")
+        self.written[node] = time.monotonic()
 
     def results(self, node: str, record: dict[str, Any]) -> None:
         dest = self.run_dir / node / self.subdir
@@ -236,14 +252,16 @@ class Watch:
         self.stop_at = time.monotonic()
 
     def judge(self) -> None:
-        """After every record and every second: end the run when a node's run ended badly or
-        the run stalled (first a diagnosis on every node that still answers, then the stall's
-        words)."""
+        """At most once a second on progress, at once on any other record or a quiet second
+        (run): end the run when a node's run ended badly or the run stalled (first a diagnosis
+        on every node that still answers, then the stall's words)."""
+        self.judged = time.monotonic()
         self.listen(time.time())
         if self.stop_sent:
             return
-        for node, state in self.states.items():
-            reason = failure_elsewhere(node, self.states) if state["running"] else None
+        failed = failed_states(self.states)
+        for node, state in self.states.items() if failed else ():
+            reason = failure_elsewhere(node, failed) if state["running"] else None
             if reason:
                 self.stop(reason, adopted_stop(reason, self.states))
                 return
@@ -278,7 +296,8 @@ class Watch:
         STOPPED_RESULTS_S) or the bound; -> the nodes that sent none."""
         deadline = time.monotonic() + bound
         beat = time.monotonic()
-        while self.awaited():
+        awaited = bool(self.awaited())  # changes only on a node's results or a judgement
+        while awaited:
             if time.monotonic() - beat >= HEARTBEAT_S:
                 self.step.say({"alive": True})
                 beat = time.monotonic()
@@ -293,14 +312,28 @@ class Watch:
                 record = {}
             if record is None:
                 break
-            node = record.get("node")
+            node, kind = record.get("node"), record.get("kind")
             if node in self.states:
-                if record.get("kind") != ENDED:
+                if kind != ENDED:
                     self.heard[node] = time.time()
                     self.spoke.add(node)
-                if record.get("kind") in ("progress", "diagnosis"):
+                if kind in ("progress", "diagnosis"):
                     self.note(node, record)
-                elif record.get("kind") == "results":
+                elif kind == "results":
                     self.results(node, record)
-            self.judge()
-        return [n for n, s in self.states.items() if s["running"]]
+            if kind != "progress" or time.monotonic() - self.judged >= JUDGE_EVERY_S:
+                self.judge()  # a node's results are judged at once: awaited changes only here
+                awaited = bool(self.awaited())
+        missing = [n for n, s in self.states.items() if s["running"]]
+        for node in missing:
+            self.write_state(node)  # its last look, which the write's pace may have held back
+        return missing
+
+
+def failed_states(states: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The states failure_elsewhere names a failure from: the hosts whose run ended badly, is
+    being stopped or never started. It reads each host's own state alone (and skips the asking
+    host's), so failure_elsewhere(me, failed_states(s)) == failure_elsewhere(me, s) for every
+    host: one pass over the hosts per judgement instead of one per running host (at 1,024 nodes
+    a million states a judgement). "" is no node's name: each state is asked about alone."""
+    return {host: state for host, state in states.items() if failure_elsewhere("", {host: state})}
