@@ -13,6 +13,7 @@ from nccl_preflight.core import junit as nccl_junit
 from nccl_preflight.core import verdict as nccl_verdict
 from nccl_preflight.core.judged_run import judge_run
 from nccl_preflight.core.summary import summarize
+from tests.verdict_schema import validate_verdict
 
 
 def build_report(run_dir: Path) -> dict[str, Any]:
@@ -24,5 +25,5 @@ def build_report(run_dir: Path) -> dict[str, Any]:
 
 
 def build_verdict(run_dir: Path) -> dict[str, Any]:
-    """The verdict of the run in ``run_dir`` (nothing written)."""
-    return nccl_verdict.verdict_document(judge_run(nccl_junit.read_run(run_dir)))
+    """The verdict of the run in ``run_dir`` (nothing written), valid against its schema."""
+    return validate_verdict(nccl_verdict.verdict_document(judge_run(nccl_junit.read_run(run_dir))))

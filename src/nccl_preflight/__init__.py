@@ -6,3 +6,6 @@
 modules ship it inside their payload as ``ansible.module_utils.nccl_preflight.node``).
 ``nccl_preflight.core``: what plans and judges on the control machine (plain Python, no Ansible).
 """
+
+# The version's one home: pyproject.toml reads it (dynamic); nccl-preflight --version prints it.
+__version__ = "0.1.0"

@@ -133,6 +133,18 @@ def test_the_bundle_command_needs_a_checkout(pyz: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+def test_the_bundle_has_the_commands_version_and_usage_errors(pyz: Path, tmp_path: Path) -> None:
+    """The bundle's command line is bin/nccl-preflight's (slurm/cli.py): the same version, and
+    a typo is a usage error (2) with the nearest command, on a bare python3."""
+    from nccl_preflight import __version__
+
+    done = run_pyz([sys.executable, "-I"], pyz, "--version", tmp=tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"nccl-preflight {__version__}\n"), done.stderr
+    done = run_pyz([sys.executable, "-I"], pyz, "nodecheck", tmp=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "unknown command 'nodecheck'; did you mean node-check?" in done.stderr
+
+
 def test_the_bundle_bytes_are_a_zip_after_a_shebang() -> None:
     data = bundle.build_bundle()
     assert data.startswith(b"#!/usr/bin/env python3\n")

@@ -21,6 +21,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from nccl_preflight.core import junit_cases
 from tests.jenkins_schema import validate_report_junit
+from tests.verdict_schema import validate_verdict
 
 # --- builders of reports/<run-id>/, per the contracts in docs/design.md --------------------------
 # The rank documents have the shape files/nccl_check.py writes (fields recorded from a real run).
@@ -635,7 +636,7 @@ def test_under_slurm_an_unreachable_host_is_explained_in_slurms_words(
     message = case(suites(run.dir / "junit.xml")["preflight.node2"], "host reachable")
     text = message.find("error").get("message")
     assert "srun -w node2 -N 1" in text and "sinfo -n node2" in text and "ansible" not in text
-    verdict = json.loads((run.dir / "verdict.json").read_text())
+    verdict = validate_verdict(json.loads((run.dir / "verdict.json").read_text()))
     (finding,) = [f for f in verdict["findings"] if f["test"] == "host reachable"]
     assert finding["host"] == "node2" and finding["fix"].startswith("sinfo -n node2")
     assert "ansible" not in finding["fix"]

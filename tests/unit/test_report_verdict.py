@@ -23,6 +23,7 @@ from nccl_preflight.core import exit_classes as nccl_exit_classes
 from nccl_preflight.core.verdict import split_hint
 from tests.jenkins_schema import validate_report_junit
 from tests.unit.test_report_junit import ROOT, RunDir, build, case, suites
+from tests.verdict_schema import validate_verdict
 
 TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -30,7 +31,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 def report(run: RunDir, capsys: pytest.CaptureFixture[str], **kw: Any) -> dict[str, Any]:
     result = build(run, capsys, html_template=str(TEMPLATE), **kw)
-    verdict = json.loads((run.dir / "verdict.json").read_text())
+    verdict = validate_verdict(json.loads((run.dir / "verdict.json").read_text()))
     assert verdict["class"] == result["exit_class"] and verdict["exit_code"] == result["exit_code"]
     return verdict
 

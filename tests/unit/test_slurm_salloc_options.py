@@ -229,7 +229,6 @@ def refused(done: subprocess.CompletedProcess[str]) -> str:
         (["-N", "2", "--exclusive=all"], "argument --exclusive: 'all'"),
         (["-N", "2", "--", "--max-bites", "1M"], "the arguments after --: unrecognized"),
         (["-N", "2", "--", "--iters", "x"], "argument --iters: 'x' is not an integer"),
-        (["-N", "2", "--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
 def test_the_command_refuses_a_bad_value_with_exit_12(

@@ -13,10 +13,15 @@ too; here bandwidth has a code of its own (8), so that slow is never mistaken fo
 nccl-tests' 2 (CUDA error) and 3 (NCCL error) are not used: a CUDA or NCCL error ends a rank
 (class rank_lost) or fails the gpu pre-flight check (class preflight_failed). 1 is nccl-tests'
 testInternalError: the run gave no verdict at all.
+
+The same file holds node-check's codes (one node's health, for Slurm's HealthCheckProgram or
+Prolog: slurm/node_command.py exits with them) and the command line's own refusal (USAGE), so
+that ``nccl-preflight --help`` and README's "Exit codes" show one table for every command.
 """
 
 from __future__ import annotations
 
+import textwrap
 from typing import NamedTuple
 
 
@@ -42,7 +47,8 @@ CLASSES: tuple[ExitClass, ...] = (
     ExitClass(
         "bad_input",
         12,
-        "the hostfile or a variable is invalid; the run stopped before any node was touched",
+        "the hostfile, a variable or an option's value is invalid; the run stopped before any "
+        "node was touched",
     ),
     ExitClass("unreachable", 11, "a host could not be reached (SSH) or failed before launch"),
     ExitClass(
@@ -54,6 +60,50 @@ CLASSES: tuple[ExitClass, ...] = (
 )
 
 BY_NAME: dict[str, ExitClass] = {c.name: c for c in (PASSED, NO_VERDICT, *CLASSES)}
+
+
+# node-check (slurm/node_command.py): a node's own health, not a run's; 2 is also what argparse
+# exits with for a refused option, so any refusal of node-check's input is "refused".
+NODE_CHECK: tuple[ExitClass, ...] = (
+    ExitClass("healthy", 0, "every check passed on this node"),
+    ExitClass("failed", 1, "a check failed on this node (--drain under Slurm: drained)"),
+    ExitClass("refused", 2, "the config or an option was refused; nothing checked or drained"),
+    ExitClass(
+        "unfinished",
+        3,
+        "node-check could not finish within --timeout, or was stopped; drains nothing "
+        "(0 as a Prolog or Epilog)",
+    ),
+)
+
+# Any command: no command, an unknown command or an unknown option ("did you mean" follows).
+# A refused value (slurm -N two) or file is the run's bad_input, node-check's refused.
+USAGE = ExitClass("usage", 2, "no command, an unknown command or an unknown option: nothing ran")
+
+TABLE_TITLE = "exit codes"
+SECTIONS: tuple[tuple[str, tuple[ExitClass, ...]], ...] = (
+    (
+        "a run (-i INVENTORY ..., slurm): its class, as in verdict.json (several: the first)",
+        (PASSED, *CLASSES, NO_VERDICT),
+    ),
+    ("node-check: this node's health", NODE_CHECK),
+    ("every command", (USAGE,)),
+)
+
+
+def table_lines(width: int = 79) -> list[str]:
+    """The table for a terminal (--help), every section: "  <code>  <name>  <meaning>"."""
+    lines = [f"{TABLE_TITLE}:"]
+    for title, rows in SECTIONS:
+        lines.append(f"  {title}")
+        for c in rows:
+            lines += textwrap.wrap(
+                c.meaning,
+                width,
+                initial_indent=f"  {c.code:4d}  {c.name:17s} ",
+                subsequent_indent=" " * 26,
+            )
+    return lines
 
 
 def most_severe(names: list[str] | set[str]) -> ExitClass:

@@ -5,9 +5,9 @@
 Pure functions over what src/nccl_preflight/core/run_data.py read (RunData) and
 src/nccl_preflight/core/junit.py built (SuiteFile), called once per report by
 src/nccl_preflight/core/judged_run.py; verdict_document renders reports/<run-id>/verdict.json
-(schema in docs/design.md), and fold_findings is the one folding of consequences under their
-causes that summary.md, report.html and the console show. The class table lives in
-src/nccl_preflight/core/exit_classes.py.
+(schema in docs/design.md; as a JSON Schema in docs/verdict.schema.json), and fold_findings is
+the one folding of consequences under their causes that summary.md, report.html and the console
+show. The class table lives in src/nccl_preflight/core/exit_classes.py.
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ def exit_class(found: list[dict[str, Any]], failed: bool) -> tuple[list[str], Ex
 
 
 def verdict_document(judged: JudgedRun) -> dict[str, Any]:
-    """verdict.json of the run (schema in docs/design.md)."""
+    """verdict.json of the run (docs/design.md; docs/verdict.schema.json)."""
     chosen = judged.exit_class
     return {
         "schema": VERDICT_SCHEMA,

@@ -1,12 +1,20 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The Slurm front-end's commands, one argparse subparser each; bin/nccl-preflight and the node
-bundle's __main__.py call ``main(argv)`` (argv without the program name):
+"""nccl-preflight's command line: the Slurm front-end's commands, one argparse subparser each,
+under the top level that ``--help`` shows (every command with an example, the exit codes of
+core/exit_classes.py) and ``--version``; bin/nccl-preflight and the node bundle's __main__.py
+call ``main(argv)`` (argv without the program name):
 
     node-check --config FILE [--drain] [--json] [--timeout S] [--state-dir DIR]
                                                                  slurm/node_check.py
     bundle -o PATH                                               slurm/bundle.py
     slurm -N NODES --config FILE [salloc's options] [-- ARGS]    slurm/run_args.py, run.py
+
+The validate run (``-i INVENTORY [ansible-playbook option ...]``) is bin/nccl-preflight's:
+ansible-playbook's options pass through it unchanged, so only its help is here. No command, an
+unknown command or an unknown option (named with the nearest known one: core/command_line.py)
+exits 2 (USAGE) before anything runs; every other refusal of the slurm command is the run's
+bad_input (12), as a bad hostfile is on the Ansible path.
 
 Standard library only at import time: the node bundle runs this with a bare python3.
 """
@@ -18,7 +26,9 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 
-from nccl_preflight.core.exit_classes import BY_NAME
+from nccl_preflight import __version__
+from nccl_preflight.core.command_line import did_you_mean, unknown_option
+from nccl_preflight.core.exit_classes import BY_NAME, USAGE, table_lines
 from nccl_preflight.slurm import node_command, node_torch
 from nccl_preflight.slurm.run_args import add_slurm_parser
 
@@ -145,21 +155,105 @@ def add_bundle(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(command=_bundle)
 
 
+COMMANDS = ("slurm", "node-check", "bundle")  # the subparsers' order in --help
+USAGE_LINES = f"""{PROG} -i INVENTORY [ansible-playbook option ...]
+       {PROG} {{{",".join(COMMANDS)}}} [option ...]
+       {PROG} --help | --version"""
+VALIDATE = """\
+Prove that a multi-node GPU cluster is ready for torch.distributed training. A run writes
+reports/<run-id>/ (report.html, junit.xml, verdict.json) and exits with its class (below).
+
+  -i INVENTORY [ansible-playbook option ...]
+              validate the inventory's hosts over SSH (playbooks/validate.yml): every
+              option goes to ansible-playbook unchanged (ansible-playbook --help)"""
+# One example per command, the validate run first (README has more).
+EXAMPLES = (
+    f"{PROG} -i inventory/dgx -e nccl_backend=nccl",
+    f"{PROG} slurm -N 4 --config site.yml -p gpu",
+    f"{PROG} node-check --config /etc/nccl-preflight.yaml --drain",
+    f"{PROG} bundle -o /opt/nccl-preflight/nccl-preflight.pyz",
+)
+
+
+def version() -> str:
+    return f"{PROG} {__version__}"
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog=PROG, description="nccl-preflight's Slurm front-end")
-    commands = top.add_subparsers(dest="name", required=True, metavar="COMMAND")
-    for add in (add_node_check, add_bundle, add_slurm_parser):
+    top = argparse.ArgumentParser(
+        prog=PROG,
+        usage=USAGE_LINES,
+        description=VALIDATE,
+        epilog="\n".join(["examples:", *(f"  {e}" for e in EXAMPLES), "", *table_lines()]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument("--version", action="version", version=version())
+    commands = top.add_subparsers(
+        dest="name", required=True, metavar="COMMAND", title="commands", prog=PROG
+    )
+    for add in (add_slurm_parser, add_node_check, add_bundle):
         add(commands)
+    for sub in commands.choices.values():
+        sub.add_argument("--version", action="version", version=version())
     return top
+
+
+def subcommands(top: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The top parser's commands, by name."""
+    for action in top._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def command_name(argv: Sequence[str]) -> str:
+    """The command of a command line: its first word that is not an option ("" when none;
+    the top level's options take no value)."""
+    return next((word for word in argv if not word.startswith("-")), "")
+
+
+def usage_refusal(top: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[str, str]:
+    """(the command whose usage to show, "" for the top level; why) when the command line is a
+    usage error: no command, an unknown one, an unknown option; else ("", "")."""
+    known = subcommands(top)
+    name = command_name(argv)
+    at = argv.index(name) if name else len(argv)
+    unknown = unknown_option(top, argv[:at])
+    if unknown:
+        return "", f"{unknown} ({PROG} --help lists the options)"
+    if not name:
+        if any(word in ("-h", "--help", "--version") for word in argv):
+            return "", ""
+        return "", (
+            f"give a command ({', '.join(COMMANDS)}) or -i INVENTORY for a run; "
+            f"{PROG} --help lists them"
+        )
+    if name not in known:
+        return "", (
+            f"unknown command {name!r}{did_you_mean(name, known)} "
+            f"({PROG} --help lists the commands)"
+        )
+    unknown = unknown_option(known[name], argv[at + 1 :])
+    if unknown:
+        return name, f"{unknown} ({PROG} {name} --help lists its options)"
+    return "", ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    top = parser()
+    name, why = usage_refusal(top, argv)
+    if why:
+        shown = subcommands(top)[name] if name else top
+        shown.print_usage(sys.stderr)
+        print(f"{shown.prog}: error: {why}", file=sys.stderr)
+        return USAGE.code
     try:
-        args = parser().parse_args(argv)
+        args = top.parse_args(argv)
     except SystemExit as exc:
-        # the slurm command's refusals are the project's bad_input (12), argparse's own included
-        if exc.code == 2 and argv[:1] == ["slurm"]:
+        # the slurm command's refusals of a value are the project's bad_input (12), argparse's
+        # own included (slurm -N two), as a bad hostfile or variable is on the Ansible path
+        if exc.code == 2 and command_name(argv) == "slurm":
             raise SystemExit(BY_NAME["bad_input"].code) from None
         raise
     command: Command = args.command

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from nccl_preflight.core.exit_classes import NODE_CHECK
 from nccl_preflight.slurm.node_guard import Ending, run_guarded
 from nccl_preflight.slurm.node_lock import (
     VERDICT_FRESH_S,
@@ -40,7 +41,8 @@ from nccl_preflight.slurm.node_lock import (
     running_for,
 )
 
-HEALTHY, FAILED, REFUSED, UNFINISHED = 0, 1, 2, 3
+# the codes' one home is core/exit_classes.py (README "Exit codes", nccl-preflight --help)
+HEALTHY, FAILED, REFUSED, UNFINISHED = (c.code for c in NODE_CHECK)
 DEFAULT_TIMEOUT = 50.0  # below the 60 s after which Slurm kills a HealthCheckProgram
 # SLURM_SCRIPT_CONTEXT of the programs whose non-zero exit makes Slurm drain the node itself
 DRAINING_CONTEXTS = frozenset({"prolog_slurmd", "epilog_slurmd"})

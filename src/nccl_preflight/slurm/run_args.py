@@ -6,7 +6,8 @@ Everything is checked before anything runs or is allocated, each refusal one lin
 option, variable or command, exit 12 (bad_input): the options and the SALLOC_* variables
 (salloc_options.py), the --config file (core/config.py), the rank script's arguments (the
 config's nccl_check_args or those after --, core/rank_args.py), the allocation options given
-inside an allocation, and the Slurm commands the run will call.
+inside an allocation, and the Slurm commands the run will call. An unknown option is a usage
+error instead (exit 2, with the nearest known option: cli.py), as on every command.
 """
 
 from __future__ import annotations
