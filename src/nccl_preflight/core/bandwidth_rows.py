@@ -33,6 +33,7 @@ COLUMNS = (
     "wrong",
 )
 INDEX = {key: i for i, key in enumerate(COLUMNS)}
+_SIZE, _BUSBW = INDEX["size_bytes"], INDEX["busbw_gbps"]
 _values = itemgetter(*COLUMNS)
 _WORD_COLUMNS = (INDEX["type"], INDEX["redop"])  # the same word in every row of a test
 _WORDS: dict[str, str] = {}  # every rank writes the same few words (float, sum): held once
@@ -124,15 +125,15 @@ class _BySize:
         self.others: dict[int, list[tuple[int, Any]]] = {}
 
     def add(self, rank: int, rows: Any, prefer: str | None) -> None:
-        if isinstance(rows, BandwidthRows):
-            size = rows.columns[INDEX["size_bytes"]]
-            busbw = rows.columns[INDEX["busbw_gbps"]]
+        if rows.__class__ is BandwidthRows:
+            columns = rows.columns
+            size, busbw = columns[_SIZE], columns[_BUSBW]
             if None not in size and None not in busbw:
                 if self.sizes is None:
                     self.sizes = size
                 if size == self.sizes:
                     self.ranks.append(rank)
-                    self.columns.append(rows.columns[INDEX[prefer]] if prefer else busbw)
+                    self.columns.append(columns[INDEX[prefer]] if prefer else busbw)
                     return
         for size_bytes, value in size_values(rows, prefer):
             self.others.setdefault(int(size_bytes), []).append((rank, value))
@@ -160,10 +161,11 @@ def by_size(
     for rank, doc in ranked:
         for test in doc.get("tests") or []:
             rows = test.get("bandwidth")
-            if details and not rows:
-                rows = (test.get("details") or {}).get("bandwidth")
-            if not rows:
-                continue
+            if rows.__class__ is not BandwidthRows:  # held rows are never empty (compact)
+                if details and not rows:
+                    rows = (test.get("details") or {}).get("bandwidth")
+                if not rows:
+                    continue
             name = str(test.get("name"))
             acc = table.get(name)
             if acc is None:

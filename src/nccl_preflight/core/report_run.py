@@ -10,7 +10,10 @@ here is a rendering of that one JudgedRun.
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +66,32 @@ def _write(
     return written, html
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the report step, as it was after it.
+
+    The step holds millions of objects until it returns (8,192 ranks' results, their testcases)
+    and makes no cycles of its own worth collecting: every full collection walked all of them
+    again (issue 37: 13 % of the step's CPU at 1,024 ranks, growing with the run)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def run_report(p: dict, check_mode: bool) -> dict:
     """Build and (outside check mode) write the report of ``p`` (:data:`ARGUMENT_SPEC`).
 
     -> the result; ``failed: True`` with ``msg`` when there is no run to report on.
     """
+    with _no_cycle_collection():
+        return _run_report(p, check_mode)
+
+
+def _run_report(p: dict, check_mode: bool) -> dict:
     report_root = Path(p["report_root"])
     run_id = p["run_id"] or "latest"
     run_dir = resolve_run_dir(report_root, run_id, p["fallback_to_latest"])
