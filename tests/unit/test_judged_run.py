@@ -7,6 +7,7 @@ writer reads a file another writer of the same build wrote (issue 26, item 2).""
 from __future__ import annotations
 
 import builtins
+import gc
 import io
 import json
 import sys
@@ -136,3 +137,31 @@ def test_no_writer_reads_what_another_writer_of_the_build_wrote(
     assert read_back == []
     # What it reads of the earlier run is that run's (the baseline's) own pairwise.json.
     assert base.resolve() / "pairwise.json" in reads
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_the_cycle_collector_is_off_for_the_step_and_as_it_was_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled_before: bool
+) -> None:
+    run_dir, _ = collected_run(tmp_path)
+    seen: list[bool] = []
+    judge = report_run.judge_run
+
+    def judging(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return judge(*args, **kwargs)
+
+    monkeypatch.setattr(report_run, "judge_run", judging)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled_before else gc.disable)()
+        result = report_run.run_report(params(run_dir), check_mode=False)
+        assert seen == [False] and result["exit_class"] == "preflight_failed"
+        assert gc.isenabled() is enabled_before
+        # A step that fails leaves the collector as it found it too.
+        monkeypatch.setattr(report_run, "summarize", mock.Mock(side_effect=RuntimeError("x")))
+        with pytest.raises(RuntimeError):
+            report_run.run_report(params(run_dir), check_mode=False)
+        assert gc.isenabled() is enabled_before
+    finally:
+        (gc.enable if was else gc.disable)()
