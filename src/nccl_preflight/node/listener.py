@@ -227,6 +227,12 @@ def run_python_probe(python: str, timeout: float) -> dict:
     """Run ``python -c PYTHON_PROBE`` here and now, at most ``timeout`` s; -> {rc, stdout, stderr,
     error} as :func:`finish_python_probe` gives them (the facts call, which needs torch.xpu
     before the listeners start, runs the probe itself and hands the run to the listener)."""
+    return probe_python(python, timeout)[0]
+
+
+def probe_python(python: str, timeout: float) -> tuple[dict, bool]:
+    """One run of ``python -c PYTHON_PROBE``, at most ``timeout`` s; -> ({rc, stdout, stderr,
+    error}, whether it was killed at the bound)."""
     try:
         done = subprocess.run(
             [python, "-c", PYTHON_PROBE],
@@ -234,21 +240,20 @@ def run_python_probe(python: str, timeout: float) -> dict:
             capture_output=True,
             text=True,
             errors="replace",
-            timeout=timeout,
+            timeout=max(0.0, timeout),
             check=False,
         )
     except subprocess.TimeoutExpired:
-        error = f"{python} -c <probe> (import torch) did not finish in time; it was killed"
-        return {"rc": None, "stdout": "", "stderr": "", "error": error}
+        error = (
+            f"{python} -c <probe> (import torch) did not finish in time; it was killed after "
+            f"{timeout:.0f} s"
+        )
+        return {"rc": None, "stdout": "", "stderr": "", "error": error}, True
     except OSError as exc:
         error = f"cannot run {python}: {exc.strerror or exc}"
-        return {"rc": None, "stdout": "", "stderr": "", "error": error}
-    return {
-        "rc": done.returncode,
-        "stdout": done.stdout[-20000:],
-        "stderr": done.stderr[-2000:],
-        "error": "",
-    }
+        return {"rc": None, "stdout": "", "stderr": "", "error": error}, False
+    run = {"rc": done.returncode, "stdout": done.stdout[-20000:], "stderr": done.stderr[-2000:]}
+    return {**run, "error": ""}, False
 
 
 def python_facts(python_run: dict) -> dict:

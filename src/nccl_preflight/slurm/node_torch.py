@@ -3,8 +3,8 @@
 """node-check's torch reading: ``python -c PYTHON_PROBE`` (node/parse.py), bounded, and reused
 for a while.
 
-The same probe as the Ansible path's (node/listener.py run_python_probe: the same answer, the
-same words when it cannot run), run in node-check's own process group so that Slurm's killpg
+The Ansible path's probe (node/listener.py probe_python: the same answer, the same words when
+it cannot run), run in node-check's own process group so that Slurm's killpg
 and Ctrl-C reach it, and remembering whether it was killed at node-check's deadline: that is
 node-check's own slowness (a loaded node, a cold page cache), which never drains a node
 (slurm/node_check.py).
@@ -24,11 +24,11 @@ time (nvidia-smi, sysfs): only torch's own view (its versions, the devices it sa
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from typing import Any
 
-from nccl_preflight.node.parse import PYTHON_PROBE, python_facts_from_run
+from nccl_preflight.node.listener import probe_python
+from nccl_preflight.node.parse import python_facts_from_run
 from nccl_preflight.node.processes import read_json, write_json
 
 DEFAULT_MAX_AGE = 60.0  # seconds a torch reading is reused (at most one import a minute)
@@ -42,31 +42,6 @@ def python_identity(python: str) -> dict[str, Any] | None:
     except OSError:
         return None
     return {"python": python, "ino": info.st_ino, "size": info.st_size, "mtime": info.st_mtime_ns}
-
-
-def probe(python: str, timeout: float) -> tuple[dict[str, Any], bool]:
-    """One run of the probe; -> ({rc, stdout, stderr, error}, whether it was killed)."""
-    try:
-        done = subprocess.run(
-            [python, "-c", PYTHON_PROBE],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=max(0.0, timeout),
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        error = (
-            f"{python} -c <probe> (import torch) did not finish within {timeout:.0f} s; "
-            "it was killed"
-        )
-        return {"rc": None, "stdout": "", "stderr": "", "error": error}, True
-    except OSError as exc:
-        error = f"cannot run {python}: {exc.strerror or exc}"
-        return {"rc": None, "stdout": "", "stderr": "", "error": error}, False
-    run = {"rc": done.returncode, "stdout": done.stdout[-20000:], "stderr": done.stderr[-2000:]}
-    return {**run, "error": ""}, False
 
 
 def read_torch(python: str, run: dict[str, Any]) -> bool:
@@ -109,7 +84,7 @@ class TorchReading:
         kept = self._kept(identity)
         if kept is not None:
             return kept
-        run, self.timed_out = probe(python, timeout)
+        run, self.timed_out = probe_python(python, timeout)
         if self.keep and identity is not None and read_torch(python, run):
             write_json(self.keep, {"identity": identity, "read": time.time(), "run": run})
         return run
