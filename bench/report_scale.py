@@ -222,9 +222,10 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def report_step(report_root: Path, run_id: str, profile: bool = False) -> dict[str, Any]:
-    """run_report on ``run_id`` in a fresh Python with the worktree's src first."""
-    params = {
+def report_params(report_root: Path, run_id: str) -> dict[str, Any]:
+    """run_report's options as the report play passes them, for ``run_id`` under
+    ``report_root``."""
+    return {
         "report_root": str(report_root),
         "run_id": run_id,
         "fallback_to_latest": False,
@@ -233,8 +234,12 @@ def report_step(report_root: Path, run_id: str, profile: bool = False) -> dict[s
         "html_template": str(TEMPLATE),
         "run_check_mode": False,
         "verdict_copy": "",
-        "_profile": profile,
     }
+
+
+def report_step(report_root: Path, run_id: str, profile: bool = False) -> dict[str, Any]:
+    """run_report on ``run_id`` in a fresh Python with the worktree's src first."""
+    params = {**report_params(report_root, run_id), "_profile": profile}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     done = subprocess.run(
         [sys.executable, "-m", "bench.report_scale", "--child", json.dumps(params)],

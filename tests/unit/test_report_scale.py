@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bench.report_scale import PER_NODE, WRONG_LOCAL, read_source, synthesize
+from bench.report_scale import PER_NODE, WRONG_LOCAL, read_source, report_params, synthesize
 from nccl_preflight.core.bandwidth_rows import COLUMNS, BandwidthRows, compact, size_values
 from nccl_preflight.core.console import MAX_LINES, console_lines
 from nccl_preflight.core.hostlist import compress, expand
@@ -25,8 +25,6 @@ from nccl_preflight.core.report_run import run_report
 from tests.browser import browser_unavailable_reason, open_page
 from tests.jenkins_schema import validate_report_junit
 
-ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
 NODES = 20  # gpu0017 holds the wrong rank; 19 healthy hosts: gpu[0001-0016,0018-0020]
 WRONG = 16 * PER_NODE + WRONG_LOCAL
 
@@ -36,17 +34,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]
     """The synthetic run of NODES x 8 ranks, reported as the report play reports it."""
     root = tmp_path_factory.mktemp("reports")
     made = synthesize(read_source(), root, NODES)
-    params = {
-        "report_root": str(root),
-        "run_id": made["run_id"],
-        "fallback_to_latest": False,
-        "expect_ranks": True,
-        "update_latest": True,
-        "html_template": str(TEMPLATE),
-        "run_check_mode": False,
-        "verdict_copy": "",
-    }
-    return Path(made["run_dir"]), run_report(params, False)
+    return Path(made["run_dir"]), run_report(report_params(root, made["run_id"]), False)
 
 
 def test_the_findings_name_the_one_wrong_rank(big: tuple[Path, dict[str, Any]]) -> None:
