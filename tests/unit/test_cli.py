@@ -71,10 +71,18 @@ def test_version_has_one_home_read_by_pyproject_and_every_command() -> None:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"]
-    assert pyproject["project"]["dynamic"] == ["version"]
+    assert pyproject["project"]["dynamic"] == ["version", "dependencies"]
     setuptools_config = pytest.importorskip("setuptools.config.pyprojecttoml")
-    built = setuptools_config.read_configuration(ROOT / "pyproject.toml")["project"]["version"]
-    assert built == nccl_preflight.__version__
+    built = setuptools_config.read_configuration(ROOT / "pyproject.toml")["project"]
+    assert built["version"] == nccl_preflight.__version__
+    # the control machine's requirements have one home too: requirements.txt, torch not among them
+    wanted = [
+        line.split("#")[0].strip()
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.split("#")[0].strip()
+    ]
+    assert built["dependencies"] == wanted and not [r for r in wanted if "torch" in r]
+    assert built["scripts"] == {"nccl-preflight": "nccl_preflight.command:console_script"}
     assert re.fullmatch(r"\d+\.\d+\.\d+", nccl_preflight.__version__)
     expected = f"nccl-preflight {nccl_preflight.__version__}\n"
     for argv in (["--version"], ["slurm", "--version"], ["node-check", "--version"]):

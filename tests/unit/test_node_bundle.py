@@ -129,7 +129,10 @@ def test_node_check_imports_no_control_machine_package(pyz: Path, tmp_path: Path
 def test_the_bundle_command_needs_a_checkout(pyz: Path, tmp_path: Path) -> None:
     done = run_pyz([sys.executable, "-I"], pyz, "bundle", "-o", str(tmp_path / "x"), tmp=tmp_path)
     assert done.returncode == 2
-    assert "run bin/nccl-preflight bundle from the project's checkout" in done.stderr
+    assert (
+        "run nccl-preflight bundle from the project's checkout or an installed nccl-preflight"
+        in done.stderr
+    )
     assert not (tmp_path / "x").exists()
 
 

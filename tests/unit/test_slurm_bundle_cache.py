@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from nccl_preflight.core.content import TREE, Tree
 from nccl_preflight.core.zipapp import content_key
 from nccl_preflight.slurm import bundle as builder
 
@@ -47,14 +48,15 @@ def test_a_changed_source_builds_a_new_bundle(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
     for part in ("src", "files"):
         shutil.copytree(
-            builder.CHECKOUT / part, checkout / part, ignore=shutil.ignore_patterns("__pycache__")
+            TREE.content / part, checkout / part, ignore=shutil.ignore_patterns("__pycache__")
         )
+    tree = Tree(checkout / "src" / "nccl_preflight", checkout)
     cache = tmp_path / ".bundle"
-    first = builder.build_node_bundle(cache, checkout)
-    assert builder.build_node_bundle(cache, checkout) == first
+    first = builder.build_node_bundle(cache, tree)
+    assert builder.build_node_bundle(cache, tree) == first
     step = checkout / "src" / "nccl_preflight" / "slurm" / "node_step.py"
     step.write_bytes(step.read_bytes() + b"\n# changed\n")
-    second = builder.build_node_bundle(cache, checkout)
+    second = builder.build_node_bundle(cache, tree)
     assert second != first
     member = "nccl_preflight/slurm/node_step.py"
     assert zipfile.ZipFile(io.BytesIO(second)).read(member).endswith(b"# changed\n")

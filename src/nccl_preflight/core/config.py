@@ -27,11 +27,10 @@ Every problem is raised at once as ``ConfigError``, one line each, ``FILE:LINE: 
 (the line of the name in the user's file, else the line of its default in the defaults file),
 before anything runs.
 
-Where the data files are (``roles_dir()``, the one place that knows): the checkout's roles/
-(``src/nccl_preflight/core/config.py`` -> ``../../../roles``) when the package runs from a
-checkout, installed editable or on PYTHONPATH; inside the node bundle (slurm/bundle.py), the
-package data directory ``nccl_preflight/core/config_data/roles/``, read through
-``importlib.resources``. The bundle copies into it, under their paths relative to roles/:
+Where the data files are (``roles_dir()``): the roles/ of the tree the package runs from
+(core/content.py: a checkout's, or an installed package's share/ copy); inside the node bundle
+(slurm/bundle.py), the package data directory ``nccl_preflight/core/config_data/roles/``, read
+through ``importlib.resources``. The bundle copies into it, under their paths relative to roles/:
 ``nccl_defaults/defaults/main/*.yml``, ``preflight/defaults/main.yml`` and
 ``*/meta/argument_specs.yml``. When that directory is present it wins over the checkout.
 """
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nccl_preflight.core import hostlist
+from nccl_preflight.core.content import TREE
 from nccl_preflight.core.inputs import nccl_input_problems
 from nccl_preflight.core.yaml_subset import YamlSubsetError, load
 
@@ -70,7 +70,7 @@ def roles_dir() -> Traversable:
     bundled = resources.files("nccl_preflight.core") / BUNDLE_DATA / "roles"
     if bundled.is_dir():
         return bundled
-    return Path(__file__).resolve().parents[3] / "roles"
+    return TREE.content / "roles"
 
 
 def _child(root: Traversable, *parts: str) -> Traversable:

@@ -18,7 +18,8 @@ step's stdin). One builder, one list of what goes in (bundle_sources):
                                              it imports, as the Ansible path ships it
                                              (core/zipapp.py), for the run's ranks
 
-Built from this checkout's files (not from an installed copy); the bytes depend only on them
+Built from the tree the package runs from (core/content.py: a checkout's src/, roles/ and files/,
+or an installed package and its share/ copy of them); the bytes depend only on those files
 (core/zipapp.py zip_bytes: sorted names, fixed times and modes). ``python3 nccl-preflight.pyz
 node-check --config FILE`` is what a HealthCheckProgram or Prolog wrapper runs.
 
@@ -35,6 +36,7 @@ import os
 import zipfile
 from pathlib import Path
 
+from nccl_preflight.core.content import TREE, Tree
 from nccl_preflight.core.zipapp import (
     bundle_modules,
     cached_build,
@@ -43,11 +45,8 @@ from nccl_preflight.core.zipapp import (
     zipapp_of,
 )
 
-PACKAGE = Path(__file__).resolve().parents[1]  # src/nccl_preflight
-CHECKOUT = PACKAGE.parents[1]
 ROOMS = ("node", "core", "slurm")
 CONFIG_DATA = "nccl_preflight/core/config_data/roles"  # core/config.py BUNDLE_DATA's place
-RANK_SCRIPT = CHECKOUT / "files" / "nccl_check.py"
 RANK_ZIPAPP = "nccl_check.pyz"  # slurm/node_step.py RANK_SCRIPT: a member of the bundle
 BUNDLE_NAME = "nccl-preflight.pyz"
 STEP_ENTRY = "nccl_preflight.slurm.node_step"  # what a job step runs: MAIN's `node-step WHAT`
@@ -69,20 +68,32 @@ sys.exit(main(sys.argv[1:]))
 '''
 
 
-def bundle_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
-    """What the bundle is built from: {path relative to ``checkout``: bytes}."""
-    package = checkout / "src" / "nccl_preflight"
+def _named(tree: Tree, paths: list[Path]) -> dict[str, bytes]:
+    """{name as in a checkout (src/nccl_preflight/..., roles/..., files/...): bytes}."""
+    named = {}
+    for p in paths:  # an installed package holds its content (share/): that is looked at first
+        if p.is_relative_to(tree.content):
+            named[p.relative_to(tree.content).as_posix()] = p.read_bytes()
+        else:
+            named[f"src/{p.relative_to(tree.source).as_posix()}"] = p.read_bytes()
+    return named
+
+
+def _rank_files(tree: Tree) -> dict[str, bytes]:
+    return {f"files/{name}.py": source for name, source in bundle_modules(tree.rank_script).items()}
+
+
+def bundle_sources(tree: Tree = TREE) -> dict[str, bytes]:
+    """What the bundle is built from: {name as in a checkout: bytes}."""
+    package = tree.package
     paths = [package / "__init__.py"]
     for room in ROOMS:
         paths += [p for p in sorted((package / room).rglob("*.py")) if "__pycache__" not in p.parts]
-    roles = checkout / "roles"
+    roles = tree.content / "roles"
     paths += sorted((roles / "nccl_defaults" / "defaults" / "main").glob("*.yml"))
     paths.append(roles / "preflight" / "defaults" / "main.yml")
     paths += sorted(roles.glob("*/meta/argument_specs.yml"))
-    sources = {p.relative_to(checkout).as_posix(): p.read_bytes() for p in paths}
-    for name, source in bundle_modules(checkout / "files" / "nccl_check.py").items():
-        sources[f"files/{name}.py"] = source
-    return sources
+    return {**_named(tree, paths), **_rank_files(tree)}
 
 
 def _build(sources: dict[str, bytes]) -> bytes:
@@ -96,43 +107,33 @@ def _build(sources: dict[str, bytes]) -> bytes:
             files[f"{CONFIG_DATA}/{name.removeprefix('roles/')}"] = data
         elif name.startswith("files/"):
             rank[Path(name).stem] = data
-    files[RANK_ZIPAPP] = zipapp_of(RANK_SCRIPT.stem, rank)
+    files[RANK_ZIPAPP] = zipapp_of(TREE.rank_script.stem, rank)
     return zip_bytes(files)
 
 
-def build_bundle(checkout: Path = CHECKOUT) -> bytes:
-    """The bytes of nccl-preflight.pyz from ``checkout``'s src/, roles/ and files/."""
-    return _build(bundle_sources(checkout))
+def build_bundle(tree: Tree = TREE) -> bytes:
+    """The bytes of nccl-preflight.pyz from ``tree``'s package, roles/ and files/."""
+    return _build(bundle_sources(tree))
 
 
-def step_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
+def step_sources(tree: Tree = TREE) -> dict[str, bytes]:
     """What the job steps' bundle is built from, as bundle_sources names them: STEP_ENTRY and
     every module of the package it imports (core/zipapp.py package_closure: the node room and
     the step itself, none of the control machine's), and the rank script's files. srun sends
     the bundle to every node on each step's stdin, so it carries only what a step runs."""
-    paths = package_closure(checkout / "src", STEP_ENTRY)
-    sources = {p.relative_to(checkout).as_posix(): p.read_bytes() for p in paths}
-    for name, source in bundle_modules(checkout / "files" / "nccl_check.py").items():
-        sources[f"files/{name}.py"] = source
-    return sources
+    return {**_named(tree, package_closure(tree.source, STEP_ENTRY)), **_rank_files(tree)}
 
 
-def key_sources(checkout: Path = CHECKOUT) -> dict[str, bytes]:
+def key_sources(tree: Tree = TREE) -> dict[str, bytes]:
     """What the steps' bundle can depend on, read without parsing: every ``*.py`` of the package
     and of files/ (a superset of step_sources, for cached_build's key: a run reads and hashes
     them, about 1 MB, instead of working out the imports)."""
-    paths = sorted((checkout / "src" / "nccl_preflight").rglob("*.py"))
-    paths += sorted((checkout / "files").glob("*.py"))
-    return {
-        p.relative_to(checkout).as_posix(): p.read_bytes()
-        for p in paths
-        if "__pycache__" not in p.parts
-    }
+    paths = sorted(tree.package.rglob("*.py"))
+    paths += sorted((tree.content / "files").glob("*.py"))
+    return _named(tree, [p for p in paths if "__pycache__" not in p.parts])
 
 
-def build_node_bundle(
-    cache_dir: str | os.PathLike[str] | None = None, checkout: Path = CHECKOUT
-) -> bytes:
+def build_node_bundle(cache_dir: str | os.PathLike[str] | None = None, tree: Tree = TREE) -> bytes:
     """The steps' bundle (step_sources: `node-step WHAT` only), for the slurm command's steps.
 
     With ``cache_dir`` (e.g. the report root's .bundle/), the bundle is kept there by the
@@ -143,14 +144,14 @@ def build_node_bundle(
     return cached_build(
         cache_dir,
         "node-step-bundle",
-        key_sources(checkout),
-        lambda: _build(step_sources(checkout)),
+        key_sources(tree),
+        lambda: _build(step_sources(tree)),
     )
 
 
-def write_bundle(output: str | Path, checkout: Path = CHECKOUT) -> str:
+def write_bundle(output: str | Path, tree: Tree = TREE) -> str:
     """Write the bundle (mode 0755); one line saying what was written."""
-    data = build_bundle(checkout)
+    data = build_bundle(tree)
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)

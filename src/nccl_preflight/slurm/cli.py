@@ -79,12 +79,13 @@ def _node_check(args: argparse.Namespace) -> int:
 
 
 def _bundle(args: argparse.Namespace) -> int:
+    from nccl_preflight.core.content import TREE
     from nccl_preflight.slurm import bundle
 
-    if not (bundle.CHECKOUT / "roles").is_dir() or not bundle.RANK_SCRIPT.is_file():
+    if not TREE.complete:
         print(
-            f"{PROG} bundle: no checkout beside {bundle.PACKAGE} (roles/, files/nccl_check.py): "
-            "run bin/nccl-preflight bundle from the project's checkout",
+            f"{PROG} bundle: no roles/ and files/nccl_check.py in {TREE.content}: run "
+            "nccl-preflight bundle from the project's checkout or an installed nccl-preflight",
             file=sys.stderr,
         )
         return 2

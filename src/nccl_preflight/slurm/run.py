@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.config import node_values, preflight_values
+from ..core.content import TREE
 from ..core.env_findings import nccl_env_findings
 from ..core.exit_classes import BY_NAME
 from ..core.launch_hosts import plan_host
@@ -47,9 +48,8 @@ from .pending import NotGranted
 from .ship import shared_and_own
 from .step import END_GRACE_S, LOST_END_GRACE_S, Step
 
-ROOT = Path(__file__).resolve().parents[3]
-HTML_TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
-RANK_SCRIPT = ROOT / "files" / "nccl_check.py"
+HTML_TEMPLATE = TREE.content / "roles" / "report" / "templates" / "report.html.j2"
+RANK_SCRIPT = TREE.rank_script
 # The pairwise-only relaunch (roles/launch/defaults: launch_relaunch_timeout is at most
 # nccl_run_timeout, launch_relaunch_pair_bytes, launch_relaunch_pair_iters).
 RELAUNCH_TIMEOUT_S = 120
