@@ -32,7 +32,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export NCCL_LAB_NODE_PYTHON := $(CURDIR)/$(NODE_VENV)/bin/python
 
 .PHONY: help demo test lint unit lab-test apt-lab lab-up lab-down demo-lab bench clean rank-script \
-	node-venv
+	node-venv collection
 
 help:  ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -59,6 +59,13 @@ $(NODE_VENV)/.node-installed: requirements-node.txt
 	$(PYTHON) -m venv $(NODE_VENV)
 	$(NODE_VENV)/bin/pip install $(PIP_FLAGS) -r requirements-node.txt
 	touch $@
+
+# The Ansible collection nccl.preflight (src/nccl_preflight/core/collection.py), for
+# `ansible-galaxy collection install build/collection/nccl-preflight-*.tar.gz`.
+collection: $(VENV)/.demo-installed  ## Build the Ansible collection nccl.preflight into build/collection/.
+	rm -rf build/collection
+	$(BIN)/python -m nccl_preflight.core.collection build/collection/src
+	$(BIN)/ansible-galaxy collection build build/collection/src --output-path build/collection
 
 node-venv: $(NODE_VENV)/.node-installed  ## The lab hosts' Python: .venv-node from requirements-node.txt alone.
 
