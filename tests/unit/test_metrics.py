@@ -20,6 +20,8 @@ from tests.unit.test_bandwidth_expectation import write_run as bandwidth_run
 from tests.unit.test_judged_run import params
 from tests.unit.test_node_check import HEALTHY, MISSING_IF, node_check_cmd
 from tests.unit.test_pairwise import healthy, slow_node, write_run
+from tests.unit.test_slurm_salloc_options import command as slurm_command
+from tests.unit.test_slurm_salloc_options import refused
 
 HOSTILE = 'gpu"07\\a\nb'  # a quote, a backslash and a line feed: each must be escaped
 RESULTS = [
@@ -318,3 +320,20 @@ def test_a_check_mode_run_writes_no_metrics_and_a_bad_directory_is_a_warning(
     result = report_run.run_report({**p, "textfile_dir": str(tmp_path / "absent")}, False)
     assert "the run's metrics were not written" in result["warnings"][0]
     assert result["exit_class"] == "passed"  # the report stands
+
+
+@pytest.mark.parametrize("given", ["option", "config"])
+def test_slurm_refuses_a_metrics_directory_it_cannot_write_before_anything_runs(
+    tmp_path: Path, given: str
+) -> None:
+    """--textfile DIR (or the config's nccl_report_textfile_dir) that is not a directory: exit
+    12 (bad_input), one line naming the option or the variable, no allocation asked for."""
+    absent = str(tmp_path / "absent")
+    if given == "option":
+        done = slurm_command(tmp_path, "-N", "2", "--textfile", absent)
+        assert refused(done) == f"nccl-preflight slurm: --textfile: {absent}: not a directory " \
+            "(node_exporter's textfile directory)"  # fmt: skip
+    else:
+        done = slurm_command(tmp_path, "-N", "2", nccl_report_textfile_dir=absent)
+        assert f"nccl.yml: nccl_report_textfile_dir: {absent}: not a directory" in refused(done)
+    assert not (tmp_path / "r").exists()
