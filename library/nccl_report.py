@@ -62,6 +62,21 @@ options:
         class). Written in check mode too, as it is the answer to the caller, not a change.
     type: path
     default: ""
+  textfile_dir:
+    description:
+      - Also write C(nccl_preflight_run.prom) in this directory, for node_exporter's textfile
+        collector - the run's class (C(nccl_preflight_verdict)), busbw per collective and per
+        node pair measured, the run's duration and last success time (kept from the file it
+        replaces when the run did not pass), replaced atomically. Not in check mode nor for a
+        O(run_check_mode) run. Empty means none.
+    type: path
+    default: ""
+  started:
+    description:
+      - When the run started, unix seconds, for the run's duration in the O(textfile_dir) file;
+        0 means unknown (no duration).
+    type: float
+    default: 0.0
   run_check_mode:
     description:
       - The run was C(ansible-playbook --check) - only the read-only checks ran. The summary,

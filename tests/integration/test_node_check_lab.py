@@ -6,6 +6,8 @@ library only).
 
 - As HealthCheckProgram, it drains only the host whose fabric link is down, with a reason that
   starts ``nccl-preflight:`` and names the check and what it found; the healthy host stays idle.
+- Each node-check also writes its node's metrics (--textfile, a directory per lab host): the
+  bad host's interface check 0 and its verdict failed, the healthy host's checks all 1.
 - As Prolog, a job asked for on that host does not run there: srun says the node's Prolog failed,
   the host is drained with node-check's reason, and the same job runs on the healthy host.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import prom_text
 from tests.lab.base import node_python
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
@@ -49,9 +52,12 @@ def checked_lab(
     config.write_text("nccl_socket_ifname: fab0\nnccl_backend: gloo\nnccl_require_gpu: false\n")
     wrapper = where / "node-check.sh"
     # slurmd runs it with no PATH and no SLURM_CONF (the lab's slurm.conf is not the default)
+    # --textfile: each node its own node_exporter directory (one machine holds the lab's hosts)
     wrapper.write_text(
         f"#!/bin/sh\nexport PATH=/usr/bin:/bin SLURM_CONF={lab.slurm_conf}\n"
+        f'mkdir -p {where}/textfile-"$SLURMD_NODENAME"\n'
         f"exec {node_python()} {pyz} node-check --config {config} --drain "
+        f'--textfile {where}/textfile-"$SLURMD_NODENAME" '
         f'>>{where}/"$SLURMD_NODENAME".log 2>&1\n'
     )
     wrapper.chmod(0o755)
@@ -96,6 +102,11 @@ def wait_for(condition, what: str, timeout: float) -> None:  # type: ignore[no-u
         time.sleep(0.2)
 
 
+def found_checks(path: Path) -> dict[str, float]:
+    """{check: 1 passed / 0 failed} of a node's nccl_preflight.prom (core/metrics.py)."""
+    return prom_text.parse(path.read_text())["nccl_preflight_check"].by("check")
+
+
 def checks_logged(log: Path) -> int:
     """How many node-check runs ended in the wrapper's log of one node."""
     return log.read_text().count("node-check: ") if log.exists() else 0
@@ -127,6 +138,15 @@ def test_health_check_drains_only_the_bad_node_with_its_reason(
     assert lab.slurm_node_states()[good] == "idle"
     bad_log = (wrapper.parent / f"{bad}.log").read_text()
     assert "interface: failed: " in bad_log and f"drained {bad}: {REASON}" in bad_log
+    # node_exporter's textfile of each node: the bad one's interface 0, the good one's all 1
+    for node, interface, verdict in ((good, 1, "healthy"), (bad, 0, "failed")):
+        text = (wrapper.parent / f"textfile-{node}" / "nccl_preflight.prom").read_text()
+        found = prom_text.parse(text)
+        assert found["nccl_preflight_check"].value(check="interface", node=node) == interface
+        states = found["nccl_preflight_node_check_verdict"].by("verdict")
+        assert states[verdict] == 1, text
+    good_checks = found_checks(wrapper.parent / f"textfile-{good}" / "nccl_preflight.prom")
+    assert set(good_checks.values()) == {1}, good_checks
 
 
 @pytest.mark.lab

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from nccl_preflight.core.junit import host_label
+from tests import prom_text
 from tests.browser import browser_unavailable_reason, distinct_colours, open_page
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
@@ -106,10 +107,21 @@ def check_page(report_dir: Path, failing_host: str | None, shot: Path) -> str:
 
 def test_passing_run_exits_0_and_its_report_opens_clean(lab2: Lab, tmp_path: Path) -> None:
     extra = {"nccl_master_port": 29541, "nccl_check_args": QUICK, "nccl_run_timeout": 90}
+    textfile = tmp_path / "textfile"  # node_exporter's directory: the run's metrics
+    textfile.mkdir()
+    extra["nccl_report_textfile_dir"] = str(textfile)
+    before = time.time()
     code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
     assert code == 0, output
     assert verdict is not None and verdict["class"] == "passed" and verdict["findings"] == []
     report_dir = tmp_path / verdict["run_id"]
+    found = prom_text.parse((textfile / "nccl_preflight_run.prom").read_text())
+    assert found["nccl_preflight_verdict"].by("class")["passed"] == 1
+    assert before < found["nccl_preflight_run_last_success_timestamp_seconds"].value()
+    # the playbook's start (validate_inputs) reached the report: the run's whole duration
+    assert 0 < found["nccl_preflight_run_duration_seconds"].value() < time.time() - before
+    busbw = found["nccl_preflight_busbw_bytes_per_second"].by("collective")
+    assert "all_reduce" in busbw and all(value > 0 for value in busbw.values()), busbw
     # Every torchrun left its exit barrier by itself: the watch ended nothing.
     launches = launch_records(report_dir, lab2.hosts).values()
     assert all(not launch["timed_out"] and launch["stopped_by"] is None for launch in launches)

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests import prom_text
 from tests.integration.test_pairwise_lab import CHECK_ARGS as PAIRWISE_CHECK_ARGS
 from tests.integration.test_pairwise_lab import FAST as PAIRWISE_FAST
 from tests.integration.test_pairwise_lab import HANGING_SWEEP, pairwise_cases
@@ -117,10 +118,16 @@ def test_per_node_values_apply_to_the_nodes_their_hostlist_names(
     first_two = f"{names[0][:-1]}[{names[0][-1]}-{names[1][-1]}]"
     node_vars = {first_two: {"nccl_socket_ifname": ifname}}
     run_id = new_run_id()
+    textfile = tmp_path / "textfile"  # node_exporter's directory: the run's metrics, both runs
+    textfile.mkdir()
+    metrics = ("--textfile", str(textfile))
     done = slurm_command(
-        slurm3, tmp_path, run_id, nccl_socket_ifname="nosuch0", nccl_node_vars=node_vars
+        slurm3, tmp_path, run_id, *metrics, nccl_socket_ifname="nosuch0", nccl_node_vars=node_vars
     )
     assert done.returncode != 0, done.stdout + done.stderr
+    found = prom_text.parse((textfile / "nccl_preflight_run.prom").read_text())
+    assert found["nccl_preflight_verdict"].value(**{"class": "preflight_failed"}) == 1
+    assert "nccl_preflight_run_last_success_timestamp_seconds" not in found  # never passed
     preflight = tmp_path / "reports" / run_id / "preflight"
 
     def environment(i: int) -> dict[str, Any]:
@@ -137,10 +144,18 @@ def test_per_node_values_apply_to_the_nodes_their_hostlist_names(
 
     node_vars[names[2]] = {"nccl_socket_ifname": ifname, "nccl_nproc_per_node": 2}
     run_id = new_run_id()
+    before = time.time()
     done = slurm_command(
-        slurm3, tmp_path, run_id, nccl_socket_ifname="nosuch0", nccl_node_vars=node_vars
+        slurm3, tmp_path, run_id, *metrics, nccl_socket_ifname="nosuch0", nccl_node_vars=node_vars
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    found = prom_text.parse((textfile / "nccl_preflight_run.prom").read_text())
+    assert found["nccl_preflight_verdict"].by("class")["passed"] == 1
+    success = found["nccl_preflight_run_last_success_timestamp_seconds"].value()
+    assert before < success <= time.time()
+    assert 0 < found["nccl_preflight_run_duration_seconds"].value() < time.time() - before
+    busbw = found["nccl_preflight_busbw_bytes_per_second"].by("collective")
+    assert "all_reduce" in busbw and all(value > 0 for value in busbw.values()), busbw
     report = tmp_path / "reports" / run_id
     plan = json.loads((report / "plan.json").read_text())
     assert plan["world_size"] == 4

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from nccl_preflight.slurm import bundle
+from tests import prom_text
 from tests.lab.base import node_python
 from tests.unit.test_node_check import HEALTHY, fake_python
 
@@ -111,11 +112,14 @@ def test_node_check_imports_no_control_machine_package(pyz: Path, tmp_path: Path
     config = tmp_path / "node.yml"
     config.write_text(HEALTHY.replace("PYTHON", str(fake_python(tmp_path))))
     state = ["--state-dir", str(tmp_path / "state")]  # this test's own lock and verdict
-    done = run_pyz(
-        blocked, pyz, "node-check", "--config", str(config), "--json", *state, tmp=tmp_path
-    )
+    textfile = tmp_path / "textfile"  # its metrics too (core/metrics.py), without them
+    textfile.mkdir()
+    args = ["--json", "--textfile", str(textfile), *state]
+    done = run_pyz(blocked, pyz, "node-check", "--config", str(config), *args, tmp=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"exit": 0' in done.stdout
+    found = prom_text.parse((textfile / "nccl_preflight.prom").read_text())
+    assert set(found["nccl_preflight_check"].by("check").values()) == {1}
     config.write_text(HEALTHY + "nccl_backend: nosuch\n")
     done = run_pyz(blocked, pyz, "node-check", "--config", str(config), *state, tmp=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr

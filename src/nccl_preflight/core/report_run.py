@@ -5,13 +5,15 @@ one step, run in the controller's own process (plugins/action/nccl_report.py) or
 library/nccl_report.py (same options, same result).
 
 The run is read once and judged once (src/nccl_preflight/core/judged_run.py); every file written
-here is a rendering of that one JudgedRun.
+here is a rendering of that one JudgedRun, and so is the run's metrics file for node_exporter
+(``textfile_dir``: core/metrics.py write_run; not for a --check run, which launches nothing).
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any
 from .console import console_lines
 from .judged_run import JudgedRun, judge_run
 from .junit import point_latest, read_run, write_report
+from .metrics import write_run
 from .summary import summarize
 from .verdict import verdict_document, write_verdict
 
@@ -32,6 +35,8 @@ ARGUMENT_SPEC: dict[str, dict] = {
     "html_template": {"type": "path", "default": ""},
     "run_check_mode": {"type": "bool", "default": False},
     "verdict_copy": {"type": "path", "default": ""},
+    "textfile_dir": {"type": "path", "default": ""},
+    "started": {"type": "float", "default": 0.0},
 }
 
 
@@ -64,6 +69,20 @@ def _write(
     if p["update_latest"]:
         point_latest(Path(p["report_root"]), run_dir.name)
     return written, html
+
+
+def _write_metrics(p: dict[str, Any], judged: JudgedRun, written: list[str]) -> list[str]:
+    """``textfile_dir``: the run's metrics for node_exporter (core/metrics.py write_run), added
+    to ``written``; not for a --check run (it launches nothing). -> warnings: a directory that
+    cannot take the file is said, the report stands."""
+    directory = p.get("textfile_dir") or ""
+    if not directory or p["run_check_mode"]:
+        return []
+    try:
+        written.append(str(write_run(directory, judged, time.time(), p.get("started") or None)))
+    except OSError as exc:
+        return [f"textfile_dir {directory}: the run's metrics were not written: {exc}"]
+    return []
 
 
 @contextmanager
@@ -116,6 +135,7 @@ def _run_report(p: dict, check_mode: bool) -> dict:
     )
     if p["verdict_copy"]:
         write_verdict(Path(p["verdict_copy"]), verdict, name="")
+    warnings = _write_metrics(p, judged, written) if not check_mode else []
     result = {
         "changed": bool(written),
         "run_id": judged.run_id,
@@ -135,5 +155,7 @@ def _run_report(p: dict, check_mode: bool) -> dict:
         "findings": verdict["findings"],
         "html": html,
     }
+    if warnings:
+        result["warnings"] = warnings
     # The closing summary a person reads (plugins/callback/nccl_console.py prints it).
     return {**result, "console": console_lines(result)}

@@ -6,7 +6,7 @@ core/exit_classes.py) and ``--version``; bin/nccl-preflight and the node bundle'
 call ``main(argv)`` (argv without the program name):
 
     node-check --config FILE [--drain] [--json] [--timeout S] [--state-dir DIR]
-                                                                 slurm/node_check.py
+               [--torch-max-age S] [--textfile DIR]             slurm/node_check.py
     bundle -o PATH                                               slurm/bundle.py
     slurm -N NODES --config FILE [salloc's options] [-- ARGS]    slurm/run_args.py, run.py
 
@@ -74,6 +74,7 @@ def _node_check(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         state_dir=args.state_dir or "",
         torch_max_age=args.torch_max_age,
+        textfile=args.textfile or "",
     )
     return node_command.run_node_check(options)
 
@@ -141,6 +142,15 @@ def add_node_check(commands: argparse._SubParsersAction) -> None:
         "instead of importing torch every time: the GPUs are read afresh every time (0: always "
         f"import; at most {TIMEOUT_MAX_S:g}; default %(default)s: at most one import a minute "
         "at any HealthCheckInterval)",
+    )
+    parser.add_argument(
+        "--textfile",
+        type=absolute_dir,
+        default=None,
+        metavar="DIR",
+        help="also write DIR/nccl_preflight.prom for node_exporter's textfile collector "
+        "(--collector.textfile.directory=DIR): each check 1 passed / 0 failed, the verdict, "
+        "the duration and the last success time; replaced atomically (docs/slurm.md)",
     )
     parser.set_defaults(command=_node_check)
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from nccl_preflight.core.config import preflight_values
 from nccl_preflight.core.layout import nccl_rank_layout
+from nccl_preflight.core.metrics import write_node_check
 from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 from nccl_preflight.core.preflight.judge import judge_node
 from nccl_preflight.core.preflight.observation import nccl_preflight_observation
@@ -316,7 +317,14 @@ def report(
         print(f"node-check: {one_line(line)}", file=sys.stderr)
     sys.stdout.flush()
     done = bool(drained and drained["drained"])
-    return {"exit": status, "verdict": word, "summary": summary, "drained": done}
+    not_judged = [str(r.get("check")) for r in undecided]
+    return {
+        "exit": status,
+        "verdict": word,
+        "summary": summary,
+        "drained": done,
+        "not_judged": not_judged,
+    }
 
 
 def check_and_report(
@@ -333,4 +341,30 @@ def check_and_report(
     # the drain has its own bound: the check's deadline may have passed (a probe killed at it)
     drainer = SubprocessRunner(timeout=DRAIN_TIMEOUT)
     verdict = report(host, results, options, drainer, seconds, unfinished, probe.reused_age)
+    if options.textfile:
+        write_metrics(options.textfile, host, results, verdict, seconds)
     return {**verdict, "seconds": round(seconds, 2)}
+
+
+def write_metrics(
+    directory: str,
+    host: str,
+    results: list[dict[str, Any]],
+    verdict: dict[str, Any],
+    seconds: float,
+) -> None:
+    """--textfile: this node-check's metrics in ``directory``/nccl_preflight.prom
+    (core/metrics.py); a file that cannot be written is said on stderr, the exit status stays
+    the verdict's."""
+    try:
+        write_node_check(
+            directory,
+            host,
+            results,
+            str(verdict["verdict"]),
+            seconds,
+            time.time(),
+            verdict.get("not_judged") or (),
+        )
+    except OSError as exc:
+        print(f"node-check: --textfile {directory}: not written: {one_line(exc)}", file=sys.stderr)

@@ -67,6 +67,7 @@ class NodeCheckOptions:
     timeout: float = DEFAULT_TIMEOUT
     state_dir: str = ""  # empty: slurm/node_lock.py default_state_dir()
     torch_max_age: float = 0.0  # seconds a torch reading is reused (slurm/node_torch.py)
+    textfile: str = ""  # node_exporter's textfile directory (core/metrics.py); empty: none
 
 
 def one_line(text: Any) -> str:
@@ -137,6 +138,18 @@ def _config(options: NodeCheckOptions, node: str) -> dict[str, Any] | None:
     return config
 
 
+def textfile_problem(directory: str) -> str:
+    """Why --textfile DIR cannot take node-check's metrics, or "" (checked before anything
+    runs: a directory this user can write, as node_exporter's textfile directory is)."""
+    if not directory:
+        return ""
+    if not os.path.isdir(directory):
+        return f"--textfile {directory}: not a directory (node_exporter's textfile directory)"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"--textfile {directory}: this user cannot write in it"
+    return ""
+
+
 def _note(problem: str) -> None:
     if problem:
         print(f"node-check: {one_line(problem)}", file=sys.stderr)
@@ -150,6 +163,10 @@ def run_node_check(options: NodeCheckOptions) -> int:
         lock = NodeLock(prepare_state_dir(options.state_dir or default_state_dir()), node)
         config = _config(options, node)
         if config is None:
+            return REFUSED
+        problem = textfile_problem(options.textfile)
+        if problem:
+            print(f"node-check: {one_line(problem)}", file=sys.stderr)
             return REFUSED
         if not lock.acquire():
             return busy(lock, node, options.json)

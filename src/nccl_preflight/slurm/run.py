@@ -85,6 +85,7 @@ class SlurmRun:
         self.results: dict[str, Any] = {}
         self.pair_triggers: list[dict[str, Any]] = []
         self.job_ended = ""  # the job's state when Slurm ended it because of a node (lost)
+        self.started = time.time()  # the run's duration in its metrics (core/metrics.py)
 
     def say(self, line: str) -> None:
         print(line, flush=True)
@@ -445,10 +446,13 @@ class SlurmRun:
                 "html_template": str(HTML_TEMPLATE),
                 "run_check_mode": False,
                 "verdict_copy": "",
+                "textfile_dir": str(self.config.get("nccl_report_textfile_dir") or ""),
+                "started": self.started,
             },
             False,
         )
-        for line in result.get("console") or [result.get("msg", "")]:
+        lines = result.get("console") or [result.get("msg", "")]
+        for line in result.get("warnings", []) + lines:
             self.say(line)
         return result
 
@@ -494,6 +498,8 @@ def run_command(args: Any, config: dict[str, Any]) -> int:
     """The `slurm` subcommand with parsed args and the loaded config; -> exit code."""
     if args.check_args:
         config = {**config, "nccl_check_args": list(args.check_args)}
+    if args.textfile:
+        config = {**config, "nccl_report_textfile_dir": args.textfile}
     report_root = Path(args.report_root or config.get("nccl_report_root") or "reports")
     alloc = Allocation(args.nodes, getattr(args, "salloc", None))
     try:

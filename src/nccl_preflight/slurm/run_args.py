@@ -141,6 +141,14 @@ def add_slurm_parser(subparsers: Any) -> None:
         help="drain the nodes the run names as bad (never for a cluster-wide cause)",
     )
     p.add_argument("--report-root", default="", help="where reports/<run-id>/ goes")
+    p.add_argument(
+        "--textfile",
+        default="",
+        metavar="DIR",
+        help="also write DIR/nccl_preflight_run.prom for node_exporter's textfile collector: "
+        "the run's class, busbw per collective and node pair, duration, last success time "
+        "(the config's nccl_report_textfile_dir otherwise)",
+    )
     _allocation_options(p)
     p.add_argument(
         "check_args",
@@ -148,6 +156,20 @@ def add_slurm_parser(subparsers: Any) -> None:
         help="after --: arguments of the rank script (instead of the config's nccl_check_args)",
     )
     p.set_defaults(command=slurm_main)
+
+
+def textfile_problem(args: argparse.Namespace, config: dict[str, Any]) -> str:
+    """Why the metrics' directory (--textfile, else nccl_report_textfile_dir) cannot take the
+    run's file, or "": it must be a directory this user can write in."""
+    directory = args.textfile or str(config.get("nccl_report_textfile_dir") or "")
+    where = "--textfile" if args.textfile else f"{args.config}: nccl_report_textfile_dir"
+    if not directory:
+        return ""
+    if not os.path.isdir(directory):
+        return f"{where}: {directory}: not a directory (node_exporter's textfile directory)"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"{where}: {directory}: this user cannot write in it"
+    return ""
 
 
 def refusal(args: argparse.Namespace, config: dict[str, Any], environ: Mapping[str, str]) -> str:
@@ -158,6 +180,9 @@ def refusal(args: argparse.Namespace, config: dict[str, Any], environ: Mapping[s
     if problem:
         where = "the arguments after --" if args.check_args else f"{args.config}: nccl_check_args"
         return f"{where}: {problem}"
+    problem = textfile_problem(args, config)
+    if problem:
+        return problem
     job = environ.get("SLURM_JOB_ID", "")
     if job:
         problem = inside_allocation_problem(args, job)
