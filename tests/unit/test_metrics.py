@@ -331,9 +331,11 @@ def test_slurm_refuses_a_metrics_directory_it_cannot_write_before_anything_runs(
     absent = str(tmp_path / "absent")
     if given == "option":
         done = slurm_command(tmp_path, "-N", "2", "--textfile", absent)
-        assert refused(done) == f"nccl-preflight slurm: --textfile: {absent}: not a directory " \
+        assert refused(done) == f"nccl-preflight slurm: --textfile {absent}: not a directory " \
             "(node_exporter's textfile directory)"  # fmt: skip
     else:
         done = slurm_command(tmp_path, "-N", "2", nccl_report_textfile_dir=absent)
-        assert f"nccl.yml: nccl_report_textfile_dir: {absent}: not a directory" in refused(done)
+        # checked with every variable (core/inputs.py), as validate_inputs does on the Ansible path
+        said = refused(done)
+        assert f"nccl.yml:3: nccl_report_textfile_dir: '{absent}' not a directory" in said, said
     assert not (tmp_path / "r").exists()

@@ -148,6 +148,10 @@ def test_good_inputs_have_no_problem() -> None:
         ({"nccl_check_args": "--max-bytes 1M"}, "nccl_check_args is '--max-bytes 1M', not a list"),
         ({"nccl_extra_env": {"NCCL IB": "1"}}, "nccl_extra_env key 'NCCL IB' is not"),
         ({"nccl_python": "python3"}, "nccl_python is 'python3', not an absolute path"),
+        (
+            {"nccl_report_textfile_dir": "/nonexistent/textfile"},
+            "nccl_report_textfile_dir '/nonexistent/textfile' not a directory",
+        ),
     ],
 )
 def test_each_bad_input_is_named(override: dict, expected: str) -> None:

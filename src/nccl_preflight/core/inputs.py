@@ -8,6 +8,7 @@ import ipaddress
 import re
 from typing import Any
 
+from nccl_preflight.core.metrics import textfile_dir_problem
 from nccl_preflight.node.collective_tables import BANDWIDTH_COLLECTIVES
 
 # The kernel refuses empty names, "." and "..", names longer than IFNAMSIZ-1 (15), and names with
@@ -95,6 +96,9 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
     if "nccl_gpus_per_node" in values:
         check("nccl_gpus_per_node", _integer_problem(values["nccl_gpus_per_node"], 0))
     check("nccl_run_timeout", _integer_problem(values.get("nccl_run_timeout"), 1))
+    textfile = values.get("nccl_report_textfile_dir") or ""
+    if textfile:  # on the control machine, where the report writes it
+        check(f"nccl_report_textfile_dir {textfile!r}", textfile_dir_problem(str(textfile)))
     if "nccl_slots" in values and values["nccl_slots"] is not None:
         check("nccl_slots", _integer_problem(values["nccl_slots"], 1))
 

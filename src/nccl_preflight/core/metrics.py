@@ -34,6 +34,7 @@ Standard library only: node-check runs this inside the node bundle with a bare p
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -280,3 +281,14 @@ def write_run(
     success = last_success(path, RUN_SUCCESS, succeeded, now)
     seconds = max(0.0, now - started) if started else None
     return write_textfile(directory, RUN_FILE, run_families(judged, seconds, success))
+
+
+def textfile_dir_problem(directory: str) -> str:
+    """Why ``directory`` cannot take a metrics file, or "": node_exporter's textfile directory
+    must be a directory this user can write in. Every front-end asks before anything runs:
+    node-check's and the slurm command's --textfile, nccl_report_textfile_dir (core/inputs.py)."""
+    if not os.path.isdir(directory):
+        return "not a directory (node_exporter's textfile directory)"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "this user cannot write in it"
+    return ""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nccl_preflight.core.exit_classes import NODE_CHECK
+from nccl_preflight.core.metrics import textfile_dir_problem
 from nccl_preflight.slurm.node_guard import Ending, run_guarded
 from nccl_preflight.slurm.node_lock import (
     VERDICT_FRESH_S,
@@ -139,15 +140,9 @@ def _config(options: NodeCheckOptions, node: str) -> dict[str, Any] | None:
 
 
 def textfile_problem(directory: str) -> str:
-    """Why --textfile DIR cannot take node-check's metrics, or "" (checked before anything
-    runs: a directory this user can write, as node_exporter's textfile directory is)."""
-    if not directory:
-        return ""
-    if not os.path.isdir(directory):
-        return f"--textfile {directory}: not a directory (node_exporter's textfile directory)"
-    if not os.access(directory, os.W_OK | os.X_OK):
-        return f"--textfile {directory}: this user cannot write in it"
-    return ""
+    """Why --textfile DIR cannot take node-check's metrics, or "" (before anything runs)."""
+    problem = textfile_dir_problem(directory) if directory else ""
+    return f"--textfile {directory}: {problem}" if problem else ""
 
 
 def _note(problem: str) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core.config import load_config
 from ..core.exit_classes import BY_NAME
+from ..core.metrics import textfile_dir_problem
 from ..core.rank_args import rank_args_problem
 from .salloc_options import (
     DEFAULT_WAIT_S,
@@ -158,18 +159,11 @@ def add_slurm_parser(subparsers: Any) -> None:
     p.set_defaults(command=slurm_main)
 
 
-def textfile_problem(args: argparse.Namespace, config: dict[str, Any]) -> str:
-    """Why the metrics' directory (--textfile, else nccl_report_textfile_dir) cannot take the
-    run's file, or "": it must be a directory this user can write in."""
-    directory = args.textfile or str(config.get("nccl_report_textfile_dir") or "")
-    where = "--textfile" if args.textfile else f"{args.config}: nccl_report_textfile_dir"
-    if not directory:
-        return ""
-    if not os.path.isdir(directory):
-        return f"{where}: {directory}: not a directory (node_exporter's textfile directory)"
-    if not os.access(directory, os.W_OK | os.X_OK):
-        return f"{where}: {directory}: this user cannot write in it"
-    return ""
+def textfile_problem(args: argparse.Namespace) -> str:
+    """Why --textfile DIR cannot take the run's metrics, or "" (the config's
+    nccl_report_textfile_dir is checked with the other variables: core/inputs.py)."""
+    problem = textfile_dir_problem(args.textfile) if args.textfile else ""
+    return f"--textfile {args.textfile}: {problem}" if problem else ""
 
 
 def refusal(args: argparse.Namespace, config: dict[str, Any], environ: Mapping[str, str]) -> str:
@@ -180,7 +174,7 @@ def refusal(args: argparse.Namespace, config: dict[str, Any], environ: Mapping[s
     if problem:
         where = "the arguments after --" if args.check_args else f"{args.config}: nccl_check_args"
         return f"{where}: {problem}"
-    problem = textfile_problem(args, config)
+    problem = textfile_problem(args)
     if problem:
         return problem
     job = environ.get("SLURM_JOB_ID", "")
