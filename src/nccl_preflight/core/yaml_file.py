@@ -6,8 +6,8 @@
 copy, ``nccl_preflight/_vendor/yaml``: a node has only the standard library and torch, and the
 node bundle carries it; the control machine imports the same copy, so both read a file the same
 way) and gives its value and the 1-based line of each top-level key (``Document``). What PyYAML
-refuses, and a key given twice in one mapping (PyYAML and Ansible keep the last one; a config
-that sets a variable twice is a mistake), raises ``YamlFileError("SOURCE:LINE: problem")``.
+refuses, and a key given twice in one mapping (PyYAML keeps the last one silently, Ansible
+warns and keeps it; in a config it is a mistake), raise ``YamlFileError("SOURCE:LINE: problem")``.
 """
 
 from __future__ import annotations
