@@ -168,7 +168,8 @@ ERRORS = [
     ("nccl_check_args: [--x, {a: 1}]\n", ":1: nccl_check_args: is ['--x', {'a': 1}], not a list"),
     ("nccl_busbw_warn: 0.4\n", ":1: nccl_busbw_warn: nccl_busbw_crit (0.5) is above"),
     ("nccl_pairwise: sometimes\n", ":1: nccl_pairwise: is 'sometimes', not one of auto, always"),
-    ("nccl_run_timeout: &t 5\n", ":1: anchors and aliases (&) are not supported"),
+    ("nccl_run_timeout: !vault x\n", ":1: could not determine a constructor for the tag '!vault'"),
+    ("nccl_backend: [gloo\n", ":2: while parsing a flow sequence (line 1): expected ','"),
     ("- nccl_backend\n", ":1: the file must be a mapping of nccl_* variables to values"),
     ("nccl_backend: gloo\nnccl_backend: nccl\n", ":2: 'nccl_backend' is given twice"),
 ]

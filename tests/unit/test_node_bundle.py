@@ -64,6 +64,9 @@ def test_the_bundle_holds_the_package_the_defaults_and_the_rank_script(pyz: Path
         "nccl_preflight/core/config_data/roles/nccl_defaults/defaults/main/network.yml",
         "nccl_preflight/core/config_data/roles/preflight/meta/argument_specs.yml",
         "nccl_preflight/slurm/node_step.py",
+        "nccl_preflight/_vendor/yaml/__init__.py",  # PyYAML, pure Python, as released
+        "nccl_preflight/_vendor/yaml/LICENSE",  # ... with its licence
+        "nccl_preflight/_vendor/SOURCE.md",
         "nccl_check.pyz",
     ):
         assert name in names, name
@@ -101,6 +104,12 @@ def test_the_nodes_python_runs_node_check_from_the_bundle(pyz: Path, tmp_path: P
     done = run_pyz([python, "-I"], pyz, "node-check", "--config", str(config), *state, tmp=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "interface: passed: " in done.stdout and "healthy" in done.stdout
+    # no site-packages at all (-S): the bundle's own PyYAML reads the config, names the line
+    config.write_text(HEALTHY.replace("PYTHON", str(fake_python(tmp_path))) + "nccl_debug: [x\n")
+    argv = ["node-check", "--config", str(config), *state]
+    done = run_pyz([python, "-I", "-S"], pyz, *argv, tmp=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{config}:5: while parsing a flow sequence (line 4)" in done.stderr
 
 
 def test_node_check_imports_no_control_machine_package(pyz: Path, tmp_path: Path) -> None:

@@ -7,11 +7,12 @@ FILE``) from a YAML file with the same names, meanings and defaults. ``load_conf
 that file's variables:
 
 1. the defaults: roles/nccl_defaults/defaults/main/*.yml, the very files every play reads, and
-   the pre-flight's own, roles/preflight/defaults/main.yml, read with core/yaml_subset.py (so a
-   node with no PyYAML reads them as Ansible does); a default that is a Jinja template (``{{`` or
-   ``{%``: nccl_run_dir, nccl_report_root, preflight_listen_timeout, ...) is left out: the Slurm
-   front-end works out the pre-flight's ones as the role's expressions do
-   (``preflight_values``), gives its own directories, or the user sets them;
+   the pre-flight's own, roles/preflight/defaults/main.yml, read with core/yaml_file.py (PyYAML's
+   SafeLoader from the package's vendored copy: a node reads them as Ansible does); a default
+   that is a Jinja template (``{{`` or ``{%``: nccl_run_dir, nccl_report_root,
+   preflight_listen_timeout, ...) is left out: the Slurm front-end works out the pre-flight's
+   ones as the role's expressions do (``preflight_values``), gives its own directories, or the
+   user sets them;
 2. the user's file overlaid on them; a name that is not one of the defaults' (the project-wide
    variables and the pre-flight's, docs/variables.md) is refused, with the nearest known name; a
    pre-flight variable that has no meaning under Slurm (``NOT_UNDER_SLURM``: the master, the lock,
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from nccl_preflight.core import hostlist
 from nccl_preflight.core.content import TREE
 from nccl_preflight.core.inputs import nccl_input_problems
-from nccl_preflight.core.yaml_subset import YamlSubsetError, load
+from nccl_preflight.core.yaml_file import YamlFileError, load
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -167,7 +168,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{shown}: is not UTF-8 text: {exc}") from exc
     try:
         document = load(text, shown)
-    except YamlSubsetError as exc:
+    except YamlFileError as exc:
         raise ConfigError(str(exc)) from exc
     if document.value is None:
         document.value = {}

@@ -8,8 +8,11 @@ step's stdin). One builder, one list of what goes in (bundle_sources):
     __main__.py                              `node-step WHAT`: slurm/node_step.py main (the run's
                                              steps); anything else: nccl_preflight.slurm.cli.main
     nccl_preflight/{__init__,node/*,core/**,slurm/*}.py   the package (core's modules that need
-                                             jinja2, matplotlib or PyYAML import them lazily;
-                                             the node side never reaches them)
+                                             jinja2 or matplotlib import them lazily; the node
+                                             side never reaches them)
+    nccl_preflight/_vendor/**                PyYAML's pure-Python package with its LICENSE and
+                                             _vendor/SOURCE.md (core/yaml_file.py reads the
+                                             config with it: a node has no PyYAML)
     nccl_preflight/core/config_data/roles/   the defaults (nccl_defaults/defaults/main/*.yml,
                                              preflight/defaults/main.yml) and argument specs
                                              (*/meta/argument_specs.yml) that core/config.py
@@ -46,6 +49,7 @@ from nccl_preflight.core.zipapp import (
 )
 
 ROOMS = ("node", "core", "slurm")
+VENDORED = "_vendor"  # third-party code, every file of it (its licences and SOURCE.md too)
 CONFIG_DATA = "nccl_preflight/core/config_data/roles"  # core/config.py BUNDLE_DATA's place
 RANK_ZIPAPP = "nccl_check.pyz"  # slurm/node_step.py RANK_SCRIPT: a member of the bundle
 BUNDLE_NAME = "nccl-preflight.pyz"
@@ -89,6 +93,11 @@ def bundle_sources(tree: Tree = TREE) -> dict[str, bytes]:
     paths = [package / "__init__.py"]
     for room in ROOMS:
         paths += [p for p in sorted((package / room).rglob("*.py")) if "__pycache__" not in p.parts]
+    paths += [
+        p
+        for p in sorted((package / VENDORED).rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
     roles = tree.content / "roles"
     paths += sorted((roles / "nccl_defaults" / "defaults" / "main").glob("*.yml"))
     paths.append(roles / "preflight" / "defaults" / "main.yml")
