@@ -339,3 +339,32 @@ def test_slurm_refuses_a_metrics_directory_it_cannot_write_before_anything_runs(
         said = refused(done)
         assert f"nccl.yml:3: nccl_report_textfile_dir: '{absent}' not a directory" in said, said
     assert not (tmp_path / "r").exists()
+
+
+def test_prometheus_clients_own_parser_reads_both_files_as_ours_does(tmp_path: Path) -> None:
+    """Prometheus' Python client (requirements-dev.txt) reads the node's file, hostile node name
+    included, and the run's file with pairs: the same samples, labels and values as ours."""
+    parser = pytest.importorskip("prometheus_client.parser")
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    node = 'n"7\\x'
+    done = node_check_cmd(tmp_path, HEALTHY, "--textfile", str(textfile), slurmd=node)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = write_run(tmp_path / "run", 4, 2, slow_node(2, rail=1), second=[(0, 2)])
+    p = {**params(run_dir), "html_template": "", "textfile_dir": str(textfile), "started": 1.0}
+    report_run.run_report(p, check_mode=False)
+    for name in ("nccl_preflight.prom", metrics.RUN_FILE):
+        text = (textfile / name).read_text(encoding="utf-8")
+        ours = {
+            (family, labels, value)
+            for family, found in prom_text.parse(text).items()
+            for labels, value in found.samples.items()
+        }
+        theirs = {
+            (s.name, frozenset(s.labels.items()), s.value)
+            for f in parser.text_string_to_metric_families(text)
+            for s in f.samples
+        }
+        assert theirs == ours and len(ours) > 3, name
+    nodes = {dict(labels).get("node") for _, labels, _ in theirs | ours if "node" in dict(labels)}
+    assert nodes <= {node}
