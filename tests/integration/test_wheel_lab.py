@@ -28,6 +28,7 @@ import pytest
 from nccl_preflight import __version__
 from nccl_preflight.core.content import SHARED
 from nccl_preflight.slurm import bundle
+from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 from tests.unit.test_node_check import HEALTHY, fake_python
 
@@ -45,8 +46,10 @@ class Installed:
     venv: Path
     work: Path  # the working directory: outside any checkout
 
-    def run(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        env = {**clean_env(), "ANSIBLE_NOCOLOR": "1"}
+    def run(
+        self, *argv: str, timeout: float = 120, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        env = {**clean_env(), "ANSIBLE_NOCOLOR": "1", **(env or {})}
         return subprocess.run(
             [str(self.venv / "bin" / "nccl-preflight"), *argv],
             cwd=self.work,
@@ -179,3 +182,35 @@ def test_a_validate_run_against_the_lab_reports_in_the_working_directory(
     assert verdict["class"] == "passed"
     assert (installed.work / "reports" / "wheel-run" / "junit.xml").is_file()
     assert "nccl-preflight: passed (exit 0)" in done.stderr
+
+
+@pytest.mark.lab
+def test_the_slurm_command_runs_from_the_wheel_on_a_slurm_lab(
+    installed: Installed, lab_factory: LabFactory
+) -> None:
+    """`nccl-preflight slurm` from the wheel: its report template, rank script and bundle come
+    from the installed copy; the run passes and writes its report where it is asked to."""
+    require_slurm()
+    lab = lab_factory(2, slurm=True)
+    config = installed.work / "slurm.yml"
+    values = {
+        "nccl_fabric_cidr": lab.fabric_cidr,
+        "nccl_backend": "gloo",
+        "nccl_require_gpu": False,
+        "nccl_python": lab.python,
+        "nccl_run_timeout": 120,
+        "nccl_check_args": ["--max-bytes", "16K", "--iters", "2", "--warmup", "1"],
+        "nccl_run_id": "wheel-slurm",
+    }
+    config.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items()))
+    env = {k: v for k, v in clean_env().items() if not k.startswith(("SLURM_", "SBATCH_"))}
+    env |= lab.slurm_env()
+    reports = installed.work / "slurm-reports"
+    done = installed.run(
+        "slurm", "-N", "2", "--gpus-per-node", "0", "--config", str(config),
+        "--report-root", str(reports), timeout=600, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    report = reports / "wheel-slurm"
+    assert json.loads((report / "verdict.json").read_text())["class"] == "passed"
+    assert "<html" in (report / "report.html").read_text()[:2000].lower()
