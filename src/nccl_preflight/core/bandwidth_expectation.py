@@ -26,7 +26,7 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .bandwidth_rows import by_size
+from .bandwidth_rows import ByName, RunBandwidth, by_size
 from .junit_cases import Case, Suite
 from .rdma_expect import NicsUsed, cluster_figure, used_by_host
 
@@ -51,10 +51,13 @@ def settings(plan: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def collective_rows(rank_docs: list[dict[str, Any]]) -> dict[str, dict[int, list[float]]]:
-    """collective -> size -> every rank's nccl-tests busbw at that size."""
+def collective_rows(
+    rank_docs: list[dict[str, Any]], read: ByName | None = None
+) -> dict[str, dict[int, list[float]]]:
+    """collective -> size -> every rank's nccl-tests busbw at that size; ``read``: by_size of
+    ``rank_docs`` when made already (RunBandwidth.busbw)."""
     table: dict[str, dict[int, list[float]]] = {}
-    for name, sizes in by_size(enumerate(rank_docs)).items():
+    for name, sizes in (by_size(enumerate(rank_docs)) if read is None else read).items():
         if name.startswith("bandwidth_"):
             per_size = table.setdefault(name.removeprefix("bandwidth_"), {})
             for size, (_, values) in sizes.items():
@@ -78,12 +81,14 @@ def judge_expectations(
     plan: dict[str, Any],
     rank_docs: list[dict[str, Any]],
     used: dict[str, tuple[list[str], list[int]]] | None = None,
+    read: ByName | None = None,
 ) -> dict[str, Any]:
-    """Per collective: measured, expected, percent, verdict (ok|warn|crit|not judged)."""
+    """Per collective: measured, expected, percent, verdict (ok|warn|crit|not judged);
+    ``read``: as collective_rows'."""
     conf = settings(plan)
     fabric, fabric_source = fabric_expectation(plan, float(conf["efficiency"]), used)
     rows = []
-    for collective, sizes in sorted(collective_rows(rank_docs).items()):
+    for collective, sizes in sorted(collective_rows(rank_docs, read).items()):
         explicit = (conf["expected_busbw"] or {}).get(collective)
         expected = float(explicit) if explicit is not None else fabric
         source = "nccl_expected_busbw" if explicit is not None else fabric_source
@@ -216,14 +221,18 @@ def _docs(run: RunData) -> list[dict[str, Any]]:
 
 
 def evaluate(
-    run: RunData, pairwise: dict[str, Any] | None, used: NicsUsed | None = None
+    run: RunData,
+    pairwise: dict[str, Any] | None,
+    used: NicsUsed | None = None,
+    rows: RunBandwidth | None = None,
 ) -> dict[str, Any]:
     """Expectations and baseline of a run; reads only the baseline's files (plan.json's
     expect.baseline: the earlier run's directory, resolved by roles/launch). ``pairwise``: the
     run's pairwise document (src/nccl_preflight/core/pairwise.py), its pairs compared with the
-    baseline's; ``used``: rdma_expect.used_by_host(run), read here when not given."""
+    baseline's; ``used``: rdma_expect.used_by_host(run), read here when not given; ``rows``:
+    the run's bandwidth rows when read already (bandwidth_rows.run_bandwidth)."""
     used = used_by_host(run) if used is None else used
-    result = judge_expectations(run.plan, _docs(run), used)
+    result = judge_expectations(run.plan, _docs(run), used, rows.busbw if rows else None)
     baseline = Path(result["settings"]["baseline"]) if result["settings"]["baseline"] else None
     result["baseline"] = str(baseline) if baseline else ""
     result["baseline_error"] = ""

@@ -27,6 +27,7 @@ from .summary import failing_first, healthy_line
 from .verdict import describe, fold_findings, verdict_document
 
 if TYPE_CHECKING:
+    from .bandwidth_rows import RunBandwidth
     from .judged_run import JudgedRun
     from .run_data import RunData
 
@@ -124,14 +125,15 @@ def transports(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def busbw_plots(run: RunData) -> tuple[list[dict[str, Any]], str]:
-    """([{collective, svg}], why there is none)."""
-    series = nccl_plots.busbw_series(run)
+def busbw_plots(run: RunData, rows: RunBandwidth | None = None) -> tuple[list[dict[str, Any]], str]:
+    """([{collective, svg}], why there is none); ``rows``: the run's bandwidth rows when read
+    already (judged_run.JudgedRun.rows)."""
+    series = nccl_plots.busbw_series(run, rows.measured if rows else None)
     if not series:
         return [], "no rank measured bandwidth in this run"
     speeds = link_speeds_mbps(run)
     link_gbps = min(speeds.values()) / 8000 if speeds else None
-    required = nccl_plots.thresholds(run)
+    required = rows.thresholds if rows else nccl_plots.thresholds(run)
     plots = []
     for name in sorted(series):
         plots.append(
@@ -246,7 +248,7 @@ def context(judged: JudgedRun, run_dir: Path) -> dict[str, Any]:
     ]
     failing_hosts = list(dict.fromkeys(f["host"] for f in causes if f.get("host")))
     shown, healthy = failing_first(judged.hosts, judged.findings)
-    plots, plots_note = busbw_plots(run)
+    plots, plots_note = busbw_plots(run, judged.rows)
     files = [
         {"name": n, "href": n}
         for n in ("junit.xml", "summary.md", "verdict.json", "plan.json")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .bandwidth_expectation import evaluate
+from .bandwidth_rows import RunBandwidth, run_bandwidth
 from .exit_classes import ExitClass
 from .junit import SuiteFile, build_suites
 from .pairwise import pairwise_document
@@ -44,6 +45,7 @@ class JudgedRun:
     bandwidth: list[dict[str, Any]]  # busbw per collective at its largest size
     classes: list[str]  # every class found, in severity order
     exit_class: ExitClass  # the run's class: the most severe finding's
+    rows: RunBandwidth | None = None  # every rank's bandwidth rows, read once (run_bandwidth)
 
     @property
     def run_id(self) -> str:
@@ -57,7 +59,9 @@ def judge_run(run: RunData, expect_ranks: bool = True, check_mode: bool = False)
     stop = run_stop(run)
     transport = analyze_run(run)
     pairwise = pairwise_document(run, used)
-    expectations = evaluate(run, pairwise, used)
+    ranked = ((rank, doc) for host in run.hosts for rank, doc in host.ranks.items())
+    rows = run_bandwidth(ranked)
+    expectations = evaluate(run, pairwise, used, rows)
     suites = build_suites(
         run,
         stop=stop,
@@ -82,7 +86,8 @@ def judge_run(run: RunData, expect_ranks: bool = True, check_mode: bool = False)
         totals=totals,
         failed=failed,
         hosts=host_rows(run, suites),
-        bandwidth=bandwidth_table(run, expectations),
+        bandwidth=bandwidth_table(run, expectations, rows.rank_busbw),
         classes=classes,
         exit_class=chosen,
+        rows=rows,
     )

@@ -20,7 +20,7 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from .bandwidth_rows import by_size
+from .bandwidth_rows import ByName, by_size
 
 if TYPE_CHECKING:
     from .run_data import RunData
@@ -42,11 +42,16 @@ def matplotlib_import_error() -> ImportError | None:
 _SVG_PROLOGUE = re.compile(r"^.*?(?=<svg\b)", re.S)
 
 
-def busbw_series(run: RunData) -> dict[str, dict[int, list[tuple[int, float]]]]:
-    """{collective: {size_bytes: [(rank, busbw GB/s)]}} over every rank that measured it."""
-    ranked = ((rank, doc) for host in run.hosts for rank, doc in sorted(host.ranks.items()))
+def busbw_series(
+    run: RunData, read: ByName | None = None
+) -> dict[str, dict[int, list[tuple[int, float]]]]:
+    """{collective: {size_bytes: [(rank, busbw GB/s)]}} over every rank that measured it;
+    ``read``: the rows when read already (RunBandwidth.measured: each host's ranks as read)."""
+    if read is None:
+        ranked = ((rank, doc) for host in run.hosts for rank, doc in sorted(host.ranks.items()))
+        read = by_size(ranked, details=True)
     series: dict[str, dict[int, list[tuple[int, float]]]] = {}
-    for name, sizes in by_size(ranked, details=True).items():
+    for name, sizes in read.items():
         per_size = series.setdefault(name.removeprefix("bandwidth_"), {})
         for size, (ranks, values) in sizes.items():
             per_size.setdefault(size, []).extend(zip(ranks, map(float, values), strict=True))

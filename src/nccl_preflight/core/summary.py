@@ -14,7 +14,7 @@ import statistics
 from typing import TYPE_CHECKING, Any
 
 from .bandwidth_expectation import expectation_markdown, expected_figures
-from .bandwidth_rows import by_size
+from .bandwidth_rows import RANK_BUSBW, ByName, by_size
 from .hostlist import compress
 from .pairwise import pairwise_markdown
 from .text import md_escape
@@ -66,11 +66,14 @@ def folded_problem_lines(
     return lines
 
 
-def bandwidth_table(run: RunData, expectations: dict[str, Any]) -> list[dict[str, Any]]:
+def bandwidth_table(
+    run: RunData, expectations: dict[str, Any], read: ByName | None = None
+) -> list[dict[str, Any]]:
     """busbw per collective at its largest measured size, over the ranks that measured it, with
-    its share of the expected figure (``expectations``: bandwidth_expectation.evaluate)."""
+    its share of the expected figure (``expectations``: bandwidth_expectation.evaluate);
+    ``read``: the ranks' rank_busbw_gbps when read already (RunBandwidth.rank_busbw)."""
     ranked = ((rank, result) for host in run.hosts for rank, result in host.ranks.items())
-    per_test = by_size(ranked, "rank_busbw_gbps")
+    per_test = by_size(ranked, RANK_BUSBW) if read is None else read
     figures, min_bytes = expected_figures(expectations) if per_test else ({}, 0)
     table = []
     for name in sorted(per_test):
