@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import ansible_floor, node_check_health, pairwise, scale_report
+from bench import ansible_floor, node_check_health, pairwise, scale_report, vendored_yaml
 from bench import interrupt as warden
 from bench import report_scale_report as report_scale
 from bench import under_slurm_report as slurm
@@ -99,6 +99,7 @@ def render(stored: dict[str, Any]) -> str:
             f"{_met(modelled['met'])} (a model, section 7) |"
         )
     out.append(slurm.NODE_CHECK_ROW)
+    out.append(vendored_yaml.row())
     out.append(node_check_health.row())
     interrupted = warden.recorded()
     out += [warden.summary_row(interrupted)] if interrupted else []
@@ -120,6 +121,7 @@ def render(stored: dict[str, Any]) -> str:
         if res is not None and "error" not in res:
             out += section(res)
     out += slurm.node_check_section()
+    out += vendored_yaml.section()
     out += node_check_health.section()
     out += warden.section(interrupted) if interrupted else []
     if benches.get("slurm_scale") and "error" not in benches["slurm_scale"]:

@@ -201,3 +201,17 @@ def _head() -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# BENCHMARKS.md's summary row (the file's first line) and section (the rest), written from the
+# measurement above (bench/vendored_yaml_results.json, 2026-11-28 11:28-11:31 UTC); bench/report.py
+# puts them in place.
+SECTION_FILE = Path(__file__).with_name("vendored_yaml_section.md")
+
+
+def row() -> str:
+    return SECTION_FILE.read_text(encoding="utf-8").split("\n", 1)[0]
+
+
+def section() -> list[str]:
+    return [*SECTION_FILE.read_text(encoding="utf-8").split("\n", 1)[1].strip().splitlines(), ""]
