@@ -42,6 +42,7 @@ import copy
 import difflib
 import functools
 import re
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -317,6 +318,41 @@ def preflight_values(config: dict[str, Any], node_count: int) -> dict[str, Any]:
 
 def _identifier(value: Any, pattern: re.Pattern[str]) -> bool:
     return isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
+# The names the project polices in an inventory: its own prefixes (a role's knobs launch_*,
+# report_*, ... are the role's to check).
+POLICED = re.compile(r"\b(?:nccl|preflight)_[a-z0-9_]+\b")
+ANSIBLE_SOURCES = ("roles", "playbooks", "plugins", "library")
+
+
+@functools.lru_cache(maxsize=1)
+def ansible_names() -> frozenset[str]:
+    """Every nccl_*/preflight_* name the Ansible front-end takes: the defaults' (known_names)
+    and every one its roles, playbook and plugins read or set (an optional input such as
+    nccl_expect_net, the hostfile's nccl_slots, a fact of the run)."""
+    names = set(known_names())
+    for folder in ANSIBLE_SOURCES:
+        for path in sorted((TREE.content / folder).rglob("*")):
+            if path.suffix in (".yml", ".yaml", ".j2", ".py") and path.is_file():
+                names |= set(POLICED.findall(path.read_text(encoding="utf-8")))
+    return frozenset(names)
+
+
+def unknown_variables(names: Iterable[str]) -> list[str]:
+    """The names of ``names`` (a host's variables) that look like the project's (POLICED) and
+    that it does not know (ansible_names), sorted: each a typo or a name that went away."""
+    known = ansible_names()
+    return sorted({n for n in names if isinstance(n, str) and POLICED.fullmatch(n)} - known)
+
+
+def unknown_problem(name: str, where: str = "") -> str:
+    """``FILE:LINE: name: is not a known variable; did you mean X?`` (``where``: the place the
+    value came from, when known), the Slurm config's words for the same fault."""
+    why = _unknown(name)
+    if name in SLURM_ONLY:  # the inventory's host_vars say the same on the Ansible path
+        why = "is the Slurm config's; give each host its own values in its host_vars"
+    return f"{where + ': ' if where else ''}{name}: {why}"
 
 
 def _unknown(name: Any) -> str:

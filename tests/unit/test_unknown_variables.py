@@ -1,0 +1,75 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""An nccl_*/preflight_* variable the project does not know is refused on both front-ends in the
+same words: on the Ansible path by roles/validate_inputs (plugins/filter/nccl_variables.py: the
+file and line of its value from Ansible's origin tags) with exit 12 before any host is touched,
+under Slurm by core/config.py load_config (the config's file and line)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nccl_preflight.core.config import (
+    ConfigError,
+    ansible_names,
+    known_names,
+    load_config,
+    unknown_problem,
+    unknown_variables,
+)
+from tests.playbook_run import ROOT, playbook_env
+
+TYPO = "nccl_fabirc_cidr"
+HINT = "is not a known variable; did you mean nccl_fabric_cidr?"
+
+
+def test_unknown_variables_names_only_the_projects_unknown_names() -> None:
+    names = [TYPO, "nccl_fabric_cidr", "nccl_slots", "preflight_probe", "launch_script", "x_y"]
+    assert unknown_variables(names) == [TYPO]
+    assert unknown_variables(["preflight_colect_wait", "nccl_node_rank"]) == [
+        "preflight_colect_wait"
+    ]
+    assert known_names() <= ansible_names()
+    assert (
+        unknown_problem(TYPO, "inv/group_vars/all.yml:3")
+        == f"inv/group_vars/all.yml:3: {TYPO}: {HINT}"
+    )
+    assert unknown_problem(TYPO) == f"{TYPO}: {HINT}"
+    assert unknown_variables(["nccl_node_vars"]) == ["nccl_node_vars"]  # the Slurm config's
+    assert "its host_vars" in unknown_problem("nccl_node_vars")
+
+
+def test_a_typo_in_group_vars_is_refused_with_its_file_and_line_before_any_host(
+    tmp_path: Path,
+) -> None:
+    inventory = tmp_path / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hostfile").write_text("localhost\n")
+    (inventory / "group_vars" / "all.yml").write_text(
+        f"---\nansible_connection: local\nansible_python_interpreter: {sys.executable}\n"
+        f"{TYPO}: 10.0.0.0/8\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "nccl-preflight"), "-i", str(inventory),
+         "-e", "nccl_mastr_port=29501"],
+        cwd=tmp_path, env=playbook_env(), capture_output=True, text=True, timeout=300,
+        check=False,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 12, out[-3000:]
+    flat = " ".join(out.split())
+    assert f"{inventory / 'group_vars' / 'all.yml'}:4: {TYPO}: {HINT}" in flat, flat[-3000:]
+    assert "nccl_mastr_port: is not a known variable; did you mean nccl_master_port?" in flat
+    assert "TASK [facts" not in out  # refused before the facts play touched the host
+
+
+def test_the_slurm_config_refuses_the_same_typo_in_the_same_words(tmp_path: Path) -> None:
+    config = tmp_path / "site.yml"
+    config.write_text(f"nccl_backend: gloo\n{TYPO}: 10.0.0.0/8\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    assert f"site.yml:2: {TYPO}: {HINT}" in str(caught.value)
