@@ -5,14 +5,20 @@ name that went away), each with the file and line it came from: the one
 part of the check that reads Ansible itself (where a value was loaded: ansible-core 2.19's origin
 tags; older releases name the variable alone). The decision is the core's
 (nccl_preflight.core.config unknown_variables, unknown_problem: the Slurm config's words).
-roles/validate_inputs refuses them before any host is touched."""
+And the project variables whose values the roles' argument specs refuse, one short line each.
+roles/validate_inputs refuses both before any host is touched."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from nccl_preflight.core.config import unknown_problem, unknown_variables
+from nccl_preflight.core.config import (
+    argument_specs,
+    spec_problems,
+    unknown_problem,
+    unknown_variables,
+)
 
 try:  # ansible-core >= 2.19: every value loaded from a file carries where it came from
     from ansible._internal._datatag._tags import Origin
@@ -38,6 +44,16 @@ def nccl_unknown_variables(host_vars: Mapping[str, Any]) -> list[str]:
     return [unknown_problem(name, _where(host_vars, name)) for name in unknown_variables(host_vars)]
 
 
+def nccl_spec_problems(host_vars: Mapping[str, Any], refused: list[str]) -> list[str]:
+    """One short line per project variable of a host that the roles' argument specs refuse
+    (not Ansible's whole argument-spec dump), leaving out those ``refused`` already names."""
+    values = {name: host_vars[name] for name in argument_specs() if name in host_vars}
+    return spec_problems(values, refused)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"nccl_unknown_variables": nccl_unknown_variables}
+        return {
+            "nccl_unknown_variables": nccl_unknown_variables,
+            "nccl_spec_problems": nccl_spec_problems,
+        }

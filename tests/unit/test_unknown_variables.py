@@ -1,9 +1,11 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""An nccl_*/preflight_* variable the project does not know is refused on both front-ends in the
-same words: on the Ansible path by roles/validate_inputs (plugins/filter/nccl_variables.py: the
-file and line of its value from Ansible's origin tags) with exit 12 before any host is touched,
-under Slurm by core/config.py load_config (the config's file and line)."""
+"""An nccl_*/preflight_* variable the project does not know, or whose value its argument specs
+refuse, is refused on both front-ends in the same words: on the Ansible path by
+roles/validate_inputs (plugins/filter/nccl_variables.py: the file and line of its value from
+Ansible's origin tags; one short line per bad value, not Ansible's argument-spec dump) with exit
+12 before any host is touched, under Slurm by core/config.py load_config (the config's file and
+line)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from nccl_preflight.core.config import (
     ansible_names,
     known_names,
     load_config,
+    spec_problems,
     unknown_problem,
     unknown_variables,
 )
@@ -73,3 +76,40 @@ def test_the_slurm_config_refuses_the_same_typo_in_the_same_words(tmp_path: Path
     with pytest.raises(ConfigError) as caught:
         load_config(config)
     assert f"site.yml:2: {TYPO}: {HINT}" in str(caught.value)
+
+
+def test_spec_problems_one_line_each_and_none_twice() -> None:
+    values = {"nccl_pairwise": "sometimes", "nccl_busbw_warn": "high", "nccl_master_port": "99"}
+    refused = ["nccl_master_port is 99, outside 1024-65535"]
+    lines = spec_problems(values, refused)
+    assert len(lines) == 2 and not [line for line in lines if "nccl_master_port" in line]
+    assert "nccl_pairwise is 'sometimes', not one of auto, always, never" in lines
+    assert spec_problems({"nccl_pairwise": "always", "nccl_master_port": "29500"}) == []
+
+
+def test_bad_values_are_one_short_line_each_not_the_argument_spec(tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hostfile").write_text("localhost\n")
+    (inventory / "group_vars" / "all.yml").write_text(
+        f"---\nansible_connection: local\nansible_python_interpreter: {sys.executable}\n"
+        "nccl_pairwise: sometimes\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "nccl-preflight"), "-i", str(inventory)],
+        cwd=tmp_path, env=playbook_env(), capture_output=True, text=True, timeout=300,
+        check=False,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 12, out[-3000:]
+    assert len(out.splitlines()) < 60, out  # was: Ansible's whole argument spec, 146 lines
+    assert "argument_spec_data" not in out
+    flat = " ".join(out.split())
+    assert "localhost: nccl_pairwise is 'sometimes', not one of auto, always, never" in flat
+    config = tmp_path / "site.yml"
+    config.write_text("nccl_backend: gloo\nnccl_pairwise: sometimes\n")
+    with pytest.raises(ConfigError) as caught:  # the Slurm config: the same words
+        load_config(config)
+    assert "site.yml:2: nccl_pairwise: is 'sometimes', not one of auto, always, never" in str(
+        caught.value
+    )

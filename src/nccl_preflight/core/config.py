@@ -42,7 +42,7 @@ import copy
 import difflib
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -389,6 +389,21 @@ def _validation_problems(values: dict[str, Any], places: dict[str, str]) -> list
             problems.append((place, f"{name}: {problem}"))
         else:
             values[name] = converted
+    return problems
+
+
+def spec_problems(values: Mapping[str, Any], refused: Iterable[str] = ()) -> list[str]:
+    """One line per variable of ``values`` (a host's: what the inventory and -e set) that the
+    roles' argument specs refuse (type, elements, choices, converted as Ansible converts), in
+    the Slurm config's words ("nccl_pairwise is 'sometimes', not one of auto, always, never");
+    a variable that one of the ``refused`` sentences already names is left out."""
+    named = {name for sentence in refused for name in _NAME.findall(sentence)}
+    problems = []
+    for name, spec in argument_specs().items():
+        if name in values and name not in named:
+            problem = _typed(values[name], spec)[1]
+            if problem:
+                problems.append(f"{name} {problem}")
     return problems
 
 
