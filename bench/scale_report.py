@@ -107,6 +107,20 @@ def ansible_line(r: dict[str, Any]) -> str:
     )
 
 
+def _earlier(runs: list[dict[str, Any]]) -> list[str]:
+    """The sizes kept from earlier invocations (bench/ansible_scale.py merge): when and how
+    loaded each was measured (the header above is the newest invocation's)."""
+    out = []
+    for e in runs:
+        before, after = e.get("load_before") or [None], e.get("load_after") or [None]
+        out.append(
+            f"- {', '.join(map(str, e['sizes']))} hosts: measured {e.get('date') or 'n/a'}, took "
+            f"{fmt(e.get('duration_s'), 0)} s; machine load {fmt(before[0], 2)} before, "
+            f"{fmt(after[0], 2)} after (1-min load average)"
+        )
+    return [*out, ""] if out else []
+
+
 def ansible_section(r: dict[str, Any], header: list[str]) -> list[str]:
     out = ["## 6a. The Ansible path at 2 to 32 hosts: control CPU per host", "", *header]
     out += [
@@ -120,6 +134,7 @@ def ansible_section(r: dict[str, Any], header: list[str]) -> list[str]:
         "and what it waited for, user + sys; wall times were taken under other sessions' load "
         "(beside them).",
         "",
+        *_earlier(r.get("earlier", [])),
         "| hosts | class | validate.yml wall s | load | CPU s | per host | main process | "
         "workers: controller tasks | workers: node calls | ssh clients | workers | "
         "mirror CPU s | mirror per host | worker private MiB |",
