@@ -101,9 +101,19 @@ def _watch_lines(cost: dict[str, Any]) -> list[str]:
 def ansible_line(r: dict[str, Any]) -> str:
     rows, s = r["by_size"], r["slopes"]
     cpu = ", ".join(f"{n}: {fmt(rows[str(n)]['validate_cpu_s'], 1)}" for n in r["sizes"])
+    failed = [
+        f"{n}: {', '.join(map(str, rows[str(n)]['class']))}"
+        for n in r["sizes"]
+        if any(c != "passed" for c in rows[str(n)]["class"])
+    ]
+    note = (
+        f"; not judged: runs that did not pass ({'; '.join(failed)}) hold their failure's waits"
+        if failed
+        else ""
+    )
     return (
         f"validate.yml control CPU s {cpu}; slope {fmt(s['validate'], 2)} s per host (Ansible's "
-        f"floor for the same shape, the empty mirror: {fmt(s['mirror'], 2)} s per host)"
+        f"floor for the same shape, the empty mirror: {fmt(s['mirror'], 2)} s per host){note}"
     )
 
 

@@ -47,7 +47,7 @@ def stored(rows: list[dict[str, Any]], date: str) -> dict[str, Any]:
 
 def test_a_second_size_keeps_the_first_sizes_rows_and_fits_the_slope_over_both() -> None:
     first = stored([row(16, 20.0)], "day 1")
-    assert first["slopes"]["validate"] is None and first["met"] is False
+    assert first["slopes"]["validate"] is None and first["met"] is None  # one size: no slope
     second = summarize([row(32, 36.0)], (32,))
     merged = merge(first, second)
     assert merged["sizes"] == [16, 32]
@@ -78,3 +78,10 @@ def test_the_section_shows_every_size_the_slope_and_when_each_was_measured() -> 
     assert "validate.yml **1.25**" in text  # (40 - 20) / 16
     assert "- 16 hosts: measured day 1, took 300 s; machine load 2.00 before, 4.00 after" in text
     assert "16: 20.0, 32: 40.0; slope 1.25 s per host" in ansible_line(merged)
+
+
+def test_a_run_that_did_not_pass_is_not_judged_against_the_goal() -> None:
+    lost = {**row(32, 36.0), "class": "rank_lost"}
+    merged = merge(stored([row(16, 20.0)], "day 1"), summarize([lost], (32,)))
+    assert merged["slopes"]["validate"] == 1.0 and merged["met"] is None
+    assert "not judged: runs that did not pass (32: rank_lost)" in ansible_line(merged)
