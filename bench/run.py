@@ -3,7 +3,7 @@
 """Run the benchmarks and rewrite BENCHMARKS.md.
 
     python -m bench.run [--only overhead,scaling,fidelity,detect,tuning,pairwise,ansible_floor,
-                                slurm_overhead,slurm_cpu,slurm_scale]
+                                slurm_overhead,slurm_cpu,slurm_scale,ansible_scale]
                         [--repeats N] [--sizes 2,8,16,32] [--keep-work]
 
 Every benchmark brings up its own lab and tears it down, also on failure. Results are merged into
@@ -12,7 +12,9 @@ BENCHMARKS.md is rendered from that file. Benchmarks measure; they never assert 
 `tuning` (the ansible knobs at 2 and 32 hosts), `pairwise` and `ansible_floor` (Ansible's own
 floor on the overhead lab) are not part of the default set: they take long. `slurm_overhead` and
 `slurm_cpu` (bench/under_slurm.py) and `slurm_scale` (bench/slurm_scale.py: 2 to 32 nodes) need
-Debian's Slurm packages in the lab.
+Debian's Slurm packages in the lab. `ansible_scale` (bench/ansible_scale.py: validate.yml's control
+CPU per host at 2 to 32 hosts) keeps the stored rows of sizes it did not run, so sizes can be
+measured one at a time (`--sizes 16`, then `--sizes 32`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from bench import (
     ansible_floor,
+    ansible_scale,
     detect,
     fidelity,
     overhead,
@@ -46,6 +49,7 @@ from tests.lab.harness import lab_unavailable_reason
 DEFAULT = ("overhead", "scaling", "fidelity", "detect")
 ALL = (
     *DEFAULT, "tuning", "pairwise", "ansible_floor", "slurm_overhead", "slurm_cpu", "slurm_scale",
+    "ansible_scale",
 )  # fmt: skip
 RESULTS = PROJECT_ROOT / "bench" / "results.json"
 OUTPUT = PROJECT_ROOT / "BENCHMARKS.md"
@@ -121,6 +125,9 @@ def run_one(name: str, workdir: Path, args: argparse.Namespace) -> dict[str, Any
     if name == "slurm_scale":
         sizes = slurm_scale.SIZES if args.sizes == scaling.SIZES else args.sizes
         return slurm_scale.run(workdir, args.repeats, sizes)
+    if name == "ansible_scale":
+        sizes = ansible_scale.SIZES if args.sizes == scaling.SIZES else args.sizes
+        return ansible_scale.run(workdir, args.repeats, sizes)
     raise ValueError(name)
 
 
@@ -143,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 load_before = os.getloadavg()
                 try:
                     result = run_one(name, workdir, args)
+                    if name == "ansible_scale":  # one size at a time: keep the others' rows
+                        result = ansible_scale.merge(stored.get("benchmarks", {}).get(name), result)
                 except Exception as exc:  # one broken benchmark must not lose the others
                     traceback.print_exc()
                     failed.append(name)

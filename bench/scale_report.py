@@ -101,10 +101,34 @@ def _watch_lines(cost: dict[str, Any]) -> list[str]:
 def ansible_line(r: dict[str, Any]) -> str:
     rows, s = r["by_size"], r["slopes"]
     cpu = ", ".join(f"{n}: {fmt(rows[str(n)]['validate_cpu_s'], 1)}" for n in r["sizes"])
+    failed = [
+        f"{n}: {', '.join(map(str, rows[str(n)]['class']))}"
+        for n in r["sizes"]
+        if any(c != "passed" for c in rows[str(n)]["class"])
+    ]
+    note = (
+        f"; not judged: runs that did not pass ({'; '.join(failed)}) hold their failure's waits"
+        if failed
+        else ""
+    )
     return (
         f"validate.yml control CPU s {cpu}; slope {fmt(s['validate'], 2)} s per host (Ansible's "
-        f"floor for the same shape, the empty mirror: {fmt(s['mirror'], 2)} s per host)"
+        f"floor for the same shape, the empty mirror: {fmt(s['mirror'], 2)} s per host){note}"
     )
+
+
+def _earlier(runs: list[dict[str, Any]]) -> list[str]:
+    """The sizes kept from earlier invocations (bench/ansible_scale.py merge): when and how
+    loaded each was measured (the header above is the newest invocation's)."""
+    out = []
+    for e in runs:
+        before, after = e.get("load_before") or [None], e.get("load_after") or [None]
+        out.append(
+            f"- {', '.join(map(str, e['sizes']))} hosts: measured {e.get('date') or 'n/a'}, took "
+            f"{fmt(e.get('duration_s'), 0)} s; machine load {fmt(before[0], 2)} before, "
+            f"{fmt(after[0], 2)} after (1-min load average)"
+        )
+    return [*out, ""] if out else []
 
 
 def ansible_section(r: dict[str, Any], header: list[str]) -> list[str]:
@@ -120,6 +144,7 @@ def ansible_section(r: dict[str, Any], header: list[str]) -> list[str]:
         "and what it waited for, user + sys; wall times were taken under other sessions' load "
         "(beside them).",
         "",
+        *_earlier(r.get("earlier", [])),
         "| hosts | class | validate.yml wall s | load | CPU s | per host | main process | "
         "workers: controller tasks | workers: node calls | ssh clients | workers | "
         "mirror CPU s | mirror per host | worker private MiB |",
