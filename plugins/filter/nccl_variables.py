@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nccl_preflight.core.config import (
+    ansible_names,
     argument_specs,
     spec_problems,
     unknown_problem,
@@ -24,6 +25,14 @@ try:  # ansible-core >= 2.19: every value loaded from a file carries where it ca
     from ansible._internal._datatag._tags import Origin
 except ImportError:  # pragma: no cover - older ansible-core: no origin
     Origin = None
+
+
+# What the filters compare with, read once where this module is imported: plugins/callback/
+# nccl_preload imports it in ansible-playbook's own process, so every task worker forked from it
+# inherits both caches instead of reading the roles and parsing their specs again for each host
+# (about 0.1 CPU s a host).
+ansible_names()
+argument_specs()
 
 
 def _where(host_vars: Mapping[str, Any], name: str) -> str:
