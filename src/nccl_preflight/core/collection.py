@@ -33,14 +33,15 @@ from nccl_preflight.core.content import TREE, Tree
 
 NAMESPACE, NAME = "nccl", "preflight"
 FQCN = f"{NAMESPACE}.{NAME}"
-MODULES = (
-    "nccl_facts",
-    "nccl_preflight_observe",
-    "nccl_torchrun",
-    "nccl_report",
-    "nccl_report_file",
-)
-CALLBACKS = ("nccl_preload", "nccl_console", "nccl_tether")
+
+
+# The project's modules (library/) and callbacks (plugins/callback/), as the tree has them.
+def _stems(*parts: str) -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in TREE.content.joinpath(*parts).glob("*.py")))
+
+
+MODULES = _stems("library")
+CALLBACKS = _stems("plugins", "callback")
 NODE_IMPORT = "ansible.module_utils.nccl_preflight."
 COLLECTION_IMPORT = f"ansible_collections.{NAMESPACE}.{NAME}.plugins.module_utils.nccl_preflight."
 # nccl_report_root's default in a checkout (beside playbooks/) and in the collection.
