@@ -292,3 +292,10 @@ def textfile_dir_problem(directory: str) -> str:
     if not os.access(directory, os.W_OK | os.X_OK):
         return "this user cannot write in it"
     return ""
+
+
+def textfile_option_problem(directory: str) -> str:
+    """Why ``--textfile DIR`` (node-check's and the slurm command's) cannot take the metrics,
+    or "" (also when the option is not given)."""
+    problem = textfile_dir_problem(directory) if directory else ""
+    return f"--textfile {directory}: {problem}" if problem else ""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nccl_preflight.core.exit_classes import NODE_CHECK
-from nccl_preflight.core.metrics import textfile_dir_problem
+from nccl_preflight.core.metrics import textfile_option_problem
 from nccl_preflight.slurm.node_guard import Ending, run_guarded
 from nccl_preflight.slurm.node_lock import (
     VERDICT_FRESH_S,
@@ -139,12 +139,6 @@ def _config(options: NodeCheckOptions, node: str) -> dict[str, Any] | None:
     return config
 
 
-def textfile_problem(directory: str) -> str:
-    """Why --textfile DIR cannot take node-check's metrics, or "" (before anything runs)."""
-    problem = textfile_dir_problem(directory) if directory else ""
-    return f"--textfile {directory}: {problem}" if problem else ""
-
-
 def _note(problem: str) -> None:
     if problem:
         print(f"node-check: {one_line(problem)}", file=sys.stderr)
@@ -159,7 +153,7 @@ def run_node_check(options: NodeCheckOptions) -> int:
         config = _config(options, node)
         if config is None:
             return REFUSED
-        problem = textfile_problem(options.textfile)
+        problem = textfile_option_problem(options.textfile)
         if problem:
             print(f"node-check: {one_line(problem)}", file=sys.stderr)
             return REFUSED

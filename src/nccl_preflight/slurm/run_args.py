@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.config import load_config
 from ..core.exit_classes import BY_NAME
-from ..core.metrics import textfile_dir_problem
+from ..core.metrics import textfile_option_problem
 from ..core.rank_args import rank_args_problem
 from .salloc_options import (
     DEFAULT_WAIT_S,
@@ -159,13 +159,6 @@ def add_slurm_parser(subparsers: Any) -> None:
     p.set_defaults(command=slurm_main)
 
 
-def textfile_problem(args: argparse.Namespace) -> str:
-    """Why --textfile DIR cannot take the run's metrics, or "" (the config's
-    nccl_report_textfile_dir is checked with the other variables: core/inputs.py)."""
-    problem = textfile_dir_problem(args.textfile) if args.textfile else ""
-    return f"--textfile {args.textfile}: {problem}" if problem else ""
-
-
 def refusal(args: argparse.Namespace, config: dict[str, Any], environ: Mapping[str, str]) -> str:
     """Why the run must not start (one line), or "": the rank script's arguments, the
     allocation options (and SALLOC_*), then the Slurm commands it will call."""
@@ -174,7 +167,8 @@ def refusal(args: argparse.Namespace, config: dict[str, Any], environ: Mapping[s
     if problem:
         where = "the arguments after --" if args.check_args else f"{args.config}: nccl_check_args"
         return f"{where}: {problem}"
-    problem = textfile_problem(args)
+    # the config's nccl_report_textfile_dir is checked with the other variables (core/inputs.py)
+    problem = textfile_option_problem(args.textfile)
     if problem:
         return problem
     job = environ.get("SLURM_JOB_ID", "")
