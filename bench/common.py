@@ -50,6 +50,34 @@ PHASES = (
 )
 
 
+@dataclass(frozen=True)
+class Row:
+    """One benchmark's goal and current figure: its row of BENCHMARKS.md's summary table and the
+    opening of its section, so that each section starts with its goal and where it stands."""
+
+    name: str
+    goal: str
+    measured: str
+    met: str  # "**met**", "**not met**" or "not measured", with an optional note after it
+
+    def markdown(self) -> str:
+        return f"| {self.name} | {self.goal} | {self.measured} | {self.met} |"
+
+    def opening(self) -> list[str]:
+        if not self.goal:
+            return [f"- **Now:** {self.measured} ({self.met})", ""]
+        return [
+            f"- **Goal:** {self.goal}",
+            f"- **Now:** {self.measured}",
+            f"- **Goal met:** {self.met}",
+            "",
+        ]
+
+
+def met_text(value: bool | None) -> str:
+    return {True: "**met**", False: "**not met**"}.get(value, "not measured")  # type: ignore[arg-type]
+
+
 def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common import Row, met_text
 from tests.lab.harness import Lab
 from tests.lab.interrupt import QUICK, WAYS, end_mid_run
 from tests.lab.runs import new_run_id
@@ -184,15 +185,15 @@ def worst(results: dict[str, Any]) -> float | None:
     return None if any(v is None for v in values) else max(values)
 
 
-def summary_row(results: dict[str, Any]) -> str:
+def summary_row(results: dict[str, Any]) -> Row:
     slowest = worst(results)
-    met = slowest is not None and slowest <= GOAL_S
-    return (
-        f"| interrupt | nothing of a run on any node <= {GOAL_S:.0f} s after the control "
-        f"process ended (Ctrl-C, SIGTERM, SSH killed or cut, SIGKILL) | slowest "
-        f"{'-' if slowest is None else f'{slowest:.1f}'} s over "
-        f"{len(results['preflight']) + len(results['launch'])} runs | "
-        f"{'**met**' if met else '**not met**'} |"
+    return Row(
+        "interrupt",
+        f"nothing of a run on any node <= {GOAL_S:.0f} s after the control process ended "
+        "(Ctrl-C, SIGTERM, SSH killed or cut, SIGKILL)",
+        f"slowest {'-' if slowest is None else f'{slowest:.1f}'} s over "
+        f"{len(results['preflight']) + len(results['launch'])} runs",
+        met_text(slowest is not None and slowest <= GOAL_S),
     )
 
 

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common import Row, met_text
 from tests.lab.harness import Lab
 from tests.lab.health_check import HealthCheckSetup, Watch, wait_ended
 
@@ -185,31 +186,28 @@ def _load() -> dict[str, Any] | None:
     return json.loads(RESULTS.read_text()) if RESULTS.exists() else None
 
 
-def row() -> str:
+def row() -> Row:
     """BENCHMARKS.md's summary row."""
     doc = _load()
     if doc is None:
-        return "| node_check_health | | not run yet | not measured |"
+        return Row("node_check_health", "", "not run yet", "not measured")
     most = max(n["most_checking"] for c in doc["cases"] for n in c["nodes"].values())
     drained = sum(len(c["bad_states"]) for c in doc["cases"])
     loads = [c["load_1min"]["max"] for c in doc["cases"] if c["load_1min"]["max"] is not None]
-    met = "**met**" if doc["met"] else "**not met**"
-    return (
-        f"| node_check_health | {doc['goal']} | intervals "
-        f"{', '.join(str(c['interval_s']) for c in doc['cases'])} s: at most {most} node-check "
-        f"checking per node at any sample, {drained} sample(s) with a node drained or down, "
-        f"machine load up to {max(loads):.0f} (section below) | {met} |"
+    return Row(
+        "node_check_health",
+        doc["goal"],
+        f"intervals {', '.join(str(c['interval_s']) for c in doc['cases'])} s: at most {most} "
+        f"node-check checking per node at any sample, {drained} sample(s) with a node drained or "
+        f"down, machine load up to {max(loads):.0f}",
+        met_text(doc["met"]),
     )
 
 
 HEAD = """\
 ## node-check as HealthCheckProgram: one at a time, never a drain of a healthy node
 
-Goal: {goal}. **{met}** ({measured}, {took} s, {cpus} CPUs shared with other engineers' work).
-Before (issue 36, the same lab, HealthCheckInterval=5, `--drain`): node-checks piled up (each
-5-8 s, a new one every 5 s), the load reached 30, the torch import outran its timeout and
-node-check drained all three healthy nodes ("versions: cannot read the torch version ... did not
-finish in time"); not measured again here.
+Measured {measured}, {took} s, {cpus} CPUs shared with other engineers' work.
 
 Method: `.venv/bin/python -m bench.node_check_health --keep` (raw numbers:
 `bench/node_check_health_results.json`). A 3-host lab with real Slurm 22.05 (slurmctld, one
@@ -252,8 +250,6 @@ def section() -> list[str]:
     if doc is None:
         return []
     head = HEAD.format(
-        goal=doc["goal"],
-        met="met" if doc["met"] else "not met",
         measured=doc["measured"],
         took=doc["took_s"],
         cpus=doc["cpus"],

@@ -10,12 +10,7 @@ from bench import ansible_floor, node_check_health, pairwise, scale_report, vend
 from bench import interrupt as warden
 from bench import report_scale_report as report_scale
 from bench import under_slurm_report as slurm
-from bench.common import PHASES, fmt, median
-from bench.findings import FINDINGS
-
-
-def _met(value: Any) -> str:
-    return {True: "**met**", False: "**not met**"}.get(value, "not measured")
+from bench.common import PHASES, Row, fmt, median, met_text
 
 
 def _load(res: dict[str, Any]) -> str:
@@ -60,15 +55,26 @@ def _machine(benches: dict[str, Any]) -> list[str]:
     ]
 
 
-def render(stored: dict[str, Any]) -> str:
-    benches: dict[str, Any] = stored.get("benchmarks", {})
-    out = [
-        *_machine(benches),
-        "## Summary",
-        "",
-        "| benchmark | goal | measured | goal met |",
-        "|---|---|---|---|",
-    ]
+HISTORY = [
+    "## Earlier rounds",
+    "",
+    "What each earlier round of tuning measured, and what it changed, is in",
+    "[docs/history.md](docs/history.md); this page holds only the current figures.",
+    "",
+]
+
+
+def _opened(row: Row, lines: list[str]) -> list[str]:
+    """A section with its goal and current figure first, under its heading."""
+    if not lines or not lines[0].startswith("## "):
+        return lines
+    rest = lines[2:] if len(lines) > 1 and not lines[1] else lines[1:]
+    return [lines[0], "", *row.opening(), *rest]
+
+
+def _measured_rows(benches: dict[str, Any]) -> dict[str, Row]:
+    """The rows of the benchmarks bench/run.py measures and stores in results.json."""
+    rows = {}
     for name, measured in (
         ("overhead", _overhead_line),
         ("ansible_floor", ansible_floor.line),
@@ -85,26 +91,42 @@ def render(stored: dict[str, Any]) -> str:
         if res is None and name in ("ansible_scale", "slurm_scale"):
             continue
         if res is None:
-            out.append(f"| {name} | | not run yet | not measured |")
+            rows[name] = Row(name, "", "not run yet", "not measured")
         elif "error" in res:
-            out.append(f"| {name} | | error: {res['error']} | not measured |")
+            rows[name] = Row(name, "", f"error: {res['error']}", "not measured")
         else:
-            out.append(f"| {name} | {res['goal']} | {measured(res)} | {_met(res.get('met'))} |")
+            rows[name] = Row(name, res["goal"], measured(res), met_text(res.get("met")))
+    return rows
+
+
+def render(stored: dict[str, Any]) -> str:
+    benches: dict[str, Any] = stored.get("benchmarks", {})
+    rows = _measured_rows(benches)
     slurm_runs = [benches.get(n) for n in ("slurm_overhead", "slurm_cpu", "pairwise")]
     modelled = slurm.model(*slurm_runs, report_scale.report_s(), benches.get("slurm_scale"))
     if modelled:
-        out.append(
-            f"| slurm_model_1024 | a 1,024-node run (pre-flight, check, pairwise verdict) <= "
-            f"{slurm.GOAL_S} s | {slurm.model_line(modelled)} | "
-            f"{_met(modelled['met'])} (a model, section 7) |"
+        rows["slurm_model_1024"] = Row(
+            "slurm_model_1024",
+            f"a 1,024-node run (pre-flight, check, pairwise verdict) <= {slurm.GOAL_S} s",
+            slurm.model_line(modelled),
+            f"{met_text(modelled['met'])} (a model, section 7)",
         )
-    out.append(slurm.NODE_CHECK_ROW)
-    out.append(vendored_yaml.row())
-    out.append(node_check_health.row())
+    rows["node-check"] = slurm.NODE_CHECK_ROW
+    rows["vendored_yaml"] = vendored_yaml.ROW
+    rows["node_check_health"] = node_check_health.row()
     interrupted = warden.recorded()
-    out += [warden.summary_row(interrupted)] if interrupted else []
-    out.append(report_scale.summary_row())
-    out.append("")
+    if interrupted:
+        rows["interrupt"] = warden.summary_row(interrupted)
+    rows["report_scale"] = report_scale.summary_row()
+    out = [
+        *_machine(benches),
+        "## Summary",
+        "",
+        "| benchmark | goal | measured | goal met |",
+        "|---|---|---|---|",
+        *(row.markdown() for row in rows.values()),
+        "",
+    ]
     for name, section in (
         ("overhead", _overhead),
         ("ansible_floor", lambda r: ansible_floor.section(r, _header(r))),
@@ -119,19 +141,18 @@ def render(stored: dict[str, Any]) -> str:
     ):
         res = benches.get(name)
         if res is not None and "error" not in res:
-            out += section(res)
-    out += slurm.node_check_section()
-    out += vendored_yaml.section()
-    out += node_check_health.section()
-    out += warden.section(interrupted) if interrupted else []
+            out += _opened(rows[name], section(res)) if name in rows else section(res)
+    out += _opened(rows["node-check"], slurm.node_check_section())
+    out += _opened(rows["vendored_yaml"], vendored_yaml.section())
+    out += _opened(rows["node_check_health"], node_check_health.section())
+    out += _opened(rows["interrupt"], warden.section(interrupted)) if interrupted else []
     if benches.get("slurm_scale") and "error" not in benches["slurm_scale"]:
-        out += scale_report.slurm_section(benches["slurm_scale"], _header(benches["slurm_scale"]))
+        res = benches["slurm_scale"]
+        out += _opened(rows["slurm_scale"], scale_report.slurm_section(res, _header(res)))
     if modelled:
-        out += slurm.model_section(modelled)
-    out += report_scale.section()
-    if benches.get("slurm_cpu") or benches.get("slurm_overhead"):
-        out += slurm.FINDINGS
-    out += FINDINGS
+        out += _opened(rows["slurm_model_1024"], slurm.model_section(modelled))
+    out += _opened(rows["report_scale"], report_scale.section())
+    out += HISTORY
     return "\n".join(out) + "\n"
 
 
@@ -270,7 +291,7 @@ def _scaling(r: dict[str, Any]) -> list[str]:
         "",
         *_scaling_table(r["results"].get("project", {})),
         "",
-        f"- largest / smallest: **{fmt(r['ratio'], 2)}x** (goal <= 2x): {_met(r.get('met'))}",
+        f"- largest / smallest: **{fmt(r['ratio'], 2)}x** (goal <= 2x): {met_text(r.get('met'))}",
         f"- slope: **{fmt(r['slope_s_per_host'], 2)} s per host** (least squares over the sizes)",
         f"- in-host CPU per extra host: {fmt(r.get('node_cpu_s_per_host'), 2)} s",
         f"- sizes above {r.get('large', 8)} hosts: {r.get('large_repeats', r['repeats'])} run(s) "
@@ -407,7 +428,7 @@ def _detect(r: dict[str, Any]) -> list[str]:
         f"relaunch ran after a cut: {'yes' if r.get('relaunched') else 'never'}",
         f"- **{fmt(r['kill_ended_s'])} s** from the SIGKILL until every node's run ended (goal "
         f"<= 10 s); named in the output {fmt(r['kill_named_s'])} s after the kill",
-        f"- goals {_met(r.get('met'))}; the play reported the failure (non-zero exit) every "
+        f"- goals {met_text(r.get('met'))}; the play reported the failure (non-zero exit) every "
         f"time: {r['reported_failure']}",
         "",
         "What the nodes' launch.json said (link cut):",

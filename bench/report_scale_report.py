@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.common import fmt
+from bench.common import Row, fmt, met_text
 
 RESULTS = Path(__file__).resolve().parent / "report_scale_results.json"
 NODES = 1024
@@ -56,13 +56,12 @@ def line(row: dict[str, Any]) -> str:
     )
 
 
-def summary_row() -> str:
+def summary_row() -> Row:
     doc = load()
     row = _largest(doc) if doc else None
     if row is None:
-        return "| report_scale | | not run yet | not measured |"
-    verdict = "**met**" if met(row) else "**not met**"
-    return f"| report_scale | {GOAL} | {line(row)} | {verdict} |"
+        return Row("report_scale", GOAL, "not run yet", "not measured")
+    return Row("report_scale", GOAL, line(row), met_text(met(row)))
 
 
 def report_s() -> tuple[float, str] | None:

@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from bench.common import fmt
+from bench.common import Row, fmt
 from bench.scale_report import measured_rows
 from nccl_preflight.node.pair_schedule import DEFAULT_PAIR_ROUNDS, first_pass
 
@@ -324,9 +324,6 @@ SCALE_LIMITS = [
     "| 512 | 120.7 KB | 61.4 KB | 7.2 KB | 8.6 KB | 133.5 MB |",
     "| 1024 | 240.6 KB | 122.7 KB | 14.3 KB | 15.8 KB | 389.8 MB |",
     "",
-    "Since the observe and launch steps became one run step (15:10 UTC), a run sends the "
-    "bundle once: 390 MB at 1,024 nodes in one step instead of 266 MB in each of two.",
-    "",
     "- Each step's settings travel on its stdin, one line after the node bundle: what every node "
     "shares once, and per node only what differs (its rank, address and interface: about 120 "
     "bytes a node; slurm/ship.py shared_and_own). Before, they were one argument of srun's "
@@ -340,107 +337,10 @@ SCALE_LIMITS = [
     "the control machine at 1,024 nodes.",
     "- The steps' bundle (slurm/bundle.py step_sources) holds node_step, the modules it "
     "imports (core/zipapp.py package_closure) and the rank zipapp: 137 KB; the whole bundle, "
-    "which node-check runs, 340 KB. The last column was 450 MB at 1,024 nodes with the whole "
-    "bundle on every step.",
+    "which node-check runs, 340 KB.",
     "- Left: srun copies the whole stdin to every task, so each node still receives every "
     "node's part (O(n) per node, O(n^2) in all: 0.39 GB in the run step at 1,024 nodes, a "
     "third of it the bundle); the lab has 8 nodes, so no step beyond 8 real nodes was run.",
-    "",
-]
-
-
-# The profile and the changes of this round (issue 27 item 6), measured 2026-11-26 06:00-06:25
-# UTC under other sessions' load (1-min load average 15-33): written here, not re-measured by
-# every `bench.run`.
-FINDINGS = [
-    "**Under Slurm: where the time goes, what was cut** (issue 27 item 6; bench/slurm_timer.py "
-    "stage times and cProfile of the command, 2-node lab, QUICK check, 06:00-06:25 UTC at load "
-    "15-33). Before this round a whole run cost the control machine 2.3-2.7 CPU s (2.41 and 2.34 "
-    "s in the command, 0.05 s in its salloc/srun/scontrol/scancel children); now 0.35 s at 2 "
-    "nodes (0.27 in the command, 0.04 in the children) and 0.51 s at 8 (0.37 + 0.10). What went:",
-    "",
-    "| change | before | after |",
-    "|---|---|---|",
-    "| report.html's busbw figures as SVG written by core/plots.py (standard library), "
-    "matplotlib only for the pairwise heatmap and imported on its first figure | report build "
-    "0.99 CPU s, 3.8 s wall (the same 2-node run directory, load 15); 9.9 s wall under cProfile "
-    "| 0.07 CPU s, 0.6 s wall; 0.66-0.81 s wall in whole runs at load 22-37 |",
-    "| Python's bytecode kept (this machine's sessions set PYTHONDONTWRITEBYTECODE: every run "
-    "compiled every module, cProfile: 194 compile calls, 0.78 s) | imports 0.84-1.27 s wall | "
-    "0.09 CPU s, 0.36-0.49 s wall (a user's checkout keeps its __pycache__; the bench now "
-    "does too) |",
-    "| the node bundle kept by its sources' content hash (slurm/ship.py "
-    "build_node_bundle(cache_dir)) | 0.071-0.076 CPU s, 0.63-0.85 s wall at load 21 | a hit: "
-    "0.009 CPU s, 0.08-0.15 s wall; needs run.py to pass a directory (below) |",
-    "",
-    "**Since 15:10 UTC (2026-11-26): one run step, its torch probe becomes torchrun.** The "
-    "observe and launch steps are one `srun` step (node_step.run_step): after the judgement "
-    "the control machine sends the launch settings on the step's stdin. The torch probe is "
-    "started warm (node/warm_torchrun.py): it prints its JSON, imports torch.distributed.run "
-    "and waits; the supervisor tells it to become `python -m torch.distributed.run ARGS` "
-    "(runpy, the same exit status), so each node imports torch once before its ranks, as by "
-    "hand (launch.json `warm_start`: true on every node of the Slurm lab's healthy run). "
-    "First sitting, 15:09-15:12 UTC, 5 turns, load 2-3: **1.09x** (16.3 s against 15.8 s; "
-    "turns 1.03, 1.10, 1.15, 1.09, 0.93). Second sitting, 16:24-16:27 UTC, after the Ansible "
-    "path's warm start and the XPU question's PCI check (the run step's \"started\" record no "
-    "longer waits for the torch import on a CPU node), on a slower machine state (by hand "
-    "15.9-18.3 s): **1.06x** (18.2 s against 17.3 s; turns 0.97, 1.06, 1.07, 1.08, 1.01), "
-    "which section 5 shows. Every turn of both sittings is within 1.2x (the three sittings "
-    "before the run step: 1.18x-1.22x, single turns up to 1.36x). The paragraphs below are "
-    "from before this change.",
-    "",
-    "Where a 2-node run's wall time goes now (section 6's 2-node run, load 22): salloc 0.06 s, "
-    "scontrol 0.06 s, imports 0.44 s, bundle 0.38 s, two srun starts with the bundle on stdin "
-    "0.36 s, the observe step's waits 17.5 s (the first record, facts and listeners, in 1-3 s; "
-    "the rest is the torch probe's import on the nodes, which the pre-flight's version checks "
-    "read), the judgement 0.01 s, the launch step 38.1 s (torchrun by hand on the same lab: "
-    "19-77 s with the load), the two steps' ends 0.62 s, the report 0.66 s, scancel 0.06 s. "
-    "So the gap to torchrun by hand is the observe step: one more torch import per node, in a "
-    "step of its own before the ranks import it again. *An estimate, not a measurement*: on a "
-    "quiet lab (section 1's by-hand check 18.8 s, a torch import 2-3 s, the fixed costs above "
-    "about 2 s) the command would take about 1.25x; 1.2x needs the torch probe out of the "
-    "pre-flight's critical path.",
-    "",
-    "Recommended for the files another helper owns (not changed here): run.py "
-    '`self.bundle = build_node_bundle(report_root / ".bundle")` (the cache above: about 0.4 s '
-    "and 0.07 CPU s per run); observe.py could end the observe step's srun (0.1-0.8 s: stdin "
-    "closed, then the nodes clean up) in a thread while the control machine judges and starts "
-    "the launch, and run.py build the report while the launch step's srun ends (0.3-0.7 s); "
-    "node_step.observe could start the torch probe before gathering the facts (the facts take "
-    "1-3 s of the step at this load). Section 7's argv and plan-size limits are lifted since.",
-    "",
-    "Since (2026-11-26, 12:00-12:30 UTC): node_step.observe starts the torch probe first and "
-    "owns it (TorchProbe), and the steps get their own bundle (137 KB instead of 340 KB). A "
-    "node-side timeline of one run (quiet lab, 2 nodes): everything of the observe step but "
-    "the probe ends 0.09 s after the step's Python starts; the probe, `import torch` on two "
-    "nodes sharing 2 cores, ends at 1.47 s; the launch step adds about 0.27 s to torchrun "
-    "(srun, the bundle's start, the results packed). So the step is the torch import; on a GPU "
-    "node the facts (nvidia-smi, GPU health: 1-3 s) now overlap it. Paired sittings of the "
-    "same two trees, minutes apart, gave 1.14x and 1.24x (before the probe moved) and 1.24x "
-    "and 1.27x (after): the machine's state moves the ratio more than this change, which saves "
-    "only the 0.1-0.3 s the facts take on a lab node.",
-    "",
-    "Three sittings of section 5 with 5 turns each, nothing else running, minutes apart "
-    "(2026-11-26): 12:42-12:45 UTC **1.21x** (medians 18.4 s against 14.9 s; turns 1.36, "
-    "1.23, 1.20, 1.21, 1.19); 12:45-12:48 UTC, the steps' bundle key no longer parsed, "
-    "**1.18x** (16.7 s against 15.3 s; turns 1.09, 1.10, 1.19, 1.29, 1.21); 12:50-12:53 UTC, "
-    "its cold build 0.05 s instead of 0.18 s, **1.22x** (17.5 s against 14.7 s; turns 1.08, "
-    "1.22, 1.19, 1.25, 1.29), which section 5 shows. Each bench turn has a report root of its "
-    "own, so every run builds the steps' bundle; a user's next run in the same reports/ reads "
-    "it back (4 ms). In one turn with the files kept, rank 0 ran 9.17 s under the command and "
-    "8.76 s by hand, and the time outside the ranks (srun, torchrun, the workers' torch "
-    "imports) was about 6 s on both sides: the gap is the observe step (1.7-2.3 s: the torch "
-    "import on two nodes sharing 2 cores) plus about 0.5 s of fixed costs. The goal sits "
-    "inside the spread of the machine's turns: met by one sitting's median, missed by two.",
-    "",
-    "Section 5 measures the project's default check with 2 ranks per node (section 1's "
-    "layout), at load 10-12 (06:38-06:41 UTC): 1.22x, 1.25x, 1.27x; the launch step (27.1 s) "
-    "took about what torchrun by hand did (29.5 s), the observe step's 8.5 s is the gap. The "
-    "same benchmark at load 25-37 (06:14-06:24 UTC): by hand 77.1 s, the command 103.4 s, "
-    "1.27x (1.53x, 1.17x, 1.27x). The previous measurement (slurm-run helper, load 6-16, QUICK "
-    "check, 1 rank per node, before this round): 2 nodes 18.0 s against 6.1 s by hand (3.0x), 3 "
-    "nodes 23.6 s against 9.6 s (2.5x): with a 6 s check the observe step's torch import weighs "
-    "three times as much.",
     "",
 ]
 
@@ -454,11 +354,13 @@ NODE_CHECK_WHAT = {
     "torch probe": "the torch probe alone (`python -c PYTHON_PROBE`: the torch import)",
     "without torch": "node-check with a recorded probe answer instead of torch",
 }
-NODE_CHECK_ROW = (
-    "| node-check | `node-check` wall time on a lab node <= 10 s | median 2.1 s (min 1.9, max "
-    "2.4) of 5 at load about 3 (16:27 UTC); 8.6 s (max 10.9) at load 10-13 (05:54 UTC); the "
+NODE_CHECK_ROW = Row(
+    "node-check",
+    "`node-check` wall time on a lab node <= 10 s",
+    "median 2.1 s (min 1.9, max 2.4) of 5 at load about 3; 8.6 s (max 10.9) at load 10-13; the "
     "torch import alone 2.1 s and 6.7 s, the rest 0.4 s; an H200 node: 3.5-5.4 s; an H100 "
-    "node: 3.6-4.8 s | **met** (every run at load 3; the median at load 10-13) |"
+    "node: 3.6-4.8 s",
+    "**met** (every run at load 3; the median at load 10-13)",
 )
 NODE_CHECK_HEAD = """\
 ## node-check: one node's checks for Slurm's HealthCheckProgram / Prolog
