@@ -162,7 +162,7 @@ options:
           - Needs O(collect.remove_run_dir).
         type: bool
         default: false
-  python:
+  program_python:
     description:
       - The node's Python (the one Ansible runs modules with, M(nccl_facts)'s
         C(module_python)). Given, this observation runs as a small program of the standard
@@ -174,7 +174,7 @@ options:
     type: str
     default: ""
   run_id:
-    description: The run's identifier, in the name of O(python)'s temporary directory
+    description: The run's identifier, in the name of O(program_python)'s temporary directory
       (C(nccl-preflight-<run_id>-*)).
     type: str
     default: ""
@@ -292,10 +292,10 @@ collect:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_preflight.node.observe_call import OBSERVE_SPEC, observe
 
-# O(python) and O(run_id) are the action plugin's (plugins/action/nccl_preflight_observe.py):
+# O(program_python) and O(run_id) are the action plugin's (plugins/action/nccl_preflight_observe.py):
 # the module itself is what runs when they are not given.
 ACTION_OPTIONS = {
-    "python": {"type": "str", "default": ""},
+    "program_python": {"type": "str", "default": ""},
     "run_id": {"type": "str", "default": ""},
 }
 

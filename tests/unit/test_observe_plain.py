@@ -67,7 +67,7 @@ def test_the_program_answers_what_the_module_returns(
 ) -> None:
     args = observation(listening, tmp_path)
     shell = Shell()
-    plain = plain_action(shell).run_plain({**args, "python": sys.executable, "run_id": "t1"})
+    plain = plain_action(shell).run_plain({**args, "program_python": sys.executable, "run_id": "t1"})
     module = run_module_main(monkeypatch, nccl_preflight_observe.main, args)
     assert shell.calls == 1 and plain is not None and not module.failed
     assert without_times(plain) == without_times(module.result)
@@ -82,7 +82,7 @@ def test_the_program_answers_what_the_module_returns(
 def test_check_mode_reaches_the_program(listening: int, tmp_path: Path) -> None:
     (tmp_path / "listeners").mkdir()
     args = {**observation(listening, tmp_path), "collect": {"path": str(tmp_path / "listeners")}}
-    plain = plain_action(Shell(), check_mode=True).run_plain({**args, "python": sys.executable})
+    plain = plain_action(Shell(), check_mode=True).run_plain({**args, "program_python": sys.executable})
     assert plain is not None
     assert plain["collect"] == {
         "changed": False,
@@ -95,16 +95,16 @@ def test_check_mode_reaches_the_program(listening: int, tmp_path: Path) -> None:
 
 def test_a_program_that_cannot_start_leaves_the_call_to_the_module(tmp_path: Path) -> None:
     shell = Shell(rc=127)
-    args = {"targets": [], "python": "/nonexistent/python9"}
+    args = {"targets": [], "program_python": "/nonexistent/python9"}
     assert plain_action(shell).run_plain(args) is None
     assert shell.calls == 1
     # What the module is then given has no option of the action's own left in it.
-    assert "python" not in args and "run_id" not in args
+    assert "program_python" not in args and "run_id" not in args
 
 
 def test_options_the_spec_refuses_are_left_for_the_module_to_name(tmp_path: Path) -> None:
     shell = Shell()
-    args = {"targets": [{"name": "master", "port": 1}], "python": sys.executable}
+    args = {"targets": [{"name": "master", "port": 1}], "program_python": sys.executable}
     assert plain_action(shell).run_plain(args) is None
     assert shell.calls == 0  # nothing was sent
 

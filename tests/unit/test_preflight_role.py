@@ -109,10 +109,10 @@ def test_one_module_call_per_host_in_the_preflight_play_and_no_async() -> None:
     assert probe["nccl_preflight_observe"]["collect"]["leave_unfinished"] is True
     assert tasks.index(late) == tasks.index(probe) + 1
     assert late["when"] == LATE_STOP_WHEN and late.get("ignore_errors") is True
-    assert late["nccl_preflight_observe"].keys() == {"collect", "python", "run_id"}
+    assert late["nccl_preflight_observe"].keys() == {"collect", "program_python", "run_id"}
     # Both run as the plain program on the node's Python (plugins/action), not as a module.
     for call in (probe, late):
-        assert call["nccl_preflight_observe"]["python"] == PLAIN_PYTHON
+        assert call["nccl_preflight_observe"]["program_python"] == PLAIN_PYTHON
         assert call["nccl_preflight_observe"]["run_id"] == "{{ nccl_run_id }}"
     assert "leave_unfinished" not in late["nccl_preflight_observe"]["collect"]
     assert late["nccl_preflight_observe"]["collect"]["path"] == "{{ preflight_run_dir }}"
