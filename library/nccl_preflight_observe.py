@@ -292,8 +292,9 @@ collect:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_preflight.node.observe_call import OBSERVE_SPEC, observe
 
-# O(program_python) and O(run_id) are the action plugin's (plugins/action/nccl_preflight_observe.py):
-# the module itself is what runs when they are not given.
+# O(program_python) and O(run_id) are the action plugin's
+# (plugins/action/nccl_preflight_observe.py): the module itself is what runs when they are not
+# given.
 ACTION_OPTIONS = {
     "program_python": {"type": "str", "default": ""},
     "run_id": {"type": "str", "default": ""},

@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Action plugin of library/nccl_preflight_observe.py: the observation without a module start.
 
-With O(program_python) (the node's Python), the options are checked here with the module's own argument
-spec and the observation runs on the node as src/nccl_preflight/node/observe_call.py: a zipapp of
-it and what it imports, sent on the call's stdin through BOOT (core/stdin_ship.py), the options
-after it as one JSON line. No module payload is built on the control machine and Ansible's
-module start (its wrapper and ``ansible.module_utils.basic``) is not paid on the node; the result
-is the module's. Options the spec refuses, a program that could not run or did not answer JSON,
-and no O(program_python): the module runs, as it would without this plugin.
+With O(program_python) (the node's Python), the options are checked here with the module's own
+argument spec and the observation runs on the node as src/nccl_preflight/node/observe_call.py: a
+zipapp of it and what it imports, sent on the call's stdin through BOOT (core/stdin_ship.py), the
+options after it as one JSON line. No module payload is built on the control machine and Ansible's
+module start (its wrapper and ``ansible.module_utils.basic``) is not paid on the node; the result is
+the module's. Options the spec refuses, a program that could not run or did not answer JSON, and no
+O(program_python): the module runs, as it would without this plugin.
 """
 
 from __future__ import annotations

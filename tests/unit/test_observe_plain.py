@@ -67,7 +67,9 @@ def test_the_program_answers_what_the_module_returns(
 ) -> None:
     args = observation(listening, tmp_path)
     shell = Shell()
-    plain = plain_action(shell).run_plain({**args, "program_python": sys.executable, "run_id": "t1"})
+    plain = plain_action(shell).run_plain(
+        {**args, "program_python": sys.executable, "run_id": "t1"}
+    )
     module = run_module_main(monkeypatch, nccl_preflight_observe.main, args)
     assert shell.calls == 1 and plain is not None and not module.failed
     assert without_times(plain) == without_times(module.result)
@@ -82,7 +84,9 @@ def test_the_program_answers_what_the_module_returns(
 def test_check_mode_reaches_the_program(listening: int, tmp_path: Path) -> None:
     (tmp_path / "listeners").mkdir()
     args = {**observation(listening, tmp_path), "collect": {"path": str(tmp_path / "listeners")}}
-    plain = plain_action(Shell(), check_mode=True).run_plain({**args, "program_python": sys.executable})
+    plain = plain_action(Shell(), check_mode=True).run_plain(
+        {**args, "program_python": sys.executable}
+    )
     assert plain is not None
     assert plain["collect"] == {
         "changed": False,
