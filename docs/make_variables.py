@@ -15,6 +15,7 @@ comment and one default per variable) and the page are made from it. `make varia
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import sys
@@ -24,14 +25,24 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+SCHEMA = ROOT / "src" / "nccl_preflight" / "core" / "variables.py"
 
-from nccl_preflight.core.variables import (  # noqa: E402 - the tree's own package
-    ELSEWHERE,
-    FILES,
-    DefaultsFile,
-    Variable,
-)
+
+def _schema() -> Any:
+    """This tree's core/variables.py, loaded by its path (whatever package is installed)."""
+    spec = importlib.util.spec_from_file_location("nccl_preflight_variables_schema", SCHEMA)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+_SCHEMA = _schema()
+ELSEWHERE = _SCHEMA.ELSEWHERE
+FILES = _SCHEMA.FILES
+DefaultsFile = _SCHEMA.DefaultsFile
+Variable = _SCHEMA.Variable
 
 OUTPUT = ROOT / "docs" / "variables.md"
 WIDTH = 100  # the defaults files' comment and folded-value lines

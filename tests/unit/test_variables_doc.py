@@ -75,7 +75,7 @@ def _demo() -> DefaultsFile:
 def test_a_defaults_file_has_its_header_groups_one_comment_each_and_quoted_values() -> None:
     text = make_variables.render_defaults(_demo())
     assert text.startswith("---\n# Demo: what the role does.\n\n# Seconds to wait.\ndemo_wait: 5\n")
-    assert "\n# --- Paths ---\n\n# Where; a | b.\ndemo_dir: \"{{ a | b }}\"\n" in text
+    assert '\n# --- Paths ---\n\n# Where; a | b.\ndemo_dir: "{{ a | b }}"\n' in text
     assert 'demo_mode: "0700"' in text and 'demo_off: "off"' in text
     assert "demo_long: >-\n  {{ x + x" in text
     assert all(len(line) <= make_variables.WIDTH for line in text.splitlines())

@@ -461,7 +461,7 @@ FILES: tuple[DefaultsFile, ...] = (
                 "src/nccl_preflight/core/html.py).", derived=True, slurm=False),
             Variable("report_run_started", "float",
                 "{{ nccl_run_started | default(hostvars[groups['nccl_nodes'] | "
-                "default(['localhost']) | first] .nccl_run_started | default(0)) }}",
+                "default(['localhost']) | first].nccl_run_started | default(0)) }}",
                 "When the run started, unix seconds (validate_inputs fixes it with the run id), "
                 "for the run's duration in nccl_report_textfile_dir's file; 0 (--tags report "
                 "alone): unknown, no duration.", derived=True, slurm=False),
