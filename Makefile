@@ -32,7 +32,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export NCCL_LAB_NODE_PYTHON := $(CURDIR)/$(NODE_VENV)/bin/python
 
 .PHONY: help demo test lint unit lab-test apt-lab lab-up lab-down demo-lab bench clean rank-script \
-	node-venv collection
+	node-venv collection variables
 
 help:  ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -116,6 +116,11 @@ demo-lab: $(VENV)/.dev-installed apt-lab node-venv  ## Bring up an N-host lab, v
 
 bench: $(VENV)/.dev-installed apt-lab node-venv  ## Run the benchmarks and rewrite BENCHMARKS.md.
 	$(BIN)/python -m bench.run
+
+# The variables schema (src/nccl_preflight/core/variables.py) makes every role's defaults file and
+# docs/variables.md; tests/unit/test_variables_doc.py fails when they differ from it.
+variables:  ## Rewrite the roles' defaults files and docs/variables.md from the variables schema.
+	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) docs/make_variables.py
 
 rank-script:  ## build/nccl_check.pyz: the rank check in one file, as the launch ships it.
 	$(PYTHON) src/nccl_preflight/core/zipapp.py files/nccl_check.py -o build/nccl_check.pyz

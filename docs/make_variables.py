@@ -1,150 +1,200 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Write docs/variables.md: every role variable with its default and meaning, in groups.
+"""Write, from the variables schema (src/nccl_preflight/core/variables.py), every role's defaults
+file and docs/variables.md.
 
-The table is generated from the roles' defaults files, so it cannot drift from them: each
-variable's meaning is the comment block right above it, and a group is a file (or a
-`# --- Title ---` line inside one). `tests/unit/test_variables_doc.py` fails when the committed
-page differs from what this script writes, and when a variable has no comment.
+The schema is the one place a variable's type, default, allowed values and doc are written; the
+defaults files (roles/nccl_defaults/defaults/main/*.yml, roles/<role>/defaults/main.yml: one
+comment and one default per variable) and the page are made from it. `make variables` runs this;
+`tests/unit/test_variables_doc.py` fails when a committed file differs from what it writes.
 
-    python docs/make_variables.py            # rewrite docs/variables.md
-    python docs/make_variables.py --check    # exit 1 when docs/variables.md is out of date
+    python docs/make_variables.py            # rewrite the defaults files and docs/variables.md
+    python docs/make_variables.py --check    # exit 1 when one of them is out of date
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "src" / "nccl_preflight" / "core" / "variables.py"
+
+
+def _schema() -> Any:
+    """This tree's core/variables.py, loaded by its path (whatever package is installed)."""
+    spec = importlib.util.spec_from_file_location("nccl_preflight_variables_schema", SCHEMA)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+_SCHEMA = _schema()
+ELSEWHERE = _SCHEMA.ELSEWHERE
+FILES = _SCHEMA.FILES
+DefaultsFile = _SCHEMA.DefaultsFile
+Variable = _SCHEMA.Variable
+
 OUTPUT = ROOT / "docs" / "variables.md"
-_VAR_RE = re.compile(r"^([a-z_][a-z0-9_]*):(.*)$")
-_GROUP_RE = re.compile(r"^#\s*-{3,}\s*(.+?)\s*-*\s*$")
+WIDTH = 100  # the defaults files' comment and folded-value lines
 
 
-@dataclass
-class Variable:
-    name: str
-    default: str
-    meaning: str
+def _words(text: str, width: int) -> list[str]:
+    """``text`` cut at single spaces into lines of at most ``width`` (a longer word alone)."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line]
 
 
-@dataclass
-class Group:
-    title: str
-    source: str
-    variables: list[Variable] = field(default_factory=list)
+def _comment(text: str) -> list[str]:
+    return [f"# {line}".rstrip() for line in _words(text, WIDTH - 2)]
 
 
-def defaults_files(root: Path = ROOT) -> list[Path]:
-    """Project-wide defaults first (roles/nccl_defaults), then each role's own, by name."""
-    shared = sorted((root / "roles" / "nccl_defaults" / "defaults" / "main").glob("*.yml"))
-    own = sorted(
-        p for p in (root / "roles").glob("*/defaults/main.yml") if "nccl_defaults" not in p.parts
-    )
-    return shared + own
+def _plain(text: str) -> bool:
+    """Whether ``text`` reads back as itself unquoted."""
+    try:
+        return text != "" and yaml.safe_load(f"k: {text}") == {"k": text}
+    except yaml.YAMLError:
+        return False
 
 
-def _first_comment(lines: list[str]) -> str:
-    """The file's opening comment, first sentence: the title of its first group."""
-    for line in lines:
-        if line.startswith("#"):
-            text = line.lstrip("#").strip()
-            return text.split(": ")[0].rstrip(".") if text else ""
-    return ""
+def _value(name: str, value: Any) -> list[str]:
+    """``name: value`` as YAML that loads back to ``value``: a long string folded (>-)."""
+    if isinstance(value, bool):
+        return [f"{name}: {'true' if value else 'false'}"]
+    if not isinstance(value, str):
+        return [f"{name}: {json.dumps(value)}"]
+    text = value if _plain(value) and "{" not in value else json.dumps(value)
+    if len(name) + 2 + len(text) <= WIDTH:
+        return [f"{name}: {text}"]
+    if re.search(r"\s{2}|\n|^\s|\s$", value):
+        raise ValueError(f"{name}: a long default must be words with single spaces between")
+    return [f"{name}: >-", *(f"  {line}" for line in _words(value, WIDTH - 2))]
 
 
-def _value(first: str, rest: list[str]) -> str:
-    """A default as written: one line, or the folded lines of a block scalar joined."""
-    first = first.strip()
-    if first in {">-", ">", "|", "|-"} or (not first and rest):
-        return " ".join(part.strip() for part in rest)
-    return first
-
-
-def parse_defaults(path: Path, root: Path = ROOT) -> list[Group]:
-    """Groups of variables in one defaults file, each with the comment above it as its meaning."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    source = path.relative_to(root).as_posix()
-    groups = [Group(_first_comment(lines) or source, source)]
-    comment: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if match := _GROUP_RE.match(line):
-            groups.append(Group(match.group(1), source))
-            comment = []
-        elif line.startswith("#"):
-            comment.append(line.lstrip("#").strip())
-        elif match := _VAR_RE.match(line):
-            continuation: list[str] = []
-            while i < len(lines) and lines[i].startswith((" ", "\t")):
-                continuation.append(lines[i])
-                i += 1
-            value = _value(match.group(2), continuation)
-            groups[-1].variables.append(Variable(match.group(1), value, " ".join(comment)))
-            comment = []
-        elif not line.strip():
-            comment = []
-    return [g for g in groups if g.variables]
+def render_defaults(file: DefaultsFile) -> str:
+    """The text of one defaults file."""
+    out = ["---", *_comment(file.header)]
+    for group in file.groups:
+        if group.title:
+            out += ["", f"# --- {group.title} ---"]
+        for variable in group.variables:
+            out += ["", *_comment(variable.doc), *_value(variable.name, variable.default)]
+    return "\n".join(out) + "\n"
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _section(source: str) -> str:
-    """`roles/launch/defaults/main.yml` -> `Role launch (roles/launch/defaults/main.yml)`."""
-    role = Path(source).parts[1]
+def _type(variable: Variable) -> str:
+    kind = variable.type
+    if variable.elements:
+        kind = f"{kind} of {variable.elements}"
+    if variable.choices:
+        kind += ": " + ", ".join(str(choice) for choice in variable.choices)
+    return kind
+
+
+def _meaning(variable: Variable) -> str:
+    notes = []
+    if variable.per_node:
+        notes.append("Per node.")
+    if variable.derived:
+        notes.append("Derived from other variables: not a knob.")
+    if isinstance(variable.slurm, str):
+        notes.append(f"Not under Slurm: {variable.slurm}.")
+    elif variable.slurm is False:
+        notes.append("Ansible only.")
+    return " ".join([variable.doc, *(f"*{note}*" for note in notes)])
+
+
+def _table(variables: tuple[Variable, ...]) -> list[str]:
+    out = ["| variable | type | default | meaning |", "|---|---|---|---|"]
+    for variable in variables:
+        default = "" if variable.default is None else _default(variable.default)
+        row = (f"`{variable.name}`", _type(variable), default, _cell(_meaning(variable)))
+        out.append("| " + " | ".join(row) + " |")
+    return [*out, ""]
+
+
+def _default(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return f"`{_cell(text)}`" if text else '`""`'
+
+
+def _section(file: DefaultsFile) -> str:
+    role = file.path.split("/")[0]
+    where = f"roles/{file.path}"
     if role == "nccl_defaults":
-        return "Project-wide (roles/nccl_defaults/defaults/main/, read by every play)"
-    return f"Role {role} ({source})"
+        return f"Project-wide: {file.header.split(':')[0]} ({where}, read by every play)"
+    return f"Role {role} ({where})"
 
 
-def render(groups: list[Group]) -> str:
+def render_page() -> str:
+    """docs/variables.md."""
     out = [
         "# Variables",
         "",
-        "Every role variable, its default and what it means, generated from the roles'",
-        "defaults files by `python docs/make_variables.py` (do not edit by hand). Set them in",
-        "the inventory's group_vars or host_vars, or with `-e`. Project-wide variables",
-        "(`nccl_*`) are read by every role; a role's own carry its prefix.",
+        "Every variable, its type, default and meaning, generated from the variables schema",
+        "(src/nccl_preflight/core/variables.py) by `make variables` (do not edit by hand). Set",
+        "them in the inventory's group_vars or host_vars, or with `-e`; the slurm command and",
+        "node-check take the project-wide and pre-flight ones in their `--config` file.",
+        "*Per node*: may differ between hosts (host_vars; under Slurm, `nccl_node_vars`).",
         "",
     ]
-    section = ""
-    for group in groups:
-        if _section(group.source) != section:
-            section = _section(group.source)
-            out += [f"## {section}", ""]
-        out += [f"### {group.title}", ""]
-        out += ["| variable | default | meaning |", "|---|---|---|"]
-        for var in group.variables:
-            default = f"`{_cell(var.default)}`" if var.default else ""
-            out.append(f"| `{var.name}` | {default} | {_cell(var.meaning)} |")
-        out.append("")
-    return "\n".join(out)
+    for file in FILES:
+        out += [f"## {_section(file)}", "", file.header, ""]
+        for group in file.groups:
+            if group.title:
+                out += [f"### {group.title}", ""]
+            out += _table(group.variables)
+    out += ["## Set elsewhere (no role default)", "", *_table(ELSEWHERE)]
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
-def all_groups(root: Path = ROOT) -> list[Group]:
-    return [group for path in defaults_files(root) for group in parse_defaults(path, root)]
+def outputs(root: Path = ROOT) -> dict[Path, str]:
+    """{file: the text the schema gives it}: every defaults file and docs/variables.md."""
+    texts = {root / "roles" / file.path: render_defaults(file) for file in FILES}
+    texts[root / OUTPUT.relative_to(ROOT)] = render_page()
+    return texts
+
+
+def stale(root: Path = ROOT) -> list[str]:
+    """The files (relative to ``root``) whose committed text differs from the schema's."""
+    found = []
+    for path, text in outputs(root).items():
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        if current != text:
+            found.append(path.relative_to(root).as_posix())
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only say whether it is up to date")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only say whether they are current")
     args = parser.parse_args(argv)
-    text = render(all_groups())
     if args.check:
-        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
-        if current != text:
-            print(f"{OUTPUT.relative_to(ROOT)} is out of date: run python docs/make_variables.py")
-            return 1
-        return 0
-    OUTPUT.write_text(text, encoding="utf-8")
+        for name in stale():
+            print(f"{name} is out of date: run make variables")
+        return 1 if stale() else 0
+    for path, text in outputs().items():
+        path.write_text(text, encoding="utf-8")
     return 0
 
 

@@ -5,7 +5,8 @@ name that went away), each with the file and line it came from: the one
 part of the check that reads Ansible itself (where a value was loaded: ansible-core 2.19's origin
 tags; older releases name the variable alone). The decision is the core's
 (nccl_preflight.core.config unknown_variables, unknown_problem: the Slurm config's words).
-And the project variables whose values the roles' argument specs refuse, one short line each.
+And the project variables whose values the schema's types refuse, one short line each.
+Both by the variables schema (nccl_preflight.core.variables), as the Slurm config is checked.
 roles/validate_inputs refuses both before any host is touched."""
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 
 from nccl_preflight.core.config import (
     ansible_names,
-    argument_specs,
     spec_problems,
     unknown_problem,
     unknown_variables,
@@ -25,14 +25,6 @@ try:  # ansible-core >= 2.19: every value loaded from a file carries where it ca
     from ansible._internal._datatag._tags import Origin
 except ImportError:  # pragma: no cover - older ansible-core: no origin
     Origin = None
-
-
-# What the filters compare with, read once where this module is imported: plugins/callback/
-# nccl_preload imports it in ansible-playbook's own process, so every task worker forked from it
-# inherits both caches instead of reading the roles and parsing their specs again for each host
-# (about 0.1 CPU s a host).
-ansible_names()
-argument_specs()
 
 
 def _where(host_vars: Mapping[str, Any], name: str) -> str:
@@ -54,9 +46,9 @@ def nccl_unknown_variables(host_vars: Mapping[str, Any]) -> list[str]:
 
 
 def nccl_spec_problems(host_vars: Mapping[str, Any], refused: list[str]) -> list[str]:
-    """One short line per project variable of a host that the roles' argument specs refuse
-    (not Ansible's whole argument-spec dump), leaving out those ``refused`` already names."""
-    values = {name: host_vars[name] for name in argument_specs() if name in host_vars}
+    """One short line per project variable of a host that the schema's types refuse (not
+    Ansible's whole argument-spec dump), leaving out those ``refused`` already names."""
+    values = {name: host_vars[name] for name in ansible_names() if name in host_vars}
     return spec_problems(values, refused)
 
 

@@ -249,29 +249,24 @@ assert config.__file__.startswith(sys.argv[0]), config.__file__
 try:
     config.load_config(sys.argv[1])
 except config.ConfigError as exc:
-    print(json.dumps([str(config.roles_dir()), config.defaults(), str(exc)]))
+    print(json.dumps([config.__file__, config.defaults(), str(exc)]))
 """
 
 
 def bundle(tmp_path: Path) -> Path:
-    """A zipapp as the node bundle lays it out: the package, roles/ data under config_data/, and
-    a __main__.py that loads the config named on its command line."""
+    """A zipapp as the node bundle lays it out: the package alone (the variables schema is one of
+    its modules: no roles/ data), and a __main__.py that loads the config named on its command
+    line."""
     archive = tmp_path / "bundle.pyz"
     package = ROOT / "src" / "nccl_preflight"
-    data = "nccl_preflight/core/config_data/roles"
     with zipfile.ZipFile(archive, "w") as zipped:
         zipped.writestr("__main__.py", PROBE)
         for source in package.rglob("*.py"):
             zipped.write(source, source.relative_to(package.parent).as_posix())
-        for source in DEFAULT_FILES:
-            zipped.write(source, f"{data}/nccl_defaults/defaults/main/{source.name}")
-        zipped.write(PREFLIGHT_DEFAULTS, f"{data}/preflight/defaults/main.yml")
-        for source in (ROOT / "roles").glob("*/meta/argument_specs.yml"):
-            zipped.write(source, f"{data}/{source.relative_to(ROOT / 'roles').as_posix()}")
     return archive
 
 
-def test_inside_a_bundle_the_data_comes_from_the_bundle(tmp_path: Path) -> None:
+def test_inside_a_bundle_the_package_alone_gives_defaults_and_checks(tmp_path: Path) -> None:
     archive = bundle(tmp_path)
     config = write(tmp_path, "nccl_backend: gloo\nnccl_dcgm_diag_level: 9\n")
     result = subprocess.run(
@@ -282,8 +277,8 @@ def test_inside_a_bundle_the_data_comes_from_the_bundle(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    roles, got_defaults, error = json.loads(result.stdout)
-    assert roles.startswith(str(archive)) and "config_data" in roles
+    module, got_defaults, error = json.loads(result.stdout)
+    assert module.startswith(str(archive))
     assert got_defaults == defaults()
     assert error == f"{config}:2: nccl_dcgm_diag_level: is 9, not one of 0, 1, 2, 3, 4"
 

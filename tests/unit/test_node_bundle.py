@@ -61,8 +61,7 @@ def test_the_bundle_holds_the_package_the_defaults_and_the_rank_script(pyz: Path
         "nccl_preflight/node/facts.py",
         "nccl_preflight/core/preflight/judge.py",
         "nccl_preflight/slurm/cli.py",
-        "nccl_preflight/core/config_data/roles/nccl_defaults/defaults/main/network.yml",
-        "nccl_preflight/core/config_data/roles/preflight/meta/argument_specs.yml",
+        "nccl_preflight/core/variables.py",  # the variables schema: defaults, types
         "nccl_preflight/slurm/node_step.py",
         "nccl_preflight/_vendor/yaml/__init__.py",  # PyYAML, pure Python, as released
         "nccl_preflight/_vendor/yaml/LICENSE",  # ... with its licence

@@ -31,8 +31,10 @@ HINT = "is not a known variable; did you mean nccl_fabric_cidr?"
 
 
 def test_unknown_variables_names_only_the_projects_unknown_names() -> None:
-    names = [TYPO, "nccl_fabric_cidr", "nccl_slots", "preflight_probe", "launch_script", "x_y"]
+    names = [TYPO, "nccl_fabric_cidr", "nccl_slots", "nccl_node_rank", "launch_script", "x_y"]
     assert unknown_variables(names) == [TYPO]
+    # the schema's names, not every name the source mentions: a task's register is no input
+    assert unknown_variables(["preflight_probe", "preflight_listen_timeout"]) == ["preflight_probe"]
     assert unknown_variables(["preflight_colect_wait", "nccl_node_rank"]) == [
         "preflight_colect_wait"
     ]

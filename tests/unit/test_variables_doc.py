@@ -1,14 +1,20 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""docs/variables.md lists every role variable with its default and meaning, and stays current."""
+"""The roles' defaults files and docs/variables.md are made from the variables schema
+(docs/make_variables.py, `make variables`) and stay current; what it writes loads back to the
+schema's defaults."""
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from nccl_preflight.core.variables import ELSEWHERE, FILES, DefaultsFile, Group, Variable
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(
@@ -20,54 +26,94 @@ sys.modules["make_variables"] = make_variables
 _spec.loader.exec_module(make_variables)
 
 
-def test_committed_page_is_what_the_defaults_files_give() -> None:
-    expected = make_variables.render(make_variables.all_groups())
-    current = (ROOT / "docs" / "variables.md").read_text(encoding="utf-8")
-    assert current == expected, (
-        "docs/variables.md is out of date: run python docs/make_variables.py"
-    )
+def test_the_committed_defaults_files_and_page_are_what_the_schema_gives() -> None:
+    assert make_variables.stale() == [], "out of date: run make variables"
 
 
-def test_every_variable_of_every_defaults_file_has_a_meaning() -> None:
-    variables = [v for g in make_variables.all_groups() for v in g.variables]
-    assert len(variables) >= 30
-    assert [v.name for v in variables if not v.meaning] == []
+def test_every_roles_defaults_file_is_made_from_the_schema() -> None:
+    made = {f"roles/{file.path}" for file in FILES}
+    found = {p.relative_to(ROOT).as_posix() for p in (ROOT / "roles").glob("*/defaults/**/*.yml")}
+    assert found == made
+
+
+def test_each_defaults_file_loads_back_to_the_schemas_defaults_in_order() -> None:
+    for file in FILES:
+        loaded = yaml.safe_load(make_variables.render_defaults(file))
+        wanted = {v.name: v.default for group in file.groups for v in group.variables}
+        assert list(loaded) == list(wanted), file.path
+        for name, value in wanted.items():
+            assert loaded[name] == value and type(loaded[name]) is type(value), name
+
+
+def test_every_variable_has_a_doc_and_one_home() -> None:
+    variables = [v for f in FILES for g in f.groups for v in g.variables] + list(ELSEWHERE)
+    assert len(variables) >= 70
+    assert [v.name for v in variables if not v.doc.strip()] == []
     names = [v.name for v in variables]
-    assert len(names) == len(set(names)), "a variable is defined in two defaults files"
+    assert len(names) == len(set(names)), "a variable is in the schema twice"
 
 
-@pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    defaults = tmp_path / "roles" / "demo" / "defaults"
-    defaults.mkdir(parents=True)
-    (defaults / "main.yml").write_text(
-        "---\n"
-        "# Demo: what the role does.\n"
-        "\n"
-        "# Seconds to wait.\n"
-        "demo_wait: 5\n"
-        "\n"
-        "# --- Paths ------------------------------\n"
-        "# Where the files go; a | b.\n"
-        "demo_dir: >-\n"
-        "  {{ a |\n"
-        "     b }}\n"
-        "demo_bare: x\n",
-        encoding="utf-8",
+def _demo() -> DefaultsFile:
+    return DefaultsFile(
+        "demo/defaults/main.yml",
+        "Demo: what the role does.",
+        (
+            Group("", (Variable("demo_wait", "int", 5, "Seconds to wait."),)),
+            Group(
+                "Paths",
+                (
+                    Variable("demo_dir", "path", "{{ a | b }}", "Where; a | b.", derived=True),
+                    Variable("demo_mode", "str", "0700", "A mode, quoted.", slurm=False),
+                    Variable("demo_off", "str", "off", "Not a boolean.", per_node=True),
+                    Variable("demo_long", "str", "{{ " + "x + " * 40 + "1 }}", "Long: folded."),
+                ),
+            ),
+        ),
     )
-    (tmp_path / "roles" / "nccl_defaults" / "defaults" / "main").mkdir(parents=True)
-    return tmp_path
 
 
-def test_groups_meanings_and_folded_defaults_are_read(tree: Path) -> None:
-    groups = make_variables.all_groups(tree)
-    assert [g.title for g in groups] == ["Demo", "Paths"]
-    (wait,) = groups[0].variables
-    assert (wait.name, wait.default, wait.meaning) == ("demo_wait", "5", "Seconds to wait.")
-    folded, bare = groups[1].variables
-    assert folded.default == "{{ a | b }}"
-    assert folded.meaning == "Where the files go; a | b."
-    assert (bare.name, bare.meaning) == ("demo_bare", "")
-    page = make_variables.render(groups)
-    assert "## Role demo (roles/demo/defaults/main.yml)" in page
-    assert "| `demo_dir` | `{{ a \\| b }}` | Where the files go; a \\| b. |" in page
+def test_a_defaults_file_has_its_header_groups_one_comment_each_and_quoted_values() -> None:
+    text = make_variables.render_defaults(_demo())
+    assert text.startswith("---\n# Demo: what the role does.\n\n# Seconds to wait.\ndemo_wait: 5\n")
+    assert '\n# --- Paths ---\n\n# Where; a | b.\ndemo_dir: "{{ a | b }}"\n' in text
+    assert 'demo_mode: "0700"' in text and 'demo_off: "off"' in text
+    assert "demo_long: >-\n  {{ x + x" in text
+    assert all(len(line) <= make_variables.WIDTH for line in text.splitlines())
+    loaded = yaml.safe_load(text)
+    assert loaded["demo_mode"] == "0700" and loaded["demo_off"] == "off"
+    assert loaded["demo_long"] == "{{ " + "x + " * 40 + "1 }}"
+
+
+def test_a_long_default_with_a_line_break_is_refused_not_written_wrong() -> None:
+    with pytest.raises(ValueError, match="demo_x"):
+        make_variables._value("demo_x", "{{ a }}\n" + "b " * 60)
+
+
+def test_the_page_shows_type_choices_default_and_what_the_schema_says_of_slurm() -> None:
+    page = make_variables.render_page()
+    assert "| `nccl_backend` | str: auto, nccl, gloo, hccl, xccl, mpi, ucc | `auto` |" in page
+    assert "| `nccl_check_args` | list of str | `[]` |" in page
+    row = next(line for line in page.splitlines() if line.startswith("| `preflight_master`"))
+    assert "*Derived from other variables: not a knob.*" in row
+    assert "*Not under Slurm: the master is the allocation's first node" in row
+    row = next(line for line in page.splitlines() if line.startswith("| `nccl_socket_ifname`"))
+    assert "*Per node.*" in row
+    assert "## Set elsewhere (no role default)" in page and "| `nccl_run_id` |" in page
+
+
+def test_check_names_a_stale_file_and_writing_makes_it_current(tmp_path: Path) -> None:
+    for path, text in make_variables.outputs(tmp_path).items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert make_variables.stale(tmp_path) == []
+    edited = tmp_path / "roles" / "launch" / "defaults" / "main.yml"
+    edited.write_text(edited.read_text() + "launch_extra: 1\n", encoding="utf-8")
+    assert make_variables.stale(tmp_path) == ["roles/launch/defaults/main.yml"]
+
+
+def test_the_command_says_whether_the_tree_is_current() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "make_variables.py"), "--check"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,39 +1,32 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""One source of defaults and one validation of the project's variables, for both front-ends.
+"""One validation of the project's variables, for both front-ends, by the variables schema.
 
 The Ansible front-end reads its variables from the inventory; the Slurm front-end (``--config
-FILE``) from a YAML file with the same names, meanings and defaults. ``load_config(path)`` gives
-that file's variables:
+FILE``) from a YAML file with the same names, meanings and defaults. Both come from one place,
+the variables schema (core/variables.py: name, type, default, allowed values, doc, per node or
+run-wide, meaning under Slurm), from which the roles' defaults files are made
+(docs/make_variables.py). ``load_config(path)`` gives that file's variables:
 
-1. the defaults: roles/nccl_defaults/defaults/main/*.yml, the very files every play reads, and
-   the pre-flight's own, roles/preflight/defaults/main.yml, read with core/yaml_file.py (PyYAML's
-   SafeLoader from the package's vendored copy: a node reads them as Ansible does); a default
-   that is a Jinja template (``{{`` or ``{%``: nccl_run_dir, nccl_report_root,
-   preflight_listen_timeout, ...) is left out: the Slurm front-end works out the pre-flight's
-   ones as the role's expressions do (``preflight_values``), gives its own directories, or the
-   user sets them;
-2. the user's file overlaid on them; a name that is not one of the defaults' (the project-wide
-   variables and the pre-flight's, docs/variables.md) is refused, with the nearest known name; a
-   pre-flight variable that has no meaning under Slurm (``NOT_UNDER_SLURM``: the master, the lock,
-   become, the run directory, preflight_fail) is refused with the reason;
+1. the defaults: the schema's, for the variables the Slurm config takes (the project-wide ones
+   and the pre-flight's); a default that is derived (a Jinja expression of other variables:
+   nccl_run_dir, nccl_report_root, preflight_listen_timeout, ...) is left out: the Slurm
+   front-end works out the pre-flight's ones as the role's expressions do
+   (``preflight_values``), gives its own directories, or the user sets them;
+2. the user's file overlaid on them; a name the schema does not give the Slurm config is
+   refused, with the nearest known name; a variable whose ``slurm`` is a reason
+   (``NOT_UNDER_SLURM``: the master, the lock, become, the run directory, preflight_fail) is
+   refused with the reason;
 3. validated by core/inputs.py ``nccl_input_problems`` (what roles/validate_inputs runs through
    the ``nccl_input_problems`` filter, so both front-ends refuse a value in the same words), then
-   by the ``type``, ``elements`` and ``choices`` that the roles' meta/argument_specs.yml declare
-   for these variables (read as data, as Ansible's ``validate_argument_spec`` reads them). A value
-   the spec's type accepts is converted as Ansible converts it (``"29500"`` to 29500 for an int,
-   ``yes`` to True for a bool, 2 to 2.0 for a float, numbers in a list of str to strings).
+   by the schema's ``type``, ``elements`` and ``choices`` (the roles' meta/argument_specs.yml
+   agree with them: tests/unit/test_variables_schema.py). A value the type accepts is converted
+   as Ansible converts it (``"29500"`` to 29500 for an int, ``yes`` to True for a bool, 2 to 2.0
+   for a float, numbers in a list of str to strings).
 
 Every problem is raised at once as ``ConfigError``, one line each, ``FILE:LINE: nccl_x: problem``
-(the line of the name in the user's file, else the line of its default in the defaults file),
-before anything runs.
-
-Where the data files are (``roles_dir()``): the roles/ of the tree the package runs from
-(core/content.py: a checkout's, or an installed package's share/ copy); inside the node bundle
-(slurm/bundle.py), the package data directory ``nccl_preflight/core/config_data/roles/``, read
-through ``importlib.resources``. The bundle copies into it, under their paths relative to roles/:
-``nccl_defaults/defaults/main/*.yml``, ``preflight/defaults/main.yml`` and
-``*/meta/argument_specs.yml``. When that directory is present it wins over the checkout.
+(the line of the name in the user's file, else the defaults file of the value), before anything
+runs. The schema is a module of the package: the node bundle and the wheel carry it, no data file.
 """
 
 from __future__ import annotations
@@ -43,21 +36,14 @@ import difflib
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nccl_preflight.core import hostlist
-from nccl_preflight.core.content import TREE
+from nccl_preflight.core import variables as schema
 from nccl_preflight.core.inputs import nccl_input_problems
 from nccl_preflight.core.yaml_file import YamlFileError, load
 
-if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
-
-BUNDLE_DATA = "config_data"  # nccl_preflight/core/config_data/roles/... inside the bundle
-DEFAULTS_DIR = ("nccl_defaults", "defaults", "main")
-PREFLIGHT_DEFAULTS = ("preflight", "defaults", "main.yml")  # the pre-flight role's own knobs
 _NAME = re.compile(r"\bnccl_[a-z0-9_]+")
 _TRUE = ("yes", "on", "1", "true", "y", "t")  # Ansible's boolean(): module_utils/parsing
 _FALSE = ("no", "off", "0", "false", "n", "f")
@@ -67,95 +53,61 @@ class ConfigError(ValueError):
     """One line per problem: ``FILE:LINE: nccl_x: problem``."""
 
 
-def roles_dir() -> Traversable:
-    """The roles/ whose defaults and argument specs are read: the bundle's, else the checkout's."""
-    bundled = resources.files("nccl_preflight.core") / BUNDLE_DATA / "roles"
-    if bundled.is_dir():
-        return bundled
-    return TREE.content / "roles"
-
-
-def _child(root: Traversable, *parts: str) -> Traversable:
-    for part in parts:
-        root = root / part
-    return root
-
-
-def _shown(file: Traversable) -> str:
-    """A data file's name in messages: roles/... for the checkout's, the full name otherwise."""
-    text = str(file)
-    where = text.rfind("roles/")
-    return text[where:] if where >= 0 else text
-
-
-def defaults_files() -> list[Traversable]:
-    """roles/nccl_defaults/defaults/main/*.yml, in name order (the order Ansible reads them),
-    then roles/preflight/defaults/main.yml."""
-    directory = _child(roles_dir(), *DEFAULTS_DIR)
-    found = sorted(
-        (file for file in directory.iterdir() if file.name.endswith((".yml", ".yaml"))),
-        key=lambda file: file.name,
-    )
-    return [*found, _child(roles_dir(), *PREFLIGHT_DEFAULTS)]
-
-
-def argument_spec_files() -> list[Traversable]:
-    """roles/*/meta/argument_specs.yml, in role name order."""
-    found = [_child(role, "meta", "argument_specs.yml") for role in roles_dir().iterdir()]
-    return sorted((file for file in found if file.is_file()), key=lambda file: str(file))
-
-
 # Project-wide variables with no default: the run's identifier (Ansible: -e nccl_run_id=...;
 # unset, each run makes a new one), letters, digits, '.', '_' and '-' only (it names a directory).
 RUN_NAMES = {"nccl_run_id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")}
+# The Slurm front-end's own variables (no role has them: Ansible's inventory gives per-host values
+# through host_vars), with their defaults.
+SLURM_ONLY: dict[str, Any] = {name: schema.VARIABLES[name].default for name in schema.SLURM_ONLY}
+# What may differ between nodes under Slurm (nccl_node_vars); the rest is one value for the run.
+NODE_VARIABLES = tuple(v.name for v in schema.VARIABLES.values() if v.per_node and v.slurm is True)
+# The variables the Slurm config names only to refuse them, and why: no value is silently ignored.
+NOT_UNDER_SLURM = {v.name: v.slurm for v in schema.VARIABLES.values() if isinstance(v.slurm, str)}
+# The pre-flight's variables the Slurm front-end honours, with the Ansible path's meaning
+# (preflight_values gives them, worked out for a run).
+UNDER_SLURM = tuple(
+    v.name
+    for v in schema.VARIABLES.values()
+    if v.slurm is True and (schema.file_of(v.name) or schema.FILES[0]).path.startswith("preflight/")
+)
 
 
 @functools.lru_cache(maxsize=1)
-def _defaults_and_places() -> tuple[dict[str, Any], dict[str, str], frozenset[str]]:
-    """(defaults without templates, name -> "FILE:LINE" of its default, every default's name)."""
-    values: dict[str, Any] = {}
-    places: dict[str, str] = {}
-    for file in defaults_files():
-        shown = _shown(file)
-        document = load(file.read_text(encoding="utf-8"), shown)
-        for name, value in (document.value or {}).items():
-            places[name] = f"{shown}:{document.key_lines[name]}"
-            values[name] = value
-    names = frozenset(values) | frozenset(RUN_NAMES)
-    kept = {name: value for name, value in values.items() if not _templated(value)}
-    return kept, places, names
-
-
-def _templated(value: Any) -> bool:
-    return isinstance(value, str) and ("{{" in value or "{%" in value)
+def known_names() -> frozenset[str]:
+    """Every variable a config may name (derived ones included; NOT_UNDER_SLURM's are named only
+    to be refused with their reason; SLURM_ONLY's apart)."""
+    return frozenset(
+        v.name
+        for v in schema.VARIABLES.values()
+        if v.slurm is not False and v.name not in SLURM_ONLY
+    )
 
 
 def defaults() -> dict[str, Any]:
-    """The variables' defaults (project-wide and the pre-flight's), Jinja-templated ones left
-    out (a fresh copy)."""
-    return copy.deepcopy(_defaults_and_places()[0])
+    """The variables' defaults (project-wide and the pre-flight's), derived ones left out (a
+    fresh copy)."""
+    return {
+        name: copy.deepcopy(schema.VARIABLES[name].default)
+        for name in sorted(known_names(), key=list(schema.VARIABLES).index)
+        if not schema.VARIABLES[name].derived and schema.VARIABLES[name].default is not None
+    }
 
 
-def known_names() -> frozenset[str]:
-    """Every variable a config may name (templated defaults included; NOT_UNDER_SLURM's are
-    named only to be refused with their reason)."""
-    return _defaults_and_places()[2]
+def _default_place(name: str) -> str:
+    """Where ``name``'s default is written: its defaults file, else the schema."""
+    file = schema.file_of(name)
+    return f"roles/{file.path}" if file else "src/nccl_preflight/core/variables.py"
 
 
-@functools.lru_cache(maxsize=1)
-def argument_specs() -> dict[str, dict[str, Any]]:
-    """name -> {type, elements, choices} for the project-wide variables, from every role's spec."""
-    specs: dict[str, dict[str, Any]] = {}
-    for file in argument_spec_files():
-        document = load(file.read_text(encoding="utf-8"), _shown(file))
-        for entry in (document.value or {}).get("argument_specs", {}).values():
-            for name, option in (entry.get("options") or {}).items():
-                if name in known_names():
-                    spec = specs.setdefault(name, {})
-                    for field in ("type", "elements", "choices"):
-                        if field in option:
-                            spec.setdefault(field, option[field])
-    return specs
+def _spec(name: str) -> dict[str, Any]:
+    """{type, elements, choices} of a schema variable, as an argument spec writes them."""
+    variable = schema.VARIABLES[name]
+    spec: dict[str, Any] = {"type": variable.type}
+    if variable.elements:
+        spec["elements"] = variable.elements
+    if variable.choices is not None:
+        spec["choices"] = list(variable.choices)
+    return spec
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -204,18 +156,6 @@ def load_config(path: str | Path) -> dict[str, Any]:
     return values
 
 
-# The Slurm front-end's own variables (no role has them: Ansible's inventory gives per-host values
-# through host_vars), with their defaults.
-SLURM_ONLY: dict[str, Any] = {"nccl_node_vars": {}}
-# What may differ between nodes under Slurm (nccl_node_vars); the rest is one value for the run.
-NODE_VARIABLES = (
-    "nccl_socket_ifname",
-    "nccl_fabric_cidr",
-    "nccl_extra_env",
-    "nccl_nproc_per_node",
-)
-
-
 def _node_vars(value: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """nccl_node_vars checked ({Slurm hostlist: {variable: value}}): (its values converted as
     the argument specs say, the problems in words)."""
@@ -239,7 +179,7 @@ def _node_vars(value: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
                 why = "one value for the whole run" if name in known_names() else _unknown(name)
                 problems.append(f"{where}: {name}: {why} (per node: {', '.join(NODE_VARIABLES)})")
                 continue
-            converted, problem = _typed(item, argument_specs().get(name, {}))
+            converted, problem = _typed(item, _spec(name))
             if problem:
                 problems.append(f"{where}: {name}: {problem}")
             checked[str(pattern)][name] = converted
@@ -259,39 +199,6 @@ def node_values(config: dict[str, Any], node: str) -> dict[str, Any]:
         if node in _members(pattern):
             values.update(variables)
     return values
-
-
-# The pre-flight's variables (roles/preflight/defaults/main.yml) that the Slurm front-ends have
-# no use for, and why: a config that sets one is refused, so that no value is silently ignored.
-NOT_UNDER_SLURM = {
-    "preflight_master": "the master is the allocation's first node, in Slurm's node order",
-    **dict.fromkeys(
-        ("preflight_lock", "preflight_lock_path", "preflight_lock_lifetime"),
-        "the Slurm front-end takes no lock file on the master: the nodes are the allocation's, "
-        "and a MASTER_PORT another run holds is named by the master_port check",
-    ),
-    "preflight_become_firewall": "the job steps run as the job's user, never with become; "
-    "the firewall is read as that user (run the job as root to read it all)",
-    **dict.fromkeys(
-        ("preflight_run_dir", "preflight_remove_run_dir"),
-        "each job step keeps its files in a private temporary directory of its own (mode "
-        "0700), always removed when the step ends",
-    ),
-    "preflight_fail": "playbooks/validate.yml sets it false too: a failed check is recorded, "
-    "the launch skipped, and the verdict's exit code says so",
-}
-# The pre-flight's variables the Slurm front-end honours, with the Ansible path's meaning
-# (preflight_values gives them, worked out for a run).
-UNDER_SLURM = (
-    "preflight_full_mesh",
-    "preflight_probe_timeout",
-    "preflight_listen_timeout",
-    "preflight_collect_wait",
-    "preflight_python_timeout",
-    "preflight_expected_versions",
-    "preflight_clock_check",
-    "preflight_clock_max_skew_s",
-)
 
 
 def preflight_values(config: dict[str, Any], node_count: int) -> dict[str, Any]:
@@ -321,22 +228,18 @@ def _identifier(value: Any, pattern: re.Pattern[str]) -> bool:
 
 
 # The names the project polices in an inventory: its own prefixes (a role's knobs launch_*,
-# report_*, ... are the role's to check).
+# report_*, ... are the role's to check, by its argument spec).
 POLICED = re.compile(r"\b(?:nccl|preflight)_[a-z0-9_]+\b")
-ANSIBLE_SOURCES = ("roles", "playbooks", "plugins", "library")
 
 
 @functools.lru_cache(maxsize=1)
 def ansible_names() -> frozenset[str]:
-    """Every nccl_*/preflight_* name the Ansible front-end takes: the defaults' (known_names)
-    and every one its roles, playbook and plugins read or set (an optional input such as
-    nccl_expect_net, the hostfile's nccl_slots, a fact of the run)."""
-    names = set(known_names())
-    for folder in ANSIBLE_SOURCES:
-        for path in sorted((TREE.content / folder).rglob("*")):
-            if path.suffix in (".yml", ".yaml", ".j2", ".py") and path.is_file():
-                names |= set(POLICED.findall(path.read_text(encoding="utf-8")))
-    return frozenset(names)
+    """Every nccl_*/preflight_* name an inventory may set on the Ansible front-end: the schema's
+    (derived ones and those the hostfile inventory plugin sets, nccl_node_rank and nccl_slots,
+    included), except the Slurm config's own."""
+    return frozenset(
+        name for name in schema.VARIABLES if POLICED.fullmatch(name) and name not in SLURM_ONLY
+    )
 
 
 def unknown_variables(names: Iterable[str]) -> list[str]:
@@ -370,7 +273,6 @@ def _order(problem: tuple[str, str]) -> tuple[str, int, str]:
 
 def _validation_problems(values: dict[str, Any], places: dict[str, str]) -> list[tuple[str, str]]:
     """(FILE:LINE, "nccl_x: problem") for nccl_input_problems' sentences, then the specs'."""
-    default_places = _defaults_and_places()[1]
     problems = []
     named = set()
     for sentence in nccl_input_problems(values):
@@ -378,14 +280,14 @@ def _validation_problems(values: dict[str, Any], places: dict[str, str]) -> list
         name = next((n for n in mentioned if n in places), mentioned[0] if mentioned else "")
         named.update(mentioned)
         rest = sentence[len(name) :].lstrip() if sentence.startswith(name) else sentence
-        place = places.get(name) or default_places.get(name, "?")
+        place = places.get(name) or _default_place(name)
         problems.append((place, f"{name}: {rest}"))
-    for name, spec in argument_specs().items():
-        if name in named or name not in values:
+    for name in known_names():
+        if name in named or name not in values or name in RUN_NAMES:
             continue
-        converted, problem = _typed(values[name], spec)
+        converted, problem = _typed(values[name], _spec(name))
         if problem:
-            place = places.get(name) or default_places.get(name, "?")
+            place = places.get(name) or _default_place(name)
             problems.append((place, f"{name}: {problem}"))
         else:
             values[name] = converted
@@ -393,15 +295,15 @@ def _validation_problems(values: dict[str, Any], places: dict[str, str]) -> list
 
 
 def spec_problems(values: Mapping[str, Any], refused: Iterable[str] = ()) -> list[str]:
-    """One line per variable of ``values`` (a host's: what the inventory and -e set) that the
-    roles' argument specs refuse (type, elements, choices, converted as Ansible converts), in
+    """One line per nccl_*/preflight_* variable of ``values`` (a host's: what the inventory and -e
+    set) that the schema refuses (type, elements, choices, converted as Ansible converts), in
     the Slurm config's words ("nccl_pairwise is 'sometimes', not one of auto, always, never");
     a variable that one of the ``refused`` sentences already names is left out."""
     named = {name for sentence in refused for name in _NAME.findall(sentence)}
     problems = []
-    for name, spec in argument_specs().items():
+    for name in sorted(ansible_names()):
         if name in values and name not in named:
-            problem = _typed(values[name], spec)[1]
+            problem = _typed(values[name], _spec(name))[1]
             if problem:
                 problems.append(f"{name} {problem}")
     return problems

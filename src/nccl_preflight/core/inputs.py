@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from nccl_preflight.core.metrics import textfile_dir_problem
+from nccl_preflight.core.variables import VARIABLES
 from nccl_preflight.node.collective_tables import BANDWIDTH_COLLECTIVES
 
 # The kernel refuses empty names, "." and "..", names longer than IFNAMSIZ-1 (15), and names with
@@ -51,7 +52,22 @@ def nccl_env_name_problem(name: Any) -> str:
     return ""
 
 
-KNOWN_BACKENDS = ("auto", "nccl", "gloo", "hccl", "xccl", "mpi", "ucc")
+KNOWN_BACKENDS = VARIABLES["nccl_backend"].choices or ()
+
+
+def _choices(name: str) -> tuple[Any, ...]:
+    return VARIABLES[name].choices or ()
+
+
+def _default(name: str) -> Any:
+    return VARIABLES[name].default
+
+
+def _not_one_of(name: str, value: Any) -> str:
+    """``NAME is VALUE, not one of A, B, C`` when the schema does not allow ``value``, else ""."""
+    if value in _choices(name):
+        return ""
+    return f"{name} is {value!r}, not one of {', '.join(map(str, _choices(name)))}"
 
 
 def _integer(value: Any) -> int | None:
@@ -89,9 +105,7 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
     if cidr:
         check(f"nccl_fabric_cidr {cidr!r}", nccl_cidr_problem(cidr))
     check("nccl_master_port", _integer_problem(values.get("nccl_master_port"), 1024, 65535))
-    backend = values.get("nccl_backend")
-    if backend not in KNOWN_BACKENDS:
-        check("nccl_backend", f"is {backend!r}, not one of {', '.join(KNOWN_BACKENDS)}")
+    problems += filter(None, [_not_one_of("nccl_backend", values.get("nccl_backend"))])
     check("nccl_nproc_per_node", _integer_problem(values.get("nccl_nproc_per_node"), 1))
     if "nccl_gpus_per_node" in values:
         check("nccl_gpus_per_node", _integer_problem(values["nccl_gpus_per_node"], 0))
@@ -111,9 +125,8 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
     else:
         for key in extra_env:
             check(f"nccl_extra_env key {key!r}", nccl_env_name_problem(key))
-    expect_net = values.get("nccl_expect_net", "auto")
-    if expect_net not in ("auto", "ib", "socket", "any"):
-        check("nccl_expect_net", f"is {expect_net!r}, not one of auto, ib, socket, any")
+    expect_net = values.get("nccl_expect_net", _default("nccl_expect_net"))
+    problems += filter(None, [_not_one_of("nccl_expect_net", expect_net)])
     python = values.get("nccl_python") or ""
     if python and (not python.startswith("/") or any(c.isspace() for c in python)):
         check("nccl_python", f"is {python!r}, not an absolute path without spaces")
@@ -122,32 +135,26 @@ def nccl_input_problems(values: dict[str, Any]) -> list[str]:
 
 
 def pairwise_problems(values: dict[str, Any]) -> list[str]:
-    """nccl_pairwise, nccl_pair_min_ratio and nccl_pair_rounds (absent: the defaults)."""
-    problems = []
-    mode = values.get("nccl_pairwise", "auto")
-    if mode not in ("auto", "always", "never"):
-        problems.append(f"nccl_pairwise is {mode!r}, not one of auto, always, never")
-    ratio = values.get("nccl_pair_min_ratio", 0.8)
+    """nccl_pairwise, nccl_pair_min_ratio and nccl_pair_rounds (absent: the schema's defaults)."""
+    mode = values.get("nccl_pairwise", _default("nccl_pairwise"))
+    problems = list(filter(None, [_not_one_of("nccl_pairwise", mode)]))
+    ratio = values.get("nccl_pair_min_ratio", _default("nccl_pair_min_ratio"))
     try:
         number = float(ratio)
     except (TypeError, ValueError):
         number = float("nan")
     if not 0 < number <= 1:
         problems.append(f"nccl_pair_min_ratio is {ratio!r}, not a number above 0 and at most 1")
-    rounds = values.get("nccl_pair_rounds", 16)
+    rounds = values.get("nccl_pair_rounds", _default("nccl_pair_rounds"))
     if isinstance(rounds, bool) or not str(rounds).strip().isdigit():
         problems.append(f"nccl_pair_rounds is {rounds!r}, not a whole number >= 0 (0: every round)")
-    for name, default in (
-        ("nccl_busbw_warn", 0.8),
-        ("nccl_busbw_crit", 0.5),
-        ("nccl_busbw_efficiency", 0.9),
-    ):
-        value = _fraction(values.get(name, default))
+    for name in ("nccl_busbw_warn", "nccl_busbw_crit", "nccl_busbw_efficiency"):
+        value = _fraction(values.get(name, _default(name)))
         if value is None:
             problems.append(f"{name} is {values.get(name)!r}, not a number above 0 and at most 1")
     warn, crit = (
-        _fraction(values.get("nccl_busbw_warn", 0.8)),
-        _fraction(values.get("nccl_busbw_crit", 0.5)),
+        _fraction(values.get("nccl_busbw_warn", _default("nccl_busbw_warn"))),
+        _fraction(values.get("nccl_busbw_crit", _default("nccl_busbw_crit"))),
     )
     if warn is not None and crit is not None and crit > warn:
         problems.append(f"nccl_busbw_crit ({crit:g}) is above nccl_busbw_warn ({warn:g})")

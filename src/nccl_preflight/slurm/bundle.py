@@ -12,16 +12,14 @@ step's stdin). One builder, one list of what goes in (bundle_sources):
                                              side never reaches them)
     nccl_preflight/_vendor/**                PyYAML's pure-Python package with its LICENSE and
                                              _vendor/SOURCE.md (core/yaml_file.py reads the
-                                             config with it: a node has no PyYAML)
-    nccl_preflight/core/config_data/roles/   the defaults (nccl_defaults/defaults/main/*.yml,
-                                             preflight/defaults/main.yml) and argument specs
-                                             (*/meta/argument_specs.yml) that core/config.py
-                                             reads through importlib.resources
+                                             config with it: a node has no PyYAML); the
+                                             variables' defaults and types are a module,
+                                             core/variables.py
     nccl_check.pyz                           the rank script files/nccl_check.py and the siblings
                                              it imports, as the Ansible path ships it
                                              (core/zipapp.py), for the run's ranks
 
-Built from the tree the package runs from (core/content.py: a checkout's src/, roles/ and files/,
+Built from the tree the package runs from (core/content.py: a checkout's src/ and files/,
 or an installed package and its share/ copy of them); the bytes depend only on those files
 (core/zipapp.py zip_bytes: sorted names, fixed times and modes). ``python3 nccl-preflight.pyz
 node-check --config FILE`` is what a HealthCheckProgram or Prolog wrapper runs.
@@ -50,7 +48,6 @@ from nccl_preflight.core.zipapp import (
 
 ROOMS = ("node", "core", "slurm")
 VENDORED = "_vendor"  # third-party code, every file of it (its licences and SOURCE.md too)
-CONFIG_DATA = "nccl_preflight/core/config_data/roles"  # core/config.py BUNDLE_DATA's place
 RANK_ZIPAPP = "nccl_check.pyz"  # slurm/node_step.py RANK_SCRIPT: a member of the bundle
 BUNDLE_NAME = "nccl-preflight.pyz"
 STEP_ENTRY = "nccl_preflight.slurm.node_step"  # what a job step runs: MAIN's `node-step WHAT`
@@ -73,7 +70,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 def _named(tree: Tree, paths: list[Path]) -> dict[str, bytes]:
-    """{name as in a checkout (src/nccl_preflight/..., roles/..., files/...): bytes}."""
+    """{name as in a checkout (src/nccl_preflight/..., files/...): bytes}."""
     named = {}
     for p in paths:  # an installed package holds its content (share/): that is looked at first
         if p.is_relative_to(tree.content):
@@ -98,10 +95,6 @@ def bundle_sources(tree: Tree = TREE) -> dict[str, bytes]:
         for p in sorted((package / VENDORED).rglob("*"))
         if p.is_file() and "__pycache__" not in p.parts
     ]
-    roles = tree.content / "roles"
-    paths += sorted((roles / "nccl_defaults" / "defaults" / "main").glob("*.yml"))
-    paths.append(roles / "preflight" / "defaults" / "main.yml")
-    paths += sorted(roles.glob("*/meta/argument_specs.yml"))
     return {**_named(tree, paths), **_rank_files(tree)}
 
 
@@ -112,8 +105,6 @@ def _build(sources: dict[str, bytes]) -> bytes:
     for name, data in sources.items():
         if name.startswith("src/"):
             files[name.removeprefix("src/")] = data
-        elif name.startswith("roles/"):
-            files[f"{CONFIG_DATA}/{name.removeprefix('roles/')}"] = data
         elif name.startswith("files/"):
             rank[Path(name).stem] = data
     files[RANK_ZIPAPP] = zipapp_of(TREE.rank_script.stem, rank)
@@ -121,7 +112,7 @@ def _build(sources: dict[str, bytes]) -> bytes:
 
 
 def build_bundle(tree: Tree = TREE) -> bytes:
-    """The bytes of nccl-preflight.pyz from ``tree``'s package, roles/ and files/."""
+    """The bytes of nccl-preflight.pyz from ``tree``'s package and files/."""
     return _build(bundle_sources(tree))
 
 
