@@ -599,8 +599,8 @@ def test_a_collective_that_hangs_then_the_pairwise_relaunch_names_the_node(
     slurm3: Lab, tmp_path: Path
 ) -> None:
     """As test_pairwise_lab's relaunch test: the third node's link at 300 kbit/s, one all_reduce
-    of 4M cannot finish; the run is ended as a stall (20 s) with no named cause, so the pairwise
-    rounds run again alone (a small payload) and name that node."""
+    of 4M cannot finish; the run is ended as a stall (10 s, as the Ansible twin's) with no named
+    cause, so the pairwise rounds run again alone (a small payload) and name that node."""
     run_id = new_run_id()
     names, bad = slurm3.slurm_nodes, slurm3.hosts[2]
     undo = [slurm3.rate_limit(h, "300kbit" if h is bad else PAIRWISE_FAST) for h in slurm3.hosts]
@@ -611,7 +611,7 @@ def test_a_collective_that_hangs_then_the_pairwise_relaunch_names_the_node(
             run_id,
             nccl_run_timeout=150,
             nccl_pairwise="auto",
-            nccl_stall_timeout=20,
+            nccl_stall_timeout=10,
             nccl_check_args=HANGING_SWEEP,
         )
     finally:
