@@ -32,7 +32,10 @@ from tests.lab.harness import Lab
 from tests.lab.health_check import HealthCheckSetup, Watch, wait_ended
 
 INTERVAL = 5  # HealthCheckInterval, seconds
-WINDOW = 60  # how long the health check runs every INTERVAL s
+# How long the health check runs every INTERVAL s: six intervals (each imports torch on every
+# node: --torch-max-age 0), a watch sample every 0.5 s; longer windows are bench/'s
+# (bench/node_check_health.py).
+WINDOW = 30
 PROBE_MARK = "import json, platform, sys"  # the torch probe's code (node/parse.py PYTHON_PROBE)
 
 

@@ -541,41 +541,36 @@ def test_drain_drains_only_the_node_a_finding_names_with_its_reason(
 
 
 # ------------------------------------------------------------------------------------------------
-# Pairwise rounds: test_pairwise_lab's four-node case, through the Slurm front-end
+# Pairwise rounds: test_pairwise_lab's two-rail case, through the Slurm front-end
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def slurm4(lab_factory: LabFactory) -> Lab:
-    require_slurm()
-    return lab_factory(4, slurm=True)
-
-
-def test_pairwise_always_on_four_nodes_names_the_slow_node_and_drain_drains_it(
-    slurm4: Lab, tmp_path: Path
+def test_pairwise_always_on_three_nodes_names_the_slow_node_and_drain_drains_it(
+    slurm3: Lab, tmp_path: Path
 ) -> None:
-    """As test_pairwise_lab's four hosts with two rails: the third node's fabric link is a
+    """As test_pairwise_lab's three hosts with two rails: the third node's fabric link is a
     quarter of the others'; nccl_pairwise=always names it and it alone (console, summary.md, the
-    JUnit, pairwise.json), and --drain drains it with the pairwise reason."""
+    JUnit, pairwise.json), and --drain drains it with the pairwise reason. Three nodes, the
+    module's own lab: the fewest that can tell which node of a slow pair is slow."""
     run_id = new_run_id()
-    names, bad = slurm4.slurm_nodes, slurm4.hosts[2]
+    names, bad = slurm3.slurm_nodes, slurm3.hosts[2]
     try:
-        with pairwise_links(slurm4, bad):
+        with pairwise_links(slurm3, bad):
             done = slurm_command(
-                slurm4,
+                slurm3,
                 tmp_path,
                 run_id,
                 "--drain",
                 nccl_run_timeout=240,
                 nccl_pairwise="always",
-                nccl_pair_rounds=3,  # the whole tournament of 4, as the default would
+                nccl_pair_rounds=3,  # the whole tournament of 3, as the default would
                 nccl_nproc_per_node=2,
                 nccl_check_args=PAIRWISE_CHECK_ARGS,
             )
-        reasons = drain_reasons(slurm4)
+        reasons = drain_reasons(slurm3)
     finally:
-        slurm4.scontrol("update", f"nodename={names[2]}", "state=resume", check=False)
-        slurm4.slurm_wait_idle()
+        slurm3.scontrol("update", f"nodename={names[2]}", "state=resume", check=False)
+        slurm3.slurm_wait_idle()
     out = done.stdout + done.stderr
     assert done.returncode == 8, out[-4000:]  # bandwidth: the slow node's class
     report = tmp_path / "reports" / run_id
@@ -597,15 +592,15 @@ def test_pairwise_always_on_four_nodes_names_the_slow_node_and_drain_drains_it(
     assert list(reasons) == [names[2]], reasons
     assert reasons[names[2]].startswith(f"nccl-preflight: pairwise: {names[2]} is SLOW"), reasons
     validate(report)
-    assert_nothing_left(slurm4, run_id, done.stdout)
+    assert_nothing_left(slurm3, run_id, done.stdout)
 
 
 def test_a_collective_that_hangs_then_the_pairwise_relaunch_names_the_node(
     slurm3: Lab, tmp_path: Path
 ) -> None:
     """As test_pairwise_lab's relaunch test: the third node's link at 300 kbit/s, one all_reduce
-    of 4M cannot finish; the run is ended as a stall (20 s) with no named cause, so the pairwise
-    rounds run again alone (a small payload) and name that node."""
+    of 4M cannot finish; the run is ended as a stall (10 s, as the Ansible twin's) with no named
+    cause, so the pairwise rounds run again alone (a small payload) and name that node."""
     run_id = new_run_id()
     names, bad = slurm3.slurm_nodes, slurm3.hosts[2]
     undo = [slurm3.rate_limit(h, "300kbit" if h is bad else PAIRWISE_FAST) for h in slurm3.hosts]
@@ -616,7 +611,7 @@ def test_a_collective_that_hangs_then_the_pairwise_relaunch_names_the_node(
             run_id,
             nccl_run_timeout=150,
             nccl_pairwise="auto",
-            nccl_stall_timeout=20,
+            nccl_stall_timeout=10,
             nccl_check_args=HANGING_SWEEP,
         )
     finally:
