@@ -342,8 +342,9 @@ WATCHER_GONE = "the control machine stopped watching the run"
 
 def touch_watch(path: Path, stale_s: float) -> None:
     """Say that the control machine still watches: the supervisor ends the run when this file
-    is older than stale_s (Ctrl-C or a lost connection between two looks)."""
-    if not path.parent.is_dir():
+    is older than stale_s (Ctrl-C or a lost connection between two looks). ``stale_s`` 0: no
+    mark (the run's warden, node/run_warden.py, watches the control machine instead)."""
+    if stale_s <= 0 or not path.parent.is_dir():
         return
     write_json(path, {"stale_after_s": stale_s, "at": time.time()})
 

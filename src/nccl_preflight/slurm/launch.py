@@ -32,6 +32,7 @@ from ..core.run_watch import (
     advance,
     failure_elsewhere,
     link_down,
+    lost_record,
     new_watch_state,
     progress_line,
     stall_due,
@@ -228,16 +229,7 @@ class Watch:
             if silent
             else f"no results came back from {node}"
         )
-        return {
-            "rc": None,
-            "timed_out": False,
-            "cut_short": True,
-            "stopped_by": reason or why,
-            "stop": details or None,
-            "lost": why,
-            "silent": silent or None,
-            "rank_exits": [],
-        }
+        return lost_record(why, reason, details, silent)
 
     # ------------------------------------------------------------------ judging
     def stop(self, reason: str, details: dict[str, Any]) -> None:
