@@ -182,3 +182,28 @@ def test_a_tether_held_up_past_the_lease_keeps_the_wardens_words(
 def test_a_released_warden_is_no_lost_run() -> None:
     assert warden_ended("n", {"why": "released"}) is None
     assert warden_ended("n", None) is None
+
+
+def test_a_slurm_node_that_ended_its_run_unwatched_is_lost_in_its_steps_words(
+    tmp_path: Path,
+) -> None:
+    """The Slurm front-end's equivalent: a node whose step ended its run because nothing came
+    from the control machine (and removed it) sends no results - lost, never a result - and
+    the step's words now say why."""
+    from nccl_preflight.node.run_observe import LOST_RECORD, WATCHER_GONE
+    from tests.unit.test_slurm_watch import make_watch, results
+
+    watch, step = make_watch(tmp_path, [])
+    words = f"{WATCHER_GONE} (no look for 41 s: Ctrl-C or a lost connection)"
+    step.records = [
+        {"kind": LOST_RECORD, "node": "b", "why": words},
+        results("a", {"rc": 0, "stopped_by": None, "rank_exits": []}),
+    ]
+    step.next_record = lambda _wait: step.records.pop(0) if step.records else None
+    assert watch.run(60) == ["b"]
+    record = watch.lost_record("b")
+    assert record["cut_short"] is True
+    assert (
+        record["lost"]
+        == f"no results came back from b; its launch step ended the run there: {words}"
+    )

@@ -338,6 +338,9 @@ def stall_evidence(spec: dict[str, Any]) -> dict[str, Any]:
 
 # The start of watcher_gone's reason: the supervisor then also removes the run directory.
 WATCHER_GONE = "the control machine stopped watching the run"
+# The kind of the Slurm launch step's record that says why its run ended without results (the
+# supervisor removed it, WATCHER_GONE): the control machine's watch words the node's loss with it.
+LOST_RECORD = "lost"
 
 
 def touch_watch(path: Path, stale_s: float) -> None:
