@@ -262,6 +262,9 @@ class RunWatch:
         history, moved = watch_rules.advance(state["history"], progress, now)
         state.update(history=history, progress=progress, updated=now)
         state["workers_exited"] = bool(result.get("workers_exited"))
+        # What a loaded control machine did to the looks (the watch mark's bound is measured
+        # against it: WATCH_STALE_MIN_S).
+        state["longest_look_gap_s"] = round(self.longest_gap, 1)
         if result.get("interface") is not None:
             state["interface"] = result["interface"]
         if moved:
@@ -458,6 +461,7 @@ class ActionModule(ActionBase):
             dest.mkdir(parents=True, exist_ok=True)
             record = json.dumps(watch_rules.lost_record(why), indent=1, sort_keys=True)
             write_atomically(dest / "launch.json", record + "\n", 0o644)
+        module_result.pop("start", None)  # it worked; the loss is what the task says
         return {**module_result, "lost": why, "failed": True, "msg": f"lost: {why}"}
 
     def bundle_script(self, module_args: dict[str, Any]) -> str | None:
