@@ -282,6 +282,10 @@ options:
           (the run's, C(nccl_python)); empty - C(python3).
         type: str
         default: ""
+      note:
+        description: Where on the control machine the tether keeps the warden's last answer
+          (why it ended the run), for the launch's wait to report a run it ended as lost.
+        type: path
 attributes:
   check_mode:
     support: full

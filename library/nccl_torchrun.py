@@ -229,7 +229,10 @@ options:
     type: float
     default: 0
   watch_stale_s:
-    description: Seconds without a look after which the supervisor ends a watched run.
+    description:
+      - Seconds without a look after which the supervisor ends a watched run.
+      - 0 leaves no mark. The watch passes 0 where the run's warden watches the control machine,
+        so that a loaded control machine's slow looks end nothing.
     type: float
     default: 30
   watch_ifname:
@@ -263,6 +266,14 @@ options:
         C(progress) (C(auto), C(terminal), C(log), C(off)), C(progress_interval), C(python) (the
         node's Python that runs C(<run_dir>/look.pyz) for each look; without it, or when that
         fails, a look is a call of this module).
+    type: dict
+  tether:
+    description:
+      - The action plugin's, with O(state=finished) - M(nccl_facts)' RV(tether) result for this
+        node (C(ready), C(note)). With C(ready) the run's warden watches the node, so the looks
+        of O(watch) leave no mark (O(watch_stale_s) 0), and a run whose directory is gone is
+        reported lost in the warden's words, which its tether keeps at C(note) on the control
+        machine.
     type: dict
   start:
     description:
@@ -424,6 +435,13 @@ running:
   description: Whether the run is still alive (a look with O(watch_s) or O(diagnose) ended first).
   returned: when O(state=finished)
   type: bool
+lost:
+  description:
+    - Why the run ended without its results, when O(state=finished) found O(run_dir) gone (its
+      warden or its supervisor ended it and left nothing). The action plugin then fails the
+      task with why and writes the host's C(launch.json) as lost (its ranks are errors).
+  returned: when O(state=finished) found O(run_dir) gone
+  type: str
 progress:
   description:
     - Every rank's place, from its C(rank-<R>.json) (the progress contract of docs/design.md)

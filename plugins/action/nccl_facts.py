@@ -85,8 +85,9 @@ class ActionModule(ActionBase):
         command = self.session_command(shlex.join(warden_command(python, run_id or "warden")))
         if isinstance(command, str):
             return {"ready": False, "error": command}
+        note = str(options.get("note") or "") or None  # where the tether keeps the warden's word
         return start_tether(
-            command, str(options["run_dir"]), run_id, os.getppid(), user_cache_dir()
+            command, str(options["run_dir"]), run_id, os.getppid(), user_cache_dir(), note=note
         )
 
     def session_command(self, command: str) -> list[str] | str:

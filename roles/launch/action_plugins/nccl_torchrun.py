@@ -15,6 +15,13 @@ one task and on the one connection: the launch's start and wait are one call per
 host runs the task at once (not more hosts than forks). A node whose start failed says so in its
 ``progress.json`` (``not_started``): every other host's watch ends its run at its next look.
 
+A wait (state=finished) that finds the run directory gone (the module's ``lost``: the run's
+warden, or its supervisor when no look came in time, ended the run and left nothing) fails the
+task with why, in the warden's words where its tether kept them (``tether``: the facts call's
+``tether`` result, with its ``note``; core/tether.py), and writes the host's ``launch.json`` in
+``collect_to`` as lost (core/run_watch.py lost_record): its ranks are errors that say why, never
+a wait that ended "ok" with nothing.
+
 With ``collect_to``, the module (state=finished or state=stopped) packs the run's results into a
 gzip tar archive in its result; this plugin, on the control machine, takes the archive out of the
 result (so it is never shown or kept in a registered variable) and writes its files into
@@ -45,6 +52,7 @@ from ansible.utils.display import Display
 
 from nccl_preflight.core import run_watch as watch_rules
 from nccl_preflight.core.stdin_ship import program_call
+from nccl_preflight.core.tether import NOTE_WAIT_S, read_note, warden_ended
 from nccl_preflight.core.zipapp import (
     BundleError,
     build_zipapp,
@@ -93,8 +101,12 @@ def unpack_results(archive: bytes, dest: Path) -> list[str]:
 
 
 # The least time without a look before the supervisor ends the run (the control machine is
-# gone). Between two looks a loaded control machine takes a module's return and the next start:
-# 8-10 s on 2 cores at load 25; a diagnosis adds its call and run_watch.DIAGNOSE_WAIT_S.
+# gone), where no warden watches the node. Between two looks a loaded control machine takes a
+# module's return and the next start: 8-10 s on 2 cores at load 25, more than 30 s at load 50
+# (16 and 32 lab hosts); a diagnosis adds its call and run_watch.DIAGNOSE_WAIT_S. Where the
+# run's warden watches the node (the facts call's tether is ready) the looks leave no mark at
+# all: the warden ends the run within seconds when the control machine is really gone, and a
+# slow look ends nothing (docs/design.md, "Watching a run").
 WATCH_STALE_MIN_S = 30.0
 
 
@@ -139,7 +151,13 @@ class RunWatch:
     ``progress`` (auto, terminal, log, off), ``progress_interval`` (seconds, terminal only).
     """
 
-    def __init__(self, action: ActionModule, args: dict[str, Any], spec: dict[str, Any]):
+    def __init__(
+        self,
+        action: ActionModule,
+        args: dict[str, Any],
+        spec: dict[str, Any],
+        warden: bool = False,
+    ):
         self.action, self.args = action, args
         self.host = str(spec["host"])
         self.report_dir = Path(os.path.expanduser(str(spec["report_dir"])))
@@ -153,7 +171,11 @@ class RunWatch:
         # The node's Python for the looks through look.pyz (none: every look is a module call).
         self.python = spec.get("python") or None
         self.mine = next((h for h in self.hosts if h["host"] == self.host), {"ranks": []})
-        self.stale_s = max(WATCH_STALE_MIN_S, 4 * self.interval)
+        # No mark where the run's warden watches the node (WATCH_STALE_MIN_S).
+        self.stale_s = 0.0 if warden else max(WATCH_STALE_MIN_S, 4 * self.interval)
+        # The longest time between two looks' answers (a lost run's words say it).
+        self.longest_gap = 0.0
+        self.answered: float | None = None
         # The Ansible watch also keeps the look's workers_exited (exit_barrier_wait reads it).
         self.state: dict[str, Any] = {
             **watch_rules.new_watch_state(self.host, time.time()),
@@ -198,6 +220,14 @@ class RunWatch:
             result = self.call(task_vars, **look)
             if result.get("failed") or result.get("unreachable"):
                 return result
+            now = time.monotonic()
+            if self.answered is not None:
+                self.longest_gap = max(self.longest_gap, now - self.answered)
+            self.answered = now
+            if result.get("lost"):
+                result["lost"] = self.action.lost_reason(str(result["lost"]), self.gap_words())
+                result["lost_explained"] = True
+                display.display(f"{self.host}: lost: {result['lost']}", color="red")
             self.note(result)
             if not result.get("running"):
                 return result
@@ -213,6 +243,16 @@ class RunWatch:
                 self.note(result)
                 return result
 
+    def gap_words(self) -> str:
+        """Why a run without a warden may have been ended by its supervisor: no look came in
+        time (the looks' longest gap against the mark's bound), else ""."""
+        if not self.stale_s or self.longest_gap <= self.stale_s:
+            return ""
+        return (
+            f"its supervisor ended the run: no look came from the control machine for up to "
+            f"{self.longest_gap:.0f} s (it ends a run after {self.stale_s:.0f} s without one)"
+        )
+
     def note(self, result: dict[str, Any]) -> None:
         """Fold a look into this host's state, write it for the others, show the line."""
         now = time.time()
@@ -222,6 +262,9 @@ class RunWatch:
         history, moved = watch_rules.advance(state["history"], progress, now)
         state.update(history=history, progress=progress, updated=now)
         state["workers_exited"] = bool(result.get("workers_exited"))
+        # What a loaded control machine did to the looks (the watch mark's bound is measured
+        # against it: WATCH_STALE_MIN_S).
+        state["longest_look_gap_s"] = round(self.longest_gap, 1)
         if result.get("interface") is not None:
             state["interface"] = result["interface"]
         if moved:
@@ -237,6 +280,8 @@ class RunWatch:
                 for key in ("torchrun_rc", "timed_out", "stopped_by", "stop", "rank_exits")
             }
             state["ended"]["rc"] = result.get("torchrun_rc")
+            if result.get("lost"):  # the other hosts end their runs: this one cannot take part
+                state["ended"]["stopped_by"] = f"lost: {result['lost']}"
         write_state(self.report_dir, state)
         self.show(now)
 
@@ -291,9 +336,8 @@ class RunWatch:
         }
         # A look too: the node's supervisor must not take the wait for the others' evidence and
         # the stop call after it for a control machine that is gone.
-        answer = self.call(
-            task_vars, diagnose=probe, watch_stale_s=self.stale_s + watch_rules.DIAGNOSE_WAIT_S
-        )
+        stale = self.stale_s + watch_rules.DIAGNOSE_WAIT_S if self.stale_s else 0.0
+        answer = self.call(task_vars, diagnose=probe, watch_stale_s=stale)
         self.state["diagnosis"] = answer.get("diagnosis") or {"error": answer.get("msg")}
         write_state(self.report_dir, self.state)
         deadline = time.time() + watch_rules.DIAGNOSE_WAIT_S
@@ -343,6 +387,9 @@ class ActionModule(ActionBase):
         module_args = dict(self._task.args)
         collect_to = module_args.pop("collect_to", None)
         watch = module_args.pop("watch", None)
+        tether = module_args.pop("tether", None)
+        self.tether = tether if isinstance(tether, dict) else {}
+        self.host_name = str((task_vars or {}).get("inventory_hostname") or "this host")
         start = module_args.pop("start", None)
         state = module_args.get("state", "finished")
         if state == "started":
@@ -360,7 +407,8 @@ class ActionModule(ActionBase):
             if started is not None and (started.get("failed") or started.get("unreachable")):
                 return {**result, **started}
             if watching:
-                module_result = RunWatch(self, module_args, watch).run(task_vars or {})
+                warden = bool(self.tether.get("ready"))
+                module_result = RunWatch(self, module_args, watch, warden).run(task_vars or {})
             elif state == "started":
                 module_result = self.start(module_args, task_vars)
             else:
@@ -371,6 +419,8 @@ class ActionModule(ActionBase):
             self._remove_tmp_path(self._connection._shell.tmpdir)
         if started is not None:
             module_result["start"] = started
+        if module_result.get("lost"):
+            return {**result, **self.lost(module_result, collect_to)}
         archive = module_result.pop("collected_archive", None)
         result.update(module_result)
         if not collect_to or archive is None or result.get("failed"):
@@ -388,6 +438,31 @@ class ActionModule(ActionBase):
             return result
         result["collected_to"] = str(dest)
         return result
+
+    def lost_reason(self, found: str, gap_words: str = "") -> str:
+        """Why the run on this host ended without its results: its warden's words (the note its
+        tether kept, waited for a while: the warden answers after it ended the run), else the
+        watch's (``gap_words``), else the node's (``found``: its run directory is gone)."""
+        host = self.host_name
+        note = self.tether.get("note")
+        wait = NOTE_WAIT_S if self.tether.get("ready") else 0.0
+        word = read_note(note, wait) if note else None
+        return warden_ended(host, word) or gap_words or f"{found} ({host})"
+
+    def lost(self, module_result: dict[str, Any], collect_to: Any) -> dict[str, Any]:
+        """A wait that found the run directory gone: fail with why and write the host's
+        launch.json as lost in ``collect_to`` (every planned rank of it is then an error that
+        says why: core/junit.py, core/run_cause.py)."""
+        why = str(module_result["lost"])
+        if not module_result.pop("lost_explained", False):
+            why = self.lost_reason(why)
+        if collect_to:
+            dest = Path(os.path.expanduser(to_text(collect_to)))
+            dest.mkdir(parents=True, exist_ok=True)
+            record = json.dumps(watch_rules.lost_record(why), indent=1, sort_keys=True)
+            write_atomically(dest / "launch.json", record + "\n", 0o644)
+        module_result.pop("start", None)  # it worked; the loss is what the task says
+        return {**module_result, "lost": why, "failed": True, "msg": f"lost: {why}"}
 
     def bundle_script(self, module_args: dict[str, Any]) -> str | None:
         """state=started's ``script_src`` as ``script_zipapp``, and ``look_zipapp``, in place;

@@ -355,6 +355,29 @@ def new_watch_state(host: str, now: float) -> dict[str, Any]:
     }
 
 
+def lost_record(
+    why: str,
+    stopped_by: str = "",
+    stop: dict[str, Any] | None = None,
+    silent: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """launch.json of a host whose results never came back, written on the control machine by
+    either front-end's watch (the Ansible wait: the run directory was gone; the Slurm command:
+    the node went silent). ``why``: what happened to it, in the node's words where it gave any
+    (its warden's); the report shows its ranks as errors with it and core/run_cause.py names
+    the host when nothing else did. ``stopped_by``: the stop the watch had sent, if any."""
+    return {
+        "rc": None,
+        "timed_out": False,
+        "cut_short": True,
+        "stopped_by": stopped_by or why,
+        "stop": stop or None,
+        "lost": why,
+        "silent": silent or None,
+        "rank_exits": [],
+    }
+
+
 def failure_elsewhere(me: str, states: dict[str, dict[str, Any]]) -> str | None:
     """Why this host's run must end now because another host's run ended badly, else None.
 

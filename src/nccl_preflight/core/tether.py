@@ -16,7 +16,12 @@ back, then holds the session for the whole ansible-playbook run:
 - on SIGUSR1 (:func:`release`, the nccl_tether callback plugin, when the playbook ran to its end)
   it writes ``release``: the warden ends whatever the run left running but keeps its directory
   as the run left it (``launch_keep_run_dir``);
-- it exits when the session ends (the warden ended, or the connection was lost).
+- it exits when the session ends (the warden ended, or the connection was lost). The warden's
+  last answer (why it ended the run, the longest gap between two heartbeats) is kept in the
+  *note* on the control machine (:func:`write_note`, ``reports/<run-id>/<host>/warden.json``):
+  a run the warden ended while the control machine was still there (a heartbeat held up past
+  the lease) is then reported as lost with the warden's words (:func:`warden_ended`), never as
+  a run that ended with nothing to say.
 
 If the tether itself is killed, its stdin pipe to ssh closes and the warden sees the same end.
 Nothing of Ansible here: the command to run comes from the action plugin.
@@ -48,6 +53,12 @@ END_WAIT_S = 30.0
 TETHER_MODULE = "nccl_preflight.core.tether"
 # How long release() waits for the tethers to be gone.
 RELEASE_WAIT_S = 10.0
+# How much of the warden's output the tether keeps (its last answer is one short JSON line).
+KEEP_BYTES = 8192
+# How long a wait that found the run directory gone waits for the tether's note: the warden
+# removes the directory first, then ends the processes (GONE_GRACE_S), then answers, and the
+# tether on a loaded control machine takes its time to read it.
+NOTE_WAIT_S = 30.0
 
 
 def warden_command(python: str, run_id: str) -> list[str]:
@@ -104,12 +115,15 @@ def start_tether(
     main_pid: int,
     cache_dir: str | None,
     timeout: float = READY_TIMEOUT_S,
+    note: str | None = None,
 ) -> dict[str, Any]:
     """Start a tether running ``argv`` (the command that reaches the node, ending with the
     warden's own: :func:`warden_command`) to watch ``run_dir`` for as long as ``main_pid``
-    (ansible-playbook) lives; -> ``{"ready": true, "pid", "warden_pid"}`` or ``{"error"}``.
-    ``cache_dir``: where the warden's zipapp is kept between runs (core/zipapp.py)."""
-    spec = {"argv": argv, "main_pid": main_pid, "timeout": timeout}
+    (ansible-playbook) lives; -> ``{"ready": true, "pid", "warden_pid", "note"}`` or
+    ``{"error"}``.
+    ``cache_dir``: where the warden's zipapp is kept between runs (core/zipapp.py); ``note``:
+    where on this machine the tether keeps the warden's last answer (:func:`write_note`)."""
+    spec = {"argv": argv, "main_pid": main_pid, "timeout": timeout, "note": note}
     stream = warden_stream(run_dir, cache_dir)
     try:
         tether = subprocess.Popen(
@@ -132,7 +146,7 @@ def start_tether(
             tether.kill()
         tether.wait()
         return {"error": (answer or {}).get("error") or "the warden did not answer"}
-    return {"ready": True, "pid": tether.pid, "warden_pid": answer.get("pid")}
+    return {"ready": True, "pid": tether.pid, "warden_pid": answer.get("pid"), "note": note}
 
 
 def release(pids: list[int], wait: float = RELEASE_WAIT_S) -> list[int]:
@@ -193,6 +207,7 @@ class Tether:
         self.session = session
         self.main_pid = main_pid
         self.released = False
+        self.said = b""  # the end of the warden's output (its last answer comes last)
         try:
             self.main_fd: int | None = os.pidfd_open(main_pid)
         except (AttributeError, OSError):
@@ -236,14 +251,23 @@ class Tether:
                     return "the session ended"
                 next_beat = now + HEARTBEAT_S
             for fd, _event in watch.poll(max(0.0, next_beat - time.monotonic()) * 1000 + 1):
-                if fd in outputs and not os.read(fd, 65536):
+                if fd not in outputs:
+                    continue
+                data = os.read(fd, 65536)
+                if not data:
                     watch.unregister(fd)
                     outputs.discard(fd)
+                elif fd == self.session.stdout.fileno():
+                    self.keep(data)
             if not outputs:
                 return "the session ended"
 
+    def keep(self, data: bytes) -> None:
+        self.said = (self.said + data)[-KEEP_BYTES:]
+
     def close(self) -> None:
-        """Close the warden's stdin and wait (bounded) for the session to end."""
+        """Close the warden's stdin, wait (bounded) for the session to end and read what the
+        warden said last."""
         with contextlib.suppress(OSError):
             assert self.session.stdin is not None
             self.session.stdin.close()
@@ -252,6 +276,58 @@ class Tether:
         except subprocess.TimeoutExpired:
             self.session.kill()
             self.session.wait()
+        assert self.session.stdout is not None
+        with contextlib.suppress(OSError, ValueError):
+            os.set_blocking(self.session.stdout.fileno(), False)
+            while data := os.read(self.session.stdout.fileno(), 65536):
+                self.keep(data)
+
+    def last_word(self) -> dict[str, Any] | None:
+        """The warden's last answer, ``{ended, run_dir_removed, problem, why, longest_gap_s}``,
+        or None when it said none (killed, or the connection was lost)."""
+        for line in reversed(self.said.splitlines()):
+            with contextlib.suppress(ValueError):
+                doc = json.loads(line)
+                if isinstance(doc, dict) and "why" in doc:
+                    return doc
+        return None
+
+
+def write_note(path: str, word: dict[str, Any]) -> None:
+    """Keep the warden's last answer ``word`` at ``path`` on the control machine (JSON, written
+    whole or not at all), with when it came."""
+    folder = os.path.dirname(path) or "."
+    with contextlib.suppress(OSError):
+        os.makedirs(folder, exist_ok=True)
+        partial = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}")
+        with open(partial, "w", encoding="utf-8") as out:
+            json.dump({**word, "at": time.time()}, out)
+        os.replace(partial, path)
+
+
+def read_note(path: str | os.PathLike, wait: float = 0.0) -> dict[str, Any] | None:
+    """The warden's last answer kept at ``path`` (write_note), waiting at most ``wait`` s for it
+    to come; None when none came."""
+    deadline = time.monotonic() + wait
+    while True:
+        with contextlib.suppress(OSError, ValueError):
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            if isinstance(doc, dict):
+                return doc
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.2)
+
+
+def warden_ended(host: str, word: dict[str, Any] | None) -> str | None:
+    """Why the run on ``host`` ended without its results, in its warden's words (its note), or
+    None when the warden said nothing of it (or only that it was released)."""
+    why = str((word or {}).get("why") or "")
+    if not why or why == "released":
+        return None
+    gap = (word or {}).get("longest_gap_s")
+    longest = f" (the longest gap between two heartbeats was {gap:g} s)" if gap else ""
+    return f"the run's warden on {host} ended the run: {why}{longest}"
 
 
 def _raise_ended(signum: int, _frame: Any) -> None:
@@ -298,6 +374,9 @@ def run(spec: dict[str, Any], stream: bytes, out: Any) -> int:
             signal.signal(sig, signal.SIG_IGN)
         if answer.get("ready"):
             tether.close()
+            word = tether.last_word()
+            if word is not None and spec.get("note"):
+                write_note(str(spec["note"]), word)
         else:  # no answer in time: give the session up at once
             session.kill()
             session.wait()

@@ -93,20 +93,42 @@ def finish(
     return result
 
 
+def lost_look(run_dir: Path) -> dict[str, Any]:
+    """The answer of a call that found the run directory gone: the run was ended on this node
+    by something else than this call (its warden, or its supervisor when no look came), and
+    nothing of it (results, logs, launch.json) is left to bring back. Never a quiet success:
+    ``lost`` says so, and the watch reports the host's ranks as lost (core/run_watch.py
+    lost_record)."""
+    return {
+        "changed": False,
+        "running": False,
+        "progress": [],
+        "run_dir_removed": False,
+        "lost": f"the run directory {run_dir} is gone: the run was ended on this node without "
+        "its results",
+    }
+
+
 def finished(params: dict[str, Any]) -> dict[str, Any]:
     """state=finished with ``params`` (the module's options; ``stop_reason`` ends the run at
-    once): a look while the run is alive, else its end with the results."""
+    once): a look while the run is alive, else its end with the results (lost_look when the
+    run directory is gone)."""
     run_dir = Path(os.path.expanduser(str(params["run_dir"])))
+    if not run_dir.is_dir():
+        return lost_look(run_dir)
     reason = params.get("stop_reason") or None
     if reason is None:
+        stale = params.get("watch_stale_s")
         looked = look_at_run(
             run_dir,
             float(params.get("watch_s") or 0),
-            float(params.get("watch_stale_s") or 30),
+            30.0 if stale is None else float(stale),
             params.get("watch_ifname") or None,
         )
         if isinstance(looked, dict):
             return looked
+        if not run_dir.is_dir():  # removed while this call waited: nothing left to collect
+            return lost_look(run_dir)
         reason = looked
     result = stop_run(
         run_dir,

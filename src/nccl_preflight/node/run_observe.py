@@ -338,12 +338,16 @@ def stall_evidence(spec: dict[str, Any]) -> dict[str, Any]:
 
 # The start of watcher_gone's reason: the supervisor then also removes the run directory.
 WATCHER_GONE = "the control machine stopped watching the run"
+# The kind of the Slurm launch step's record that says why its run ended without results (the
+# supervisor removed it, WATCHER_GONE): the control machine's watch words the node's loss with it.
+LOST_RECORD = "lost"
 
 
 def touch_watch(path: Path, stale_s: float) -> None:
     """Say that the control machine still watches: the supervisor ends the run when this file
-    is older than stale_s (Ctrl-C or a lost connection between two looks)."""
-    if not path.parent.is_dir():
+    is older than stale_s (Ctrl-C or a lost connection between two looks). ``stale_s`` 0: no
+    mark (the run's warden, node/run_warden.py, watches the control machine instead)."""
+    if stale_s <= 0 or not path.parent.is_dir():
         return
     write_json(path, {"stale_after_s": stale_s, "at": time.time()})
 

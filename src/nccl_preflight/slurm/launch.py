@@ -32,6 +32,7 @@ from ..core.run_watch import (
     advance,
     failure_elsewhere,
     link_down,
+    lost_record,
     new_watch_state,
     progress_line,
     stall_due,
@@ -39,6 +40,7 @@ from ..core.run_watch import (
 )
 from ..node.files import write_atomically
 from ..node.run_collect import COLLECTED_NAME
+from ..node.run_observe import LOST_RECORD
 from .step import ENDED, Step
 
 KILL_GRACE_S = 5  # launch_kill_grace
@@ -125,6 +127,9 @@ class Watch:
         self.stop_sent: tuple[str, dict[str, Any]] | None = None  # (reason, details) once sent
         self.stop_at = 0.0
         self.diagnosing: tuple[float, tuple[float, float, str]] | None = None
+        # node -> why its step ended its run without results (its "lost" record: nothing came
+        # from the control machine for its watch_stale_s), for lost_record's words
+        self.lost_words: dict[str, str] = {}
 
     # ------------------------------------------------------------------ records
     def note(self, node: str, record: dict[str, Any]) -> None:
@@ -228,16 +233,9 @@ class Watch:
             if silent
             else f"no results came back from {node}"
         )
-        return {
-            "rc": None,
-            "timed_out": False,
-            "cut_short": True,
-            "stopped_by": reason or why,
-            "stop": details or None,
-            "lost": why,
-            "silent": silent or None,
-            "rank_exits": [],
-        }
+        if self.lost_words.get(node):  # its step said why it ended its run without them
+            why = f"{why}; its launch step ended the run there: {self.lost_words[node]}"
+        return lost_record(why, reason, details, silent)
 
     # ------------------------------------------------------------------ judging
     def stop(self, reason: str, details: dict[str, Any]) -> None:
@@ -321,6 +319,8 @@ class Watch:
                     self.note(node, record)
                 elif kind == "results":
                     self.results(node, record)
+                elif kind == LOST_RECORD:
+                    self.lost_words[node] = str(record.get("why") or "")
             if kind != "progress" or time.monotonic() - self.judged >= JUDGE_EVERY_S:
                 self.judge()  # a node's results are judged at once: awaited changes only here
                 awaited = bool(self.awaited())

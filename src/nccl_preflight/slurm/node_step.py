@@ -39,6 +39,7 @@ this node's part by its name), so that the command line stays short at any numbe
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import queue
@@ -64,6 +65,7 @@ from ..node.preflight_calls import for_fabric, start, stop
 from ..node.probe_plan import nccl_preflight_probe_plan, preflight_listeners
 from ..node.run_collect import pack_results
 from ..node.run_observe import (
+    LOST_RECORD,
     interface_state,
     rank_exits,
     read_progress,
@@ -388,6 +390,9 @@ def launch(settings: dict[str, Any], messages: queue.Queue, agent: Any = None) -
         run.end(int(settings["rank_offset"]))
     launch_path = run_dir / LAUNCH_FILE
     if not launch_path.is_file():  # the run ended unwatched and removed itself: nobody collects
+        # ... unless the control machine was only slow: then it words the node's loss with this
+        with contextlib.suppress(OSError):  # nobody reads: the control machine is gone indeed
+            emit({"kind": LOST_RECORD, "why": run.stopped_by or "the run left no record"})
         return 1
     doc = json.loads(launch_path.read_text())
     doc["rank_exits"] = rank_exits(run_dir / TORCHRUN_LOG)
