@@ -37,12 +37,11 @@ from ..core.run_watch import (
     stall_due,
     stall_message,
 )
+from ..core.stage import KILL_GRACE_S
 from ..node.files import write_atomically
 from ..node.run_collect import COLLECTED_NAME
 from .step import ENDED, Step
 
-KILL_GRACE_S = 5  # launch_kill_grace
-MARGIN_S = 30  # FINISH_MARGIN_S: the step's bound beyond timeout + grace
 # A running node sends a record every second (node_step.launch's `interval`): one heard of for
 # this long while another node was heard of is silent (core/run_watch.is_silent): cut off from
 # the control machine (its links down, the node dead) or its task gone without srun saying so.
@@ -75,11 +74,6 @@ def rank_env(config: dict[str, Any], env: dict[str, Any], row: dict[str, Any]) -
         extra_env=config.get("nccl_extra_env") or {},
         run_dir=None,
     )
-
-
-def check_timeout(run_timeout: int) -> int:
-    """launch_check_timeout: the ranks' own watchdog, a little under nccl_run_timeout."""
-    return run_timeout - max(5, int(run_timeout * 0.1))
 
 
 def unpack(archive: bytes, dest: Path) -> list[str]:
