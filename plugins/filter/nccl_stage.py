@@ -37,5 +37,7 @@ class FilterModule:
             "nccl_stage_pair_triggers": stage.pair_triggers,
             "nccl_stage_rank_args": stage.rank_args,
             "nccl_stage_relaunch_rank_args": stage.relaunch_rank_args,
+            "nccl_stage_skip_reason": stage.skip_reason,
+            "nccl_stage_plan": stage.plan_document,
         }
         return {name: _refused(function) for name, function in functions.items()}

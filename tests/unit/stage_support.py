@@ -6,12 +6,13 @@ same user values, so that a test compares what both front-ends decide."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import yaml
 from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import filter_loader
+from ansible.plugins.loader import filter_loader, init_plugin_loader
 from ansible.template import Templar, trust_as_template
 
 from nccl_preflight.core.config import load_config
@@ -48,9 +49,16 @@ def role_variables(*files: str) -> dict[str, Any]:
     return {name: trusted(value) for name, value in found.items()}
 
 
+@functools.cache
+def _plugins() -> None:
+    """The ansible.builtin lookups by their FQCN (file) and the project's filters, once."""
+    init_plugin_loader()
+    filter_loader.add_directory(str(ROOT / "plugins" / "filter"))
+
+
 def render(expression: str, variables: dict[str, Any]) -> Any:
     """``expression`` rendered by Ansible with the project's filters and ``variables``."""
-    filter_loader.add_directory(str(ROOT / "plugins" / "filter"))
+    _plugins()
     templar = Templar(loader=DataLoader(), variables=variables)
     return templar.template(trust_as_template(expression))
 

@@ -14,17 +14,21 @@ error naming it, never a silent guess.
 Decisions here: the timeouts of a launch (``check_timeout``, ``relaunch_timeout``,
 ``kill_grace``), what makes
 ``nccl_pairwise=auto`` run the pairwise rounds (``pair_triggers``), the rank script's argv of
-the main launch (``rank_args``) and of the pairwise-only relaunch (``relaunch_rank_args``).
+the main launch (``rank_args``) and of the pairwise-only relaunch (``relaunch_rank_args``),
+why the launch is skipped (``skip_reason``) and the plan document, plan.json
+(``plan_document``, with nccl_baseline as the report reads it: ``baseline_dir``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from nccl_preflight.core.config import defaults
 from nccl_preflight.core.pair_triggers import nccl_pair_trigger_args, nccl_pair_triggers
 from nccl_preflight.core.pairwise_relaunch import nccl_relaunch_check_args
+from nccl_preflight.core.support import nccl_predicted_skips, predicted_skips
 
 # The pairwise-only relaunch (roles/launch/tasks/pairwise_run.yml, SlurmRun.launch): its bound
 # is at most nccl_run_timeout and RELAUNCH_TIMEOUT_S (launch_relaunch_timeout overrides it);
@@ -169,3 +173,77 @@ def relaunch_rank_args(
         *("--pair-min-ratio", str(knob(knobs, "nccl_pair_min_ratio"))),
         *("--pair-rounds", str(knob(knobs, "nccl_pair_rounds"))),
     ]
+
+
+def skip_reason(order: list[str], absent: list[str], failed: list[str]) -> str:
+    """Why the launch is skipped ("" when it runs): a node of the run dropped out before it
+    (a static rendezvous needs every node), or the pre-flight failed on ``failed``."""
+    if absent:
+        return (
+            f"static rendezvous needs all {len(order)} nodes, but {', '.join(absent)} dropped "
+            "out before launch (unreachable or failed)"
+        )
+    if failed:
+        return (
+            f"the pre-flight failed on {', '.join(failed)}: a launch would only wait for "
+            "nccl_run_timeout; fix those checks first"
+        )
+    return ""
+
+
+def baseline_dir(knobs: Mapping[str, Any], report_root: str) -> str:
+    """nccl_baseline as the report reads it: "" when unset, a directory as given, a run id
+    under ``report_root`` (nccl_report_root)."""
+    baseline = str(knobs.get("nccl_baseline") or "")
+    if not baseline or os.path.isabs(baseline):
+        return baseline
+    return f"{report_root}/{baseline}"
+
+
+def plan_document(
+    knobs: Mapping[str, Any],
+    *,
+    run_id: str,
+    hosts: list[dict[str, Any]],
+    layout: Mapping[str, Any],
+    master_addr: str,
+    master_port: Any,
+    backend: str,
+    skipped: str,
+    report_root: str,
+    script_text: str | None = None,
+    front_end: str | None = None,
+) -> dict[str, Any]:
+    """plan.json: the ranks every host is expected to run and what the report judges them
+    with. ``hosts``: the rows of core/launch_hosts.py plan_host; ``script_text``: the launch
+    script when it is one's own (None: the project's, files/nccl_check.py); ``front_end``:
+    "slurm" under Slurm, None (no key) on the Ansible path (core/run_data.py)."""
+    check_args = _check_args(knobs)
+    if script_text is None:
+        skips = predicted_skips(backend, check_args)
+    else:
+        skips = nccl_predicted_skips(script_text, backend, check_args)
+    plan: dict[str, Any] = {
+        "run_id": str(run_id),
+        "hosts": list(hosts),
+        "world_size": int(layout["world_size"]),
+        "master_addr": str(master_addr),
+        "master_port": int(master_port),
+        "backend": str(backend),
+        "run_timeout_s": int(knob(knobs, "nccl_run_timeout")),
+        "check_args": check_args,
+        "pair_triggers": pair_triggers(knobs, hosts),
+        "launch_skipped": str(skipped).strip(),
+        "expect": {
+            "expected_busbw": dict(knobs.get("nccl_expected_busbw") or {}),
+            "warn": float(knob(knobs, "nccl_busbw_warn")),
+            "crit": float(knob(knobs, "nccl_busbw_crit")),
+            "efficiency": float(knob(knobs, "nccl_busbw_efficiency")),
+            "min_bytes": int(knob(knobs, "nccl_busbw_min_bytes")),
+            "baseline": baseline_dir(knobs, report_root),
+        },
+        "predicted_skips": skips,
+    }
+    if front_end:
+        plan["front_end"] = front_end
+    return plan

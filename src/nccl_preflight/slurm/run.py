@@ -39,11 +39,12 @@ from ..core.stage import (
     kill_grace,
     knob,
     pair_triggers,
+    plan_document,
     rank_args,
     relaunch_rank_args,
     relaunch_timeout,
+    skip_reason,
 )
-from ..core.support import predicted_skips
 from ..node.files import write_atomically
 from ..node.supervisor import FINISH_MARGIN_S
 from .allocation import Allocation, Interrupted, SlurmError, ended_state
@@ -169,36 +170,23 @@ class SlurmRun:
         return rows
 
     def plan(self, obs: Observed, skipped: str) -> None:
-        """plan.json, as roles/launch/tasks/plan.yml writes it (what the report reads)."""
+        """plan.json (core/stage.py plan_document, as roles/launch/tasks/plan.yml's)."""
         env = self.env_by_node[self.nodes[0]]
         hosts = self.plan_hosts(obs)
         self.pair_triggers = pair_triggers(self.config, hosts)
-        check_args = list(self.config.get("nccl_check_args") or [])
-        write_json(
-            self.run_dir / "plan.json",
-            {
-                "run_id": self.run_id,
-                "front_end": "slurm",
-                "hosts": hosts,
-                "world_size": self.layout["world_size"],
-                "master_addr": env["master_addr"],
-                "master_port": env["master_port"],
-                "backend": env["backend"],
-                "run_timeout_s": int(self.config["nccl_run_timeout"]),
-                "check_args": check_args,
-                "pair_triggers": self.pair_triggers,
-                "launch_skipped": skipped,
-                "expect": {
-                    "expected_busbw": self.config.get("nccl_expected_busbw") or {},
-                    "warn": float(self.config.get("nccl_busbw_warn", 0.5)),
-                    "crit": float(self.config.get("nccl_busbw_crit", 0.0)),
-                    "efficiency": float(self.config.get("nccl_busbw_efficiency", 0.8)),
-                    "min_bytes": int(self.config.get("nccl_busbw_min_bytes", 0)),
-                    "baseline": "",
-                },
-                "predicted_skips": predicted_skips(env["backend"], check_args),
-            },
+        plan = plan_document(
+            self.config,
+            run_id=self.run_id,
+            hosts=hosts,
+            layout=self.layout,
+            master_addr=env["master_addr"],
+            master_port=env["master_port"],
+            backend=env["backend"],
+            skipped=skipped,
+            report_root=str(self.run_dir.parent),
+            front_end="slurm",
         )
+        write_json(self.run_dir / "plan.json", plan)
 
     def script_args(self, pairwise_only: bool = False) -> tuple[int, list[str]]:
         """The launch's bound and the rank script's argv (core/stage.py, as roles/launch's
@@ -368,17 +356,7 @@ class SlurmRun:
             return False
         failed = self.preflight(obs)
         absent = [n for n in self.nodes if n not in obs.facts]
-        skipped = ""
-        if absent:
-            skipped = (
-                f"static rendezvous needs all {len(self.nodes)} nodes, but "
-                f"{', '.join(absent)} dropped out before launch (unreachable or failed)"
-            )
-        elif failed:
-            skipped = (
-                f"the pre-flight failed on {', '.join(failed)}: a launch would only wait "
-                "for nccl_run_timeout; fix those checks first"
-            )
+        skipped = skip_reason(self.nodes, absent, failed)
         self.plan(obs, skipped)
         if not skipped:
             self.launch(obs, held=step)
