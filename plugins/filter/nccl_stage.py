@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The stage API (src/nccl_preflight/core/stage.py) as filters for the roles: the same functions
 the Slurm front-end calls, so both front-ends take each decision in one place. The first
-argument is the run's variables by name (roles/launch/vars/main.yml ``launch_stage_knobs``)."""
+argument is the run's variables by name (roles/launch/vars/main.yml ``launch_stage_knobs``,
+roles/preflight/vars/main.yml ``preflight_stage_knobs``)."""
 
 from __future__ import annotations
 
@@ -39,5 +40,6 @@ class FilterModule:
             "nccl_stage_relaunch_rank_args": stage.relaunch_rank_args,
             "nccl_stage_skip_reason": stage.skip_reason,
             "nccl_stage_plan": stage.plan_document,
+            "nccl_stage_preflight_settings": stage.preflight_settings,
         }
         return {name: _refused(function) for name, function in functions.items()}

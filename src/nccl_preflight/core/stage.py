@@ -16,7 +16,8 @@ Decisions here: the timeouts of a launch (``check_timeout``, ``relaunch_timeout`
 ``nccl_pairwise=auto`` run the pairwise rounds (``pair_triggers``), the rank script's argv of
 the main launch (``rank_args``) and of the pairwise-only relaunch (``relaunch_rank_args``),
 why the launch is skipped (``skip_reason``) and the plan document, plan.json
-(``plan_document``, with nccl_baseline as the report reads it: ``baseline_dir``).
+(``plan_document``, with nccl_baseline as the report reads it: ``baseline_dir``), and the
+pre-flight judge's settings (``preflight_settings``).
 """
 
 from __future__ import annotations
@@ -247,3 +248,30 @@ def plan_document(
     if front_end:
         plan["front_end"] = front_end
     return plan
+
+
+def preflight_settings(
+    knobs: Mapping[str, Any],
+    order: list[str],
+    master: str,
+    extra_env_by_host: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The pre-flight judge's settings (core/preflight/judge.py): the nodes in node-rank order,
+    the master, and the run's variables the checks read (nccl_require_gpu, nccl_gpus_per_node,
+    nccl_extra_env, nccl_backend and the pre-flight's preflight_* worked out for the run);
+    ``extra_env_by_host``: each node's own nccl_extra_env (the fabric checks read it)."""
+    return {
+        "master": str(master),
+        "order": [str(node) for node in order],
+        "require_gpu": bool(knob(knobs, "nccl_require_gpu")),
+        "gpus_per_node": int(knob(knobs, "nccl_gpus_per_node")),
+        "expected_versions": dict(knob(knobs, "preflight_expected_versions")),
+        "clock_check": bool(knob(knobs, "preflight_clock_check")),
+        "clock_max_skew_s": float(knob(knobs, "preflight_clock_max_skew_s")),
+        "full_mesh": bool(knob(knobs, "preflight_full_mesh")),
+        # NCCL_IB_HCA, NCCL_IB_DISABLE, CUDA_VISIBLE_DEVICES for the GPU health checks
+        "extra_env": dict(knobs.get("nccl_extra_env") or {}),
+        # auto, or the backend set: the backend_choice check compares the hosts' own choices
+        "requested_backend": str(knob(knobs, "nccl_backend")),
+        "extra_env_by_host": {str(node): dict(extra_env_by_host.get(node) or {}) for node in order},
+    }

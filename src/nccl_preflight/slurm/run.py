@@ -40,6 +40,7 @@ from ..core.stage import (
     knob,
     pair_triggers,
     plan_document,
+    preflight_settings,
     rank_args,
     relaunch_rank_args,
     relaunch_timeout,
@@ -409,23 +410,12 @@ class SlurmRun:
 
 
 def judge_settings(config: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
-    """The core judgement's settings, as roles/preflight/tasks/main.yml gives them: the
-    pre-flight's variables worked out for the run (core/config.py preflight_values)."""
-    knobs = preflight_values(config, len(nodes))
-    extra_env = config.get("nccl_extra_env") or {}
-    return {
-        "master": nodes[0],
-        "order": nodes,
-        "require_gpu": bool(config.get("nccl_require_gpu", True)),
-        "gpus_per_node": int(config.get("nccl_gpus_per_node") or 0),
-        "expected_versions": knobs["preflight_expected_versions"],
-        "clock_check": bool(knobs["preflight_clock_check"]),
-        "clock_max_skew_s": float(knobs["preflight_clock_max_skew_s"]),
-        "full_mesh": bool(knobs["preflight_full_mesh"]),
-        "extra_env": extra_env,
-        "requested_backend": str(config.get("nccl_backend") or "auto"),
-        "extra_env_by_host": {n: node_values(config, n).get("nccl_extra_env") or {} for n in nodes},
-    }
+    """The pre-flight judge's settings (core/stage.py preflight_settings, as roles/preflight's):
+    the pre-flight's variables worked out for the run (core/config.py preflight_values), every
+    node's own nccl_extra_env from nccl_node_vars."""
+    knobs = {**config, **preflight_values(config, len(nodes))}
+    by_node = {node: node_values(config, node).get("nccl_extra_env") for node in nodes}
+    return preflight_settings(knobs, nodes, nodes[0], by_node)
 
 
 def drain_named(run: SlurmRun) -> None:
