@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nccl_preflight.core.stage import check_timeout
 from tests.lab.harness import Lab, LabHost
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -92,8 +93,8 @@ def fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
 
 
 def check_timeout_for(run_timeout: int) -> int:
-    """The --timeout roles/launch gives nccl_check.py (its launch_check_timeout default)."""
-    return int(run_timeout - max(5, int(run_timeout * 0.1)))
+    """The --timeout both front-ends give nccl_check.py (core/stage.py check_timeout)."""
+    return check_timeout({"nccl_run_timeout": run_timeout})
 
 
 # ---------------------------------------------------------------------------------------- CPU

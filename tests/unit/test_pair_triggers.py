@@ -126,12 +126,19 @@ def test_an_explicit_nccl_expected_busbw_wins_over_the_fabric() -> None:
 
 
 def render_pairwise_args(variables: dict[str, Any]) -> list[str]:
-    """roles/launch/defaults' launch_pairwise_args, rendered by Ansible with the project's
-    filters, as run.yml passes it."""
+    """The pairwise rounds' options of the rank script as roles/launch/tasks/run.yml renders
+    them (core/stage.py rank_args, through roles/launch/vars' launch_stage_knobs), by Ansible
+    with the project's filters; nccl_check_args empty, so they are the argv's last options."""
     filter_loader.add_directory(str(ROOT / "plugins" / "filter"))
-    defaults = yaml.safe_load((ROOT / "roles/launch/defaults/main.yml").read_text())
-    known = {k: trust_as_template(v) if isinstance(v, str) else v for k, v in defaults.items()}
+    role_vars = yaml.safe_load((ROOT / "roles/launch/vars/main.yml").read_text())
+    known = {
+        k: {n: trust_as_template(t) for n, t in v.items()} if isinstance(v, dict) else v
+        for k, v in role_vars.items()
+    }
+    known = {k: trust_as_template(v) if isinstance(v, str) else v for k, v in known.items()}
     base = {
+        "nccl_run_timeout": 300,
+        "nccl_check_args": [],
         "nccl_pairwise": "auto",
         "nccl_pair_min_ratio": 0.8,
         "nccl_pair_rounds": 16,
@@ -139,9 +146,15 @@ def render_pairwise_args(variables: dict[str, Any]) -> list[str]:
         "nccl_expected_busbw": {},
         "nccl_busbw_warn": 0.8,
         "nccl_busbw_efficiency": 0.9,
+        "nccl_env_layout": {"hosts": [{"nproc_per_node": 1}]},
     }
     templar = Templar(loader=DataLoader(), variables={**known, **base, **variables})
-    return templar.template(trust_as_template("{{ launch_pairwise_args }}"))
+    expression = (
+        "{{ launch_stage_knobs | nccl_stage_rank_args(nccl_env_layout, 'gloo', 'out',"
+        " launch_pair_triggers) }}"
+    )
+    args = templar.template(trust_as_template(expression))
+    return args[args.index("--pairwise") :]
 
 
 def test_the_launch_passes_the_triggers_and_a_users_own_pair_trigger_wins() -> None:

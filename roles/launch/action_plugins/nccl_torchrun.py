@@ -33,10 +33,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 import json
 import os
-import re
 import shlex
 import sys
 import tarfile
@@ -51,6 +49,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from nccl_preflight.core import run_watch as watch_rules
+from nccl_preflight.core.results_archive import unpack_results
 from nccl_preflight.core.stdin_ship import program_call
 from nccl_preflight.core.tether import NOTE_WAIT_S, read_note, warden_ended
 from nccl_preflight.core.zipapp import (
@@ -67,38 +66,6 @@ from nccl_preflight.node.run_look import LOOK_ZIPAPP, zipapp_files
 from nccl_preflight.node.start_call import START_ENTRY, TORCHRUN_EXCLUSIVE, TORCHRUN_SPEC
 
 display = Display()
-
-# Exactly the files docs/design.md lists under reports/<run-id>/<host>/: flat, nothing else.
-COLLECTED_NAME = re.compile(
-    r"^(rank-\d+\.(json|log)|torchrun\.log|launch\.json|nccl-(rank|pid)-\d+\.log)$"
-)
-
-
-def unpack_results(archive: bytes, dest: Path) -> list[str]:
-    """Write the archive's files into dest; refuse anything but the flat, known result files.
-
-    Every member must be a regular file named rank-<R>.json, rank-<R>.log, torchrun.log,
-    launch.json or nccl-rank-<R>.log / nccl-pid-<P>.log (the ranks' NCCL logs) (no directory
-    part, no link, no device), so nothing can be written outside dest.
-    """
-    dest.mkdir(parents=True, exist_ok=True)
-    written: list[str] = []
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-        for member in tar:
-            if not member.isfile() or not COLLECTED_NAME.match(member.name):
-                raise ValueError(
-                    f"unexpected member {member.name!r} in the archive from the node "
-                    f"(only flat rank-<R>.json, rank-<R>.log, torchrun.log, launch.json, "
-                    f"nccl-rank-<R>.log)"
-                )
-            stream = tar.extractfile(member)
-            if stream is None:
-                raise ValueError(f"cannot read {member.name!r} from the archive")
-            target = dest / member.name
-            write_atomically(target, stream.read(), 0o644)  # a link at target is replaced
-            written.append(str(target))
-    return written
-
 
 # The least time without a look before the supervisor ends the run (the control machine is
 # gone), where no warden watches the node. Between two looks a loaded control machine takes a

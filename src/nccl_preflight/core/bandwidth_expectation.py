@@ -27,26 +27,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .bandwidth_rows import ByName, RunBandwidth, by_size
+from .config import defaults
 from .junit_cases import Case, Suite
 from .rdma_expect import NicsUsed, cluster_figure, used_by_host
 
 if TYPE_CHECKING:
     from .run_data import RunData
 
-DEFAULTS = {
-    "expected_busbw": {},
-    "warn": 0.8,
-    "crit": 0.5,
-    "efficiency": 0.9,
-    "min_bytes": 32 * 1024 * 1024,
-    "baseline": "",
+# plan.json's expect keys -> the variable whose default (core/config.py defaults()) a plan
+# without the key is judged with (a plan written when the run was cut short has none).
+EXPECT_VARIABLES = {
+    "expected_busbw": "nccl_expected_busbw",
+    "warn": "nccl_busbw_warn",
+    "crit": "nccl_busbw_crit",
+    "efficiency": "nccl_busbw_efficiency",
+    "min_bytes": "nccl_busbw_min_bytes",
+    "baseline": "nccl_baseline",
 }
 BASELINE_DROP = 0.10
 _RANK_FILE = re.compile(r"^rank-\d+\.json$")
 
 
 def settings(plan: dict[str, Any]) -> dict[str, Any]:
-    found = dict(DEFAULTS)
+    """plan.json's expect, a key it lacks from the variables' defaults."""
+    plain = defaults()
+    found = {key: plain[name] for key, name in EXPECT_VARIABLES.items()}
     found.update({k: v for k, v in (plan.get("expect") or {}).items() if v is not None})
     return found
 

@@ -240,47 +240,29 @@ FILES: tuple[DefaultsFile, ...] = (
     DefaultsFile("launch/defaults/main.yml",
         "Timing: nccl_run_timeout (project-wide) bounds the whole torchrun phase on every node.", (
         Group("", (
-            Variable("launch_check_timeout", "int",
-                "{{ nccl_run_timeout | int - [5, (nccl_run_timeout | int * 0.1) | int] | max }}",
+            Variable("launch_check_timeout", "int", None,
                 "Seconds each phase of files/nccl_check.py may take (its --timeout: check-in, "
-                "init, each test); its watchdog then records the stuck test and exits. Less than "
-                "nccl_run_timeout, so a rank stuck early records where it was stuck before the "
-                "whole tree is ended at nccl_run_timeout.", derived=True, slurm=False),
-            Variable("launch_pair_triggers", "list",
-                "{{ launch_plan_hosts | default([]) | nccl_pair_triggers(nccl_expected_busbw, "
-                "nccl_busbw_warn, nccl_busbw_efficiency) }}",
-                "What makes nccl_pairwise=auto run the pairwise rounds "
-                "(src/nccl_preflight/core/pair_triggers.py): for each timed collective, its "
-                "expected busbw x nccl_busbw_warn, the expected busbw being nccl_expected_busbw's "
-                "entry, else the fabric's (the slowest host's RDMA ports that NCCL_IB_HCA "
-                "selects, else its fabric link speed, x nccl_busbw_efficiency; no figure when a "
-                "host's speed is unknown). From the hosts' rows of plan.json (launch_plan_hosts, "
-                "set in tasks/plan.yml); written to plan.json's pair_triggers with where each "
-                "figure came from.", elements="dict", derived=True, slurm=False),
-            Variable("launch_pairwise_args", "list",
-                "{{ ['--pairwise', nccl_pairwise, '--pair-min-ratio', nccl_pair_min_ratio | "
-                "string, '--pair-rounds', nccl_pair_rounds | string, '--pair-trigger-min-bytes', "
-                "nccl_busbw_min_bytes | string] + launch_pair_triggers | nccl_pair_trigger_args }}",
-                "The pairwise rounds' options for files/nccl_check.py (nccl_check_args, after "
-                "them, win). auto also runs when a collective's busbw (from nccl_busbw_min_bytes "
-                "up) is below its launch_pair_triggers figure.",
-                elements="str", derived=True, slurm=False),
-            Variable("launch_relaunch_pair_bytes", "str", "64K",
+                "init, each test); its watchdog then records the stuck test and exits. Unset "
+                "(null): nccl_run_timeout minus a margin (src/nccl_preflight/core/stage.py "
+                "check_timeout, as under Slurm), so a rank stuck early records where it was "
+                "stuck before the whole tree is ended at nccl_run_timeout.", slurm=False),
+            Variable("launch_relaunch_pair_bytes", "str", None,
                 "Bytes each rank of a pair sends per exchange in the pairwise-only relaunch after "
-                "a collective timed out or stalled (tasks/pairwise.yml). Small, so that a pair "
-                "with a very slow node still ends within the ranks' --timeout instead of hanging "
-                "the rest.", slurm=False),
-            Variable("launch_relaunch_pair_iters", "int", 2,
-                "Timed exchanges per pair in that relaunch (after one warm-up exchange).",
-                slurm=False),
-            Variable("launch_relaunch_timeout", "int", "{{ [nccl_run_timeout | int, 120] | min }}",
-                "Seconds the whole relaunch may take (at most nccl_run_timeout); its ranks' "
-                "--timeout is this minus a margin, as launch_check_timeout. It has no stall "
-                "watch, so a link too dead even for the small payload ends it at this bound "
-                "instead of doubling the run's time.", derived=True, slurm=False),
-            Variable("launch_kill_grace", "int", 5,
-                "Seconds between SIGTERM and SIGKILL when a run's processes are ended.",
-                slurm=False),
+                "a collective timed out or stalled (tasks/pairwise.yml; K, M, G suffixes). Unset "
+                "(null): 64K (core/stage.py RELAUNCH_PAIR_BYTES). Small, so that a pair with a "
+                "very slow node still ends within the ranks' --timeout instead of hanging the "
+                "rest.", slurm=False),
+            Variable("launch_relaunch_pair_iters", "int", None,
+                "Timed exchanges per pair in that relaunch (after one warm-up exchange). Unset "
+                "(null): 2 (core/stage.py RELAUNCH_PAIR_ITERS).", slurm=False),
+            Variable("launch_relaunch_timeout", "int", None,
+                "Seconds the whole relaunch may take; its ranks' --timeout is this minus a "
+                "margin. Unset (null): the smaller of nccl_run_timeout and 120 (core/stage.py "
+                "relaunch_timeout). It has no stall watch, so a link too dead even for the small "
+                "payload ends it at this bound instead of doubling the run's time.", slurm=False),
+            Variable("launch_kill_grace", "int", None,
+                "Seconds between SIGTERM and SIGKILL when a run's processes are ended. Unset "
+                "(null): 5 (core/stage.py KILL_GRACE_S, as under Slurm).", slurm=False),
             Variable("launch_port_wait_timeout", "int", 30,
                 "Seconds to wait on the master for MASTER_PORT to be free (a previous run's store "
                 "closing).", slurm=False),

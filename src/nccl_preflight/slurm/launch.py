@@ -17,15 +17,14 @@ with core/run_watch.stall_message's words, as the Ansible path's watch does.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import queue
-import tarfile
 import time
 from pathlib import Path
 from typing import Any
 
 from ..core.env_file import rank_environment
+from ..core.results_archive import unpack_results
 from ..core.run_watch import (
     DIAGNOSE_WAIT_S,
     adopted_stop,
@@ -38,13 +37,11 @@ from ..core.run_watch import (
     stall_due,
     stall_message,
 )
+from ..core.stage import KILL_GRACE_S
 from ..node.files import write_atomically
-from ..node.run_collect import COLLECTED_NAME
 from ..node.run_observe import LOST_RECORD
 from .step import ENDED, Step
 
-KILL_GRACE_S = 5  # launch_kill_grace
-MARGIN_S = 30  # FINISH_MARGIN_S: the step's bound beyond timeout + grace
 # A running node sends a record every second (node_step.launch's `interval`): one heard of for
 # this long while another node was heard of is silent (core/run_watch.is_silent): cut off from
 # the control machine (its links down, the node dead) or its task gone without srun saying so.
@@ -77,25 +74,6 @@ def rank_env(config: dict[str, Any], env: dict[str, Any], row: dict[str, Any]) -
         extra_env=config.get("nccl_extra_env") or {},
         run_dir=None,
     )
-
-
-def check_timeout(run_timeout: int) -> int:
-    """launch_check_timeout: the ranks' own watchdog, a little under nccl_run_timeout."""
-    return run_timeout - max(5, int(run_timeout * 0.1))
-
-
-def unpack(archive: bytes, dest: Path) -> list[str]:
-    """The node's files into dest: only flat, known result files (as roles/launch's plugin)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    written = []
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-        for member in tar:
-            stream = tar.extractfile(member) if member.isfile() else None
-            if stream is None or not COLLECTED_NAME.match(member.name):
-                raise ValueError(f"unexpected member {member.name!r} in a node's results")
-            write_atomically(dest / member.name, stream.read(), 0o644)
-            written.append(member.name)
-    return written
 
 
 class Watch:
@@ -175,7 +153,7 @@ class Watch:
 
     def results(self, node: str, record: dict[str, Any]) -> None:
         dest = self.run_dir / node / self.subdir
-        unpack(base64.b64decode(record.get("archive") or ""), dest)
+        unpack_results(base64.b64decode(record.get("archive") or ""), dest)
         launch_path = dest / "launch.json"
         launch = json.loads(launch_path.read_text()) if launch_path.is_file() else {}
         now = time.time()

@@ -44,6 +44,7 @@ from nccl_preflight.core.metrics import write_node_check
 from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 from nccl_preflight.core.preflight.judge import judge_node
 from nccl_preflight.core.preflight.observation import nccl_preflight_observation
+from nccl_preflight.core.stage import preflight_settings
 from nccl_preflight.node.commands import CommandRunner
 from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 from nccl_preflight.node.facts import gather
@@ -179,16 +180,10 @@ def observe(
 
 
 def judge_settings(config: dict[str, Any], host: str) -> dict[str, Any]:
-    extra_env = dict(config.get("nccl_extra_env") or {})
-    return {
-        "require_gpu": bool(config.get("nccl_require_gpu", True)),
-        "gpus_per_node": int(config.get("nccl_gpus_per_node") or 0),
-        "expected_versions": dict(preflight_values(config, 1)["preflight_expected_versions"]),
-        "full_mesh": False,
-        "extra_env": extra_env,
-        "extra_env_by_host": {host: extra_env},
-        "requested_backend": str(config.get("nccl_backend") or "auto"),
-    }
+    """The judge's settings of one node alone (core/stage.py preflight_settings, as the run's;
+    core/preflight/judge.py judge_node makes it its own master, with no clock and no mesh)."""
+    knobs = {**config, **preflight_values(config, 1), "preflight_full_mesh": False}
+    return preflight_settings(knobs, [host], host, {host: config.get("nccl_extra_env")})
 
 
 def check_node(

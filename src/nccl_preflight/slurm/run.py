@@ -28,20 +28,30 @@ from ..core.env_findings import nccl_env_findings
 from ..core.exit_classes import BY_NAME
 from ..core.launch_hosts import plan_host
 from ..core.layout import nccl_rank_layout
-from ..core.pair_triggers import nccl_pair_trigger_args, nccl_pair_triggers
-from ..core.pairwise_relaunch import nccl_pairwise_relaunch, nccl_relaunch_check_args
+from ..core.pairwise_relaunch import nccl_pairwise_relaunch
 from ..core.preflight.backend_checks import nccl_backend_choice
 from ..core.preflight.fabric_checks import nccl_expect_net
 from ..core.preflight.host_checks import nccl_preflight_failed_hosts
 from ..core.preflight.judge import judge_preflight
 from ..core.report_run import run_report
 from ..core.run_watch import watch_hosts
-from ..core.support import predicted_skips
+from ..core.stage import (
+    kill_grace,
+    knob,
+    pair_triggers,
+    plan_document,
+    preflight_settings,
+    rank_args,
+    relaunch_rank_args,
+    relaunch_timeout,
+    skip_reason,
+)
 from ..node.files import write_atomically
+from ..node.supervisor import FINISH_MARGIN_S
 from .allocation import Allocation, Interrupted, SlurmError, ended_state
 from .bundle import build_node_bundle
 from .drain import drain, drain_targets
-from .launch import KILL_GRACE_S, MARGIN_S, WATCH_STALE_S, Watch, check_timeout, rank_env
+from .launch import WATCH_STALE_S, Watch, rank_env
 from .lost import NODE_ENDED, lost_to_slurm, node_words
 from .observe import Observed, observations, observe_on, step_settings
 from .pending import NotGranted
@@ -50,11 +60,8 @@ from .step import END_GRACE_S, LOST_END_GRACE_S, Step
 
 HTML_TEMPLATE = TREE.content / "roles" / "report" / "templates" / "report.html.j2"
 RANK_SCRIPT = TREE.rank_script
-# The pairwise-only relaunch (roles/launch/defaults: launch_relaunch_timeout is at most
-# nccl_run_timeout, launch_relaunch_pair_bytes, launch_relaunch_pair_iters).
-RELAUNCH_TIMEOUT_S = 120
-RELAUNCH_PAIR_BYTES = "64K"
-RELAUNCH_PAIR_ITERS = "2"
+# The rank script's results directory: the node puts its own run directory's in place of this.
+RESULTS_DIR = "{results}"
 
 
 def new_run_id() -> str:
@@ -164,74 +171,33 @@ class SlurmRun:
         return rows
 
     def plan(self, obs: Observed, skipped: str) -> None:
-        """plan.json, as roles/launch/tasks/plan.yml writes it (what the report reads)."""
+        """plan.json (core/stage.py plan_document, as roles/launch/tasks/plan.yml's)."""
         env = self.env_by_node[self.nodes[0]]
         hosts = self.plan_hosts(obs)
-        self.pair_triggers = nccl_pair_triggers(
-            hosts,
-            self.config.get("nccl_expected_busbw") or {},
-            self.config.get("nccl_busbw_warn", 0.8),
-            self.config.get("nccl_busbw_efficiency", 0.9),
+        self.pair_triggers = pair_triggers(self.config, hosts)
+        plan = plan_document(
+            self.config,
+            run_id=self.run_id,
+            hosts=hosts,
+            layout=self.layout,
+            master_addr=env["master_addr"],
+            master_port=env["master_port"],
+            backend=env["backend"],
+            skipped=skipped,
+            report_root=str(self.run_dir.parent),
+            front_end="slurm",
         )
-        check_args = list(self.config.get("nccl_check_args") or [])
-        write_json(
-            self.run_dir / "plan.json",
-            {
-                "run_id": self.run_id,
-                "front_end": "slurm",
-                "hosts": hosts,
-                "world_size": self.layout["world_size"],
-                "master_addr": env["master_addr"],
-                "master_port": env["master_port"],
-                "backend": env["backend"],
-                "run_timeout_s": int(self.config["nccl_run_timeout"]),
-                "check_args": check_args,
-                "pair_triggers": self.pair_triggers,
-                "launch_skipped": skipped,
-                "expect": {
-                    "expected_busbw": self.config.get("nccl_expected_busbw") or {},
-                    "warn": float(self.config.get("nccl_busbw_warn", 0.5)),
-                    "crit": float(self.config.get("nccl_busbw_crit", 0.0)),
-                    "efficiency": float(self.config.get("nccl_busbw_efficiency", 0.8)),
-                    "min_bytes": int(self.config.get("nccl_busbw_min_bytes", 0)),
-                    "baseline": "",
-                },
-                "predicted_skips": predicted_skips(env["backend"], check_args),
-            },
-        )
+        write_json(self.run_dir / "plan.json", plan)
 
-    def pairwise_args(self) -> list[str]:
-        """The pairwise rounds' options of the rank script (roles/launch's launch_pairwise_args;
-        nccl_check_args, after them, win)."""
-        return [
-            "--pairwise",
-            str(self.config.get("nccl_pairwise") or "auto"),
-            "--pair-min-ratio",
-            str(self.config.get("nccl_pair_min_ratio")),
-            "--pair-rounds",
-            str(self.config.get("nccl_pair_rounds")),
-            "--pair-trigger-min-bytes",
-            str(self.config.get("nccl_busbw_min_bytes")),
-            *nccl_pair_trigger_args(self.pair_triggers),
-        ]
-
-    def script_args(self, timeout: int, extra: list[str]) -> list[str]:
-        """The rank script's arguments (roles/launch/tasks/run.yml's and pairwise_run.yml's)."""
-        per_node = ",".join(str(r["nproc_per_node"]) for r in self.layout["hosts"])
-        args = ["--out-dir", "{results}", "--backend", self.env_by_node[self.nodes[0]]["backend"]]
-        args += ["--timeout", str(check_timeout(timeout)), "--ranks-per-node", per_node]
-        return args + extra
-
-    def relaunch_args(self, check_args: list[str]) -> list[str]:
-        """roles/launch/tasks/pairwise_run.yml's: nccl_check_args without what the relaunch
-        sets, then only barrier and the pairwise rounds with a small payload."""
-        return [
-            *nccl_relaunch_check_args(check_args),
-            *("--tests", "barrier", "--pairwise", "always"),
-            *("--pair-bytes", RELAUNCH_PAIR_BYTES, "--pair-iters", RELAUNCH_PAIR_ITERS),
-            *("--pair-min-ratio", str(self.config.get("nccl_pair_min_ratio"))),
-            *("--pair-rounds", str(self.config.get("nccl_pair_rounds"))),
-        ]
+    def script_args(self, pairwise_only: bool = False) -> tuple[int, list[str]]:
+        """The launch's bound and the rank script's argv (core/stage.py, as roles/launch's
+        run.yml and pairwise_run.yml): the main launch, or the pairwise-only relaunch."""
+        backend = self.env_by_node[self.nodes[0]]["backend"]
+        if pairwise_only:
+            args = relaunch_rank_args(self.config, self.layout, backend, RESULTS_DIR)
+            return relaunch_timeout(self.config), args
+        args = rank_args(self.config, self.layout, backend, RESULTS_DIR, self.pair_triggers)
+        return int(knob(self.config, "nccl_run_timeout")), args
 
     def launch_settings(self, args: list[str], timeout: int, rdzv_id: str) -> dict[str, Any]:
         """Every node's launch settings, sent once for all (ship.shared_and_own: what differs
@@ -253,7 +219,7 @@ class SlurmRun:
                 },
                 "env": rank_env(self.node_config[node], env, row),
                 "timeout": timeout,
-                "grace": KILL_GRACE_S,
+                "grace": kill_grace(self.config),
                 "rank_offset": row["rank_offset"],
                 "ifname": env["ifname"],
                 "interval": 1.0,
@@ -266,23 +232,19 @@ class SlurmRun:
         same process, their warm torch probe as torchrun: node/warm_torchrun.py), else in a
         launch step of its own. With pairwise_only the relaunch of roles/launch/tasks/
         pairwise_run.yml: only the pairwise rounds (and barrier), a small payload, bounded by
-        RELAUNCH_TIMEOUT_S, no stall watch (a slow pair must not be ended as a stall), the
-        results into <node>/pairwise/."""
-        check_args = [str(a) for a in self.config.get("nccl_check_args") or []]
-        timeout = int(self.config["nccl_run_timeout"])
+        core/stage.py relaunch_timeout, no stall watch (a slow pair must not be ended as a
+        stall), the results into <node>/pairwise/."""
+        timeout, args = self.script_args(pairwise_only)
         if pairwise_only:
-            timeout = min(timeout, RELAUNCH_TIMEOUT_S)
-            extra = self.relaunch_args(check_args)
             rdzv_id, subdir, stall_timeout = (
                 f"nccl-preflight-{self.run_id}-pairwise",
                 "pairwise",
                 0.0,
             )
         else:
-            extra = self.pairwise_args() + check_args
             rdzv_id, subdir = f"nccl-preflight-{self.run_id}", ""
             stall_timeout = float(self.config.get("nccl_stall_timeout") or 0)
-        settings = self.launch_settings(self.script_args(timeout, extra), timeout, rdzv_id)
+        settings = self.launch_settings(args, timeout, rdzv_id)
         if held is not None:
             step = held
             step.say({"launch": settings})
@@ -291,7 +253,7 @@ class SlurmRun:
         hosts = watch_hosts(self.layout, self.env_by_node, obs.facts)
         watch = Watch(step, self.run_dir, hosts, stall_timeout, self.say, subdir)
         try:
-            missing = watch.run(timeout + KILL_GRACE_S + MARGIN_S)
+            missing = watch.run(timeout + kill_grace(self.config) + FINISH_MARGIN_S)
         finally:
             # a node cut off never lets srun end: it is not waited for
             step.end(LOST_END_GRACE_S if watch.silent() else END_GRACE_S)
@@ -395,17 +357,7 @@ class SlurmRun:
             return False
         failed = self.preflight(obs)
         absent = [n for n in self.nodes if n not in obs.facts]
-        skipped = ""
-        if absent:
-            skipped = (
-                f"static rendezvous needs all {len(self.nodes)} nodes, but "
-                f"{', '.join(absent)} dropped out before launch (unreachable or failed)"
-            )
-        elif failed:
-            skipped = (
-                f"the pre-flight failed on {', '.join(failed)}: a launch would only wait "
-                "for nccl_run_timeout; fix those checks first"
-            )
+        skipped = skip_reason(self.nodes, absent, failed)
         self.plan(obs, skipped)
         if not skipped:
             self.launch(obs, held=step)
@@ -458,23 +410,12 @@ class SlurmRun:
 
 
 def judge_settings(config: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
-    """The core judgement's settings, as roles/preflight/tasks/main.yml gives them: the
-    pre-flight's variables worked out for the run (core/config.py preflight_values)."""
-    knobs = preflight_values(config, len(nodes))
-    extra_env = config.get("nccl_extra_env") or {}
-    return {
-        "master": nodes[0],
-        "order": nodes,
-        "require_gpu": bool(config.get("nccl_require_gpu", True)),
-        "gpus_per_node": int(config.get("nccl_gpus_per_node") or 0),
-        "expected_versions": knobs["preflight_expected_versions"],
-        "clock_check": bool(knobs["preflight_clock_check"]),
-        "clock_max_skew_s": float(knobs["preflight_clock_max_skew_s"]),
-        "full_mesh": bool(knobs["preflight_full_mesh"]),
-        "extra_env": extra_env,
-        "requested_backend": str(config.get("nccl_backend") or "auto"),
-        "extra_env_by_host": {n: node_values(config, n).get("nccl_extra_env") or {} for n in nodes},
-    }
+    """The pre-flight judge's settings (core/stage.py preflight_settings, as roles/preflight's):
+    the pre-flight's variables worked out for the run (core/config.py preflight_values), every
+    node's own nccl_extra_env from nccl_node_vars."""
+    knobs = {**config, **preflight_values(config, len(nodes))}
+    by_node = {node: node_values(config, node).get("nccl_extra_env") for node in nodes}
+    return preflight_settings(knobs, nodes, nodes[0], by_node)
 
 
 def drain_named(run: SlurmRun) -> None:

@@ -1,0 +1,45 @@
+# Copyright (c) 2025-2026, nccl-preflight contributors
+# SPDX-License-Identifier: MIT (see LICENSE)
+"""The stage API (src/nccl_preflight/core/stage.py) as filters for the roles: the same functions
+the Slurm front-end calls, so both front-ends take each decision in one place. The first
+argument is the run's variables by name (roles/launch/vars/main.yml ``launch_stage_knobs``,
+roles/preflight/vars/main.yml ``preflight_stage_knobs``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+
+from nccl_preflight.core import stage
+
+
+def _refused(function: Any) -> Any:
+    """``function`` with a StageError raised as Ansible's filter error (it names the variable)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except stage.StageError as exc:
+            raise AnsibleFilterError(str(exc)) from exc
+
+    call.__doc__ = function.__doc__
+    return call
+
+
+class FilterModule:
+    """One filter per stage decision."""
+
+    def filters(self) -> dict[str, Any]:
+        functions = {
+            "nccl_stage_check_timeout": stage.check_timeout,
+            "nccl_stage_relaunch_timeout": stage.relaunch_timeout,
+            "nccl_stage_kill_grace": stage.kill_grace,
+            "nccl_stage_pair_triggers": stage.pair_triggers,
+            "nccl_stage_rank_args": stage.rank_args,
+            "nccl_stage_relaunch_rank_args": stage.relaunch_rank_args,
+            "nccl_stage_skip_reason": stage.skip_reason,
+            "nccl_stage_plan": stage.plan_document,
+            "nccl_stage_preflight_settings": stage.preflight_settings,
+        }
+        return {name: _refused(function) for name, function in functions.items()}
