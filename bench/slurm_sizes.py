@@ -54,7 +54,7 @@ def launch_doc(config: dict[str, Any], nodes: list[str], obs: observe.Observed) 
     run.run_id, run.alloc = "20260101T000000-abcdef", SimpleNamespace(job_id="7", nodes=nodes)
     run.env_by_node, run.layout, run.results, run.pair_triggers = {}, {}, {}, []
     run.environment(obs)
-    args = run.script_args(600, run.pairwise_args())
+    _, args = run.script_args()
     return run.launch_settings(args, 600, "rdzv")
 
 

@@ -124,6 +124,7 @@ def test_shared_and_own_gives_each_node_back_exactly_its_settings() -> None:
 def test_the_first_pass_bound_reaches_the_ranks_under_slurm(tmp_path: Any) -> None:
     """nccl_pair_rounds from --config FILE (default 16, as the Ansible path) in the launch's and
     the pairwise relaunch's rank-script arguments."""
+    from nccl_preflight.core.layout import nccl_rank_layout
     from tests.check.support import load_script
 
     nc = load_script()
@@ -132,6 +133,8 @@ def test_the_first_pass_bound_reaches_the_ranks_under_slurm(tmp_path: Any) -> No
         path.write_text('nccl_fabric_cidr: "10.0.0.0/8"\n' + text)
         run = SlurmRun.__new__(SlurmRun)
         run.config, run.pair_triggers = load_config(path), []
-        for args in (run.pairwise_args(), run.relaunch_args([])):
+        run.nodes, run.layout = ["n"], nccl_rank_layout(["n"])
+        run.env_by_node = {"n": {"backend": "gloo"}}
+        for args in (run.script_args()[1], run.script_args(pairwise_only=True)[1]):
             parsed = nc.parse_args(["--rank", "0", "--world-size", "1", *args])
             assert parsed.pair_rounds == expected, args
