@@ -9,7 +9,6 @@ test affords; the timings at 128 to 1,024 nodes are the benchmark's (BENCHMARKS.
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -58,15 +57,23 @@ def test_junit_xml_is_lean_and_junit_keeps_the_details(big: tuple[Path, dict[str
     failure = next(c for c in wrong.iter("testcase") if c.get("name") == "all_reduce_sum")
     assert "Hint: Suspect: rank" in failure.find("failure").get("message")  # type: ignore[union-attr]
     assert json.loads(failure.find("failure").text)["got"] == 4  # type: ignore[union-attr,arg-type]
-    # The rank's own file: every bandwidth row; the host's: what every passed check saw.
-    own = ET.parse(run_dir / "junit" / "rank-0.xml").getroot()
-    rows = {p.get("name"): p.get("value") for p in own.iter("property")}
-    assert len([n for n in rows if n and n.startswith("bandwidth.")]) == 77
-    assert re.fullmatch(
-        r"count=262144 type=float redop=sum root=-1 time_us=\S+ algbw_gbps=\S+ busbw_gbps=\S+ "
-        r"rank_time_us=\S+ rank_busbw_gbps=\S+ wrong=0",
-        rows["bandwidth.all_reduce.1048576"] or "",
+    # The rank's own file names the rank's result (every bandwidth row) and log in the run
+    # directory, copies no row; the host's holds what every passed check saw.
+    own = ET.parse(run_dir / "junit" / f"rank-{WRONG}.xml").getroot()
+    props = {p.get("name"): p.get("value") for p in own.iter("property")}
+    assert not [n for n in props if n and n.startswith("bandwidth.")]
+    assert (props["file.result"], props["file.log"]) == (
+        f"gpu0017/rank-{WRONG}.json",
+        f"gpu0017/rank-{WRONG}.log",
     )
+    result = json.loads((run_dir / str(props["file.result"])).read_text())
+    assert result["global_rank"] == WRONG
+    assert sum(len(t["bandwidth"]) for t in result["tests"]) == 77
+    assert "all_reduce_sum" in (run_dir / str(props["file.log"])).read_text()
+    # ... and the same testcases as the merged file, the failures in full.
+    assert [ET.tostring(c) for c in own.iter("testcase")] == [
+        ET.tostring(c) for c in wrong.iter("testcase")
+    ]
     pre = ET.parse(run_dir / "junit" / "preflight-gpu0001.xml").getroot()
     assert "MTU 65536" in "".join(pre.itertext())
     assert sorted(p.name for p in (run_dir / "junit").glob("rank-*.xml")) == sorted(

@@ -7,8 +7,8 @@ with the default check, 630,000 at 8,192 ranks. As the dicts json.loads makes th
 of the report step's memory (issue 37); src/nccl_preflight/core/run_data.py keeps them compact
 (``compact``) as it reads each rank. Whoever reads a row as a dict still gets one
 (BandwidthRows is a sequence of dicts, made on access); the report's own readers of every rank
-(summary.bandwidth_table, plots.busbw_series, bandwidth_expectation.collective_rows,
-junit.bandwidth_property_xml) read the columns (``size_values``, ``BandwidthRows.columns``).
+(summary.bandwidth_table, plots.busbw_series, bandwidth_expectation.collective_rows)
+read the columns (``size_values``, ``BandwidthRows.columns``).
 Standard library only.
 """
 
