@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from bench.report_scale import PER_NODE, WRONG_LOCAL, read_source, report_params, synthesize
-from nccl_preflight.core.bandwidth_rows import COLUMNS, BandwidthRows, compact, size_values
+from nccl_preflight.core.bandwidth_rows import (
+    COLUMNS,
+    BandwidthRows,
+    compact,
+    run_bandwidth,
+    size_values,
+)
 from nccl_preflight.core.console import MAX_LINES, console_lines
 from nccl_preflight.core.hostlist import compress, expand
 from nccl_preflight.core.report_run import run_report
@@ -212,3 +218,34 @@ def test_bandwidth_rows_are_held_compact_and_read_back_as_written() -> None:
     short = [{k: rows[0][k] for k in COLUMNS[:-1]}]
     assert compact(odd) is odd and compact(short) is short
     assert compact([]) == [] and compact("text") == "text"
+
+
+def test_run_bandwidth_reads_a_failed_sweeps_details_only_for_the_plots() -> None:
+    rows = [
+        {"size_bytes": 1024 << i, "count": 256 << i, "type": "float", "redop": "sum", "root": -1,
+         "time_us": 10.0, "algbw_gbps": 0.1, "busbw_gbps": 0.2 * (i + 1),
+         "rank_time_us": 11.0, "rank_busbw_gbps": 0.1 * (i + 1), "wrong": 0}
+        for i in range(2)
+    ]  # fmt: skip
+
+    def rank(own: bool, threshold: float | None = None) -> dict[str, Any]:
+        details: dict[str, Any] = {} if own else {"bandwidth": [dict(r) for r in rows]}
+        if threshold is not None:
+            details["threshold_gbps"] = threshold
+        test = {"name": "bandwidth_all_reduce", "details": details}
+        test["bandwidth"] = compact([dict(r) for r in rows]) if own else []
+        return {"tests": [test, {"name": "init", "details": ["not", "a", "dict"]}]}
+
+    every = run_bandwidth([(0, rank(True, 0.5)), (1, rank(True))])
+    both = {1024: ([0, 1], [0.2, 0.2]), 2048: ([0, 1], [0.4, 0.4])}
+    assert every.busbw == every.measured == {"bandwidth_all_reduce": both}
+    assert every.rank_busbw["bandwidth_all_reduce"][2048] == ([0, 1], [0.2, 0.2])
+    assert (
+        every.measured["bandwidth_all_reduce"][1024][0]
+        is not every.busbw["bandwidth_all_reduce"][1024][0]
+    )  # lists of its own
+    assert every.thresholds == {"all_reduce": 0.5}
+    # Rank 1's sweep failed: its rows are in its details only, which the plots read too.
+    failed = run_bandwidth([(0, rank(True)), (1, rank(False))])
+    assert failed.busbw == {"bandwidth_all_reduce": {1024: ([0], [0.2]), 2048: ([0], [0.4])}}
+    assert failed.measured == {"bandwidth_all_reduce": both}
