@@ -109,19 +109,20 @@ console's closing summary <= 40 lines at any size; report.html open in headless 
 <= 3 s at 1,024 hosts."""
 
 METHOD = """\
-Method (`.venv/bin/python -m bench.report_scale`): a synthetic run directory of N hosts
-(gpu0001..) x 8 ranks made from two real runs of the embedded default recorded in
-tests/fixtures/report_scale/ (`ansible-playbook playbooks/validate.yml -i inventory/local`, gloo,
-the default check: every test, bandwidth 1K..1M): every rank the passed run's rank-0.json (28 KB,
-77 bandwidth rows) with its identity rewritten, one rank (rank 129 on gpu0017) the rank-1.json
-of the run whose rank 1 got wrong data; each host the pre-flight results, launch.json and logs of
-the runs. Then the report step in a fresh Python with the report role's options and report.html's
-template: wall and CPU time of the `run_report` call, the process's peak RSS (ru_maxrss), the
-files' sizes, the closing summary's lines, report.html's open time in headless Chromium
-(tests/browser.py: Page.navigate to the load event), and, as the floor, the CPU time of a fresh
-Python that only reads and `json.loads` every rank file. Other engineers' labs and suites share
-the 2 cores: the 1-minute load average is given; at a load of N the wall time is up to N/2 times
-the CPU time, which is the figure to compare between sittings."""
+Method (`.venv/bin/python -m bench.report_scale`): a synthetic run directory of N hosts (gpu0001..)
+x 8 ranks made from two real runs of the embedded default recorded in tests/fixtures/report_scale/
+(`ansible-playbook playbooks/validate.yml -i inventory/local`, gloo, the default check: every test,
+bandwidth 1K..1M): every rank the passed run's rank-0.json (28 KB, 77 bandwidth rows) with its
+identity rewritten, one rank (rank 129 on gpu0017) the rank-1.json of the run whose rank 1 got wrong
+data; each host the pre-flight results, launch.json and logs of the runs. junit/rank-<R>.xml names
+the rank's rank-<R>.json and log (since 2026-11-28 15:00; before, it copied the rank's 77 bandwidth
+rows as properties). Then the report step in a fresh Python with the report role's options and
+report.html's template: wall and CPU time of the `run_report` call, the process's peak RSS
+(ru_maxrss), the files' sizes, the closing summary's lines, report.html's open time in headless
+Chromium (tests/browser.py: Page.navigate to the load event), and, as the floor, the CPU time of a
+fresh Python that only reads and `json.loads` every rank file. Other engineers' labs and suites
+share the 2 cores: the 1-minute load average is given; at a load of N the wall time is up to N/2
+times the CPU time, which is the figure to compare between sittings."""
 
 
 def section() -> list[str]:
@@ -130,12 +131,18 @@ def section() -> list[str]:
         return []
     out = ["## 8. The report step at scale: 128 to 1,024 nodes x 8 ranks", "", *HEAD.splitlines()]
     out += ["", f"Measured {doc['measured']}:", "", *_table(doc), ""]
+    # What the sitting's figures need said beside them (its load, an A/B under the same load),
+    # kept with them in the results; a new bench run writes none.
+    out += [*(f"- {note}" for note in doc.get("notes") or []), *([""] if doc.get("notes") else [])]
     before = doc.get("before")
     if before:
+        what = before.get("what") or (
+            "the JUnit built with junit-xml, parsed again by minidom and pretty-printed; every "
+            "rank's rows as dicts; the console a row per host"
+        )
         out += [
-            f"Before (commit {before['commit']}: the JUnit built with junit-xml, parsed again by "
-            f"minidom and pretty-printed; every rank's rows as dicts; the console a row per "
-            f"host), the same bench on this machine, {before['measured']}:",
+            f"Before (commit {before['commit']}: {what}), the same bench on this machine, "
+            f"{before['measured']}:",
             "",
             *_table(before),
             "",

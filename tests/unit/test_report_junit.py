@@ -292,10 +292,13 @@ def test_all_passed_gives_one_suite_per_rank_and_per_host(
     own = suites(run.dir / "junit" / "rank-4.xml")["nccl.node2.rank4"]
     own_props = {p.get("name"): p.get("value") for p in own.iter("property")}
     assert own_props["version.torch"] == "2.13.0+cpu"
-    assert own_props["bandwidth.all_reduce.65536"] == (
-        "count=16384 type=float32 redop=sum root=-1 time_us=800 algbw_gbps=1 "
-        "busbw_gbps=1.667 wrong=0"
-    )
+    # It names the rank's own result and log (the run directory's), not a copy of its rows.
+    assert not any(name.startswith("bandwidth.") for name in own_props)
+    assert own_props["file.result"] == "node2/rank-4.json"
+    assert own_props["file.log"] == "node2/rank-4.log"
+    rows = json.loads((run.dir / own_props["file.result"]).read_text())["tests"]
+    sweep = next(t for t in rows if t["name"] == "bandwidth_all_reduce")["bandwidth"]
+    assert [round(row["busbw_gbps"], 3) for row in sweep if row["size_bytes"] == 65536] == [1.667]
     pre = merged["preflight.node1"]
     assert case(pre, "fabric_interface").find("system-out") is None
     own_pre = suites(run.dir / "junit" / "preflight-node1.xml")["preflight.node1"]

@@ -9,7 +9,6 @@ test affords; the timings at 128 to 1,024 nodes are the benchmark's (BENCHMARKS.
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,7 +17,13 @@ from typing import Any
 import pytest
 
 from bench.report_scale import PER_NODE, WRONG_LOCAL, read_source, report_params, synthesize
-from nccl_preflight.core.bandwidth_rows import COLUMNS, BandwidthRows, compact, size_values
+from nccl_preflight.core.bandwidth_rows import (
+    COLUMNS,
+    BandwidthRows,
+    compact,
+    run_bandwidth,
+    size_values,
+)
 from nccl_preflight.core.console import MAX_LINES, console_lines
 from nccl_preflight.core.hostlist import compress, expand
 from nccl_preflight.core.report_run import run_report
@@ -58,15 +63,23 @@ def test_junit_xml_is_lean_and_junit_keeps_the_details(big: tuple[Path, dict[str
     failure = next(c for c in wrong.iter("testcase") if c.get("name") == "all_reduce_sum")
     assert "Hint: Suspect: rank" in failure.find("failure").get("message")  # type: ignore[union-attr]
     assert json.loads(failure.find("failure").text)["got"] == 4  # type: ignore[union-attr,arg-type]
-    # The rank's own file: every bandwidth row; the host's: what every passed check saw.
-    own = ET.parse(run_dir / "junit" / "rank-0.xml").getroot()
-    rows = {p.get("name"): p.get("value") for p in own.iter("property")}
-    assert len([n for n in rows if n and n.startswith("bandwidth.")]) == 77
-    assert re.fullmatch(
-        r"count=262144 type=float redop=sum root=-1 time_us=\S+ algbw_gbps=\S+ busbw_gbps=\S+ "
-        r"rank_time_us=\S+ rank_busbw_gbps=\S+ wrong=0",
-        rows["bandwidth.all_reduce.1048576"] or "",
+    # The rank's own file names the rank's result (every bandwidth row) and log in the run
+    # directory, copies no row; the host's holds what every passed check saw.
+    own = ET.parse(run_dir / "junit" / f"rank-{WRONG}.xml").getroot()
+    props = {p.get("name"): p.get("value") for p in own.iter("property")}
+    assert not [n for n in props if n and n.startswith("bandwidth.")]
+    assert (props["file.result"], props["file.log"]) == (
+        f"gpu0017/rank-{WRONG}.json",
+        f"gpu0017/rank-{WRONG}.log",
     )
+    result = json.loads((run_dir / str(props["file.result"])).read_text())
+    assert result["global_rank"] == WRONG
+    assert sum(len(t["bandwidth"]) for t in result["tests"]) == 77
+    assert "all_reduce_sum" in (run_dir / str(props["file.log"])).read_text()
+    # ... and the same testcases as the merged file, the failures in full.
+    assert [ET.tostring(c) for c in own.iter("testcase")] == [
+        ET.tostring(c) for c in wrong.iter("testcase")
+    ]
     pre = ET.parse(run_dir / "junit" / "preflight-gpu0001.xml").getroot()
     assert "MTU 65536" in "".join(pre.itertext())
     assert sorted(p.name for p in (run_dir / "junit").glob("rank-*.xml")) == sorted(
@@ -205,3 +218,34 @@ def test_bandwidth_rows_are_held_compact_and_read_back_as_written() -> None:
     short = [{k: rows[0][k] for k in COLUMNS[:-1]}]
     assert compact(odd) is odd and compact(short) is short
     assert compact([]) == [] and compact("text") == "text"
+
+
+def test_run_bandwidth_reads_a_failed_sweeps_details_only_for_the_plots() -> None:
+    rows = [
+        {"size_bytes": 1024 << i, "count": 256 << i, "type": "float", "redop": "sum", "root": -1,
+         "time_us": 10.0, "algbw_gbps": 0.1, "busbw_gbps": 0.2 * (i + 1),
+         "rank_time_us": 11.0, "rank_busbw_gbps": 0.1 * (i + 1), "wrong": 0}
+        for i in range(2)
+    ]  # fmt: skip
+
+    def rank(own: bool, threshold: float | None = None) -> dict[str, Any]:
+        details: dict[str, Any] = {} if own else {"bandwidth": [dict(r) for r in rows]}
+        if threshold is not None:
+            details["threshold_gbps"] = threshold
+        test = {"name": "bandwidth_all_reduce", "details": details}
+        test["bandwidth"] = compact([dict(r) for r in rows]) if own else []
+        return {"tests": [test, {"name": "init", "details": ["not", "a", "dict"]}]}
+
+    every = run_bandwidth([(0, rank(True, 0.5)), (1, rank(True))])
+    both = {1024: ([0, 1], [0.2, 0.2]), 2048: ([0, 1], [0.4, 0.4])}
+    assert every.busbw == every.measured == {"bandwidth_all_reduce": both}
+    assert every.rank_busbw["bandwidth_all_reduce"][2048] == ([0, 1], [0.2, 0.2])
+    assert (
+        every.measured["bandwidth_all_reduce"][1024][0]
+        is not every.busbw["bandwidth_all_reduce"][1024][0]
+    )  # lists of its own
+    assert every.thresholds == {"all_reduce": 0.5}
+    # Rank 1's sweep failed: its rows are in its details only, which the plots read too.
+    failed = run_bandwidth([(0, rank(True)), (1, rank(False))])
+    assert failed.busbw == {"bandwidth_all_reduce": {1024: ([0], [0.2]), 2048: ([0], [0.4])}}
+    assert failed.measured == {"bandwidth_all_reduce": both}

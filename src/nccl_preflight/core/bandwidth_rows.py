@@ -7,8 +7,8 @@ with the default check, 630,000 at 8,192 ranks. As the dicts json.loads makes th
 of the report step's memory (issue 37); src/nccl_preflight/core/run_data.py keeps them compact
 (``compact``) as it reads each rank. Whoever reads a row as a dict still gets one
 (BandwidthRows is a sequence of dicts, made on access); the report's own readers of every rank
-(summary.bandwidth_table, plots.busbw_series, bandwidth_expectation.collective_rows,
-junit.bandwidth_property_xml) read the columns (``size_values``, ``BandwidthRows.columns``).
+(summary.bandwidth_table, plots.busbw_series, bandwidth_expectation.collective_rows)
+read the columns (``size_values``, ``BandwidthRows.columns``).
 Standard library only.
 """
 
@@ -200,10 +200,13 @@ RANK_BUSBW = "rank_busbw_gbps"
 
 def run_bandwidth(ranked: Any) -> RunBandwidth:
     """RunBandwidth of ``ranked`` ((rank, rank result) pairs, in the order given): by_size's
-    three readings and the thresholds the ranks recorded, in one pass."""
+    three readings and the thresholds the ranks recorded, in one pass. ``measured`` is
+    ``busbw``'s rows read again unless a test has rows in its details only (a failed sweep):
+    then the third reading is made on its own (8,192 ranks x 7 tests: one add fewer a test)."""
+    ranked = list(ranked)  # read twice where a test has rows in its details only
     busbw: dict[str, _BySize] = {}
     rank_busbw: dict[str, _BySize] = {}
-    measured: dict[str, _BySize] = {}
+    details_only = False  # a test with rows in its details only (measured: by_size's pass)
     required: dict[str, float] = {}
     for rank, doc in ranked:
         for test in doc.get("tests") or []:
@@ -218,9 +221,24 @@ def run_bandwidth(ranked: Any) -> RunBandwidth:
             if rows.__class__ is BandwidthRows or rows:
                 _add(busbw, name, rank, rows, None)
                 _add(rank_busbw, name, rank, rows, RANK_BUSBW)
-                _add(measured, name, rank, rows, None)
                 continue
-            rows = details.get("bandwidth")
-            if rows:
-                _add(measured, name, rank, rows, None)
-    return RunBandwidth(_results(busbw), _results(rank_busbw), _results(measured), required)
+            details_only = details_only or bool(details.get("bandwidth"))
+    # Every row a test's own: measured is busbw's reading, in lists of its own.
+    measured = _measured(ranked) if details_only else _results(busbw)
+    return RunBandwidth(_results(busbw), _results(rank_busbw), measured, required)
+
+
+def _measured(ranked: list[tuple[int, Any]]) -> ByName:
+    """run_bandwidth's ``measured`` where a test has rows in its details only: every test's
+    own rows, else its details' (a failed sweep)."""
+    table: dict[str, _BySize] = {}
+    for rank, doc in ranked:
+        for test in doc.get("tests") or []:
+            rows = test.get("bandwidth")
+            if rows.__class__ is not BandwidthRows and not rows:
+                details = test.get("details")
+                rows = details.get("bandwidth") if details.__class__ is dict else None
+                if not rows:
+                    continue
+            _add(table, str(test.get("name")), rank, rows, None)
+    return _results(table)

@@ -11,7 +11,8 @@ schema accepts) are src/nccl_preflight/core/junit_cases.py's.
 
 Scale (issue 37): every suite's XML is written once per file as text, no document tree; the
 merged junit.xml holds every testcase with its failure or error in full, but a passed or skipped
-testcase carries no system-out and a rank's suite no bandwidth rows: junit/<file>.xml keeps them.
+testcase carries no system-out; junit/<file>.xml keeps it, and a rank's file names the rank's
+own result and log in the run directory (rank_file_xml) instead of copying its bandwidth rows.
 """
 
 from __future__ import annotations
@@ -20,15 +21,12 @@ import json
 import os
 import shutil
 from dataclasses import dataclass
-from itertools import chain, repeat
-from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nccl_preflight.node.files import write_atomically
 
 from .bandwidth_expectation import expectation_suites
-from .bandwidth_rows import COLUMNS, BandwidthRows
 from .hints import MISSING, rank_hints
 from .junit_cases import (
     CASE_PAD,
@@ -39,7 +37,6 @@ from .junit_cases import (
     Case,
     Suite,
     attr,
-    escapes,
     testsuites,
 )
 from .pairwise import pairwise_suites, write_pairwise
@@ -98,37 +95,6 @@ _IDENTITY = (
     "started_at",
     "finished_at",
 )
-# A bandwidth row as a property value: "count=256 type=float ... wrong=0", floats to 4 digits:
-# every column of a row (bandwidth_rows.COLUMNS) but its size, which names the property.
-_ROW_KEYS = COLUMNS[1:]
-_row_values = itemgetter(*_ROW_KEYS)
-_ROW_FORMATS: dict[tuple[type, ...], str] = {}
-
-
-def _fmt_num(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _values_text(values: tuple[Any, ...]) -> str:
-    """The values of _ROW_KEYS as "key=value ...", through one format per value types (8,192
-    ranks x 77 rows: one % each)."""
-    types = tuple(map(type, values))
-    pattern = _ROW_FORMATS.get(types)
-    if pattern is None:
-        pairs = zip(_ROW_KEYS, types, strict=True)
-        pattern = " ".join(f"{key}=%.4g" if kind is float else f"{key}=%s" for key, kind in pairs)
-        _ROW_FORMATS[types] = pattern
-    return pattern % values
-
-
-def _row_text(row: dict[str, Any]) -> str:
-    """One bandwidth row as "key=value ...": every key of _ROW_KEYS the row has, in that order."""
-    try:
-        return _values_text(_row_values(row))
-    except KeyError:
-        return " ".join(f"{key}={_fmt_num(row[key])}" for key in _ROW_KEYS if key in row)
 
 
 def rank_properties(result: dict[str, Any]) -> dict[str, str]:
@@ -139,63 +105,23 @@ def rank_properties(result: dict[str, Any]) -> dict[str, str]:
     return props
 
 
-# (test's property prefix, the columns' types) -> (one row's <property> line as a % format, or
-# "" when the prefix needs escaping; the columns that hold words, to check for markup).
-_PROPERTY_LINES: dict[tuple[str, tuple[type, ...]], tuple[str, tuple[int, ...]]] = {}
+RESULT_FILE, LOG_FILE = "file.result", "file.log"  # a rank's own files, in junit/rank-<R>.xml
 
 
-def _property_line(prefix: str, types: tuple[type, ...]) -> tuple[str, tuple[int, ...]]:
-    key = (prefix, types)
-    found = _PROPERTY_LINES.get(key)
-    if found is None:
-        values = " ".join(
-            f"{name}=%.4g" if kind is float else f"{name}=%s"
-            for name, kind in zip(_ROW_KEYS, types[1:], strict=True)
-        )
-        line = f'{CASE_PAD}<property name="{prefix}%s" value="{values}"/>\n'
-        words = tuple(i for i, kind in enumerate(types) if kind is str)
-        found = _PROPERTY_LINES[key] = ("" if escapes(prefix) else line, words)
-    return found
-
-
-def _held_property_xml(prefix: str, rows: BandwidthRows) -> str:
-    """The <property> lines of one test's held rows: one format for all of them where each
-    column has one type and no word needs escaping (as the rank script writes them), else a
-    line per row. 8,192 ranks x 7 tests: the checks at C speed (no Python call per column)."""
-    columns = rows.columns
-    kinds = [*map(set, map(map, repeat(type), columns))]
-    if max(map(len, kinds)) == 1:
-        line, words = _property_line(prefix, tuple(map(set.pop, kinds)))
-        said = "".join(chain.from_iterable(map(columns.__getitem__, words)))
-        if line and not escapes(said):
-            return (line * len(columns[0])) % tuple(chain.from_iterable(rows.rows()))
+def rank_file_xml(host: HostData, rank: int) -> str:
+    """The <property> lines naming a rank's own files in the run directory, for
+    junit/rank-<R>.xml: ``file.result`` (<host>/rank-<R>.json: every test's details and every
+    bandwidth row the rank measured) and ``file.log`` (<host>/rank-<R>.log), each where it was
+    collected. The rows are not copied into the XML (issue 37: 77 a rank, 17 KB a file and
+    most of the report step's time at 8,192 ranks)."""
+    lines = []
+    if rank in host.ranks or rank in host.unreadable:
+        lines.append((RESULT_FILE, f"{host.host}/rank-{rank}.json"))
+    if rank in host.rank_logs:
+        lines.append((LOG_FILE, f"{host.host}/rank-{rank}.log"))
     return "".join(
-        f'{CASE_PAD}<property name="{attr(prefix + str(row[0]))}" '
-        f'value="{attr(_values_text(row[1:]))}"/>\n'
-        for row in rows.rows()
+        f'{CASE_PAD}<property name="{name}" value="{attr(value)}"/>\n' for name, value in lines
     )
-
-
-def bandwidth_property_xml(result: dict[str, Any]) -> str:
-    """Every bandwidth row of one rank as a <property> line (bandwidth.<collective>.<size>:
-    "count=... wrong=0"), for junit/rank-<R>.xml only: 77 a rank with the default check, so held
-    rows (core/bandwidth_rows.py) are written a test at a time."""
-    props: dict[str, str] = {}
-    held = []
-    for test in result.get("tests") or []:
-        rows = test.get("bandwidth")
-        if not rows:
-            continue
-        prefix = "bandwidth." + str(test.get("name")).removeprefix("bandwidth_") + "."
-        if isinstance(rows, BandwidthRows):
-            held.append(_held_property_xml(prefix, rows))
-            continue
-        for row in rows:
-            props[f"{prefix}{row.get('size_bytes')}"] = _row_text(row)
-    lines = [
-        f'{CASE_PAD}<property name="{attr(k)}" value="{attr(v)}"/>\n' for k, v in props.items()
-    ]
-    return "".join(held + lines)
 
 
 def _launch_timeout(launch: dict[str, Any] | None) -> str:
@@ -558,23 +484,24 @@ def _swap_in(new: Path, junit_dir: Path) -> None:
 
 
 def write_report(report_dir: Path, judged: JudgedRun, markdown: str) -> list[str]:
-    """Write the judged run's junit/*.xml (each suite in full, a rank's with every bandwidth
-    row; into a new directory put in place of junit/ when every file is written), junit.xml
-    (every suite, lean: junit_cases), summary.md (``markdown``) and pairwise.json; return the
-    written paths."""
+    """Write the judged run's junit/*.xml (each suite in full, a rank's naming its own files:
+    rank_file_xml; into a new directory put in place of junit/ when every file is written),
+    junit.xml (every suite, lean: junit_cases), summary.md (``markdown``) and pairwise.json;
+    return the written paths."""
     written = []
     new = report_dir / f".junit.new.{os.getpid()}"
     shutil.rmtree(new, ignore_errors=True)
     new.mkdir(parents=True)
-    ranks = {host.host: host.ranks for host in judged.run.hosts}
+    hosts = {host.host: host for host in judged.run.hosts}
     lean: list[str] = []
     totals = {"tests": 0, "failures": 0, "errors": 0}
     seconds = 0.0
     into, here = str(new), str(report_dir)  # 9,216 files: strings, not Path objects
     for item in judged.suites:
         suite = item.suite
-        doc = ranks[item.host].get(item.rank) if item.kind == "rank" else None
-        full, short = suite.forms(bandwidth_property_xml(doc) if doc else "")
+        rank = item.rank if item.kind == "rank" else None
+        named = rank_file_xml(hosts[item.host], rank) if rank is not None else ""
+        full, short = suite.forms(named)
         counts = suite.counts()
         mine = {key: counts[key] for key in totals}
         took = suite.seconds

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,39 @@ from .bandwidth_rows import compact
 from .transport_report import read_nccl_logs
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.(json|log)$")
+
+
+class RankLogs(Mapping[int, str]):
+    """A host's rank-<R>.log files by rank, each read when it is first asked for: the report
+    reads the log of a rank that failed, crashed or never reported (its tail), and only names
+    the others' (issue 37: 8,192 logs read for nothing were 0.4 s of the report step)."""
+
+    __slots__ = ("_paths", "_texts")
+
+    def __init__(self, paths: dict[int, str]):
+        self._paths = paths
+        self._texts: dict[int, str] = {}
+
+    def __getitem__(self, rank: int) -> str:
+        text = self._texts.get(rank)
+        if text is None:
+            path = self._paths[rank]
+            try:
+                with open(path, encoding="utf-8", errors="replace") as file:
+                    text = file.read()
+            except OSError as exc:
+                text = f"(cannot read {path}: {exc})"
+            self._texts[rank] = text
+        return text
+
+    def __contains__(self, rank: object) -> bool:
+        return rank in self._paths
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
 
 
 @dataclass
@@ -36,7 +70,7 @@ class HostData:
     reachable: bool = True
     preflight: dict[str, Any] | None = None
     ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
-    rank_logs: dict[int, str] = field(default_factory=dict)
+    rank_logs: Mapping[int, str] = field(default_factory=dict)  # RankLogs as read_run reads
     unreadable: dict[int, str] = field(default_factory=dict)
     torchrun_log: str | None = None
     launch: dict[str, Any] | None = None
@@ -128,10 +162,12 @@ def _read_text(path: Path) -> str | None:
 
 
 def _read_host_dir(data: HostData, sub: Path) -> list[str]:
-    """Every rank-<R>.json and rank-<R>.log of a host's directory into ``data``, in name order;
+    """Every rank-<R>.json of a host's directory into ``data``, in name order, and its
+    rank-<R>.log files (RankLogs: read when asked for);
     -> the names of the directory's files (8,192 ranks: names, not Path objects)."""
     with os.scandir(sub) as entries:
         files = sorted(entry.name for entry in entries if entry.is_file())
+    logs: dict[int, str] = {}
     for name in files:
         match = _RANK_FILE.match(name)
         if match is None:
@@ -144,8 +180,8 @@ def _read_host_dir(data: HostData, sub: Path) -> list[str]:
             else:
                 data.unreadable[int(match.group(1))] = why or f"{path} holds no JSON object"
         else:
-            with open(path, encoding="utf-8", errors="replace") as file:
-                data.rank_logs[int(match.group(1))] = file.read()
+            logs[int(match.group(1))] = path
+    data.rank_logs = RankLogs(logs)
     return files
 
 
