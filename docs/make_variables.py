@@ -4,7 +4,7 @@
 
 The table is generated from the roles' defaults files, so it cannot drift from them: each
 variable's meaning is the comment block right above it, and a group is a file (or a
-`# --- Title ---` line inside one). `tests/unit/test_variables_doc.py` fails when the committed
+`# --- Title ---` line inside one). `tests/unit/tree/test_variables_doc.py` fails when the committed
 page differs from what this script writes, and when a variable has no comment.
 
     python docs/make_variables.py            # rewrite docs/variables.md

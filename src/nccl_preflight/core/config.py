@@ -298,7 +298,7 @@ def preflight_values(config: dict[str, Any], node_count: int) -> dict[str, Any]:
     """UNDER_SLURM's variables for a run of ``node_count`` nodes: the config's value where it
     has one (load_config: the user's, else the role's plain default), else the role's default
     that is a Jinja expression of other variables, worked out here as
-    roles/preflight/defaults/main.yml writes it (tests/unit/test_config.py renders the role's
+    roles/preflight/defaults/main.yml writes it (tests/unit/core/test_config.py renders the role's
     expressions and compares):
 
         preflight_listen_timeout     60 + 10 x node_count            (groups['nccl_nodes'])
