@@ -5,29 +5,12 @@ reports/<run-id>/<host>/ as the report expects, and an archive can never write a
 
 from __future__ import annotations
 
-import io
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from tests.plugin_files import load_plugin
-
-action = load_plugin("roles/launch/action_plugins/nccl_torchrun.py", "launch_action_nccl_torchrun")
-
-
-def archive(*members: tarfile.TarInfo | tuple[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for member in members:
-            if isinstance(member, tarfile.TarInfo):
-                tar.addfile(member)
-            else:
-                name, data = member
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+from tests.builders.launch import action, archive
 
 
 def test_the_result_files_land_flat_in_the_host_directory(tmp_path: Path) -> None:

@@ -12,15 +12,9 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+from tests.builders.torchrun import finish, finished_args, module_args, start_module
 from tests.plugin_files import load_plugin
 from tests.program_shell import Shell
-from tests.unit.ansible.test_torchrun_module import (
-    finish,
-    finished_args,
-    module_args,
-    run_dir,  # noqa: F401 - the fixture
-    start_module,
-)
 
 action_module = load_plugin(
     "roles/launch/action_plugins/nccl_torchrun.py", "launch_action_nccl_torchrun_start"
@@ -37,7 +31,7 @@ def plain_start(shell: Shell, environment: str = "") -> object:
     return action
 
 
-def test_the_program_starts_torchrun_as_the_module_does(tmp_path: Path, run_dir: Path) -> None:  # noqa: F811
+def test_the_program_starts_torchrun_as_the_module_does(tmp_path: Path, run_dir: Path) -> None:
     (run_dir / "check.py").write_text(
         "import os, sys\nprint('hello from rank', os.environ['RANK'], flush=True)\n"
         "print('task environment:', os.environ.get('NCCL_PREFLIGHT_TASK_ENV'), flush=True)\n"
@@ -75,14 +69,14 @@ def test_a_refusal_is_the_modules_failure_word_for_word(tmp_path: Path) -> None:
     assert not list(target.iterdir())  # nothing was written through the link
 
 
-def test_options_the_spec_refuses_never_reach_the_node(run_dir: Path) -> None:  # noqa: F811
+def test_options_the_spec_refuses_never_reach_the_node(run_dir: Path) -> None:
     shell = Shell()
     args = module_args(run_dir, Path(sys.executable), script_content="x", script_zipapp="eA==")
     assert plain_start(shell).start_plain(args) is None  # mutually exclusive: the module says so
     assert shell.calls == 0
 
 
-def test_a_python_that_cannot_run_leaves_the_start_to_the_module(run_dir: Path) -> None:  # noqa: F811
+def test_a_python_that_cannot_run_leaves_the_start_to_the_module(run_dir: Path) -> None:
     shell = Shell(rc=127)
     assert plain_start(shell).start_plain(module_args(run_dir, Path("/nonexistent/py"))) is None
     assert shell.calls == 1

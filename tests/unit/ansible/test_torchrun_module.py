@@ -19,10 +19,8 @@ import os
 import signal
 import socket
 import stat
-import subprocess
 import sys
 import tarfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -31,151 +29,17 @@ import pytest
 from ansible.module_utils.nccl_preflight.node import processes
 from ansible.module_utils.nccl_preflight.node.run_start import build_argv, parse_env_file
 
-ROOT = Path(__file__).resolve().parents[3]
-MODULE = ROOT / "library" / "nccl_torchrun.py"
-# python -c RUN_AS_ANSIBLE <module> <args file>: AnsiballZ would ship the node room with it.
-RUN_AS_ANSIBLE = (
-    "import runpy, sys, ansible.module_utils as mu; "
-    f"mu.__path__.append({str(ROOT / 'src')!r}); "
-    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+from tests.builders.torchrun import (
+    ENV_CONTENT,
+    finish,
+    finished_args,
+    module_args,
+    rank_file,
+    start_hanging_run,
+    start_module,
+    tagged_processes,
 )
-
-FAKE_TORCHRUN = textwrap.dedent(
-    """\
-    #!{python}
-    # Stands in for `python -m torch.distributed.run ...`: argv is ignored except --log-dir.
-    import os, signal, subprocess, sys, time
-    mode = os.environ.get("FAKE_MODE", "hang")
-    log_dir = sys.argv[sys.argv.index("--log-dir") + 1]
-    nproc = int(sys.argv[sys.argv.index("--nproc-per-node") + 1])
-    worker = (
-        "import os, signal, subprocess, sys, time\\n"
-        "if os.environ.get('FAKE_STUBBORN'):\\n"
-        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\\n"
-        "print('worker', sys.argv[1], 'up', flush=True)\\n"
-        "print('worker', sys.argv[1], 'complains', file=sys.stderr, flush=True)\\n"
-        "time.sleep(600 if sys.argv[2] == 'hang' else 0)\\n"
-    )
-    procs = []
-    for local_rank in range(nproc):
-        d = os.path.join(log_dir, "nccl-preflight_abc", "attempt_0", str(local_rank))
-        os.makedirs(d, exist_ok=True)
-        out = open(os.path.join(d, "stdout.log"), "w")
-        err = open(os.path.join(d, "stderr.log"), "w")
-        procs.append(subprocess.Popen([sys.executable, "-c", worker, str(local_rank), mode],
-                                      stdout=out, stderr=err, start_new_session=True))
-    print("fake torchrun started", [p.pid for p in procs], flush=True)
-    if mode == "hang":
-        time.sleep(600)
-    for p in procs:
-        p.wait()
-    sys.exit(3 if mode == "fail" else 0)
-    """
-)
-
-
-def tagged_processes(run_dir: Path) -> list[int]:
-    """Live processes whose environment carries this run directory (the module tags them)."""
-    marker = f"NCCL_PREFLIGHT_RUN_DIR={run_dir}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in environ.split(b"\0") and state not in "ZX":
-            found.append(int(entry))
-    return found
-
-
-@pytest.fixture
-def fake_python(tmp_path: Path) -> Path:
-    path = tmp_path / "fake-python"
-    path.write_text(FAKE_TORCHRUN.format(python=sys.executable))
-    path.chmod(0o755)
-    return path
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path) -> Path:
-    path = tmp_path / "nccl-preflight-run-node1"
-    path.mkdir(mode=0o700)
-    (path / "nccl.env").write_text(
-        "NCCL_SOCKET_IFNAME='eth1'\nGLOO_SOCKET_IFNAME='eth1'\nNCCL_DEBUG=WARN\n"
-        "export NCCL_IB_HCA='mlx5_0 mlx5_1'  # comment\n"
-    )
-    (path / "check.py").write_text("print('hello')\n")
-    return path
-
-
-def module_args(run_dir: Path, python: Path, **over: Any) -> dict[str, Any]:
-    args = {
-        "state": "started",
-        "run_dir": str(run_dir),
-        "python": str(python),
-        "script": str(run_dir / "check.py"),
-        "script_args": ["--out-dir", str(run_dir / "results")],
-        "nnodes": 1,
-        "node_rank": 0,
-        "nproc_per_node": 2,
-        "rank_offset": 4,
-        "master_addr": "127.0.0.1",
-        "master_port": 29555,
-        "local_addr": "127.0.0.1",
-        "env_file": str(run_dir / "nccl.env"),
-        "timeout": 30,
-        "kill_grace": 2,
-    }
-    args.update(over)
-    return args
-
-
-def start_module(args: dict[str, Any], tmp_path: Path, name: str = "args") -> subprocess.Popen:
-    args_file = tmp_path / f"{name}.json"
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    # The module as Ansible runs it: its own process, our module_utils importable.
-    return subprocess.Popen(
-        [sys.executable, "-c", RUN_AS_ANSIBLE, str(MODULE), str(args_file)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-
-
-def finish(proc: subprocess.Popen, timeout: float = 60) -> dict[str, Any]:
-    out, err = proc.communicate(timeout=timeout)
-    assert out.strip(), f"module printed nothing; stderr:\n{err}"
-    return json.loads(out)
-
-
-def start_hanging_run(
-    tmp_path: Path, fake_python: Path, run_dir: Path, timeout: int
-) -> dict[str, Any]:
-    """state=started on a fake torchrun that hangs; returns once its 5 processes run
-    (torchrun + 2 workers + 2 grandchildren)."""
-    started = finish(
-        start_module(
-            module_args(run_dir, fake_python, timeout=timeout, environment={"FAKE_MODE": "hang"}),
-            tmp_path,
-        )
-    )
-    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
-    return started
-
-
-def finished_args(run_dir: Path, **over: Any) -> dict[str, Any]:
-    return {
-        "state": "finished",
-        "run_dir": str(run_dir),
-        "rank_offset": 4,
-        "kill_grace": 2,
-        **over,
-    }
+from tests.polling import wait_or_fail
 
 
 def run(args: dict[str, Any], tmp_path: Path, timeout: float = 60) -> dict[str, Any]:
@@ -188,15 +52,6 @@ def run(args: dict[str, Any], tmp_path: Path, timeout: float = 60) -> dict[str, 
 def pid_alive(pid: int) -> bool:
     stat = processes.proc_stat(pid)
     return stat is not None and stat["state"] not in "ZX"
-
-
-def wait_for(predicate: Any, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not reached in time")
 
 
 # --- pure helpers -----------------------------------------------------------------------------
@@ -273,7 +128,7 @@ def test_started_returns_at_once_and_the_timeout_ends_every_process(
     assert time.monotonic() - began < 8, "state=started must not wait for the run"
     assert started["changed"] is True and pid_alive(started["supervisor_pid"])
     # torchrun + 2 workers + 2 grandchildren run after the module returned.
-    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    wait_or_fail(lambda: len(tagged_processes(run_dir)) == 5)
     result = finish(start_module(finished_args(run_dir), tmp_path, "wait"))
     elapsed = time.monotonic() - began
     assert result["timed_out"] is True
@@ -302,8 +157,8 @@ def test_nothing_outlives_the_timeout_when_nobody_waits(
 ) -> None:
     """The control machine is gone after the start: the supervisor alone bounds the run."""
     started = start_hanging_run(tmp_path, fake_python, run_dir, timeout=2)
-    wait_for(lambda: (run_dir / "launch.json").is_file(), timeout=2 + 2 + 8)
-    wait_for(lambda: not pid_alive(started["supervisor_pid"]), timeout=5)
+    wait_or_fail(lambda: (run_dir / "launch.json").is_file(), timeout=2 + 2 + 8)
+    wait_or_fail(lambda: not pid_alive(started["supervisor_pid"]), timeout=5)
     assert tagged_processes(run_dir) == []
     assert json.loads((run_dir / "launch.json").read_text())["timed_out"] is True
 
@@ -321,21 +176,6 @@ def test_sigkill_follows_when_a_worker_ignores_sigterm(
     result = run(args, tmp_path)
     assert result["timed_out"] is True
     assert tagged_processes(run_dir) == []
-
-
-ENV_KEYS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "EXTRA")
-
-
-@pytest.fixture
-def env_python(tmp_path: Path) -> Path:
-    """A "python" that prints, as JSON, the part of its environment the tests look at."""
-    script = tmp_path / "env-python"
-    script.write_text(
-        f"#!{sys.executable}\nimport json, os\n"
-        f"print(json.dumps({{k: os.environ.get(k) for k in {ENV_KEYS!r}}}))\n"
-    )
-    script.chmod(0o755)
-    return script
 
 
 def seen_env(run_dir: Path) -> dict[str, str | None]:
@@ -359,8 +199,6 @@ def test_environment_comes_from_nccl_env(tmp_path: Path, run_dir: Path, env_pyth
 
 
 # --- state=started makes the run directory and writes nccl.env --------------------------------
-
-ENV_CONTENT = "# nccl.env of node1\nNCCL_SOCKET_IFNAME='enp 9'\nGLOO_SOCKET_IFNAME='enp 9'\n"
 
 
 def test_started_makes_the_run_directory_with_its_exact_mode_and_writes_env_content(
@@ -637,7 +475,7 @@ def test_the_wait_ends_the_run_when_the_control_machine_goes_away(
     time.sleep(1)
     assert waiter.poll() is None, "the wait must go on while someone reads its result"
     waiter.stdout.close()
-    wait_for(lambda: tagged_processes(run_dir) == [], timeout=15)
+    wait_or_fail(lambda: tagged_processes(run_dir) == [], timeout=15)
     waiter.wait(timeout=15)
     launch = json.loads((run_dir / "launch.json").read_text())
     assert "went away" in launch["stopped_by"]
@@ -647,7 +485,7 @@ def test_state_stopped_ends_a_running_tree_by_its_recorded_pids(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
     started = start_hanging_run(tmp_path, fake_python, run_dir, timeout=120)
-    wait_for(
+    wait_or_fail(
         lambda: (
             (run_dir / "torchrun.pids").is_file()
             and len(json.loads((run_dir / "torchrun.pids").read_text())["processes"]) == 5
@@ -714,12 +552,6 @@ def test_real_torchrun_rank_logs_and_rc(tmp_path: Path, run_dir: Path) -> None:
 # --- the launch's watch: looks, diagnose, stop details, a run nobody watches -------------------
 
 
-def rank_file(run_dir: Path, rank: int, **doc: object) -> None:
-    results = run_dir / "results"
-    results.mkdir(exist_ok=True)
-    (results / f"rank-{rank}.json").write_text(json.dumps({"status": "running", **doc}))
-
-
 def test_a_look_returns_the_progress_while_the_run_goes_on(
     tmp_path: Path, fake_python: Path, run_dir: Path
 ) -> None:
@@ -763,9 +595,9 @@ def test_the_supervisor_ends_a_run_nobody_looks_at_any_more(
         start_module(finished_args(run_dir, watch_s=0.2, watch_stale_s=3), tmp_path, "look")
     )
     assert look["running"] is True
-    wait_for(lambda: tagged_processes(run_dir) == [], timeout=30)
+    wait_or_fail(lambda: tagged_processes(run_dir) == [], timeout=30)
     # Nobody will come to collect: the supervisor leaves nothing behind.
-    wait_for(lambda: not run_dir.exists(), timeout=15)
+    wait_or_fail(lambda: not run_dir.exists(), timeout=15)
 
 
 def test_a_diagnosis_is_a_look_the_supervisor_waits_for(

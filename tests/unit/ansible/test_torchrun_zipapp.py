@@ -15,19 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_torchrun_module as base
-from test_torchrun_module import (
-    ENV_CONTENT,
-    finish,
-    finished_args,
-    module_args,
-    start_module,
-)
 
 from nccl_preflight.core.zipapp import build_zipapp
-
-# The fixtures of the module's own tests: a fake torchrun, a run directory, a Python with torch.
-fake_python, run_dir, env_python = base.fake_python, base.run_dir, base.env_python
+from tests.builders.torchrun import ENV_CONTENT, finish, finished_args, module_args, start_module
 
 
 def zipapp_of(folder: Path, entry: str, siblings: dict[str, str]) -> bytes:

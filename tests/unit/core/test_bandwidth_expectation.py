@@ -9,69 +9,13 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nccl_preflight.core import bandwidth_expectation as nccl_expect
+from tests.builders.bandwidth import MIB, write_run
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report as report
-
-MIB = 1024 * 1024
-
-
-def rank_doc(rank: int, node: int, busbw: dict[str, dict[int, float]]) -> dict[str, Any]:
-    tests = [
-        {
-            "name": f"bandwidth_{collective}",
-            "status": "passed",
-            "duration_s": 1.0,
-            "message": "",
-            "details": {},
-            "bandwidth": [
-                {"size_bytes": size, "busbw_gbps": value, "rank_busbw_gbps": value, "wrong": 0}
-                for size, value in sorted(sizes.items())
-            ],
-        }
-        for collective, sizes in busbw.items()
-    ]
-    return {
-        "schema": 1,
-        "host": f"node{node}",
-        "global_rank": rank,
-        "node_rank": node,
-        "status": "passed",
-        "started_at": "2026-01-01T00:00:00+00:00",
-        "finished_at": "2026-01-01T00:00:09+00:00",
-        "tests": tests,
-    }
-
-
-def write_run(
-    root: Path,
-    name: str,
-    busbw: dict[str, dict[int, float]],
-    expect: dict[str, Any] | None = None,
-    speed: int | None = 10000,
-) -> Path:
-    run_dir = root / name
-    hosts = []
-    for node in range(2):
-        host = f"10.0.0.{node + 1}"
-        hosts.append(
-            {
-                "host": host,
-                "node_rank": node,
-                "nproc_per_node": 1,
-                "rank_offset": node,
-                "link_speed_mbps": speed,
-            }
-        )
-        (run_dir / host).mkdir(parents=True)
-        (run_dir / host / f"rank-{node}.json").write_text(json.dumps(rank_doc(node, node, busbw)))
-    plan = {"run_id": name, "hosts": hosts, "world_size": 2, "expect": expect or {}}
-    (run_dir / "plan.json").write_text(json.dumps(plan))
-    return run_dir
 
 
 def bandwidth_cases(run_dir: Path) -> dict[tuple[str, str], ET.Element]:
@@ -208,7 +152,7 @@ def test_every_busbw_table_shows_measured_against_expected(
 ) -> None:
     """summary.md's busbw table (also the console's summary) and report.html carry measured /
     expected in %; a latency-bound size shows it too, marked as not judged."""
-    from tests.unit.core.test_report_junit import ROOT, module_result
+    from tests.builders.report import ROOT, module_result
 
     # 10000 Mb/s x 0.9 = 1.125 GB/s: 1.0 is 88.9%; all_gather's 1 MiB is below min_bytes.
     write_run(tmp_path, "r1", {"all_reduce": {64 * MIB: 1.0}, "all_gather": {MIB: 0.5}})

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from nccl_preflight.core import junit as nccl_junit
+from tests.builders.launch import action, archive
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report
-from tests.unit.ansible.test_launch_collect import action, archive
 
 HOSTILE = (
     "</failure><testcase name='injected'/>]]><!-- \x00\x1b[31m\x07 <script>alert(1)</script>"

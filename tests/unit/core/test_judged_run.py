@@ -25,8 +25,8 @@ from nccl_preflight.core import (
     transport_report,
     verdict,
 )
-from tests.unit.core.test_pairwise import slow_node, write_run
-from tests.unit.core.test_report_junit import ROOT
+from tests.builders.pairwise import slow_node, write_run
+from tests.builders.report import params
 
 # Every judgement of a run, by the module that is its home.
 JUDGEMENTS = {
@@ -90,19 +90,6 @@ def collected_run(tmp_path: Path) -> tuple[Path, Path]:
     doc = {"host": "10.0.0.1", "results": results}
     (run_dir / "preflight" / "10.0.0.1.json").write_text(json.dumps(doc))
     return run_dir, base
-
-
-def params(run_dir: Path) -> dict[str, Any]:
-    return {
-        "report_root": str(run_dir.parent),
-        "run_id": run_dir.name,
-        "fallback_to_latest": False,
-        "expect_ranks": True,
-        "update_latest": True,
-        "html_template": str(ROOT / "roles" / "report" / "templates" / "report.html.j2"),
-        "run_check_mode": False,
-        "verdict_copy": "",
-    }
 
 
 def test_one_build_makes_each_judgement_once(

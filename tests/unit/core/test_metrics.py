@@ -15,13 +15,13 @@ import pytest
 from nccl_preflight.core import metrics, report_run
 from nccl_preflight.node import files
 from tests import prom_text
-from tests.unit.core.test_bandwidth_expectation import MIB
-from tests.unit.core.test_bandwidth_expectation import write_run as bandwidth_run
-from tests.unit.core.test_judged_run import params
-from tests.unit.slurm.test_node_check import HEALTHY, MISSING_IF, node_check_cmd
-from tests.unit.core.test_pairwise import healthy, slow_node, write_run
-from tests.unit.slurm.test_slurm_salloc_options import command as slurm_command
-from tests.unit.slurm.test_slurm_salloc_options import refused
+from tests.builders.bandwidth import MIB
+from tests.builders.bandwidth import write_run as bandwidth_run
+from tests.builders.node_check import HEALTHY, MISSING_IF, node_check_cmd
+from tests.builders.pairwise import healthy, slow_node, write_run
+from tests.builders.report import params
+from tests.builders.slurm import command as slurm_command
+from tests.builders.slurm import refused
 
 HOSTILE = 'gpu"07\\a\nb'  # a quote, a backslash and a line feed: each must be escaped
 RESULTS = [

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from nccl_preflight.core.layout import LayoutError, nccl_rank_layout
+from tests.builders.env_role import read_env, report_env, spark
 from tests.playbook_run import run_play_with_facts
-from tests.unit.ansible.test_nccl_env_role import read_env, report_env, spark
 
 
 def summary(layout: dict) -> list[tuple]:

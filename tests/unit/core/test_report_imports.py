@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nccl_preflight.core.plots import busbw_svg, nice_ticks
-from tests.unit.core.test_report_junit import ROOT
+from tests.builders.report import ROOT
 
 BUILD = """
 import json, sys

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders.report import RunDir, report
 from tests.jenkins_schema import validate_report_junit
-from tests.unit.core.test_report_junit import RunDir
-from tests.unit.core.test_report_verdict import report
 
 WHY = "the slurm command was interrupted by SIGINT"
 

@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import xml.etree.ElementTree as ET
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -21,51 +20,10 @@ import pytest
 
 from nccl_preflight.core import exit_classes as nccl_exit_classes
 from nccl_preflight.core.verdict import split_hint
+from tests.builders.report import ROOT, RunDir, case, page, report, suites
 from tests.jenkins_schema import validate_report_junit
-from tests.unit.core.test_report_junit import ROOT, RunDir, build, case, suites
-from tests.verdict_schema import validate_verdict
 
-TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
 FIXTURES = ROOT / "tests" / "fixtures"
-
-
-def report(run: RunDir, capsys: pytest.CaptureFixture[str], **kw: Any) -> dict[str, Any]:
-    result = build(run, capsys, html_template=str(TEMPLATE), **kw)
-    verdict = validate_verdict(json.loads((run.dir / "verdict.json").read_text()))
-    assert verdict["class"] == result["exit_class"] and verdict["exit_code"] == result["exit_code"]
-    return verdict
-
-
-class Text(HTMLParser):
-    """The visible text of a page (script and style left out) and its links."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.text: list[str] = []
-        self.links: list[str] = []
-        self.tags: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append(tag)
-        if tag in ("style", "script"):
-            self._skip += 1
-        if tag == "a":
-            self.links += [v for k, v in attrs if k == "href" and v]
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("style", "script"):
-            self._skip -= 1
-
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self.text.append(data)
-
-
-def page(run: RunDir) -> Text:
-    parser = Text()
-    parser.feed((run.dir / "report.html").read_text())
-    return parser
 
 
 def wrong_sum(source: str) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from typing import Any
 from nccl_preflight.core.console import console_lines
 from nccl_preflight.core.run_cause import run_cause
 from nccl_preflight.core.run_data import read_run
+from tests.builders.report import RunDir, rank_doc
 from tests.report_build import build_report, build_verdict
-from tests.unit.core.test_report_junit import RunDir, rank_doc
 
 HOSTS = ["node1", "node2", "node3"]
 RESET = (

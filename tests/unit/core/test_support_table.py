@@ -186,7 +186,7 @@ def test_a_refusal_is_a_rank_that_could_not_run_the_test_not_wrong_data() -> Non
 def test_report_html_shows_the_predicted_skips_escaped_before_the_results(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.unit.core.test_report_verdict import RunDir, page, report
+    from tests.builders.report import RunDir, page, report
 
     run = RunDir(tmp_path, ["node1", "node2"], nproc=1).all_passed()
     plan = json.loads((run.dir / "plan.json").read_text())

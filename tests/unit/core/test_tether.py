@@ -29,7 +29,7 @@ from nccl_preflight.core.stdin_ship import BOOT, program_stream
 from nccl_preflight.core.tether import alive, release, start_tether, warden_command
 from nccl_preflight.core.zipapp import zip_bytes
 from nccl_preflight.node.processes import start_time, write_json
-from tests.unit.ansible.test_torchrun_module import wait_for
+from tests.polling import wait_or_fail
 
 BOUND_S = 60.0
 SLEEP = "import time; time.sleep(300)"
@@ -85,10 +85,10 @@ def test_ansible_playbook_gone_ends_the_run_on_the_node(
     assert run_dir.is_dir() and listener.poll() is None
     main_process.kill()  # ansible-playbook SIGKILLed (or ended, whichever way)
     began = time.monotonic()
-    wait_for(lambda: not run_dir.exists() and listener.poll() is not None, timeout=BOUND_S)
+    wait_or_fail(lambda: not run_dir.exists() and listener.poll() is not None, timeout=BOUND_S)
     print(f"the run ended {time.monotonic() - began:.2f} s after ansible-playbook")
-    wait_for(lambda: not alive(tether["pid"]) and not alive(tether["warden_pid"]), BOUND_S)
-    wait_for(lambda: not boot_dirs(tmp_path, "t1"), timeout=BOUND_S)
+    wait_or_fail(lambda: not alive(tether["pid"]) and not alive(tether["warden_pid"]), BOUND_S)
+    wait_or_fail(lambda: not boot_dirs(tmp_path, "t1"), timeout=BOUND_S)
 
 
 def test_a_killed_tether_ends_the_run_as_a_gone_playbook_does(
@@ -98,8 +98,8 @@ def test_a_killed_tether_ends_the_run_as_a_gone_playbook_does(
     tether = local_tether(tmp_path, run_dir, main_process.pid, "t2")
     assert tether["ready"] is True, tether
     os.kill(tether["pid"], signal.SIGKILL)  # the whole control side killed: its pipe closes
-    wait_for(lambda: not run_dir.exists() and listener.poll() is not None, timeout=BOUND_S)
-    wait_for(lambda: not alive(tether["warden_pid"]), timeout=BOUND_S)
+    wait_or_fail(lambda: not run_dir.exists() and listener.poll() is not None, timeout=BOUND_S)
+    wait_or_fail(lambda: not alive(tether["warden_pid"]), timeout=BOUND_S)
 
 
 def test_a_release_keeps_the_run_directory_and_ends_the_tether(
@@ -111,8 +111,8 @@ def test_a_release_keeps_the_run_directory_and_ends_the_tether(
     assert release([tether["pid"]], wait=BOUND_S) == []
     assert not alive(tether["warden_pid"])
     assert (run_dir / "preflight" / "listener.pid").is_file(), "launch_keep_run_dir keeps it"
-    wait_for(lambda: listener.poll() is not None, timeout=BOUND_S)
-    wait_for(lambda: not boot_dirs(tmp_path, "t3"), timeout=BOUND_S)
+    wait_or_fail(lambda: listener.poll() is not None, timeout=BOUND_S)
+    wait_or_fail(lambda: not boot_dirs(tmp_path, "t3"), timeout=BOUND_S)
 
 
 def test_a_warden_that_cannot_start_is_an_error_and_leaves_nothing(

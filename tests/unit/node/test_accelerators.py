@@ -24,17 +24,10 @@ from ansible.module_utils.nccl_preflight.node.accel_facts import (
 from ansible.module_utils.nccl_preflight.node.facts import NO_INTEL_GPU
 
 from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
+from tests.builders.env_role import spark
+from tests.builders.facts import FakeNode, facts_of, fixture, use_node
 from tests.module_exit import ModuleExit as Exit
 from tests.playbook_run import ROOT
-from tests.unit.ansible.test_nccl_env_role import spark
-from tests.unit.ansible.test_nccl_facts import (  # noqa: F401
-    FakeNode,
-    facts_of,
-    fixture,
-    run,
-    sysfs,
-    use_node,
-)
 
 NPU_SMI = "/usr/local/sbin/npu-smi"
 
@@ -113,8 +106,8 @@ def test_npu_smi_without_chip_rows_is_refused() -> None:
 
 def test_facts_list_the_npus_of_npu_smi(
     monkeypatch: pytest.MonkeyPatch,
-    sysfs: Path,  # noqa: F811
-    run: Callable[..., Exit],  # noqa: F811
+    sysfs: Path,
+    run: Callable[..., Exit],
 ) -> None:
     node = use_node(monkeypatch, NpuNode("npu-smi/910b2-info.txt"), sysfs)
     del node.tools["nvidia-smi"]
@@ -147,8 +140,8 @@ def test_board_recordings_give_the_firmware_and_na_is_unknown() -> None:
 
 def test_facts_read_each_cards_firmware_once_and_say_why_one_is_unknown(
     monkeypatch: pytest.MonkeyPatch,
-    sysfs: Path,  # noqa: F811
-    run: Callable[..., Exit],  # noqa: F811
+    sysfs: Path,
+    run: Callable[..., Exit],
 ) -> None:
     node = use_node(monkeypatch, NpuNode("npu-smi/ascend910-a3-info.txt"), sysfs)
     node.boards["0"] = (0, fixture("npu-smi/910-board-info.txt"), "")
@@ -188,8 +181,8 @@ def test_a_board_query_that_fails_is_the_firmware_reason() -> None:
 
 def test_npu_smi_that_fails_is_a_reason(
     monkeypatch: pytest.MonkeyPatch,
-    sysfs: Path,  # noqa: F811
-    run: Callable[..., Exit],  # noqa: F811
+    sysfs: Path,
+    run: Callable[..., Exit],
 ) -> None:
     node = use_node(monkeypatch, NpuNode("npu-smi/910b2-info.txt"), sysfs)
     node.npu = (255, "", "dcmi module initialize failed. ret is -8005\n")
@@ -202,8 +195,8 @@ def test_npu_smi_that_fails_is_a_reason(
 
 def test_without_npu_smi_nothing_runs_and_the_reason_says_so(
     monkeypatch: pytest.MonkeyPatch,
-    sysfs: Path,  # noqa: F811
-    run: Callable[..., Exit],  # noqa: F811
+    sysfs: Path,
+    run: Callable[..., Exit],
 ) -> None:
     node = use_node(monkeypatch, FakeNode(), sysfs)
     acc = facts_of(run(query_python=False))["accelerators"]
@@ -255,7 +248,7 @@ def test_auto_explains_every_choice() -> None:
 
 def test_nccl_env_templates_hccl_variables_per_host(tmp_path: Path) -> None:
     """The real nccl_env role: two Ascend hosts on differently named fabric ports."""
-    from tests.unit.ansible import test_nccl_env_role as env_role
+    from tests.builders import env_role
 
     npus = parse_npu_smi_info(fixture("npu-smi/910b2-info.txt"))["chips"]
     facts = {}
@@ -281,7 +274,7 @@ def test_nccl_env_templates_hccl_variables_per_host(tmp_path: Path) -> None:
 
 
 def run_role(tmp_path: Path, facts: dict, env_role) -> object:
-    """test_nccl_env_role.run_playbook with these facts and nccl_backend auto."""
+    """env_role.run_playbook (tests/builders/env_role.py) with these facts and nccl_backend auto."""
     original = env_role.spark
     by_addr = {"192.168.100.10": facts["spark-1"], "192.168.100.11": facts["spark-2"]}
 
@@ -319,7 +312,7 @@ def test_at_most_16_cards_are_asked_for_their_firmware() -> None:
     assert reason == "only the first 16 of 20 NPU cards were asked"
 
 
-STANDIN_TORCH_XPU = '''"""TEST DOUBLE (tests/unit/node/test_accelerators.py): a torch with two XPUs."""
+STANDIN_TORCH_XPU = '''"""TEST DOUBLE (tests/unit/node/test_accelerators.py): a torch, two XPUs."""
 __version__ = "2.13.0+xpu.standin"
 
 
@@ -426,8 +419,8 @@ def test_intel_gpu_on_pci_needs_an_intel_device_of_the_display_class(tmp_path: P
 )
 def test_torch_is_asked_for_xpus_only_where_an_intel_gpu_may_be(
     monkeypatch: pytest.MonkeyPatch,
-    sysfs: Path,  # noqa: F811
-    run: Callable[..., Exit],  # noqa: F811
+    sysfs: Path,
+    run: Callable[..., Exit],
     devices: dict[str, tuple[str, str]],
     asked: bool,
 ) -> None:

@@ -17,9 +17,9 @@ import pytest
 from nccl_preflight.core import pairwise as nccl_pairwise
 from nccl_preflight.core.html import pairwise as html_pairwise
 from nccl_preflight.node import pair_schedule as ps
+from tests.builders.pairwise import Speed, healthy, rows_for, slow_node, statuses, write_run
 from tests.check.support import load_script
 from tests.report_build import build_report as report
-from tests.unit.core.test_pairwise import Speed, healthy, rows_for, slow_node, statuses, write_run
 
 nc = load_script()
 

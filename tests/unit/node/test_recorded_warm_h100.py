@@ -1,10 +1,10 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The warm start on a real GPU: the held torch probe becoming torchrun with the nccl backend on
-one NVIDIA H100 80GB HBM3 (the VM of tests/unit/core/preflight/test_recorded_h100.py: driver 580.159.04, torch
-2.11.0+cu130, NCCL 2.28.9), recorded by tests/device/record_warm.sh (tests/device/warm_gpu.py)
-on 2026-11-26 (tests/fixtures/README.md, "The warm start on the H100"). Each test feeds a
-recording to the project's code and asserts what it makes of it."""
+one NVIDIA H100 80GB HBM3 (the VM of tests/unit/core/preflight/test_recorded_h100.py: driver
+580.159.04, torch 2.11.0+cu130, NCCL 2.28.9), recorded by tests/device/record_warm.sh
+(tests/device/warm_gpu.py) on 2026-11-26 (tests/fixtures/README.md, "The warm start on the
+H100"). Each test feeds a recording to the project's code and asserts what it makes of it."""
 
 from __future__ import annotations
 

@@ -19,21 +19,16 @@ from typing import Any
 
 from nccl_preflight.core.zipapp import zip_bytes
 from nccl_preflight.node.run_look import LOOK_ZIPAPP, zipapp_files
-from tests.unit.ansible import test_torchrun_module as torchrun_tests
-from tests.unit.ansible.test_launch_watch import FakeNode, look, watch
-from tests.unit.ansible.test_torchrun_module import (
+from tests.builders.launch import FakeNode, look, watch
+from tests.builders.torchrun import (
     finish,
     finished_args,
     module_args,
     rank_file,
     start_module,
     tagged_processes,
-    wait_for,
 )
-
-# The module tests' fake torchrun and run directory, as fixtures of this file too.
-fake_python = torchrun_tests.fake_python
-run_dir = torchrun_tests.run_dir
+from tests.polling import wait_or_fail
 
 
 def plain_look(options: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +66,7 @@ def test_a_plain_look_sees_the_running_ranks_and_ends_nothing(
     assert stat.S_IMODE((run_dir / LOOK_ZIPAPP).stat().st_mode) == 0o600
     shown = started["invocation"]["module_args"]["look_zipapp"]
     assert shown == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"  # never echoed
-    wait_for(lambda: len(tagged_processes(run_dir)) == 5)
+    wait_or_fail(lambda: len(tagged_processes(run_dir)) == 5)
     rank_file(run_dir, 4, current_test="bandwidth_all_reduce", current_size=4096, test_index=3,
               test_count=9)  # fmt: skip
     seen = plain_look(finished_args(run_dir, watch_s=0.3, watch_ifname="lo"))

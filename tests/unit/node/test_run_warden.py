@@ -36,12 +36,8 @@ from nccl_preflight.node.run_warden import (
     warden_address,
     warden_pass,
 )
-from tests.unit.ansible.test_torchrun_module import (
-    fake_python,  # noqa: F401 - the fixture
-    start_hanging_run,
-    tagged_processes,
-    wait_for,
-)
+from tests.builders.torchrun import start_hanging_run, tagged_processes
+from tests.polling import wait_or_fail
 
 # What the warden program's process runs: its main() on this machine's Python.
 WARDEN = "import sys; from nccl_preflight.node.run_warden import main; sys.exit(main([]))"
@@ -180,8 +176,8 @@ def test_the_end_of_stdin_ends_every_recorded_process_and_removes_the_run_direct
         warden.beat()
         began = time.monotonic()
         warden.close()
-        wait_for(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
-        wait_for(lambda: not any(is_alive(p, s) for p, s in everything.items()), BOUND_S)
+        wait_or_fail(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
+        wait_or_fail(lambda: not any(is_alive(p, s) for p, s in everything.items()), BOUND_S)
         print(f"ended {time.monotonic() - began:.2f} s after the end of stdin")
         word = warden.last_word()
         assert word["run_dir_removed"] is True and "session closed" in word["why"]
@@ -204,7 +200,7 @@ def test_heartbeats_keep_the_run_and_silence_past_the_lease_ends_it(
             time.sleep(0.2)
         assert run_dir.is_dir() and procs[0].poll() is None and warden.proc.poll() is None
         # The connection is cut: no more lines, no end either.
-        wait_for(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
+        wait_or_fail(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
         assert time.monotonic() - silent >= 4.95, "ended before the lease ran out"
         assert "no heartbeat" in warden.last_word()["why"]
     finally:
@@ -222,7 +218,7 @@ def test_a_release_ends_the_processes_but_keeps_the_run_directory(
         word = warden.last_word()
         assert word["why"] == "released" and word["run_dir_removed"] is False
         assert (run_dir / "preflight" / "listener.pid").is_file()
-        wait_for(lambda: not any(is_alive(p, s) for p, s in everything.items()), BOUND_S)
+        wait_or_fail(lambda: not any(is_alive(p, s) for p, s in everything.items()), BOUND_S)
         assert procs[0].poll() is not None
     finally:
         warden.kill()
@@ -235,7 +231,7 @@ def test_sighup_from_boot_ends_the_run_as_the_end_of_stdin_does(
     warden = RunningWarden(run_dir)
     try:
         warden.proc.send_signal(signal.SIGHUP)
-        wait_for(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
+        wait_or_fail(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
         assert "SIGHUP" in warden.last_word()["why"]
     finally:
         warden.kill()
@@ -252,7 +248,7 @@ def test_a_start_under_way_holds_the_end_back_and_a_later_start_is_refused(
             time.sleep(1.0)
             assert run_dir.is_dir() and procs[0].poll() is None, "the start is not done yet"
             (run_dir / "started-late").write_text("what the start made before it was done\n")
-        wait_for(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
+        wait_or_fail(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
         gone = pytest.raises(WardenGone, match="the run's warden on this node is gone")
         with gone, warden_pass(str(run_dir), required=True, wait=5):
             pytest.fail("nothing may start once the warden ended the run")
@@ -288,7 +284,7 @@ def test_a_start_holding_its_pass_past_the_wait_does_not_keep_the_run_alive(
         assert held.wait(BOUND_S)
         began = time.monotonic()
         warden.close()
-        wait_for(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
+        wait_or_fail(lambda: not run_dir.exists() and procs[0].poll() is not None, timeout=BOUND_S)
         waited = time.monotonic() - began
         assert waited >= run_warden.STARTER_WAIT_S - 0.5, waited
     finally:
@@ -304,7 +300,7 @@ def test_a_start_holding_its_pass_past_the_wait_does_not_keep_the_run_alive(
 
 @pytest.fixture
 def launch_dir(tmp_path: Path) -> Path:
-    """A run directory as the launch's start finds it (tests/unit/ansible/test_torchrun_module.py)."""
+    """A run directory as the launch's start finds it (tests/builders/torchrun.py)."""
     path = tmp_path / "nccl-preflight-run-node1"
     path.mkdir(mode=0o700)
     (path / "nccl.env").write_text("GLOO_SOCKET_IFNAME='lo'\n")
@@ -314,7 +310,7 @@ def launch_dir(tmp_path: Path) -> Path:
 
 def test_end_run_ends_a_supervised_tree_within_its_short_grace_and_leaves_nothing(
     tmp_path: Path,
-    fake_python: Path,  # noqa: F811
+    fake_python: Path,
     launch_dir: Path,
 ) -> None:
     run_dir = launch_dir
@@ -322,7 +318,7 @@ def test_end_run_ends_a_supervised_tree_within_its_short_grace_and_leaves_nothin
     began = time.monotonic()
     done = end_run(str(run_dir))
     assert done["run_dir_removed"] is True and len(done["ended"]) >= 5
-    wait_for(lambda: tagged_processes(run_dir) == [], timeout=BOUND_S)
+    wait_or_fail(lambda: tagged_processes(run_dir) == [], timeout=BOUND_S)
     print(f"a supervised tree ended in {time.monotonic() - began:.2f} s")
     time.sleep(1.5)  # the supervisor's own end must not write its logs back
     assert not run_dir.exists()
@@ -330,7 +326,7 @@ def test_end_run_ends_a_supervised_tree_within_its_short_grace_and_leaves_nothin
 
 def test_the_supervisor_ends_its_tree_when_its_run_directory_is_removed(
     tmp_path: Path,
-    fake_python: Path,  # noqa: F811
+    fake_python: Path,
     launch_dir: Path,
 ) -> None:
     """A start that came after the warden's end finds no directory to work in; a supervisor that
@@ -339,6 +335,6 @@ def test_the_supervisor_ends_its_tree_when_its_run_directory_is_removed(
     run_dir = launch_dir
     start_hanging_run(tmp_path, fake_python, run_dir, timeout=300)
     shutil.rmtree(run_dir)
-    wait_for(lambda: tagged_processes(run_dir) == [], timeout=BOUND_S)
+    wait_or_fail(lambda: tagged_processes(run_dir) == [], timeout=BOUND_S)
     time.sleep(1.5)
     assert not run_dir.exists()

@@ -17,8 +17,8 @@ import pytest
 
 from nccl_preflight.slurm import bundle
 from tests import prom_text
+from tests.builders.node_check import HEALTHY, fake_python
 from tests.lab.base import node_python
-from tests.unit.slurm.test_node_check import HEALTHY, fake_python
 
 ROOT = Path(__file__).resolve().parents[3]
 # What only the control machine has: a bundle that imports one of them fails on a node.

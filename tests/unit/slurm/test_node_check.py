@@ -7,32 +7,24 @@ scontrol on PATH that records its argv."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from nccl_preflight.core.preflight.judge import NODE_CHECKS
-from nccl_preflight.node import facts as node_facts
 from nccl_preflight.slurm import node_check
+from tests.builders.facts import fixture
+from tests.builders.node_check import (
+    HEALTHY,
+    MISSING_IF,
+    FakeRunner,
+    answer_as_h200,
+    calls,
+    node_check_cmd,
+)
 from tests.recorded_gpu import Machine
-from tests.unit.ansible.test_nccl_facts import FakeNode, fixture, sysfs  # noqa: F401
 
-ROOT = Path(__file__).resolve().parents[3]
-BIN = ROOT / "bin" / "nccl-preflight"
 PEER_CHECKS = {"mtu", "master_addr", "master_port_free", "tcp_master_port", "tcp_ring", "clock"}
-
-
-class FakeRunner(FakeNode):
-    """FakeNode's recorded answers behind the runner's interface (node/runner.py)."""
-
-    def get_bin_path(self, arg: str, required: bool = False, opt_dirs: object = None) -> str | None:
-        return self.tools.get(arg)
-
-    def seconds_left(self) -> float:
-        return 30.0
 
 
 def recorded_probe(name: str):  # type: ignore[no-untyped-def]
@@ -40,36 +32,7 @@ def recorded_probe(name: str):  # type: ignore[no-untyped-def]
     return lambda python, timeout: {"rc": 0, "stdout": out, "stderr": "", "error": ""}
 
 
-@pytest.fixture
-def gpu_node(monkeypatch: pytest.MonkeyPatch, sysfs: Path) -> FakeRunner:  # noqa: F811
-    monkeypatch.setattr(node_facts, "SYS_ROOT", str(sysfs / "sys"))
-    monkeypatch.setattr(node_facts, "PROC_ROOT", str(sysfs / "proc"))
-    monkeypatch.setenv("SLURMD_NODENAME", "gpu07")
-    monkeypatch.setattr(node_facts.socket, "gethostname", lambda: "gpu07.invalid")
-    return FakeRunner()
-
-
 GPU_CONFIG = {"nccl_fabric_cidr": "192.168.100.0/24", "nccl_backend": "auto"}
-# One machine's recordings (tests/fixtures/README.md: one NVIDIA H200 in a VM), by nvidia-smi's
-# first argument.
-H200 = {
-    "--query-gpu=index,name,driver_version,memory.total,uuid,pci.bus_id": "nvidia-smi/h200-vm.csv",
-    "-q": "gpu/q-h200-vm.txt",
-    "topo": "gpu/topo-h200-vm.txt",
-    "nvlink": "gpu/nvlink-h200-vm.txt",
-}
-
-
-def answer_as_h200(node: FakeRunner) -> None:
-    plain = node.run_command
-
-    def run_command(argv: list[str], **kwargs: object) -> tuple[int, str, str]:
-        if argv[0] == node.tools["nvidia-smi"] and argv[1] in H200:
-            node.calls.append(list(argv))
-            return 0, fixture(H200[argv[1]]), ""
-        return plain(argv, **kwargs)
-
-    node.run_command = run_command  # type: ignore[method-assign]
 
 
 def by_check(results: list[dict]) -> dict[str, dict]:
@@ -186,60 +149,6 @@ def test_the_drain_reason_is_one_printable_line_within_bounds() -> None:
 
 
 # --------------------------------------------------------------------- the command, end to end
-
-
-@pytest.fixture
-def scontrol(tmp_path: Path) -> Path:
-    """A fake scontrol first on PATH: appends its argv (one JSON list per call) to a file."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    record = tmp_path / "scontrol.calls"
-    script = bindir / "scontrol"
-    script.write_text(
-        f"#!{sys.executable}\nimport json, sys\n"
-        f"open({str(record)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
-    )
-    script.chmod(0o755)
-    return record
-
-
-def fake_python(tmp_path: Path) -> Path:
-    """A 'python' whose torch probe answers what the lab nodes' Python answered (recorded)."""
-    script = tmp_path / "python-recorded"
-    out = ROOT / "tests" / "fixtures" / "torch" / "probe-cpu-lab-node.json"
-    script.write_text(f"#!/bin/sh\ncat {out}\n")
-    script.chmod(0o755)
-    return script
-
-
-def node_check_cmd(
-    tmp_path: Path, config: str, *args: str, slurmd: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    path = tmp_path / "config.yml"
-    path.write_text(config.replace("PYTHON", str(fake_python(tmp_path))))
-    env = {k: v for k, v in os.environ.items() if k != "SLURMD_NODENAME"}
-    env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}"
-    if slurmd:
-        env["SLURMD_NODENAME"] = slurmd
-    state = ["--state-dir", str(tmp_path / "state")]  # this test's own lock and verdict
-    return subprocess.run(
-        [sys.executable, str(BIN), "node-check", "--config", str(path), *state, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-
-
-def calls(record: Path) -> list[list[str]]:
-    if not record.exists():
-        return []
-    return [json.loads(line) for line in record.read_text().splitlines()]
-
-
-HEALTHY = "nccl_socket_ifname: lo\nnccl_backend: gloo\nnccl_python: PYTHON\n"
-MISSING_IF = "nccl_socket_ifname: nosuch0\nnccl_backend: gloo\nnccl_python: PYTHON\n"
 
 
 def test_a_healthy_node_exits_0_and_drains_nothing(tmp_path: Path, scontrol: Path) -> None:

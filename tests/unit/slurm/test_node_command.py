@@ -30,13 +30,14 @@ import pytest
 
 from nccl_preflight.slurm import node_lock
 from nccl_preflight.slurm.node_guard import Ending
-from tests.unit.slurm.test_node_check import BIN, HEALTHY, MISSING_IF, calls, scontrol  # noqa: F401
+from tests.builders.node_check import BIN, HEALTHY, MISSING_IF, calls
+from tests.polling import wait_or_fail
 
 NODE = "node7"
 
 
 @pytest.fixture
-def drains(scontrol: Path) -> Path:  # noqa: F811
+def drains(scontrol: Path) -> Path:
     """test_node_check's fake scontrol first on PATH; its calls, one argv per line."""
     return scontrol
 
@@ -54,13 +55,6 @@ def marked(marker: str) -> list[int]:
     """Pids of this machine's processes whose command line is `sleep <marker>`."""
     found = subprocess.run(["pgrep", "-f", f"^sleep {marker}$"], capture_output=True, text=True)
     return [int(pid) for pid in found.stdout.split()]
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def command(tmp_path: Path, config: str, *args: str) -> list[str]:
@@ -316,16 +310,16 @@ def test_every_process_it_started_ends_with_node_check(
         env=environment(tmp_path),
     )
     try:
-        wait_for(lambda: marked(marker) != [], "the torch probe to start")
+        wait_or_fail(lambda: marked(marker) != [], what="the torch probe to start")
         proc.send_signal(sig)  # to node-check's pid only: its children are not told
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == status, out + err
-    wait_for(lambda: marked(marker) == [], f"the probe's sleep {marker} to end", 30)
+    wait_or_fail(lambda: marked(marker) == [], 30, f"the probe's sleep {marker} to end")
     state_path = tmp_path / "state" / f"node-check-{NODE}.json"
-    wait_for(lambda: "last" in json.loads(state_path.read_text()), "the verdict", 30)
+    wait_or_fail(lambda: "last" in json.loads(state_path.read_text()), 30, "the verdict")
     state = json.loads(state_path.read_text())
     assert state["last"]["verdict"] == "unfinished" and why in state["last"]["summary"]
     if sig != signal.SIGKILL:

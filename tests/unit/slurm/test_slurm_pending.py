@@ -1,9 +1,9 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Waiting for the run's own allocation (src/nccl_preflight/slurm/pending.py, allocation.py)
-against a double of salloc/squeue/scancel/scontrol (tests/unit/slurm/slurm_double.py): the job id and
-Slurm's reason said while it pends, the wait bounded, the job cancelled and checked gone on every
-way out (the bound, a signal, a signal before salloc said the id). The real Slurm:
+against a double of salloc/squeue/scancel/scontrol (tests/unit/slurm/slurm_double.py): the job id
+and Slurm's reason said while it pends, the wait bounded, the job cancelled and checked gone on
+every way out (the bound, a signal, a signal before salloc said the id). The real Slurm:
 tests/integration/test_slurm_allocation_lab.py."""
 
 from __future__ import annotations

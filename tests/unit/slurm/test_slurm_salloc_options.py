@@ -7,10 +7,6 @@ what is wrong, before anything runs."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +22,7 @@ from nccl_preflight.slurm.salloc_options import (
     salloc_request,
     time_seconds,
 )
-
-ROOT = Path(__file__).resolve().parents[3]
-CPU = {"nccl_backend": "gloo", "nccl_require_gpu": False}
+from tests.builders.slurm import CPU, command, refused
 
 
 def parsed(*argv: str) -> Any:
@@ -190,33 +184,6 @@ def test_a_nodelist_file_is_read_as_salloc_reads_it(tmp_path: Path) -> None:
 
 
 # --- the command: exit 12 and one line naming what is wrong, before anything runs ------------
-
-
-def command(
-    tmp_path: Path, *argv: str, env: dict[str, str] | None = None, **config: Any
-) -> subprocess.CompletedProcess[str]:
-    """bin/nccl-preflight slurm with a --config of ``config`` (CPU run), ``env`` over a copy of
-    this environment without any SLURM_/SALLOC_ variable."""
-    cfg = tmp_path / "nccl.yml"
-    cfg.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in {**CPU, **config}.items()))
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SALLOC_"))}
-    argv_full = [sys.executable, str(ROOT / "bin" / "nccl-preflight"), "slurm"]
-    return subprocess.run(
-        [*argv_full, "--config", str(cfg), "--report-root", str(tmp_path / "r"), *argv],
-        capture_output=True,
-        text=True,
-        env={**base, **(env or {})},
-        timeout=120,
-        check=False,
-    )
-
-
-def refused(done: subprocess.CompletedProcess[str]) -> str:
-    """The one line of a refusal (exit 12, nothing on stdout, no traceback)."""
-    assert done.returncode == 12, done.stdout + done.stderr
-    assert done.stdout == "" and "Traceback" not in done.stderr, done.stderr
-    (line,) = done.stderr.splitlines()[-1:]
-    return line
 
 
 @pytest.mark.parametrize(

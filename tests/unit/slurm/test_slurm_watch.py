@@ -6,16 +6,14 @@ a stall asks every node for its evidence, then ends every node's run with the st
 
 from __future__ import annotations
 
-import base64
-import io
 import json
-import tarfile
 import time
 from pathlib import Path
 from typing import Any
 
 from nccl_preflight.core.run_watch import LINK_DOWN_PATIENCE_S, watch_hosts
 from nccl_preflight.slurm.launch import SILENT_S, Watch
+from tests.builders.slurm import progress, results
 
 
 class FakeStep:
@@ -26,34 +24,6 @@ class FakeStep:
 
     def say(self, message: dict[str, Any]) -> None:
         self.said.append(message)
-
-
-def progress(node: str, rank: int, test: str, size: int, iface: str = "up") -> dict[str, Any]:
-    entry = {
-        "rank": rank,
-        "status": "running",
-        "test": test,
-        "size": size,
-        "index": 5,
-        "count": 9,
-        "age_s": 0.0,
-    }
-    return {
-        "kind": "progress",
-        "node": node,
-        "progress": [entry],
-        "interface": {"ifname": "fab0", "state": iface, "carrier": iface == "up"},
-    }
-
-
-def results(node: str, launch: dict[str, Any]) -> dict[str, Any]:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        data = json.dumps(launch).encode()
-        info = tarfile.TarInfo("launch.json")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return {"kind": "results", "node": node, "archive": base64.b64encode(buf.getvalue()).decode()}
 
 
 LAYOUT = {

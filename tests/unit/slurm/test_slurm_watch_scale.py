@@ -20,7 +20,7 @@ import pytest
 from nccl_preflight.core.run_watch import failure_elsewhere, new_watch_state
 from nccl_preflight.slurm import launch
 from nccl_preflight.slurm.launch import SILENT_S, Watch, failed_states
-from tests.unit.slurm.test_slurm_watch import progress, results
+from tests.builders.slurm import progress, results
 
 
 class Clock:

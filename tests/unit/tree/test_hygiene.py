@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from tests.builders.imports import imports_of
+
 ROOT = Path(__file__).resolve().parents[3]
 SHELLS = {"ansible.builtin.shell", "shell", "ansible.builtin.raw", "raw", "ansible.builtin.script"}
 COMMANDS = {"ansible.builtin.command", "command"}
@@ -82,8 +84,8 @@ def test_shipped_config_checks_host_keys() -> None:
 
 
 # Third-party code kept as released, each package under the licence beside it
-# (src/nccl_preflight/_vendor/SOURCE.md; tests/unit/tree/test_vendored_yaml.py checks it): not held to
-# the project's header nor to its sizes.
+# (src/nccl_preflight/_vendor/SOURCE.md; tests/unit/tree/test_vendored_yaml.py checks it): not held
+# to the project's header nor to its sizes.
 VENDORED = "src/nccl_preflight/_vendor/yaml/"
 
 
@@ -204,17 +206,6 @@ PACKAGE = ROOT / "src" / "nccl_preflight"
 NODE_ALLOWED = set(sys.stdlib_module_names) | {"torch"}
 
 
-def imports_of(source: str) -> list[tuple[int, str]]:
-    """Every import as (level, dotted name): level 0 absolute, 1 ``from .``, 2 ``from ..``."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [(0, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            found.append((node.level, node.module or ""))
-    return found
-
-
 def node_offences(where: str, source: str) -> list[str]:
     """The node room imports the standard library, torch and its own room (relatively) only."""
     offences = []
@@ -249,7 +240,7 @@ PATH_STEP_ALLOWED = {
     "tests/unit/tree/test_hygiene.py",
     "tests/unit/ansible/test_controller_imports.py",
     "tests/conftest.py",
-    "tests/unit/ansible/test_torchrun_module.py",
+    "tests/builders/torchrun.py",
     "tests/check/support.py",
     "tests/check/examples_worker.py",
     "tests/check/gloo_ops_worker.py",

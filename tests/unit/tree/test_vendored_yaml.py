@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml as installed_yaml
 
 from nccl_preflight._vendor import yaml as vendored_yaml
-from tests.unit.tree.test_hygiene import imports_of
+from tests.builders.imports import imports_of
 
 ROOT = Path(__file__).resolve().parents[3]
 VENDOR = ROOT / "src" / "nccl_preflight" / "_vendor"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from nccl_preflight.core.preflight.backend_checks import nccl_backend_checks_add
 from nccl_preflight.node.accel_facts import parse_npu_smi_info
-from tests.unit.ansible.test_nccl_facts import fixture
+from tests.builders.facts import fixture
 
 H100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * 8, "accelerators": {}}
 NO_GPU = {

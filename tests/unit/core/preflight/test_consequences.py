@@ -21,9 +21,8 @@ from nccl_preflight.core.preflight.causes import nccl_preflight_causes
 from nccl_preflight.core.preflight.host_checks import judge_host_checks
 from nccl_preflight.node import firewall_common as fw
 from nccl_preflight.node import firewall_iptables as ipt
+from tests.builders.report import RunDir, case, page, report, suites
 from tests.jenkins_schema import validate_report_junit
-from tests.unit.core.test_report_junit import RunDir, case, suites
-from tests.unit.core.test_report_verdict import page, report
 
 HOSTS = ["node1", "node2", "node3"]
 ADDR = {"node1": "10.0.0.1", "node2": "10.0.0.2", "node3": "10.0.0.3"}

@@ -32,10 +32,10 @@ from nccl_preflight.node.facts import gather_gpus
 from nccl_preflight.node.parse import parse_python_probe
 from nccl_preflight.slurm import node_check
 from nccl_preflight.slurm.run import judge_settings
+from tests.builders.facts import fixture
+from tests.builders.node_check import FakeRunner, answer_as_h200
+from tests.builders.preflight import HOSTS, cluster
 from tests.recorded_gpu import Machine
-from tests.unit.ansible.test_nccl_facts import fixture, sysfs  # noqa: F401
-from tests.unit.slurm.test_node_check import FakeRunner, answer_as_h200, gpu_node  # noqa: F401
-from tests.unit.core.preflight.test_preflight_checks import HOSTS, cluster
 
 QUERY = "--query-gpu=index,name,driver_version,memory.total,uuid,pci.bus_id"
 # What nvidia-smi answered (rc, stdout, stderr; None: not installed), recorded.
@@ -257,7 +257,7 @@ def test_torch_without_cuda_names_cuda_visible_devices_where_it_hides_the_gpus()
 
 # --------------------------------------------------------------------------- node-check
 def test_node_check_of_a_gpu_less_node_under_the_defaults_fails_and_would_drain(
-    gpu_node: FakeRunner,  # noqa: F811
+    gpu_node: FakeRunner,
     tmp_path: Path,
 ) -> None:
     """node-check's config names only the fabric (the roles' defaults for the rest, read as
@@ -315,7 +315,7 @@ def test_node_check_holds_the_recorded_h200_to_nccl_gpus_per_node(
 
 
 def test_node_check_reads_nccl_gpus_per_node_from_its_config(
-    gpu_node: FakeRunner,  # noqa: F811
+    gpu_node: FakeRunner,
 ) -> None:
     answer_as_h200(gpu_node)  # the lent H200 VM's nvidia-smi: one GPU
     probe = fixture("torch/probe-h200-vm.json")

@@ -12,7 +12,7 @@ from nccl_preflight.node.accel_facts import (
     parse_npu_smi_board,
     parse_npu_smi_info,
 )
-from tests.unit.ansible.test_nccl_facts import fixture
+from tests.builders.facts import fixture
 
 B2 = parse_npu_smi_info(fixture("npu-smi/910b2-info.txt"))
 A3 = parse_npu_smi_info(fixture("npu-smi/ascend910-a3-info.txt"))
