@@ -12,13 +12,7 @@ from pathlib import Path
 import pytest
 
 from nccl_preflight.node import parse as p
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-
-
-def fixture(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
-
+from tests.builders.facts import fixture
 
 # --- nvidia-smi ------------------------------------------------------------------------------
 
