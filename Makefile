@@ -118,7 +118,7 @@ bench: $(VENV)/.dev-installed apt-lab node-venv  ## Run the benchmarks and rewri
 	$(BIN)/python -m bench.run
 
 # The variables schema (src/nccl_preflight/core/variables.py) makes every role's defaults file and
-# docs/variables.md; tests/unit/test_variables_doc.py fails when they differ from it.
+# docs/variables.md; tests/unit/tree/test_variables_doc.py fails when they differ from it.
 variables:  ## Rewrite the roles' defaults files and docs/variables.md from the variables schema.
 	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) docs/make_variables.py
 

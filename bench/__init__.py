@@ -6,8 +6,8 @@ starts, before a shared venv's editable install of another checkout.
 `python -m bench.run` from the checkout root finds bench/ and tests/ here but nccl_preflight where
 the venv's editable install points. When that is not this checkout's src/, the bench starts
 itself again with src/ first on PYTHONPATH (what its children inherit too). No import path is
-changed in code (tests/unit/test_hygiene.py): under pytest, tests/conftest.py has put src/ first
-already and nothing happens here.
+changed in code (tests/unit/tree/test_hygiene.py): under pytest, tests/conftest.py has put src/
+first already and nothing happens here.
 """
 
 from __future__ import annotations

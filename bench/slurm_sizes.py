@@ -3,7 +3,7 @@
 """What the slurm command sends to each job step, by number of nodes (BENCHMARKS.md section 7).
 
 Measured with the command's own functions on fake node lists, no Slurm involved
-(tests/unit/test_slurm_step_size.py bounds the same numbers with these helpers): the bytes on
+(tests/unit/slurm/test_slurm_step_size.py bounds the same numbers with these helpers): the bytes on
 each step's stdin beyond the node bundle (the settings' line; for the run step also the one
 message of every node's ports and address and the launch's message), srun's longest argument
 and its whole command line, and the bundle itself.

@@ -313,7 +313,8 @@ def model_section(m: dict[str, Any]) -> list[str]:
 # what each step is sent, after the settings left srun's command line.
 SCALE_LIMITS = [
     "**What a 1,024-node run sends** (bench/slurm_sizes.py: the command's own functions on fake "
-    "node lists, no Slurm involved; tests/unit/test_slurm_step_size.py bounds the same numbers):",
+    "node lists, no Slurm involved; tests/unit/slurm/test_slurm_step_size.py bounds the same "
+    "numbers):",
     "",
     "| nodes | the run step's stdin beyond the bundle (observe's settings and messages, then "
     "the launch's) | the pairwise relaunch step's | longest srun argument "

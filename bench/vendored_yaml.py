@@ -13,7 +13,7 @@ the standard library only), N times each:
 
 - ``node-check``: ``python -I nccl-preflight.pyz node-check --config C`` on this machine
   (``nccl_socket_ifname: lo``, backend gloo, nccl_python a program that prints a recorded torch
-  probe answer, as tests/unit/test_node_check.py runs it): everything node-check does but the
+  probe answer, as tests/unit/slurm/test_node_check.py runs it): everything node-check does but the
   torch import, which does not depend on the YAML reader (BENCHMARKS.md's node-check section);
   wall seconds around the process and its CPU seconds (user + system, from the rusage of the
   children);

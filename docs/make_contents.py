@@ -4,7 +4,7 @@
 
 The list sits between two marker comments right after the title and its intro: every `##`
 heading, and every `###` indented under it, as a link to the anchor GitHub gives the heading.
-`tests/unit/test_design_contents.py` fails when the committed list differs from what this
+`tests/unit/tree/test_design_contents.py` fails when the committed list differs from what this
 script writes, and when a paragraph or list item runs over `MAX_BLOCK_LINES` lines.
 
     python docs/make_contents.py            # rewrite the list in docs/design.md

@@ -6,7 +6,7 @@ file and docs/variables.md.
 The schema is the one place a variable's type, default, allowed values and doc are written; the
 defaults files (roles/nccl_defaults/defaults/main/*.yml, roles/<role>/defaults/main.yml: one
 comment and one default per variable) and the page are made from it. `make variables` runs this;
-`tests/unit/test_variables_doc.py` fails when a committed file differs from what it writes.
+`tests/unit/tree/test_variables_doc.py` fails when a committed file differs from what it writes.
 
     python docs/make_variables.py            # rewrite the defaults files and docs/variables.md
     python docs/make_variables.py --check    # exit 1 when one of them is out of date

@@ -17,3 +17,21 @@ def wait_for(predicate: Callable[[], object], timeout: float = 10, poll: float =
             return True
         time.sleep(poll)
     return bool(predicate())
+
+
+def wait_or_fail(
+    predicate: Callable[[], object],
+    timeout: float = 60,
+    what: str = "the condition",
+    poll: float = 0.1,
+    give_up: Callable[[], object] | None = None,
+) -> None:
+    """:func:`wait_for`, and an AssertionError naming ``what`` when it did not come true within
+    ``timeout`` s (at once when ``give_up()`` came true first: the thing waited on has ended)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not (give_up is not None and give_up()):
+        if predicate():
+            return
+        time.sleep(poll)
+    if not predicate():
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}")

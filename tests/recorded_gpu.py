@@ -3,7 +3,7 @@
 """One recorded GPU machine's fixtures, as the project's code reads them: the recordings of a lent
 GPU VM (tests/device/record_gpu.sh, node_check_gpu.sh, record_h100.sh; tests/fixtures/README.md,
 "Recorded on a GPU machine") named by its tag (``h200-vm``, ``h100-vm``). Shared by
-tests/unit/test_recorded_h200.py and test_recorded_h100.py."""
+tests/unit/core/preflight/test_recorded_h200.py and test_recorded_h100.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """verdict.json's JSON Schema (docs/verdict.schema.json, draft 2020-12) for the tests: every
 verdict a test builds or reads is checked against the file users are given
-(tests/unit/test_verdict_schema.py keeps the file equal to core/exit_classes.py)."""
+(tests/unit/core/test_verdict_schema.py keeps the file equal to core/exit_classes.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -103,15 +102,6 @@ def records(out_dir: Path) -> dict[int, dict[str, Any]]:
 
 def by_name(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["name"]: t for t in record["tests"]}
-
-
-def wait_for(predicate: Any, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
 
 
 def current_test(path: Path) -> str | None:

@@ -26,8 +26,8 @@ from tests.check.support import (
     start_rank,
     torchrun,
     torchrun_argv,
-    wait_for,
 )
+from tests.polling import wait_or_fail
 from tests.ports import free_port
 
 nc = load_script()
@@ -181,7 +181,9 @@ def test_killed_rank_leaves_an_error_in_the_other_ranks_records(tmp_path: Path) 
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         victim = tmp_path / "rank-1.json"
-        wait_for(lambda: current_test(victim) == "send_recv", RUN_LIMIT_S, "rank 1 to pause")
+        wait_or_fail(
+            lambda: current_test(victim) == "send_recv", timeout=RUN_LIMIT_S, what="rank 1 to pause"
+        )
         kill(json.loads(victim.read_text())["pid"])
         _, stderr = proc.communicate(timeout=RUN_LIMIT_S)
     finally:
@@ -229,7 +231,11 @@ def test_sigterm_is_recorded_in_the_running_test(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         path = tmp_path / "rank-0.json"
-        wait_for(lambda: current_test(path) == "barrier", RUN_LIMIT_S, "the pause in barrier")
+        wait_or_fail(
+            lambda: current_test(path) == "barrier",
+            timeout=RUN_LIMIT_S,
+            what="the pause in barrier",
+        )
         proc.terminate()
         proc.wait(timeout=RUN_LIMIT_S)
     finally:

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from nccl_preflight.core.junit import host_label, safe_name
+from tests.builders.lab_runs import junit_cases, left_on_hosts, validate
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
 from tests.playbook_run import (
@@ -37,41 +38,6 @@ from tests.playbook_run import (
 pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[2]
-
-SMALL_CHECK = {"nccl_check_args": ["--max-bytes", "65536", "--iters", "2", "--warmup", "1"]}
-
-
-def validate(lab: Lab, report_root: Path, run_id: str, *args: str, **variables: object):
-    values = {
-        "nccl_run_id": run_id,
-        "nccl_report_root": str(report_root),
-        "nccl_run_timeout": 60,
-        **SMALL_CHECK,
-        **variables,
-    }
-    return lab.ansible_playbook(
-        "playbooks/validate.yml",
-        "-e",
-        json.dumps(values),
-        *args,
-        env={"ANSIBLE_NOCOLOR": "1"},
-        timeout=400,
-    )
-
-
-def junit_cases(junit: Path) -> dict[tuple[str, str], ET.Element]:
-    root = ET.parse(junit).getroot()
-    return {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
-
-
-def left_on_hosts(lab: Lab, run_id: str) -> list[str]:
-    """What this run left on the lab's hosts: run directories (the hosts share this machine's
-    /tmp) and processes whose command line names the run."""
-    left = [str(p) for p in Path("/tmp").glob(f"nccl-preflight-{run_id}-*")]
-    for host in lab.hosts:
-        ps = lab.run(host, ["ps", "-eo", "pid=,args="], check=False).stdout
-        left += [f"{host.inventory_name}: {line}" for line in ps.splitlines() if run_id in line]
-    return left
 
 
 @pytest.mark.parametrize(

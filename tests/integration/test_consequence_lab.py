@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from nccl_preflight.core.junit import host_label
-from tests.integration.test_config_faults_lab import junit_cases, left_on_hosts, validate
-from tests.integration.test_preflight_lab import ephemeral_range
+from tests.builders.lab_runs import ephemeral_range, headline, junit_cases, left_on_hosts, validate
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.fixtures import LabFactory
 from tests.lab.harness import Lab
@@ -48,11 +47,6 @@ def run_with_drop(lab: Lab, tmp_path: Path, host: int, port: int | tuple[int, in
     finally:
         undo()
     return result, tmp_path / run_id, run_id
-
-
-def headline(report_dir: Path) -> str:
-    html = (report_dir / "report.html").read_text()
-    return html.split('<div class="hosts">Failing: ', 1)[1].split("</div>", 1)[0]
 
 
 def assert_folded(

@@ -24,6 +24,7 @@ import pytest
 from nccl_preflight.node import firewall_common as fw
 from nccl_preflight.node import firewall_iptables as ipt
 from nccl_preflight.node import firewall_nft as nft
+from tests.builders.lab_runs import FIX
 from tests.lab.harness import Lab, lab_unavailable_reason
 
 pytestmark = pytest.mark.lab
@@ -31,7 +32,6 @@ pytestmark = pytest.mark.lab
 MASTER_PORT = 29500
 QUICK = ["--max-bytes", "16K", "--iters", "2", "--warmup", "1", "--tests", "correctness"]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "firewall"
-FIX = re.compile(r"allow it \(on ([^)]+)\): (.+?)(?=; allow it \(on |$)")
 
 
 def validate(lab: Lab, reports: Path) -> tuple[str, int, str, dict[str, dict[str, dict]]]:

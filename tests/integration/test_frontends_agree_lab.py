@@ -15,7 +15,6 @@ Tests marked `lab` need root, the node Python (NCCL_LAB_NODE_PYTHON) and Debian'
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -25,13 +24,12 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_slurm_run_lab import assert_nothing_left
-from tests.integration.test_slurm_run_lab import launch_records as slurm_launch_records
+from tests.builders.lab_slurm import ROOT, Run, assert_agree, assert_nothing_left, environment
+from tests.builders.lab_slurm import launch_records as slurm_launch_records
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 from tests.lab.runs import QUICK, new_run_id
 
-ROOT = Path(__file__).resolve().parents[2]
 WRAPPER = ROOT / "bin" / "nccl-preflight"
 MASTER_PORT = 29500
 RENAMED = "fabX"
@@ -64,17 +62,6 @@ def common_variables(lab: Lab, extra: dict[str, Any]) -> dict[str, Any]:
     if values.get("nccl_socket_ifname") == "@fabric_ifname":
         values["nccl_socket_ifname"] = lab.hosts[0].fabric_ifname
     return values
-
-
-def environment(lab: Lab) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_"))}
-    env.update(lab.slurm_env())
-    env.update({"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"})
-    return env
-
-
-# What a front-end's run gave: (exit code, verdict.json, output).
-Run = tuple[int, dict[str, Any], str]
 
 
 def run_ansible(lab: Lab, reports: Path, variables: dict[str, Any]) -> Run:
@@ -143,35 +130,6 @@ def clock_cases(report: Path) -> list[str]:
                 kinds = [child.tag for child in case if child.tag in ("skipped", "failure")]
                 found.append(kinds[0] if kinds else "passed")
     return found
-
-
-def what_was_found(verdict: dict[str, Any], names: list[str]) -> list[tuple]:
-    """(class, node<i>, rank, check, consequence) of every finding, host names made plain."""
-    plain = {name: f"node{i}" for i, name in enumerate(names)}
-    return sorted(
-        (
-            f["class"],
-            plain.get(f["host"], f["host"]),
-            f["rank"] if f["rank"] is not None else -1,
-            f["test"],
-            f["consequence"],
-        )
-        for f in verdict["findings"]
-    )
-
-
-def assert_agree(lab: Lab, ansible: Run, slurm: Run, expected: tuple[str, int]) -> list[tuple]:
-    """Both front-ends gave ``expected`` (class, exit code) and the same findings; -> them."""
-    (a_code, a_verdict, a_out), (s_code, s_verdict, s_out) = ansible, slurm
-    a_found = what_was_found(a_verdict, [h.inventory_name for h in lab.hosts])
-    s_found = what_was_found(s_verdict, lab.slurm_nodes)
-    said = f"validate.yml:\n{a_out[-2500:]}\nslurm:\n{s_out[-2500:]}"
-    # the fault is what each front-end saw (a test that cannot pass vacuously)
-    assert (a_verdict["class"], a_code) == expected, said
-    assert (s_verdict["class"], s_code) == (a_verdict["class"], a_code), said
-    assert s_verdict["classes"] == a_verdict["classes"], said
-    assert s_found == a_found, said
-    return a_found
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))

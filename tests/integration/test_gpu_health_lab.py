@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_preflight_lab import Run
+from tests.builders.lab_runs import Run
 from tests.lab.harness import SBIN_PATH
 
 pytestmark = pytest.mark.lab

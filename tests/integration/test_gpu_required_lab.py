@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_frontends_agree_lab import (
+from tests.builders.lab_slurm import (
     Run,
     assert_agree,
     environment,

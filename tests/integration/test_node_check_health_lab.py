@@ -20,7 +20,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,7 @@ from tests.lab.base import node_python
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 from tests.lab.health_check import HealthCheckSetup, Watch, wait_ended
+from tests.polling import wait_or_fail
 
 INTERVAL = 5  # HealthCheckInterval, seconds
 # How long the health check runs every INTERVAL s: six intervals (each imports torch on every
@@ -54,13 +55,6 @@ def health_lab(
         for node in lab.slurm_nodes:
             lab.scontrol("update", f"nodename={node}", "state=resume", check=False)
         lab.slurm_wait_idle()
-
-
-def wait_for(condition: Callable[[], object], what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def run_health_check(lab: Lab, setup: HealthCheckSetup, seconds: float, *args: str) -> Watch:
@@ -162,7 +156,11 @@ def test_a_second_node_check_exits_at_once_while_one_runs(
     marker = f"71.{os.getpid() % 10000}"
     first = node_check_in_host(lab, setup, 0, slow_config(setup, marker), "--timeout", "300")
     try:
-        wait_for(lambda: below(first.pid, f"sleep {marker}"), "the first one's torch probe", 60)
+        wait_or_fail(
+            lambda: below(first.pid, f"sleep {marker}"),
+            timeout=60,
+            what="the first one's torch probe",
+        )
         config = setup.where / "nccl-preflight.yaml"
         second = node_check_in_host(lab, setup, 0, config)
         out, err = second.communicate(timeout=120)
@@ -177,7 +175,9 @@ def test_a_second_node_check_exits_at_once_while_one_runs(
     finally:
         first.kill()
         first.communicate(timeout=60)
-    wait_for(lambda: not below(1, f"sleep {marker}"), "the first one's probe to end", 30)
+    wait_or_fail(
+        lambda: not below(1, f"sleep {marker}"), timeout=30, what="the first one's probe to end"
+    )
 
 
 @pytest.mark.lab
@@ -189,7 +189,9 @@ def test_killing_node_check_leaves_no_torch_probe(
     config = setup.where / "nccl-preflight.yaml"
     proc = node_check_in_host(lab, setup, 1, config, "--torch-max-age", "0", "--timeout", "300")
     try:
-        wait_for(lambda: below(proc.pid, PROBE_MARK), "the torch probe to start", 60)
+        wait_or_fail(
+            lambda: below(proc.pid, PROBE_MARK), timeout=60, what="the torch probe to start"
+        )
         left = {**below(proc.pid, ""), proc.pid: start_time(proc.pid)}
         if how == "SIGKILL to its pid":
             proc.send_signal(signal.SIGKILL)
@@ -202,7 +204,7 @@ def test_killing_node_check_leaves_no_torch_probe(
         if proc.poll() is None:
             proc.kill()
     alive = lambda: [pid for pid, st in left.items() if is_alive(pid, st)]  # noqa: E731
-    wait_for(lambda: not alive(), f"{how}: every process of node-check to end", 30)
+    wait_or_fail(lambda: not alive(), timeout=30, what=f"{how}: every process of node-check to end")
     state = json.loads((setup.state_dir / f"node-check-{lab.slurm_nodes[1]}.json").read_text())
     assert state["last"]["verdict"] == "unfinished", state
     assert lab.slurm_node_states()[lab.slurm_nodes[1]] == "idle"
@@ -223,13 +225,17 @@ def test_slurms_own_kill_after_60_s_leaves_nothing(
         setup.write(lab)
         setup.clear(lab.slurm_nodes)
         lab.slurm_reconfigure(setup.slurm_lines(INTERVAL))
-        wait_for(lambda: below(1, f"sleep {marker}"), "a slow node-check to start", 120)
+        wait_or_fail(
+            lambda: below(1, f"sleep {marker}"), timeout=120, what="a slow node-check to start"
+        )
         lab.slurm_reconfigure()  # no new one: the running ones go on until slurmd kills them
         sleeps = below(1, f"sleep {marker}")
         assert 1 <= len(sleeps) <= len(lab.slurm_nodes)  # one per node at most
         # slurmd's kill comes 60 s after each start; its guard ends the rest at once
         alive = lambda: [pid for pid, st in sleeps.items() if is_alive(pid, st)]  # noqa: E731
-        wait_for(lambda: not alive(), "slurmd's kill to end every torch probe", 120)
+        wait_or_fail(
+            lambda: not alive(), timeout=120, what="slurmd's kill to end every torch probe"
+        )
         wait_ended(setup.pyz, 120)
         assert not below(1, f"sleep {marker}")
         verdicts = [

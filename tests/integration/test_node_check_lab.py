@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tests import prom_text
 from tests.lab.base import node_python
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
+from tests.polling import wait_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERVAL = 5  # HealthCheckInterval, seconds
@@ -81,7 +81,7 @@ def wait_checks_ended(pyz: Path, timeout: float = 120) -> None:
         found = subprocess.run(["pgrep", "-f", str(pyz)], capture_output=True, check=False)
         return found.returncode == 0
 
-    wait_for(lambda: not running(), f"the node-checks of {pyz} to end", timeout)
+    wait_or_fail(lambda: not running(), timeout=timeout, what=f"the node-checks of {pyz} to end")
 
 
 def node_field(lab: Lab, node: str, field: str) -> str:
@@ -93,13 +93,6 @@ def reason_of(lab: Lab, node: str) -> str:
     """The node's reason, whole (sinfo -R cuts it at 20 characters)."""
     out = lab.slurm_cmd("sinfo", "-h", "-N", "-n", node, "-o", "%E").stdout.strip()
     return out.splitlines()[0] if out else ""
-
-
-def wait_for(condition, what: str, timeout: float) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def found_checks(path: Path) -> dict[str, float]:
@@ -127,13 +120,17 @@ def test_health_check_drains_only_the_bad_node_with_its_reason(
     )
     lab.link_down(bad)
     # the bound only guards against a hang: a round every INTERVAL s, each a torch import
-    wait_for(lambda: lab.slurm_node_states().get(bad) == "drain", f"{bad} drained", 120)
+    wait_or_fail(
+        lambda: lab.slurm_node_states().get(bad) == "drain", timeout=120, what=f"{bad} drained"
+    )
     assert reason_of(lab, bad) == REASON
     assert node_field(lab, bad, "Reason").startswith("nccl-preflight:")
     # the healthy node ran its check after the fault too, and stays in service
     good_log = wrapper.parent / f"{good}.log"
     seen = checks_logged(good_log)
-    wait_for(lambda: checks_logged(good_log) > seen, f"a health check on {good}", 120)
+    wait_or_fail(
+        lambda: checks_logged(good_log) > seen, timeout=120, what=f"a health check on {good}"
+    )
     assert "healthy" in good_log.read_text().splitlines()[-1]
     assert lab.slurm_node_states()[good] == "idle"
     bad_log = (wrapper.parent / f"{bad}.log").read_text()
@@ -172,7 +169,9 @@ def test_as_prolog_a_job_does_not_run_on_the_bad_node(checked_lab: tuple[Lab, Pa
     ), job.stderr
     assert job.stdout.strip() == ""  # hostname never ran there
     # Drained: "drng" (draining) first while slurmctld still completes the refused job.
-    wait_for(lambda: lab.slurm_node_states().get(bad) == "drain", f"{bad} drained", 60)
+    wait_or_fail(
+        lambda: lab.slurm_node_states().get(bad) == "drain", timeout=60, what=f"{bad} drained"
+    )
     assert reason_of(lab, bad) == REASON
     ran = lab.srun("-w", good, "-N1", "hostname", timeout=120)
     assert ran.stdout.strip() == good

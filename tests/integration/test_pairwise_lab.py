@@ -22,39 +22,26 @@ import shutil
 import subprocess
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.builders.lab_runs import (
+    ALL_REDUCE_4M,
+    CHECK_ARGS,
+    FAST,
+    HANGING_SWEEP,
+    links,
+    pairwise_cases,
+)
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
 from tests.lab.runs import assert_nothing_left
 from tests.playbook_run import ansible_playbook
 
 pytestmark = pytest.mark.lab
-
-FAST, SLOW = "200mbit", "50mbit"  # the slow link: a quarter of the others
-CHECK_ARGS = [
-    "--tests",
-    "all_reduce_sum,bandwidth_all_reduce",
-    "--max-bytes",
-    "16K",
-    "--iters",
-    "2",
-    "--warmup",
-    "1",
-    "--pair-bytes",
-    "1M",
-    "--pair-iters",
-    "3",
-]
-
-# The all_reduce bandwidth test at 4 MiB only.
-ALL_REDUCE_4M = ["--tests", "bandwidth_all_reduce", "--min-bytes", "4M", "--max-bytes", "4M"]
 
 
 @pytest.fixture(scope="module")
@@ -74,17 +61,6 @@ def inventory(lab: Lab, tmp_path: Path, n_hosts: int) -> Path:
     return inv
 
 
-@contextmanager
-def links(lab: Lab, slow: Any | None) -> Iterator[None]:
-    """Every fabric link at FAST, the slow host's at SLOW; undone on the way out."""
-    undo = [lab.rate_limit(h, SLOW if h is slow else FAST) for h in lab.hosts]
-    try:
-        yield
-    finally:
-        for step in undo:
-            step()
-
-
 def validate(inv: Path, reports: Path, **extra: Any) -> tuple[subprocess.CompletedProcess, Path]:
     run_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
     variables = {
@@ -99,15 +75,6 @@ def validate(inv: Path, reports: Path, **extra: Any) -> tuple[subprocess.Complet
         "-i", str(inv), "playbooks/validate.yml", "-e", json.dumps(variables), timeout=900
     )
     return result, reports / run_id
-
-
-def pairwise_cases(report_dir: Path) -> dict[str, ET.Element]:
-    root = ET.parse(report_dir / "junit.xml").getroot()
-    return {
-        c.get("classname"): c
-        for c in root.iter("testcase")
-        if c.get("classname", "").startswith("pairwise.")
-    }
 
 
 def assert_only_named(
@@ -366,10 +333,6 @@ def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
     assert "all_reduce at 4194304 B" in failure.get("message", "")
     assert str(reports / first_dir.name) in failure.get("message", "")
     validate_report_junit(second_dir)
-
-
-# One all_reduce of 4M: on a link of a few hundred kbit/s it cannot finish, so the run stalls.
-HANGING_SWEEP = [*ALL_REDUCE_4M, "--iters", "1", "--warmup", "0"]
 
 
 def relaunched(

@@ -13,70 +13,18 @@ import json
 import os
 import re
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.builders.lab_runs import Run, ephemeral_range
 from tests.lab.harness import Lab, LabHost
 
 pytestmark = pytest.mark.lab
 
-PLAYBOOK = "playbooks/validate.yml"
 CLEANUP_TASK = "Remove the run directory of this run on this node"  # roles/cleanup
 MASTER_PORT = 29500
-
-
-class Run:
-    """One `validate.yml --tags preflight` run and what it left on the control machine."""
-
-    def __init__(self, lab: Lab, inventory: Path, report_root: Path, *extra: str) -> None:
-        self.run_id = f"pftest-{uuid.uuid4().hex[:8]}"
-        self.lab = lab
-        # ansible_playbook() passes the lab's own inventory; a second -i adds the private copy's
-        # host_vars on top (same hosts, same group_vars).
-        extra_inventory = ["-i", str(inventory)] if inventory != lab.inventory_dir else []
-        try:
-            self.proc = lab.ansible_playbook(
-                PLAYBOOK,
-                *extra_inventory,
-                "--tags",
-                "preflight",
-                "-e",
-                f"nccl_run_id={self.run_id}",
-                "-e",
-                f"nccl_report_root={report_root}",
-                *extra,
-                timeout=240,
-            )
-        finally:
-            # A failed pre-flight ends the play before the clean-up play: remove the run dirs.
-            run_dirs = [
-                Path(f"/tmp/nccl-preflight-{self.run_id}-{h.inventory_name}") for h in lab.hosts
-            ]
-            self.leftover_run_dirs = [d for d in run_dirs if d.exists()]
-            for d in run_dirs:
-                shutil.rmtree(d, True)
-        self.output = self.proc.stdout + self.proc.stderr
-        self.results: dict[str, dict[str, dict]] = {}
-        for h in lab.hosts:
-            path = report_root / self.run_id / "preflight" / f"{h.inventory_name}.json"
-            data = json.loads(path.read_text())
-            assert data["host"] == h.inventory_name
-            self.results[h.inventory_name] = {r["check"]: r for r in data["results"]}
-
-    def result(self, host_index: int, check: str) -> dict:
-        return self.results[self.lab.hosts[host_index].inventory_name][check]
-
-    def failed(self) -> set[tuple[int, str]]:
-        names = [h.inventory_name for h in self.lab.hosts]
-        return {
-            (names.index(host), check)
-            for host, checks in self.results.items()
-            for check, r in checks.items()
-            if r["status"] == "failed"
-        }
 
 
 @pytest.fixture
@@ -130,11 +78,6 @@ def processes_holding(text: str) -> list[int]:
         if any(text in link for link in links):
             pids.append(int(proc.name))
     return pids
-
-
-def ephemeral_range(lab: Lab, index: int) -> tuple[int, int]:
-    lo, hi = lab.run(index, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"]).stdout.split()
-    return int(lo), int(hi)
 
 
 # lab2 gives the listeners no time to end inside the probe call (preflight_collect_wait 0): they

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders.lab_runs import LONG_SWEEP, assert_only_cause
 from tests.lab.harness import Lab
 from tests.lab.runs import (
     PHASE_WAIT_S,
@@ -41,15 +42,7 @@ from tests.lab.runs import (
     rank_suites,
     validate,
 )
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not body_ended():
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("the condition never came")
+from tests.polling import wait_or_fail
 
 
 def at_bandwidth(path: Path) -> bool:
@@ -75,25 +68,6 @@ def looks_saw_bandwidth(report: Path, hosts: list[Any]) -> bool:
     return True
 
 
-def assert_only_cause(report: Path, host: str, rank: int) -> dict[str, Any]:
-    """verdict.json: the finding of ``rank`` on ``host`` is the first and only cause, every other
-    finding points at it (core/run_cause.py); report.html's headline ("Failing:") names ``host``
-    alone. Both front-ends' fault tests use it."""
-    verdict = json.loads((report / "verdict.json").read_text())
-    causes = [f for f in verdict["findings"] if not f["consequence"]]
-    assert [(f["host"], f["rank"]) for f in causes] == [(host, rank)], causes
-    assert verdict["findings"][0] == causes[0]
-    pointer = {k: causes[0][k] for k in ("id", "host", "test")}
-    assert all(f["cause"] == pointer for f in verdict["findings"][1:]), verdict["findings"]
-    html = (report / "report.html").read_text()
-    assert html.split('<div class="hosts">Failing: ', 1)[1].split("</div>", 1)[0] == host
-    return causes[0]
-
-
-# Enough work that the ranks are still inside the collectives when a link is cut.
-LONG_SWEEP = ["--max-bytes", "4M", "--iters", "40", "--warmup", "1"]
-
-
 def link_cut_in_bandwidth(
     lab: Lab, report: Path, victim: Any, cut: dict[str, float], undo: list[Callable[[], None]]
 ) -> Callable[[], None]:
@@ -103,8 +77,11 @@ def link_cut_in_bandwidth(
     record = rank_record(report.name, lab.hosts[0], 0)
 
     def cut_link() -> None:
-        wait_for(lambda: at_bandwidth(record) and looks_saw_bandwidth(report, lab.hosts),
-                 timeout=PHASE_WAIT_S)  # fmt: skip
+        wait_or_fail(
+            lambda: at_bandwidth(record) and looks_saw_bandwidth(report, lab.hosts),
+            timeout=PHASE_WAIT_S,
+            give_up=body_ended,
+        )
         undo.append(lab.link_down(victim))
         cut["at"] = time.time()
 
@@ -351,7 +328,7 @@ def test_a_stopped_rank_is_named_with_its_pid_and_its_host_alone_fails(
     stopped: dict[str, Any] = {}
 
     def stop() -> None:
-        wait_for(lambda: at_bandwidth(record), timeout=PHASE_WAIT_S)
+        wait_or_fail(lambda: at_bandwidth(record), timeout=PHASE_WAIT_S, give_up=body_ended)
         stopped["pid"] = int(json.loads(record.read_text())["pid"])
         stopped["at"] = time.time()
         lab2.kill(victim, stopped["pid"], signal.SIGSTOP)

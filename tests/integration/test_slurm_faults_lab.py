@@ -34,10 +34,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_consequence_lab import headline
-from tests.integration.test_firewall_fix_lab import FIX
-from tests.integration.test_run_faults_lab import LONG_SWEEP, wait_for
-from tests.integration.test_slurm_run_lab import (
+from tests.builders.lab_runs import FIX, LONG_SWEEP, headline
+from tests.builders.lab_slurm import (
     launch_records,
     rank_doc,
     slurm_command,
@@ -47,6 +45,7 @@ from tests.lab.harness import Lab
 from tests.lab.runs import (
     PHASE_WAIT_S,
     QUICK,
+    body_ended,
     during,
     finished_epoch,
     leftovers,
@@ -55,6 +54,7 @@ from tests.lab.runs import (
     rank_suites,
     validate,
 )
+from tests.polling import wait_or_fail
 
 pytestmark = pytest.mark.lab
 
@@ -162,8 +162,11 @@ def test_a_node_cut_off_mid_run_is_named_with_its_link_before_slurm_notices(
     undo: list[Callable[[], None]] = []
 
     def cut_off() -> None:
-        wait_for(lambda: str(rank_doc(run_id, 1).get("current_test") or "").startswith(
-            "bandwidth_"), PHASE_WAIT_S)  # fmt: skip
+        wait_or_fail(
+            lambda: str(rank_doc(run_id, 1).get("current_test") or "").startswith("bandwidth_"),
+            timeout=PHASE_WAIT_S,
+            give_up=body_ended,
+        )
         undo.append(slurm3.cut_off(slurm3.hosts[1]))
         cut["at"] = time.time()
 
@@ -234,8 +237,11 @@ def test_a_stopped_rank_is_named_with_its_pid_and_its_node_alone_fails(
     stopped: dict[str, Any] = {}
 
     def stop() -> None:
-        wait_for(lambda: str(rank_doc(run_id, 2).get("current_test") or "").startswith(
-            "bandwidth_"), PHASE_WAIT_S)  # fmt: skip
+        wait_or_fail(
+            lambda: str(rank_doc(run_id, 2).get("current_test") or "").startswith("bandwidth_"),
+            timeout=PHASE_WAIT_S,
+            give_up=body_ended,
+        )
         stopped["pid"] = int(rank_doc(run_id, 2)["pid"])
         stopped["at"] = time.time()
         slurm3.kill(slurm3.hosts[2], stopped["pid"], signal.SIGSTOP)

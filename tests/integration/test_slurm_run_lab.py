@@ -8,13 +8,11 @@ Tests marked `lab` need root, the node Python (NCCL_LAB_NODE_PYTHON) and Debian'
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,26 +21,31 @@ from typing import Any
 import pytest
 
 from tests import prom_text
-from tests.integration.test_pairwise_lab import CHECK_ARGS as PAIRWISE_CHECK_ARGS
-from tests.integration.test_pairwise_lab import FAST as PAIRWISE_FAST
-from tests.integration.test_pairwise_lab import HANGING_SWEEP, pairwise_cases
-from tests.integration.test_pairwise_lab import links as pairwise_links
-from tests.integration.test_run_faults_lab import LONG_SWEEP, assert_only_cause, wait_for
+from tests.builders.lab_runs import CHECK_ARGS as PAIRWISE_CHECK_ARGS
+from tests.builders.lab_runs import FAST as PAIRWISE_FAST
+from tests.builders.lab_runs import HANGING_SWEEP, LONG_SWEEP, assert_only_cause, pairwise_cases
+from tests.builders.lab_runs import links as pairwise_links
+from tests.builders.lab_slurm import (
+    assert_nothing_left,
+    launch_records,
+    rank_doc,
+    slurm_argv,
+    slurm_command,
+)
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 from tests.lab.runs import (
     PHASE_WAIT_S,
-    QUICK,
+    body_ended,
     during,
     finished_epoch,
-    leftovers,
     new_run_id,
     paused_before_barrier,
     rank_suites,
     validate,
 )
+from tests.polling import wait_or_fail
 
-ROOT = Path(__file__).resolve().parents[2]
 MASTER_PORT = 29500
 
 pytestmark = pytest.mark.lab
@@ -52,59 +55,6 @@ pytestmark = pytest.mark.lab
 def slurm3(lab_factory: LabFactory) -> Lab:
     require_slurm()
     return lab_factory(3, slurm=True)
-
-
-def write_config(lab: Lab, path: Path, **extra: Any) -> Path:
-    """The run's --config: the lab inventory's nccl_* values and the node Python."""
-    values = {
-        "nccl_fabric_cidr": lab.fabric_cidr,
-        "nccl_backend": "gloo",
-        "nccl_require_gpu": False,  # the lab has no GPU: a CPU run, said so
-        "nccl_python": lab.python,
-        "nccl_run_timeout": 120,
-        "nccl_check_args": QUICK,
-        **extra,
-    }
-    path.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items()))
-    return path
-
-
-def slurm_argv(
-    lab: Lab, tmp_path: Path, run_id: str, *args: str, **config: Any
-) -> tuple[list[str], dict[str, str]]:
-    """bin/nccl-preflight slurm -N <all hosts> on the lab, from the control machine (no
-    allocation yet): its argv and environment."""
-    cfg = write_config(lab, tmp_path / "nccl.yml", nccl_run_id=run_id, **config)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_"))}
-    env.update(lab.slurm_env())
-    argv = [
-        sys.executable,
-        str(ROOT / "bin" / "nccl-preflight"),
-        "slurm",
-        "-N",
-        str(len(lab.hosts)),
-    ]
-    argv += ["--config", str(cfg), "--report-root", str(tmp_path / "reports")]
-    return [*argv, *args], env
-
-
-def slurm_command(
-    lab: Lab, tmp_path: Path, run_id: str, *args: str, **config: Any
-) -> subprocess.CompletedProcess[str]:
-    """The command run to its end."""
-    argv, env = slurm_argv(lab, tmp_path, run_id, *args, **config)
-    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
-
-
-def assert_nothing_left(lab: Lab, run_id: str, out: str) -> None:
-    """No temporary directory or process of the run on any node, and the allocation released."""
-    assert not [p for p in os.listdir("/tmp") if p.startswith(f"nccl-preflight-{run_id}-")]
-    assert leftovers(run_id) == []
-    job = re.search(r"on job (\d+)", out)
-    assert job, out
-    assert lab.slurm_wait_job(job.group(1)) in {"CANCELLED", "COMPLETED"}
-    assert lab.slurm_cmd("squeue", "-h", "-o", "%i").stdout.split() == []
-    lab.slurm_wait_idle()
 
 
 def test_per_node_values_apply_to_the_nodes_their_hostlist_names(
@@ -259,25 +209,6 @@ def test_a_node_whose_task_ends_before_it_started_is_named_unreachable(
 # ------------------------------------------------------------------------------------------------
 
 
-def rank_file(run_id: str, rank: int) -> Path | None:
-    """The rank's result file in its node's private directory (stdin BOOT's mkdtemp; the lab's
-    hosts share this machine's /tmp), once it exists."""
-    found = glob.glob(f"/tmp/nccl-preflight-{run_id}-*/run/results/rank-{rank}.json")
-    return Path(found[0]) if found else None
-
-
-def rank_doc(run_id: str, rank: int) -> dict[str, Any]:
-    path = rank_file(run_id, rank)
-    try:
-        return json.loads(path.read_text()) if path else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def launch_records(report: Path, names: list[str]) -> dict[str, dict[str, Any]]:
-    return {n: json.loads((report / n / "launch.json").read_text()) for n in names}
-
-
 def test_a_sigkilled_rank_ends_the_run_on_every_node_and_is_named(
     slurm3: Lab, tmp_path: Path
 ) -> None:
@@ -289,7 +220,11 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_and_is_named(
     killed: dict[str, Any] = {}
 
     def kill() -> None:
-        wait_for(lambda: rank_doc(run_id, 3).get("current_test") == "barrier", PHASE_WAIT_S)
+        wait_or_fail(
+            lambda: rank_doc(run_id, 3).get("current_test") == "barrier",
+            timeout=PHASE_WAIT_S,
+            give_up=body_ended,
+        )
         killed["pid"] = int(rank_doc(run_id, 3)["pid"])
         killed["at"] = time.time()
         slurm3.kill(victim, killed["pid"])
@@ -378,7 +313,7 @@ def test_a_link_cut_mid_run_is_named_by_node_interface_test_and_size(
         return True
 
     def cut_link() -> None:
-        wait_for(watched_bandwidth, PHASE_WAIT_S)
+        wait_or_fail(watched_bandwidth, timeout=PHASE_WAIT_S, give_up=body_ended)
         undo.append(slurm3.link_down(victim))
         cut["at"] = time.time()
 

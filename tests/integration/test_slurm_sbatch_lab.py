@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_slurm_run_lab import write_config
+from tests.builders.lab_slurm import write_config
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
 

@@ -28,9 +28,9 @@ import pytest
 from nccl_preflight import __version__
 from nccl_preflight.core.content import SHARED
 from nccl_preflight.slurm import bundle
+from tests.builders.node_check import HEALTHY, fake_python
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
-from tests.unit.test_node_check import HEALTHY, fake_python
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a source distribution holds besides SHARED (MANIFEST.in).

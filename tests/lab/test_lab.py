@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.builders.lab_host import assert_restored, snapshot
 from tests.lab import base, harness
 from tests.lab.__main__ import main as cli_main
 from tests.lab.fixtures import LAB4_FABRIC_IFNAMES, require_lab
@@ -88,33 +89,6 @@ print(time.monotonic() - t)
 def probe(lab: Lab, src: int, addr: str, port: int, timeout: float = 1.0) -> str:
     out = lab.run(src, [sys.executable, "-c", PROBE, addr, str(port), str(timeout)])
     return out.stdout.strip()
-
-
-def snapshot() -> dict[str, list[str]]:
-    """What teardown must leave exactly as it was."""
-    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True)
-    return {
-        "netns": sorted(netns.stdout.splitlines()),
-        "links": sorted(links.stdout.splitlines()),
-        "etc_netns": sorted(os.listdir("/etc/netns")) if os.path.isdir("/etc/netns") else [],
-        "state": sorted(os.listdir(harness.state_root())),
-    }
-
-
-def assert_restored(
-    before: dict[str, list[str]], after: dict[str, list[str]], index: int | None, name: str | None
-) -> None:
-    """after == before, apart from labs of other sessions that came or went meanwhile."""
-    assert index is not None and name is not None
-    for key in before:
-        changed = set(before[key]) ^ set(after[key])
-        if key == "state":
-            foreign = {entry for entry in changed if entry != name}
-        else:
-            found = {line: re.search(rf"\b{harness.PREFIX}(\d+)", line) for line in changed}
-            foreign = {line for line, m in found.items() if m and int(m.group(1)) != index}
-        assert changed - foreign == set(), f"{key} differs after teardown: {changed - foreign}"
 
 
 # --------------------------------------------------------------------- no root needed

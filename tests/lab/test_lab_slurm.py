@@ -15,16 +15,16 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.builders.lab_host import assert_restored, snapshot
 from tests.lab import harness, slurm
 from tests.lab.base import _pids_in_netns
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab, LabError
-from tests.lab.test_lab import assert_restored, snapshot
+from tests.polling import wait_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,14 +86,6 @@ def commands(pids: set[int]) -> list[str]:
         except OSError:
             continue
     return out
-
-
-def wait_for(condition, what: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
-    """Poll until condition() holds; the bound only guards against a hang."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 # --------------------------------------------------------------------- no root needed
@@ -205,7 +197,9 @@ def test_scancel_leaves_no_job_process_on_any_node(slurm3: Lab) -> None:
         h.name: {slurm3.sshd_pid(h), slurm3.slurm_pids()["slurmd"][h.hostname]}
         for h in slurm3.hosts
     }
-    wait_for(lambda: host_processes(slurm3) == baseline, "the hosts to run sshd and slurmd only")
+    wait_or_fail(
+        lambda: host_processes(slurm3) == baseline, what="the hosts to run sshd and slurmd only"
+    )
     job = slurm3.sbatch("#!/bin/sh\nsrun sleep 600\n", "-N2")
 
     def sleeping() -> bool:
@@ -219,9 +213,9 @@ def test_scancel_leaves_no_job_process_on_any_node(slurm3: Lab) -> None:
             == 2
         )
 
-    wait_for(sleeping, f"job {job}'s sleep on two nodes")
+    wait_or_fail(sleeping, what=f"job {job}'s sleep on two nodes")
     slurm3.slurm_cmd("scancel", job)
-    wait_for(lambda: host_processes(slurm3) == baseline, f"job {job}'s processes to end")
+    wait_or_fail(lambda: host_processes(slurm3) == baseline, what=f"job {job}'s processes to end")
     # slurmctld may still say COMPLETING for a moment after the last process ended
     assert slurm3.slurm_wait_job(job) == "CANCELLED"
     slurm3.slurm_wait_idle()

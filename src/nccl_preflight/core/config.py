@@ -20,7 +20,7 @@ run-wide, meaning under Slurm), from which the roles' defaults files are made
 3. validated by core/inputs.py ``nccl_input_problems`` (what roles/validate_inputs runs through
    the ``nccl_input_problems`` filter, so both front-ends refuse a value in the same words), then
    by the schema's ``type``, ``elements`` and ``choices`` (the roles' meta/argument_specs.yml
-   agree with them: tests/unit/test_variables_schema.py). A value the type accepts is converted
+   agree with them: tests/unit/tree/test_variables_schema.py). A value the type accepts is converted
    as Ansible converts it (``"29500"`` to 29500 for an int, ``yes`` to True for a bool, 2 to 2.0
    for a float, numbers in a list of str to strings).
 
@@ -205,7 +205,7 @@ def preflight_values(config: dict[str, Any], node_count: int) -> dict[str, Any]:
     """UNDER_SLURM's variables for a run of ``node_count`` nodes: the config's value where it
     has one (load_config: the user's, else the role's plain default), else the role's default
     that is a Jinja expression of other variables, worked out here as
-    roles/preflight/defaults/main.yml writes it (tests/unit/test_config.py renders the role's
+    roles/preflight/defaults/main.yml writes it (tests/unit/core/test_config.py renders the role's
     expressions and compares):
 
         preflight_listen_timeout     60 + 10 x node_count            (groups['nccl_nodes'])

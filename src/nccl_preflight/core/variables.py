@@ -16,7 +16,7 @@ What is made from it (``python docs/make_variables.py``, ``make variables``; a u
 a committed file differs): every role's defaults file (``FILES``: the file, its opening comment,
 its groups; roles/nccl_defaults/defaults/main/*.yml and roles/<role>/defaults/main.yml) and
 docs/variables.md. The roles' meta/argument_specs.yml are checked against it by a unit test
-(tests/unit/test_variables_schema.py). core/config.py validates the Slurm config by it, and the
+(tests/unit/tree/test_variables_schema.py). core/config.py validates the Slurm config by it, and the
 Ansible path's roles/validate_inputs (plugins/filter/nccl_variables.py) the inventory's values.
 
 A plain module, not a data file: the wheel and the node bundle carry it as they carry core/, and

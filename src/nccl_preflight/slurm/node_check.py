@@ -69,7 +69,7 @@ SCONTROL_DIRS = ["/usr/bin", "/usr/local/bin", "/bin", "/opt/slurm/bin"]
 DRAIN_TIMEOUT = 8.0  # scontrol's own bound, after the check's --timeout (50 s + 8 < Slurm's 60)
 # The node checks that read the torch probe's answer (python_facts: torch's versions, whether it
 # sees CUDA, its devices, torch_npu): a probe killed at the deadline leaves them undecided, and
-# node-check drains on none of them then (tests/unit/test_node_check.py judges a node with and
+# node-check drains on none of them then (tests/unit/slurm/test_node_check.py judges a node with and
 # without the probe's answer: only these change).
 TORCH_CHECKS = frozenset({"versions", "gpu", "gpu_visible", "npu"})
 
