@@ -44,7 +44,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "report_scale"
 RESULTS = ROOT / "bench" / "report_scale_results.json"
-TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
 SIZES = (128, 512, 1024)
 PER_NODE = 8
 WRONG_NODE = 17  # gpu0017: the healthy hosts are gpu[0001-0016,0018-N]
@@ -231,7 +230,7 @@ def report_params(report_root: Path, run_id: str) -> dict[str, Any]:
         "fallback_to_latest": False,
         "expect_ranks": True,
         "update_latest": True,
-        "html_template": str(TEMPLATE),
+        "html": True,
         "run_check_mode": False,
         "verdict_copy": "",
     }

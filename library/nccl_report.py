@@ -49,11 +49,15 @@ options:
     description: Point C(<report_root>/latest) at this run.
     type: bool
     default: true
+  html:
+    description: Write C(report.html) (the playbook passes C(report_html)).
+    type: bool
+    default: true
   html_template:
     description:
       - The jinja2 template of C(report.html) on the control machine (the playbook passes
-        C(report_html_template), the project's own template unless set). Empty means no
-        C(report.html).
+        C(report_html_template)). Empty means the project's own, which ships with the code that
+        renders it.
     type: path
     default: ""
   verdict_copy:

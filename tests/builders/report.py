@@ -15,7 +15,7 @@ import nccl_report
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from tests.playbook_run import ROOT
+from nccl_preflight.core.html import TEMPLATE as HTML_TEMPLATE
 from tests.verdict_schema import validate_verdict
 
 COLLECTIVES = ["checkin", "init", "all_reduce_sum", "broadcast", "all_gather", "reduce_scatter"]
@@ -228,7 +228,11 @@ def module_result(args: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> d
 
 
 def build(run: RunDir, capsys: pytest.CaptureFixture[str], **kw: Any) -> dict[str, Any]:
-    return module_result({"report_root": str(run.root), "run_id": run.run_id, **kw}, capsys)
+    # report.html only when a test asks for it (a template given): it costs jinja2 and matplotlib.
+    html = "html_template" in kw
+    return module_result(
+        {"report_root": str(run.root), "run_id": run.run_id, "html": html, **kw}, capsys
+    )
 
 
 def suites(path: Path) -> dict[str, ET.Element]:
@@ -241,7 +245,7 @@ def case(suite: ET.Element, name: str) -> ET.Element:
     return found[0]
 
 
-TEMPLATE = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+TEMPLATE = HTML_TEMPLATE
 
 
 def report(run: RunDir, capsys: pytest.CaptureFixture[str], **kw: Any) -> dict[str, Any]:
@@ -290,7 +294,7 @@ def params(run_dir: Path) -> dict[str, Any]:
         "fallback_to_latest": False,
         "expect_ranks": True,
         "update_latest": True,
-        "html_template": str(ROOT / "roles" / "report" / "templates" / "report.html.j2"),
+        "html_template": str(HTML_TEMPLATE),
         "run_check_mode": False,
         "verdict_copy": "",
     }

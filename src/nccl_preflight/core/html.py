@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 STATUS_ORDER = {"failed": 0, "error": 0, "skipped": 2, "passed": 3}
 
+# The page's own template: it belongs to the code that renders it (the report_html_template
+# variable, or the report call's html_template, may name another).
+TEMPLATE = Path(__file__).with_name("templates") / "report.html.j2"
+
 
 def preflight_table(run: RunData) -> dict[str, Any]:
     """Checks as columns (in the order first seen), a row per host that did not pass every check

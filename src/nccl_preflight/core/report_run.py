@@ -32,6 +32,7 @@ ARGUMENT_SPEC: dict[str, dict] = {
     "fallback_to_latest": {"type": "bool", "default": False},
     "expect_ranks": {"type": "bool", "default": True},
     "update_latest": {"type": "bool", "default": True},
+    "html": {"type": "bool", "default": True},
     "html_template": {"type": "path", "default": ""},
     "run_check_mode": {"type": "bool", "default": False},
     "verdict_copy": {"type": "path", "default": ""},
@@ -61,10 +62,10 @@ def _write(
     written = write_report(run_dir, judged, markdown)
     written.append(str(write_verdict(run_dir, verdict)))
     html = ""
-    if p["html_template"]:
-        from .html import write_html  # jinja2: only here (matplotlib: only when it draws)
+    if p.get("html", True):
+        from .html import TEMPLATE, write_html  # jinja2: only here (matplotlib: when it draws)
 
-        html = str(write_html(run_dir, Path(p["html_template"]), judged))
+        html = str(write_html(run_dir, Path(p.get("html_template") or TEMPLATE), judged))
         written.append(html)
     if p["update_latest"]:
         point_latest(Path(p["report_root"]), run_dir.name)

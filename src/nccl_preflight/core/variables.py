@@ -438,9 +438,10 @@ FILES: tuple[DefaultsFile, ...] = (
                 "Write reports/<run-id>/report.html (one self-contained page: verdict, failures "
                 "with their fix, pre-flight table, busbw plots; needs jinja2 and matplotlib on "
                 "the control machine).", slurm=False),
-            Variable("report_html_template", "path", "{{ role_path }}/templates/report.html.j2",
-                "The page's template (rendered with autoescape by "
-                "src/nccl_preflight/core/html.py).", derived=True, slurm=False),
+            Variable("report_html_template", "path", "",
+                "The jinja2 template of report.html, rendered with autoescape by "
+                "src/nccl_preflight/core/html.py. Empty: the project's own, "
+                "src/nccl_preflight/core/templates/report.html.j2.", slurm=False),
             Variable("report_run_started", "float",
                 "{{ nccl_run_started | default(hostvars[groups['nccl_nodes'] | "
                 "default(['localhost']) | first].nccl_run_started | default(0)) }}",

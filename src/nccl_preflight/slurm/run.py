@@ -58,7 +58,6 @@ from .pending import NotGranted
 from .ship import shared_and_own
 from .step import END_GRACE_S, LOST_END_GRACE_S, Step
 
-HTML_TEMPLATE = TREE.content / "roles" / "report" / "templates" / "report.html.j2"
 RANK_SCRIPT = TREE.rank_script
 # The rank script's results directory: the node puts its own run directory's in place of this.
 RESULTS_DIR = "{results}"
@@ -395,7 +394,7 @@ class SlurmRun:
                 "fallback_to_latest": False,
                 "expect_ranks": expect_ranks,
                 "update_latest": True,
-                "html_template": str(HTML_TEMPLATE),
+                "html": True,
                 "run_check_mode": False,
                 "verdict_copy": "",
                 "textfile_dir": str(self.config.get("nccl_report_textfile_dir") or ""),

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nccl_preflight.core import bandwidth_expectation as nccl_expect
+from nccl_preflight.core.html import TEMPLATE as HTML_TEMPLATE
 from tests.builders.bandwidth import MIB, write_run
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report as report
@@ -154,11 +155,11 @@ def test_every_busbw_table_shows_measured_against_expected(
 ) -> None:
     """summary.md's busbw table (also the console's summary) and report.html carry measured /
     expected in %; a latency-bound size shows it too, marked as not judged."""
-    from tests.builders.report import ROOT, module_result
+    from tests.builders.report import module_result
 
     # 10000 Mb/s x 0.9 = 1.125 GB/s: 1.0 is 88.9%; all_gather's 1 MiB is below min_bytes.
     write_run(tmp_path, "r1", {"all_reduce": {64 * MIB: 1.0}, "all_gather": {MIB: 0.5}})
-    template = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+    template = HTML_TEMPLATE
     args = {"report_root": str(tmp_path), "run_id": "r1", "html_template": str(template)}
     result = module_result(args, capsys)
     rows = {r["collective"]: r for r in result["bandwidth"]}

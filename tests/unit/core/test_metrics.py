@@ -250,7 +250,7 @@ def test_a_runs_metrics_carry_its_class_busbw_and_pairs(tmp_path: Path) -> None:
     run_dir = write_run(tmp_path, 4, 2, slow_node(2, rail=1), second=[(0, 2)])
     textfile = tmp_path / "textfile"
     textfile.mkdir()
-    p = {**params(run_dir), "html_template": "", "textfile_dir": str(textfile), "started": 1.0}
+    p = {**params(run_dir), "html": False, "textfile_dir": str(textfile), "started": 1.0}
     result = report_run.run_report(p, check_mode=False)
     assert str(textfile / metrics.RUN_FILE) in result["files"]
     found = read(textfile / metrics.RUN_FILE)
@@ -279,7 +279,7 @@ def test_busbw_per_collective_is_the_median_in_bytes_per_second_at_its_largest_s
         path.write_text(json.dumps(doc))
     textfile = tmp_path / "textfile"
     textfile.mkdir()
-    p = {**params(run_dir), "html_template": "", "textfile_dir": str(textfile)}
+    p = {**params(run_dir), "html": False, "textfile_dir": str(textfile)}
     result = report_run.run_report(p, check_mode=False)
     found = read(textfile / metrics.RUN_FILE)
     busbw = found["nccl_preflight_busbw_bytes_per_second"]
@@ -292,7 +292,7 @@ def test_a_passed_run_sets_its_success_time_a_failed_one_keeps_it(tmp_path: Path
     good = write_run(tmp_path / "good", 2, 1, healthy(), second=[])
     textfile = tmp_path / "textfile"
     textfile.mkdir()
-    p = {**params(good), "html_template": "", "textfile_dir": str(textfile)}
+    p = {**params(good), "html": False, "textfile_dir": str(textfile)}
     result = report_run.run_report(p, check_mode=False)
     assert result["exit_class"] == "passed", result["problems"]
     found = read(textfile / metrics.RUN_FILE)
@@ -300,9 +300,7 @@ def test_a_passed_run_sets_its_success_time_a_failed_one_keeps_it(tmp_path: Path
     assert found["nccl_preflight_verdict"].value(**{"class": "passed"}) == 1
     assert "nccl_preflight_run_duration_seconds" not in found  # no start time given
     bad = write_run(tmp_path / "bad", 4, 2, slow_node(2, rail=1), second=[(0, 2)])
-    report_run.run_report(
-        {**params(bad), "html_template": "", "textfile_dir": str(textfile)}, False
-    )
+    report_run.run_report({**params(bad), "html": False, "textfile_dir": str(textfile)}, False)
     found = read(textfile / metrics.RUN_FILE)
     assert found[metrics.RUN_SUCCESS].value() == success
     assert found["nccl_preflight_verdict"].value(**{"class": "passed"}) == 0
@@ -314,7 +312,7 @@ def test_a_check_mode_run_writes_no_metrics_and_a_bad_directory_is_a_warning(
     run_dir = write_run(tmp_path, 2, 1, healthy(), second=[])
     textfile = tmp_path / "textfile"
     textfile.mkdir()
-    p = {**params(run_dir), "html_template": "", "textfile_dir": str(textfile)}
+    p = {**params(run_dir), "html": False, "textfile_dir": str(textfile)}
     report_run.run_report({**p, "run_check_mode": True}, check_mode=False)
     assert os.listdir(textfile) == []
     result = report_run.run_report({**p, "textfile_dir": str(tmp_path / "absent")}, False)
@@ -351,7 +349,7 @@ def test_prometheus_clients_own_parser_reads_both_files_as_ours_does(tmp_path: P
     done = node_check_cmd(tmp_path, HEALTHY, "--textfile", str(textfile), slurmd=node)
     assert done.returncode == 0, done.stdout + done.stderr
     run_dir = write_run(tmp_path / "run", 4, 2, slow_node(2, rail=1), second=[(0, 2)])
-    p = {**params(run_dir), "html_template": "", "textfile_dir": str(textfile), "started": 1.0}
+    p = {**params(run_dir), "html": False, "textfile_dir": str(textfile), "started": 1.0}
     report_run.run_report(p, check_mode=False)
     for name in ("nccl_preflight.prom", metrics.RUN_FILE):
         text = (textfile / name).read_text(encoding="utf-8")

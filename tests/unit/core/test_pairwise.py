@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from nccl_preflight.core import pairwise as nccl_pairwise
+from nccl_preflight.core.html import TEMPLATE as HTML_TEMPLATE
 from tests.builders.pairwise import healthy, rows_for, slow_node, statuses, sw, write_run
-from tests.builders.report import ROOT, module_result
+from tests.builders.report import module_result
 from tests.check.support import load_part, load_script
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report as report
@@ -281,7 +282,7 @@ def test_report_html_draws_the_matrix_and_names_the_slow_node(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_run(tmp_path, 4, 2, slow_node(2, rail=1), second=[(0, 2)])
-    template = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+    template = HTML_TEMPLATE
     args = {"report_root": str(tmp_path), "run_id": "run-1", "html_template": str(template)}
     module_result(args, capsys)
     html = (tmp_path / "run-1" / "report.html").read_text()
@@ -442,7 +443,7 @@ def test_report_html_says_which_pair_timed_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stop_in_first_round(write_run(tmp_path, 4, 1, healthy(), second=[]), 4, dead=2)
-    template = ROOT / "roles" / "report" / "templates" / "report.html.j2"
+    template = HTML_TEMPLATE
     args = {"report_root": str(tmp_path), "run_id": "run-1", "html_template": str(template)}
     module_result(args, capsys)
     html = (tmp_path / "run-1" / "report.html").read_text()

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from nccl_preflight.core.html import TEMPLATE as HTML_TEMPLATE
 from nccl_preflight.core.plots import busbw_svg, nice_ticks
-from tests.builders.report import ROOT
+from tests.playbook_run import ROOT
 
 BUILD = """
 import json, sys
@@ -67,7 +68,7 @@ def build(run_dir: Path) -> dict:
         "fallback_to_latest": False,
         "expect_ranks": True,
         "update_latest": False,
-        "html_template": str(ROOT / "roles" / "report" / "templates" / "report.html.j2"),
+        "html_template": str(HTML_TEMPLATE),
         "run_check_mode": False,
         "verdict_copy": "",
     }

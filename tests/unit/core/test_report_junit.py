@@ -18,7 +18,6 @@ import pytest
 
 from nccl_preflight.core import junit_cases
 from tests.builders.report import (
-    ROOT,
     RunDir,
     build,
     case,
@@ -28,6 +27,7 @@ from tests.builders.report import (
     suites,
 )
 from tests.jenkins_schema import validate_report_junit
+from tests.playbook_run import ROOT
 from tests.verdict_schema import validate_verdict
 
 # --- builders of reports/<run-id>/, per the contracts in docs/design.md --------------------------

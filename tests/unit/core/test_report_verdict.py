@@ -20,8 +20,9 @@ import pytest
 
 from nccl_preflight.core import exit_classes as nccl_exit_classes
 from nccl_preflight.core.verdict import split_hint
-from tests.builders.report import ROOT, RunDir, case, page, report, suites
+from tests.builders.report import RunDir, case, page, report, suites
 from tests.jenkins_schema import validate_report_junit
+from tests.playbook_run import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
