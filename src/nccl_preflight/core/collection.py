@@ -96,7 +96,10 @@ def qualify(text: str, filters: list[str]) -> str:
     text = re.sub(rf"^(\s*(?:- )?)({modules}):", rf"\1{FQCN}.\2:", text, flags=re.M)
     names = "|".join(filters)
     text = re.sub(rf"\|(\s*)({names})\b", rf"|\1{FQCN}.\2", text)
-    return text.replace(REPORT_ROOT, COLLECTION_REPORT_ROOT)
+    # The defaults file folds a long default (docs/make_variables.py): any run of white space
+    # between the expression's words.
+    report_root = r"\s+".join(re.escape(word) for word in REPORT_ROOT.split())
+    return re.sub(report_root, lambda _: COLLECTION_REPORT_ROOT, text)
 
 
 def _copy_yaml_tree(source: Path, target: Path, filters: list[str]) -> None:

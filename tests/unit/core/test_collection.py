@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nccl_preflight.core.collection import (
     COLLECTION_IMPORT,
+    COLLECTION_REPORT_ROOT,
     FQCN,
     MODULES,
     filter_names,
@@ -57,3 +58,12 @@ def test_the_written_tree_leaves_no_short_project_name(tmp_path: Path) -> None:
     assert (root / "plugins" / "action" / "nccl_torchrun.py").is_file()  # roles/launch's own
     assert not list(root.joinpath("roles").glob("*/action_plugins"))
     assert (root / "files" / "nccl_check.py").is_file()
+
+
+def test_the_collections_reports_go_to_the_working_directory(tmp_path: Path) -> None:
+    """nccl_report_root's default, folded over two lines by the defaults file's generator, is
+    rewritten in the collection to the working directory's reports/."""
+    root = write_collection(tmp_path / "c")
+    report = root / "roles" / "nccl_defaults" / "defaults" / "main" / "report.yml"
+    text = report.read_text(encoding="utf-8")
+    assert COLLECTION_REPORT_ROOT in text and "playbook_dir" not in text
