@@ -39,12 +39,14 @@ from nccl_preflight.node.processes import (
 from tests.polling import wait_for
 
 # A parent that starts a child in its own session (as torchrun starts its workers); the child
-# ignores SIGTERM and prints its pid.
+# ignores SIGTERM and prints its pid. The parent says "started" once Popen has returned: until
+# then it may hold every signal blocked (CPython's vfork path), so a SIGTERM sent earlier waits.
 TREE = (
     "import subprocess, sys, time\n"
     "child = subprocess.Popen([sys.executable, '-c', "
     "'import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
     "print(os.getpid(), flush=True); time.sleep(600)'], start_new_session=True)\n"
+    "print('started', flush=True)\n"
     "time.sleep(600)\n"
 )
 
@@ -78,7 +80,8 @@ def test_a_reused_pid_is_never_taken_for_the_recorded_process() -> None:
 
 def test_a_tree_is_ended_term_first_then_kill_after_the_grace() -> None:
     parent = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
-    child_pid = int(parent.stdout.readline())  # type: ignore[union-attr]
+    lines = {parent.stdout.readline().strip() for _ in range(2)}  # type: ignore[union-attr]
+    child_pid = int((lines - {"started"}).pop())
     try:
         table = process_table()
         tree = {parent.pid: table[parent.pid]["starttime"], **descendants(parent.pid, table)}
