@@ -4,9 +4,10 @@
 file and docs/variables.md.
 
 The schema is the one place a variable's type, default, allowed values and doc are written; the
-defaults files (roles/nccl_defaults/defaults/main/*.yml, roles/<role>/defaults/main.yml: one
-comment and one default per variable) and the page are made from it. `make variables` runs this;
-`tests/unit/tree/test_variables_doc.py` fails when a committed file differs from what it writes.
+defaults files (roles/nccl_defaults/defaults/main/*.yml, roles/<role>/defaults/main.yml: a
+one-line comment and one default per variable) and the page are made from it. `make variables`
+runs this; `tests/unit/tree/test_variables_doc.py` fails when a committed file differs from what
+it writes.
 
     python docs/make_variables.py            # rewrite the defaults files and docs/variables.md
     python docs/make_variables.py --check    # exit 1 when one of them is out of date
@@ -94,7 +95,7 @@ def render_defaults(file: DefaultsFile) -> str:
         if group.title:
             out += ["", f"# --- {group.title} ---"]
         for variable in group.variables:
-            out += ["", *_comment(variable.doc), *_value(variable.name, variable.default)]
+            out += ["", f"# {variable.doc}", *_value(variable.name, variable.default)]
     return "\n".join(out) + "\n"
 
 
@@ -121,7 +122,7 @@ def _meaning(variable: Variable) -> str:
         notes.append(f"Not under Slurm: {variable.slurm}.")
     elif variable.slurm is False:
         notes.append("Ansible only.")
-    return " ".join([variable.doc, *(f"*{note}*" for note in notes)])
+    return " ".join([variable.details or variable.doc, *(f"*{note}*" for note in notes)])
 
 
 def _table(variables: tuple[Variable, ...]) -> list[str]:

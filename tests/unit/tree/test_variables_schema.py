@@ -120,3 +120,16 @@ def test_the_sample_inventories_and_examples_set_only_known_names() -> None:
                 found |= {n for n in loaded if config.POLICED.fullmatch(str(n))}
     assert found
     assert config.unknown_variables(found) == [n for n in sorted(found) if n in config.SLURM_ONLY]
+
+
+def test_every_doc_is_one_line_of_a_defaults_file_and_details_add_to_it() -> None:
+    """geerlingguy's shape: one comment per knob; a longer story goes to docs/variables.md."""
+    variables = [*VARIABLES.values(), *ELSEWHERE]
+    too_long = [v.name for v in variables if len(f"# {v.doc}") > 100 or "\n" in v.doc]
+    assert too_long == []
+    assert all(v.details != v.doc for v in variables)
+    for file in FILES:
+        text = (ROOT / "roles" / file.path).read_text(encoding="utf-8").splitlines()
+        for variable in (v for group in file.groups for v in group.variables):
+            at = next(i for i, line in enumerate(text) if line.startswith(f"{variable.name}:"))
+            assert text[at - 1] == f"# {variable.doc}" and not text[at - 2].startswith("#")
