@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from nccl_preflight.core.env_file import nccl_env_file_text, nccl_env_report_files
 from nccl_preflight.core.env_findings import nccl_env_findings, nccl_env_stop_text
-from nccl_preflight.core.inputs import nccl_input_problems
+from nccl_preflight.core.inputs import nccl_input_names, nccl_input_problems
 from nccl_preflight.core.launch_hosts import (
     nccl_launch_ended,
     nccl_not_started_reason,
@@ -58,6 +58,7 @@ class FilterModule:
 
     def filters(self) -> dict[str, Any]:
         return {
+            "nccl_input_names": nccl_input_names,
             "nccl_input_problems": nccl_input_problems,
             "nccl_rank_args_problems": nccl_rank_args_problems,
             "nccl_rank_layout": rank_layout,

@@ -90,6 +90,39 @@ def _integer_problem(value: Any, low: int, high: int | None = None) -> str:
     return ""
 
 
+# The variables nccl_input_problems judges beyond their schema types (ranges, names, paths).
+INPUT_NAMES = (
+    "nccl_socket_ifname",
+    "nccl_fabric_cidr",
+    "nccl_master_port",
+    "nccl_backend",
+    "nccl_nproc_per_node",
+    "nccl_gpus_per_node",
+    "nccl_run_timeout",
+    "nccl_report_textfile_dir",
+    "nccl_slots",
+    "nccl_check_args",
+    "nccl_extra_env",
+    "nccl_expect_net",
+    "nccl_python",
+    "nccl_pairwise",
+    "nccl_pair_min_ratio",
+    "nccl_pair_rounds",
+    "nccl_busbw_warn",
+    "nccl_busbw_crit",
+    "nccl_busbw_efficiency",
+    "nccl_busbw_min_bytes",
+    "nccl_expected_busbw",
+)
+
+
+def nccl_input_names(defined: list[str]) -> list[str]:
+    """Those of INPUT_NAMES that are ``defined`` (the names of a host's variables): what the
+    Ansible path looks up and gives nccl_input_problems."""
+    have = set(defined)
+    return [name for name in INPUT_NAMES if name in have]
+
+
 def nccl_input_problems(values: dict[str, Any]) -> list[str]:
     """Return one sentence per bad variable, naming it; an empty list when all are good."""
     problems: list[str] = []

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from nccl_preflight.core.inputs import nccl_cidr_problem, nccl_ifname_problem, nccl_input_problems
+from nccl_preflight.core.inputs import (
+    INPUT_NAMES,
+    nccl_cidr_problem,
+    nccl_ifname_problem,
+    nccl_input_names,
+    nccl_input_problems,
+)
+from nccl_preflight.core.variables import ELSEWHERE, VARIABLES
 from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 
 
@@ -158,3 +165,35 @@ def test_each_bad_input_is_named(override: dict, expected: str) -> None:
     problems = nccl_input_problems({**GOOD, **override})
     assert len(problems) == 1
     assert problems[0].startswith(expected)
+
+
+class _Reads(dict):
+    """A host's values that remember every name looked at."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self.read: set[str] = set()
+
+    def get(self, key, default=None):  # type: ignore[override]
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):  # type: ignore[override]
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key) -> bool:  # type: ignore[override]
+        self.read.add(key)
+        return super().__contains__(key)
+
+
+def test_input_names_are_every_variable_the_checks_read_and_no_more() -> None:
+    """roles/validate_inputs looks up INPUT_NAMES; a name the checks read that is not there
+    would never reach them on the Ansible path."""
+    values = _Reads(GOOD)
+    nccl_input_problems(values)
+    assert values.read == set(INPUT_NAMES)
+    known = set(VARIABLES) | {v.name for v in ELSEWHERE}
+    assert set(INPUT_NAMES) <= known
+    defined = ["nccl_run_dir", "nccl_backend", "nccl_master_port", "x"]
+    assert nccl_input_names(defined) == ["nccl_master_port", "nccl_backend"]
