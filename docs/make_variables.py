@@ -18,20 +18,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = ROOT / "src" / "nccl_preflight" / "core" / "variables.py"
 
 
-def _schema() -> Any:
-    """This tree's core/variables.py, loaded by its path (whatever package is installed)."""
-    spec = importlib.util.spec_from_file_location("nccl_preflight_variables_schema", SCHEMA)
+def _load(name: str, path: Path) -> Any:
+    """This tree's module at ``path`` (whatever package is installed: a worktree's own)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
@@ -39,64 +35,23 @@ def _schema() -> Any:
     return module
 
 
-_SCHEMA = _schema()
+CORE = ROOT / "src" / "nccl_preflight" / "core"
+_SCHEMA = _load("nccl_preflight_variables_schema", CORE / "variables.py")
+_FILES = _load("nccl_preflight_defaults_files", CORE / "defaults_files.py")
 ELSEWHERE = _SCHEMA.ELSEWHERE
 FILES = _SCHEMA.FILES
 DefaultsFile = _SCHEMA.DefaultsFile
 Variable = _SCHEMA.Variable
+WIDTH = _FILES.WIDTH
+defaults_text = _FILES.defaults_text
+value_lines = _FILES.value_lines
 
 OUTPUT = ROOT / "docs" / "variables.md"
-WIDTH = 100  # the defaults files' comment and folded-value lines
-
-
-def _words(text: str, width: int) -> list[str]:
-    """``text`` cut at single spaces into lines of at most ``width`` (a longer word alone)."""
-    lines: list[str] = []
-    line = ""
-    for word in text.split(" "):
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return [*lines, line]
-
-
-def _comment(text: str) -> list[str]:
-    return [f"# {line}".rstrip() for line in _words(text, WIDTH - 2)]
-
-
-def _plain(text: str) -> bool:
-    """Whether ``text`` reads back as itself unquoted."""
-    try:
-        return text != "" and yaml.safe_load(f"k: {text}") == {"k": text}
-    except yaml.YAMLError:
-        return False
-
-
-def _value(name: str, value: Any) -> list[str]:
-    """``name: value`` as YAML that loads back to ``value``: a long string folded (>-)."""
-    if isinstance(value, bool):
-        return [f"{name}: {'true' if value else 'false'}"]
-    if not isinstance(value, str):
-        return [f"{name}: {json.dumps(value)}"]
-    text = value if _plain(value) and "{" not in value else json.dumps(value)
-    if len(name) + 2 + len(text) <= WIDTH:
-        return [f"{name}: {text}"]
-    if re.search(r"\s{2}|\n|^\s|\s$", value):
-        raise ValueError(f"{name}: a long default must be words with single spaces between")
-    return [f"{name}: >-", *(f"  {line}" for line in _words(value, WIDTH - 2))]
 
 
 def render_defaults(file: DefaultsFile) -> str:
-    """The text of one defaults file."""
-    out = ["---", *_comment(file.header)]
-    for group in file.groups:
-        if group.title:
-            out += ["", f"# --- {group.title} ---"]
-        for variable in group.variables:
-            out += ["", f"# {variable.doc}", *_value(variable.name, variable.default)]
-    return "\n".join(out) + "\n"
+    """The text of one defaults file (core/defaults_files.py: the collection writes its own)."""
+    return defaults_text(file)
 
 
 def _cell(text: str) -> str:

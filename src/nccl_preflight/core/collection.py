@@ -30,6 +30,8 @@ from pathlib import Path
 
 from nccl_preflight import __version__
 from nccl_preflight.core.content import TREE, Tree
+from nccl_preflight.core.defaults_files import defaults_text
+from nccl_preflight.core.variables import FILES, report_root
 
 NAMESPACE, NAME = "nccl", "preflight"
 FQCN = f"{NAMESPACE}.{NAME}"
@@ -44,9 +46,10 @@ MODULES = _stems("library")
 CALLBACKS = _stems("plugins", "callback")
 NODE_IMPORT = "ansible.module_utils.nccl_preflight."
 COLLECTION_IMPORT = f"ansible_collections.{NAMESPACE}.{NAME}.plugins.module_utils.nccl_preflight."
-# nccl_report_root's default in a checkout (beside playbooks/) and in the collection.
-REPORT_ROOT = "(playbook_dir ~ '/../reports') | realpath"
+# Where the collection's reports go by default: the working directory's reports/ (a checkout's
+# go beside its playbooks/).
 COLLECTION_REPORT_ROOT = "lookup('ansible.builtin.env', 'PWD') ~ '/reports'"
+COLLECTION_DEFAULTS = {"nccl_report_root": report_root(COLLECTION_REPORT_ROOT)}
 
 GALAXY = f"""---
 namespace: {NAMESPACE}
@@ -95,11 +98,7 @@ def qualify(text: str, filters: list[str]) -> str:
     modules = "|".join(MODULES)
     text = re.sub(rf"^(\s*(?:- )?)({modules}):", rf"\1{FQCN}.\2:", text, flags=re.M)
     names = "|".join(filters)
-    text = re.sub(rf"\|(\s*)({names})\b", rf"|\1{FQCN}.\2", text)
-    # The defaults file folds a long default (docs/make_variables.py): any run of white space
-    # between the expression's words.
-    report_root = r"\s+".join(re.escape(word) for word in REPORT_ROOT.split())
-    return re.sub(report_root, lambda _: COLLECTION_REPORT_ROOT, text)
+    return re.sub(rf"\|(\s*)({names})\b", rf"|\1{FQCN}.\2", text)
 
 
 def _copy_yaml_tree(source: Path, target: Path, filters: list[str]) -> None:
@@ -151,6 +150,10 @@ def write_collection(target: Path, tree: Tree = TREE) -> Path:
     if (tree.content / "LICENSE").is_file():  # a checkout's (a wheel's is in its dist-info)
         shutil.copy2(tree.content / "LICENSE", target / "LICENSE")
     _copy_yaml_tree(tree.content / "roles", target / "roles", filters)
+    for file in FILES:  # written from the schema, with the collection's own defaults
+        if any(v.name in COLLECTION_DEFAULTS for g in file.groups for v in g.variables):
+            text = defaults_text(file, COLLECTION_DEFAULTS)
+            (target / "roles" / file.path).write_text(text, encoding="utf-8")
     (target / "playbooks").mkdir()
     playbook = qualify(tree.playbook.read_text(encoding="utf-8"), filters)
     playbook = re.sub(r"^(\s*- role: )(\w+)$", rf"\1{FQCN}.\2", playbook, flags=re.M)

@@ -83,6 +83,15 @@ _FAIL = (
     "the launch skipped, and the verdict's exit code says so"
 )
 
+
+def report_root(otherwise: str) -> str:
+    """nccl_report_root's default: NCCL_PREFLIGHT_REPORT_ROOT (the installed command sets it),
+    otherwise the Jinja expression ``otherwise`` (a checkout: reports/ beside playbooks/; the
+    collection, core/collection.py: the working directory's)."""
+    env = "lookup('ansible.builtin.env', 'NCCL_PREFLIGHT_REPORT_ROOT', default="
+    return "{{ " + env + otherwise + ") }}"
+
+
 # fmt: off
 FILES: tuple[DefaultsFile, ...] = (
     DefaultsFile("nccl_defaults/defaults/main/checks.yml",
@@ -261,8 +270,7 @@ FILES: tuple[DefaultsFile, ...] = (
         "Report: what the control machine keeps.", (
         Group("", (
             Variable("nccl_report_root", "path",
-                "{{ lookup('ansible.builtin.env', 'NCCL_PREFLIGHT_REPORT_ROOT', "
-                "default=(playbook_dir ~ '/../reports') | realpath) }}",
+                report_root("(playbook_dir ~ '/../reports') | realpath"),
                 "Directory on the control machine for reports/<run-id>/ and reports/latest.",
                 details=("Directory on the control machine for reports/<run-id>/ and "
                 "reports/latest (the installed command's: ./reports)."),

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import yaml
+
 from nccl_preflight.core.collection import (
     COLLECTION_IMPORT,
     COLLECTION_REPORT_ROOT,
@@ -19,6 +21,7 @@ from nccl_preflight.core.collection import (
     write_collection,
 )
 from nccl_preflight.core.content import TREE
+from nccl_preflight.core.variables import VARIABLES, report_root
 
 
 def test_qualify_names_the_projects_modules_and_filters_in_full_only() -> None:
@@ -61,9 +64,16 @@ def test_the_written_tree_leaves_no_short_project_name(tmp_path: Path) -> None:
 
 
 def test_the_collections_reports_go_to_the_working_directory(tmp_path: Path) -> None:
-    """nccl_report_root's default, folded over two lines by the defaults file's generator, is
-    rewritten in the collection to the working directory's reports/."""
+    """The collection's defaults file is written from the schema with nccl_report_root's own
+    default: the working directory's reports/ (a checkout's: beside playbooks/)."""
     root = write_collection(tmp_path / "c")
     report = root / "roles" / "nccl_defaults" / "defaults" / "main" / "report.yml"
     text = report.read_text(encoding="utf-8")
     assert COLLECTION_REPORT_ROOT in text and "playbook_dir" not in text
+    ours = yaml.safe_load(text)
+    checkout = yaml.safe_load(
+        (TREE.content / "roles" / report.relative_to(root / "roles")).read_text()
+    )
+    assert ours.pop("nccl_report_root") == report_root(COLLECTION_REPORT_ROOT)
+    assert checkout.pop("nccl_report_root") == VARIABLES["nccl_report_root"].default
+    assert ours == checkout  # the rest as the schema has it

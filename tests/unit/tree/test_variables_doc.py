@@ -86,7 +86,7 @@ def test_a_defaults_file_has_its_header_groups_one_comment_each_and_quoted_value
 
 def test_a_long_default_with_a_line_break_is_refused_not_written_wrong() -> None:
     with pytest.raises(ValueError, match="demo_x"):
-        make_variables._value("demo_x", "{{ a }}\n" + "b " * 60)
+        make_variables.value_lines("demo_x", "{{ a }}\n" + "b " * 60)
 
 
 def test_the_page_shows_type_choices_default_and_what_the_schema_says_of_slurm() -> None:
