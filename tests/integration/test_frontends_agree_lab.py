@@ -38,8 +38,9 @@ pytestmark = pytest.mark.lab
 
 # A fault: (what it does to the lab -> its undo, the variables both front-ends get on top).
 Fault = tuple[Callable[[Lab], Callable[[], None]], dict[str, Any]]
+MASTER_DROP = "master firewall drops MASTER_PORT"
 FAULTS: dict[str, Fault] = {
-    "master firewall drops MASTER_PORT": (
+    MASTER_DROP: (
         lambda lab: lab.firewall_drop(lab.hosts[0], MASTER_PORT),
         {},
     ),
@@ -144,6 +145,31 @@ def test_both_front_ends_find_the_same(both3: Lab, tmp_path: Path, fault: str) -
         undo()
     found = assert_agree(both3, ansible, slurm, ("preflight_failed", 10))
     assert any(not f[4] for f in found), found  # at least one cause was named
+    if fault == MASTER_DROP:
+        assert_the_master_port_drop_is_named(both3, tmp_path / "slurm", slurm)
+
+
+def assert_the_master_port_drop_is_named(lab: Lab, reports: Path, slurm: Run) -> None:
+    """The Slurm run of MASTER_DROP: the master's firewall names tcp/29500 as MASTER_PORT, the
+    other nodes' probes of it fail with that firewall as their cause; nothing is left (what
+    test_slurm_run_lab asserted of its own run of this fault)."""
+    _, verdict, out = slurm
+    names, report = lab.slurm_nodes, reports / verdict["run_id"]
+
+    def result(i: int, check: str) -> dict[str, Any]:
+        doc = json.loads((report / "preflight" / f"{names[i]}.json").read_text())
+        return next(r for r in doc["results"] if r["check"] == check)
+
+    fw = result(0, "firewall")
+    assert fw["status"] == "failed" and f"tcp/{MASTER_PORT}" in fw["message"], fw
+    assert "MASTER_PORT" in fw["message"]
+    for i in (1, 2):
+        probe = result(i, "tcp_master_port")
+        assert probe["status"] == "failed", probe
+        assert f"{lab.hosts[0].fabric_addr}:{MASTER_PORT}" in probe["message"]
+        assert probe["cause"] == {"host": names[0], "check": "firewall"}
+    assert verdict["class"] == "preflight_failed"
+    assert_nothing_left(lab, verdict["run_id"], out)
 
 
 def test_a_healthy_run_passes_alike_through_both_front_ends(both3: Lab, tmp_path: Path) -> None:

@@ -24,11 +24,21 @@ from typing import Any
 import pytest
 
 from nccl_preflight.core.junit import host_label
+from nccl_preflight.node.run_start import parse_env_file
 from tests import prom_text
 from tests.browser import browser_unavailable_reason, distinct_colours, open_page
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
-from tests.lab.runs import assert_nothing_left, inventory_with_unreachable_host, launch_records
+from tests.lab.runs import (
+    assert_nothing_left,
+    inventory_with_unreachable_host,
+    label,
+    launch_records,
+    leftovers,
+    rank_suites,
+    run_dir,
+    validate,
+)
 from tests.playbook_run import ansible_playbook
 
 pytestmark = pytest.mark.lab
@@ -105,17 +115,34 @@ def check_page(report_dir: Path, failing_host: str | None, shot: Path) -> str:
     return view.first_screen_text
 
 
-def test_passing_run_exits_0_and_its_report_opens_clean(lab2: Lab, tmp_path: Path) -> None:
-    extra = {"nccl_master_port": 29541, "nccl_check_args": QUICK, "nccl_run_timeout": 90}
+Healthy = tuple[Path, float, int, dict[str, Any] | None, str]
+
+
+@pytest.fixture(scope="module")
+def healthy(lab2: Lab, tmp_path_factory: pytest.TempPathFactory) -> Healthy:
+    """One passing run, three ranks a host, read by two tests (the exit and the page; the ranks,
+    the JUnit and what is left): -> (report root, its start, exit code, verdict, output)."""
+    tmp_path = tmp_path_factory.mktemp("healthy")
+    extra = {
+        "nccl_master_port": 29541,
+        "nccl_slots": 3,
+        "nccl_check_args": QUICK,
+        "nccl_run_timeout": 90,
+    }
     textfile = tmp_path / "textfile"  # node_exporter's directory: the run's metrics
     textfile.mkdir()
     extra["nccl_report_textfile_dir"] = str(textfile)
     before = time.time()
-    code, verdict, output = preflight(lab2.inventory_dir, tmp_path, extra)
+    code, verdict, output = preflight(lab2.inventory_dir, tmp_path / "reports", extra)
+    return tmp_path, before, code, verdict, output
+
+
+def test_passing_run_exits_0_and_its_report_opens_clean(lab2: Lab, healthy: Healthy) -> None:
+    tmp_path, before, code, verdict, output = healthy
     assert code == 0, output
     assert verdict is not None and verdict["class"] == "passed" and verdict["findings"] == []
-    report_dir = tmp_path / verdict["run_id"]
-    found = prom_text.parse((textfile / "nccl_preflight_run.prom").read_text())
+    report_dir = tmp_path / "reports" / verdict["run_id"]
+    found = prom_text.parse((tmp_path / "textfile" / "nccl_preflight_run.prom").read_text())
     assert found["nccl_preflight_verdict"].by("class")["passed"] == 1
     assert before < found["nccl_preflight_run_last_success_timestamp_seconds"].value()
     # the playbook's start (validate_inputs) reached the report: the run's whole duration
@@ -129,6 +156,56 @@ def test_passing_run_exits_0_and_its_report_opens_clean(lab2: Lab, tmp_path: Pat
     html = (report_dir / "report.html").read_text()
     assert html.count("<svg") >= 5  # a busbw plot per bandwidth collective
     check_page(report_dir, None, tmp_path / "passed.png")
+
+
+def test_two_hosts_three_ranks_each_pass_end_to_end(lab2: Lab, healthy: Healthy) -> None:
+    """The same run's ranks, JUnit and nodes (test_launch_lab ran a run of its own for them)."""
+    tmp_path, _, code, verdict, output = healthy
+    assert code == 0 and verdict is not None, output[-6000:]
+    reports, run_id = tmp_path / "reports", verdict["run_id"]
+    report = reports / run_id
+    assert os.readlink(reports / "latest") == run_id
+    validate(report)
+    suites = rank_suites(report / "junit.xml")
+    expected = {f"nccl.{label(h)}.rank{h.rank * 3 + r}" for h in lab2.hosts for r in range(3)}
+    assert set(suites) == expected
+    for name, suite in suites.items():
+        assert suite.get("failures") == "0" and suite.get("errors") == "0", name
+        assert int(suite.get("tests")) > 10, name
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        assert props["world_size"] == "6" and props["backend"] == "gloo"
+    assert "PASSED" in (report / "summary.md").read_text()
+    assert "nccl-preflight run" in output  # the summary is shown at the end of the play
+    # The stop after a failed start or wait is in the launch's rescue: no task of a healthy run.
+    assert "End every process of this run" not in output
+    for host in lab2.hosts:
+        assert (report / host.inventory_name / "launch.json").is_file()
+        # The environment play's copy of nccl.env stays beside the collected results.
+        env = parse_env_file((report / host.inventory_name / "nccl.env").read_text())
+        assert env["NODE_RANK"] == str(host.rank) and env["NPROC_PER_NODE"] == "3", env
+        # every node's rank count reaches the check, which places a missing rank on its node
+        launched = json.loads((report / host.inventory_name / "launch.json").read_text())
+        cmd = launched["cmd"]
+        assert cmd[cmd.index("--ranks-per-node") + 1] == "3,3", cmd
+        # the pre-flight's torch probe became torchrun: torch imported once on the node
+        assert launched["warm_start"] is True
+        assert not run_dir(run_id, host).exists(), "the run directory must be removed"
+    assert leftovers(run_id) == []
+
+    # --tags report alone rebuilds the JUnit of the latest run from the collected files.
+    merged = (report / "junit.xml").read_text()
+    (report / "junit.xml").unlink()
+    rebuilt = lab2.ansible_playbook(
+        "playbooks/validate.yml",
+        "--tags",
+        "report",
+        "-e",
+        json.dumps({"nccl_report_root": str(reports)}),
+        timeout=300,
+    )
+    assert rebuilt.returncode == 0, rebuilt.stdout[-4000:] + rebuilt.stderr[-2000:]
+    assert set(rank_suites(report / "junit.xml")) == expected
+    assert len((report / "junit.xml").read_text()) == len(merged)
 
 
 def test_wrong_data_exits_7_names_the_suspect_and_the_page_shows_the_host(

@@ -88,6 +88,21 @@ def link_cut_in_bandwidth(
     return cut_link
 
 
+def assert_progress_printed(stdout: str, hosts: list[Any]) -> None:
+    """The ranks' progress while they ran (launch_progress log): one line per host per test,
+    never a wall of retries."""
+    progress = [x for x in stdout.splitlines() if re.search(r": rank \d+ at \w+", x)]
+    assert any(re.search(r"at bandwidth_\w+ [\d.]+ [KMG]?i?B \(\d+ of \d+ tests\)", x)
+               for x in progress), stdout[-4000:]  # fmt: skip
+    for host in hosts:
+        mine = [x for x in progress if x.strip().startswith(f"{host.inventory_name}:")]
+        assert mine, stdout[-4000:]
+        # Not a terminal: a host's next line only when its test group changed.
+        groups = [re.sub(r" [\d.]+ [KMG]?i?B| \(\d+ of \d+ tests\)", "", x) for x in mine]
+        assert all(a != b for a, b in itertools.pairwise(groups)), mine
+    assert "RETRYING" not in stdout
+
+
 @pytest.mark.lab
 def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
     lab2: Lab, tmp_path: Path
@@ -160,63 +175,6 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
 
 
 @pytest.mark.lab
-def test_a_link_cut_mid_run_is_named_by_host_interface_test_and_size(
-    lab2: Lab, tmp_path: Path
-) -> None:
-    """Node 2's fabric link goes down while the ranks time a collective: the run ends long
-    before nccl_run_timeout, saying which host's interface is down and where the ranks waited.
-    The progress lines of the ranks were printed while they ran."""
-    run_id = new_run_id()
-    victim = lab2.hosts[1]
-    cut: dict[str, float] = {}
-    undo: list[Callable[[], None]] = []
-    with during(link_cut_in_bandwidth(lab2, tmp_path / run_id, victim, cut, undo), undo):
-        result = launch(
-            lab2,
-            run_id,
-            tmp_path,
-            {
-                "nccl_slots": 1,
-                "nccl_run_timeout": 300,
-                "nccl_master_port": 29573,
-                "launch_progress": "log",
-                "nccl_check_args": LONG_SWEEP,
-            },
-        )
-    assert "at" in cut, result.stdout[-3000:]
-    assert result.returncode != 0
-    report = tmp_path / run_id
-    name, ifname = victim.inventory_name, victim.fabric_ifname
-    line = next((x for x in result.stdout.splitlines() if "stalled:" in x), "")
-    assert f"{name}: {ifname} is DOWN (was UP at the pre-flight)" in line, result.stdout[-4000:]
-    assert re.search(r"waited on rank \d+ in bandwidth_\w+ at [\d.]+ [KMG]?i?B", line), line
-    for host, record in launch_records(report, lab2.hosts).items():
-        assert (record["stopped_by"] or "").startswith("stalled:"), record
-        assert record["timed_out"] is False
-        took = finished_epoch(record) - cut["at"]
-        # Goal (bench/detect.py): named <= 30 s after the cut. Here a look sees the link down,
-        # 10 s pass without advance, then a diagnose call, up to 8 s for the other host's
-        # evidence and the stop call: 21-23 s at load 12-17 on 2 cores, 41 s at load 23.
-        assert took <= 90, f"{host} ended {took:.0f} s after the cut"
-        stop = record["stop"]
-        assert stop["kind"] == "stall" and name in stop["culprits"], stop
-        assert stop["test"].startswith("bandwidth_") and isinstance(stop["size_bytes"], int)
-    # Progress while the ranks ran: one line per host per test, never a wall of retries.
-    progress = [x for x in result.stdout.splitlines() if re.search(r": rank \d+ at \w+", x)]
-    assert any(re.search(r"at bandwidth_\w+ [\d.]+ [KMG]?i?B \(\d+ of \d+ tests\)", x)
-               for x in progress), result.stdout[-4000:]  # fmt: skip
-    for host in lab2.hosts:
-        mine = [x for x in progress if x.strip().startswith(f"{host.inventory_name}:")]
-        assert mine, result.stdout[-4000:]
-        # Not a terminal: a host's next line only when its test group changed.
-        groups = [re.sub(r" [\d.]+ [KMG]?i?B| \(\d+ of \d+ tests\)", "", x) for x in mine]
-        assert all(a != b for a, b in itertools.pairwise(groups)), mine
-    assert "RETRYING" not in result.stdout
-    validate(report)
-    assert_nothing_left(run_id, lab2.hosts)
-
-
-@pytest.mark.lab
 def test_a_rank_that_stops_advancing_is_a_stall_after_nccl_stall_timeout(
     lab2: Lab, tmp_path: Path
 ) -> None:
@@ -257,10 +215,13 @@ def test_three_hosts_a_link_cut_ends_the_play_at_once_without_the_pairwise_relau
     lab_factory: Callable[..., Lab], tmp_path: Path
 ) -> None:
     """Issue 25 item 2, the whole playbook on 3 hosts with nccl_pairwise=auto: the middle host's
-    link is cut while the ranks time a collective. The stall is named (the link), every node's
-    ranks are stopped, and no pairwise relaunch runs (it could not pass a dead link and would
-    only wait for its bound): the play ends long before nccl_run_timeout (300 s), the verdict,
-    the report and the JUnit name the link, and every rank is still in the JUnit."""
+    link is cut while the ranks time a collective. The stall is named (host, interface, and the
+    test and size where the ranks waited), every node's ranks are stopped, and no pairwise
+    relaunch runs (it could not pass a dead link and would only wait for its bound): the play
+    ends long before nccl_run_timeout (300 s), the verdict, the report and the JUnit name the
+    link, and every rank is still in the JUnit. The progress lines of the ranks were printed
+    while they ran. (This run also carries what a two-host link cut under --tags launch asserted:
+    the same watch, the same stop, one run fewer.)"""
     lab3 = lab_factory(3)
     run_id = new_run_id()
     victim = lab3.hosts[1]
@@ -288,6 +249,8 @@ def test_three_hosts_a_link_cut_ends_the_play_at_once_without_the_pairwise_relau
     named = f"{name}: {ifname} is DOWN (was UP at the pre-flight)"
     said = " ".join(output.split())  # the callback wraps long messages
     assert f"stalled: {named}" in said, output[-4000:]
+    stalled = said.split(f"stalled: {named}", 1)[1][:600]
+    assert re.search(r"waited on rank \d+ in bandwidth_\w+ at [\d.]+ [KMG]?i?B", stalled), stalled
     assert "running only the pairwise rounds" not in said, output[-4000:]
     report = tmp_path / run_id
     assert not list(report.glob("*/pairwise")), "no pairwise relaunch after a named cause"
@@ -295,8 +258,16 @@ def test_three_hosts_a_link_cut_ends_the_play_at_once_without_the_pairwise_relau
         assert (launched["stopped_by"] or "").startswith(f"stalled: {named}"), (host, launched)
         assert launched["timed_out"] is False
         # Every host's stop keeps the culprit, adopted or found there (the relaunch reads it).
-        assert name in launched["stop"]["culprits"], (host, launched["stop"])
-        assert launched["stop"]["cause_named"] is True, (host, launched["stop"])
+        stop = launched["stop"]
+        assert stop["kind"] == "stall" and name in stop["culprits"], (host, stop)
+        assert stop["cause_named"] is True, (host, stop)
+        assert stop["test"].startswith("bandwidth_") and isinstance(stop["size_bytes"], int)
+        # Goal (bench/detect.py): named <= 30 s after the cut. A look sees the link down, 10 s
+        # pass without advance, a diagnose call, the other hosts' evidence and the stop call:
+        # 21-23 s at load 12-17 on 2 cores, 41 s at load 23 (two hosts); room for a third.
+        took = finished_epoch(launched) - cut["at"]
+        assert took <= 110, f"{host} ended {took:.0f} s after the cut"
+    assert_progress_printed(result.stdout, lab3.hosts)
     # Long before nccl_run_timeout (300 s) and before a relaunch could have ended (its bound is
     # launch_relaunch_timeout, 120 s, after the 10 s of patience); the goal (30 s) is measured
     # by bench/detect.py (BENCHMARKS.md), not here.

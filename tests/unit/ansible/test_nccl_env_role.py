@@ -19,10 +19,23 @@ from nccl_preflight.core.config import defaults
 from nccl_preflight.slurm.launch import rank_env
 from tests.builders.env_role import read_env, report_env, run_playbook
 
+# A value with shell metacharacters and every kind of quote: one literal word, sourced or read.
+HOSTILE_HCA = 'rocep1s0f0 $(x) a\'b "c" `d`'
+# One run of the role that several tests read (each ansible-playbook costs seconds of CPU).
+SHARED_EXTRA = {"nccl_extra_env": {"NCCL_IB_HCA": HOSTILE_HCA, "NCCL_DEBUG": "WARN"}}
 
-def test_hosts_with_different_interface_names_get_their_own(tmp_path: Path) -> None:
-    result = run_playbook(tmp_path, {"nccl_extra_env": {"NCCL_IB_HCA": "rocep1s0f0 $(x)"}})
+
+@pytest.fixture(scope="module")
+def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The role run once with SHARED_EXTRA: -> its tmp_path (reports/ and the run root)."""
+    tmp_path = tmp_path_factory.mktemp("env-role")
+    result = run_playbook(tmp_path, SHARED_EXTRA)
     assert result.returncode == 0, result.stdout + result.stderr
+    return tmp_path
+
+
+def test_hosts_with_different_interface_names_get_their_own(shared_run: Path) -> None:
+    tmp_path = shared_run
     one = read_env(report_env(tmp_path, "spark-1"))
     two = read_env(report_env(tmp_path, "spark-2"))
     assert one["NCCL_SOCKET_IFNAME"] == one["GLOO_SOCKET_IFNAME"] == "enp1s0f0np0"
@@ -32,8 +45,8 @@ def test_hosts_with_different_interface_names_get_their_own(tmp_path: Path) -> N
     assert (one["NODE_RANK"], two["NODE_RANK"], one["NNODES"]) == ("0", "1", "2")
     # slots=1 for spark-1; spark-2 has no slots, so its one GPU decides.
     assert (one["NPROC_PER_NODE"], two["NPROC_PER_NODE"]) == ("1", "1")
-    # A value with shell metacharacters stays one literal word when sourced.
-    assert two["NCCL_IB_HCA"] == "rocep1s0f0 $(x)"
+    # A value with shell metacharacters stays one literal word when read.
+    assert two["NCCL_IB_HCA"] == HOSTILE_HCA
     # Nothing on the "nodes": the launch's start call makes the run directory and writes nccl.env.
     assert not list(tmp_path.glob("nccl-preflight-*"))
     env_path = report_env(tmp_path, "spark-1")
@@ -74,10 +87,8 @@ def test_the_launch_gets_each_host_its_own_text_and_the_modes(tmp_path: Path) ->
     assert report_env(tmp_path, "spark-2").stat().st_mode & 0o777 == 0o640
 
 
-def test_sourcing_nccl_env_in_a_shell_gives_the_same_values(tmp_path: Path) -> None:
-    result = run_playbook(tmp_path, {"nccl_extra_env": {"NCCL_IB_HCA": 'a\'b "c" `d`'}})
-    assert result.returncode == 0, result.stdout + result.stderr
-    env_file = report_env(tmp_path, "spark-2")
+def test_sourcing_nccl_env_in_a_shell_gives_the_same_values(shared_run: Path) -> None:
+    env_file = report_env(shared_run, "spark-2")
     shown = subprocess.run(
         [
             "bash",
@@ -90,7 +101,7 @@ def test_sourcing_nccl_env_in_a_shell_gives_the_same_values(tmp_path: Path) -> N
         text=True,
         check=True,
     ).stdout
-    assert shown == 'a\'b "c" `d`|29500'
+    assert shown == f"{HOSTILE_HCA}|29500"
 
 
 @pytest.mark.parametrize(
@@ -136,18 +147,21 @@ def test_check_mode_writes_nothing_on_the_nodes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "extra",
-    [
-        {"nccl_extra_env": {"NCCL_IB_HCA": "rocep1s0f0 $(x)", "NCCL_DEBUG": "WARN"}},
-        {"nccl_debug": "TRACE", "nccl_debug_subsys": "ALL"},
-        {"nccl_debug": ""},
-    ],
+    [SHARED_EXTRA, {"nccl_debug": "TRACE", "nccl_debug_subsys": "ALL"}, {"nccl_debug": ""}],
+    ids=["extra_env", "trace", "no_debug"],
 )
-def test_the_slurm_front_end_gives_the_ranks_the_same_environment(tmp_path: Path, extra: dict):
+def test_the_slurm_front_end_gives_the_ranks_the_same_environment(
+    tmp_path_factory: pytest.TempPathFactory, shared_run: Path, extra: dict
+):
     """For the same variables and the same node, the Slurm launch's ranks get what nccl.env sets
     (slurm/launch.py rank_env), but NCCL_DEBUG_FILE, which the node points into its own run
     directory."""
-    result = run_playbook(tmp_path, extra)
-    assert result.returncode == 0, result.stdout + result.stderr
+    if extra is SHARED_EXTRA:
+        tmp_path = shared_run
+    else:
+        tmp_path = tmp_path_factory.mktemp("env-role-slurm")
+        result = run_playbook(tmp_path, extra)
+        assert result.returncode == 0, result.stdout + result.stderr
     config = {**defaults(), **extra}
     env = {
         "ifname": "enp1s0f1np1",
