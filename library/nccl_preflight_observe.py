@@ -10,8 +10,9 @@ DOCUMENTATION = r"""
 module: nccl_preflight_observe
 short_description: A node's side of the pre-flight - TCP to the peers, the firewall, the listeners
 description:
-  - The pre-flight's one observation on a node, after M(nccl_facts) started the pre-flight
-    (O(nccl_facts#module:preflight)) - the listeners on the fabric address and the torch probe.
+  - The pre-flight's one observation on a node, after M(nccl_preflight_start) started the
+    pre-flight (O(nccl_preflight_start#module:preflight)) - the listeners on the fabric address
+    and the torch probe.
     Each part runs when its option is given, in this order - connect to O(targets), read the
     firewall (O(firewall)), collect the listeners and the torch probe (O(collect)) and, when this
     is the run's last call on the node, remove its run directory (O(collect.remove_run_dir)).
@@ -39,8 +40,8 @@ description:
     read with C(firewall-cmd --info-service) and count as open. A service that cannot be read
     turns what the zone's target would reject into an uncertain finding (C(certain) false).
   - O(collect) - after the connections, stops the listeners and the torch probe that
-    M(nccl_facts) started and returns what they saw in RV(collect) - optionally waits until the
-    listeners got every expected connection, writes C(<path>/listener.stop), waits up to
+    M(nccl_preflight_start) started and returns what they saw in RV(collect) - optionally waits
+    until the listeners got every expected connection, writes C(<path>/listener.stop), waits up to
     O(collect.stop_timeout) seconds for the listener process to exit (kills it after that; it
     first waits for the torch probe, up to the start's C(python_timeout)) and returns what it
     saw, what torch reported and this host's clock.

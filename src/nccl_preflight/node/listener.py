@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight's listener process: bind, serve, stop.
 
-The pre-flight's start (src/nccl_preflight/node/preflight_calls.py, run inside the facts call) binds
+The pre-flight's start (src/nccl_preflight/node/preflight_calls.py, the start call) binds
 the listeners, hands them to a detached process (``processes.detach``) that
 accepts connections until each listener got its expected ones, the stop file appears, the
 directory is removed or the deadline passes, runs the torch probe meanwhile, and leaves what it

@@ -83,3 +83,32 @@ def test_the_slurm_node_step_starts_the_same_listeners_without_hccl() -> None:
     for node in NODES:
         assert listeners(settings, node) == start(node)["listeners"]
         assert preflight_listeners(NODES, node, "m", 29500) == listeners(settings, node)
+
+
+def test_with_the_nodes_facts_the_start_holds_its_fabric_address() -> None:
+    """roles/facts passes the node's facts: the start call gets its listeners on the node's own
+    fabric address (as the environment stage will choose it), no hccl listener on a node that
+    uses nccl, the lock path filled in, and no fabric settings left for the node to resolve."""
+    facts = {
+        "interfaces": {
+            "fab0": {
+                "name": "fab0",
+                "state": "up",
+                "ipv4": [{"address": "10.0.0.7", "prefixlen": 24}],
+            }
+        },
+        "gpus": [{"index": 0}],
+    }
+    lock = {"run_id": "r1", "path": "/tmp/lock-{fabric_address}.json", "lifetime": 600.0}
+    extra = {"HCCL_IF_BASE_PORT": "60000"}
+    got = start("m", lock=lock, backend="auto", extra_env=extra, facts=facts)
+    assert {(s["name"], s["address"]) for s in got["listeners"]} == {
+        ("master", "10.0.0.7"),
+        ("ring", "10.0.0.7"),
+    }
+    assert got["lock"]["path"] == "/tmp/lock-10.0.0.7.json"
+    assert got["fabric_address"] == "10.0.0.7"
+    assert "fabric" not in got and "backend" not in got
+    unplaced = start("m", lock=lock, fabric_cidr="10.9.0.0/24", facts=facts)
+    assert unplaced["listeners"] == [] and unplaced["lock"] is None
+    assert unplaced["fabric_address"] == ""
