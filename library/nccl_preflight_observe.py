@@ -265,7 +265,7 @@ firewall:
 collect:
   description:
     - With O(collect), what the listeners saw - C(listeners) (one entry per listener, C(accepted)
-      the peer address of each accepted connection, C(complete) whether it got its C(expect)),
+      the peer address of each accepted connection, C(complete) whether it got its C(connections)),
       C(pid), C(ended) (why the listener process ended - C(complete), C(stop file), C(timeout),
       C(run directory removed), or C(nothing bound)), C(timed_out) (the timeout or the stop file
       closed a listener before its connections came), C(killed) (it did not exit within
@@ -281,7 +281,7 @@ collect:
   type: dict
   sample:
     listeners:
-      - {name: master, address: 10.0.0.11, port: 29500, expect: 2, error: "",
+      - {name: master, address: 10.0.0.11, port: 29500, connections: 2, error: "",
          accepted: ["10.0.0.12", "10.0.0.11"], complete: true}
     pid: 4242
     ended: complete

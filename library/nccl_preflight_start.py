@@ -37,7 +37,7 @@ options:
         M(nccl_facts) O(nccl_facts#module:query_python) does); the collect returns them.
         Importing torch takes seconds; here it overlaps the environment play and the probes.
       - The listener process accepts connections until each listener got its
-        O(preflight.listeners[].expect) connections, C(<path>/listener.stop) appears,
+        O(preflight.listeners[].connections) connections, C(<path>/listener.stop) appears,
         O(preflight.path) is removed, or O(preflight.timeout) seconds passed, whichever comes
         first. It then writes what it saw to C(<path>/listener.json) and exits; it never outlives
         O(preflight.timeout).
@@ -94,7 +94,7 @@ options:
             description: The port; C(0) lets the kernel pick one from the ephemeral range.
             type: int
             default: 0
-          expect:
+          connections:
             description: Stop this listener after this many accepted connections.
             type: int
             default: 1
@@ -213,8 +213,8 @@ EXAMPLES = r"""
       path: /tmp/nccl-preflight-RUN-node1/preflight
       check_port: 29500
       listeners:
-        - {name: master, address: 10.0.0.11, port: 29500, expect: 4}
-        - {name: ring, address: 10.0.0.11, port: 0, expect: 1}
+        - {name: master, address: 10.0.0.11, port: 29500, connections: 4}
+        - {name: ring, address: 10.0.0.11, port: 0, connections: 1}
       fabric_address: 10.0.0.11
       timeout: 100
     tether:
@@ -226,7 +226,7 @@ RETURN = r"""
 preflight:
   description:
     - With O(preflight), what the start did - C(listeners) (one entry per listener - C(name),
-      C(address), C(port), C(expect), C(error), C(accepted) empty, C(complete)), C(ports) (the
+      C(address), C(port), C(connections), C(error), C(accepted) empty, C(complete)), C(ports) (the
       bound port and the bind error of each listener, by name), C(port_owner) (what listens on
       O(preflight.check_port) - C(free), and C(listeners) with their owning processes; empty
       without it), C(pid) (the listener process), C(lock) (with O(preflight.lock) - C(path),
@@ -240,7 +240,7 @@ preflight:
   type: dict
   sample:
     listeners:
-      - {name: master, address: 10.0.0.11, port: 29500, expect: 4, error: "", accepted: [],
+      - {name: master, address: 10.0.0.11, port: 29500, connections: 4, error: "", accepted: [],
          complete: false}
     ports: {master: {port: 29500, error: ""}, ring: {port: 41234, error: ""}}
     port_owner: {free: true, listeners: []}

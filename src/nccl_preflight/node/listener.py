@@ -76,7 +76,7 @@ def bind_all(specs: list[dict]) -> tuple[list[dict], dict[str, socket.socket]]:
                 "name": spec["name"],
                 "address": spec["address"],
                 "port": port,
-                "expect": spec["expect"],
+                "connections": spec["connections"],
                 "error": error,
                 "accepted": [],
                 "complete": False,
@@ -96,7 +96,7 @@ def _accept(sel: selectors.BaseSelector, key: selectors.SelectorKey, entry: dict
         return False
     conn.close()
     entry["accepted"].append(peer[0])
-    if len(entry["accepted"]) >= entry["expect"]:
+    if len(entry["accepted"]) >= entry["connections"]:
         entry["complete"] = True
         sel.unregister(key.fileobj)
     return True

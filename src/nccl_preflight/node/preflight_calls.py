@@ -60,7 +60,7 @@ LISTENER_SPEC = {
     "name": {"type": "str", "required": True},
     "address": {"type": "str", "required": True},
     "port": {"type": "int", "default": 0},
-    "expect": {"type": "int", "default": 1},
+    "connections": {"type": "int", "default": 1},
     # FACTS_START_SPEC only: held only where this node uses that backend (node_backend).
     "backend": {"type": "str", "default": ""},
 }

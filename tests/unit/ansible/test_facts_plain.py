@@ -75,7 +75,7 @@ def test_the_start_program_starts_a_listener_that_outlives_it(tmp_path: Path) ->
     """plugins/action/nccl_preflight_start.py's program (node/preflight_start_call.py), the call
     after the facts (which only read)."""
     listen = tmp_path / "run" / "preflight"
-    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 1}
+    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 1}
     args = {"preflight": {"path": str(listen), "listeners": [ring]}}
     plain = start_action(Shell()).start_program(sys.executable, args)
     stopped: dict[str, Any] = {}
@@ -98,7 +98,7 @@ def test_the_start_program_starts_a_listener_that_outlives_it(tmp_path: Path) ->
 
 def test_check_mode_reaches_the_start_program(tmp_path: Path) -> None:
     listen = tmp_path / "run" / "preflight"
-    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 1}
+    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 1}
     args = {"preflight": {"path": str(listen), "listeners": [ring]}}
     plain = start_action(Shell(), check_mode=True).start_program(sys.executable, args)
     assert plain is not None and plain["changed"] is False

@@ -56,7 +56,7 @@ def listen_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def ring(expect: int) -> list[dict]:
-    return [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": expect}]
+    return [{"name": "ring", "address": "127.0.0.1", "port": 0, "connections": expect}]
 
 
 def test_started_returns_the_ports_and_leaves_a_detached_listener(
@@ -144,7 +144,7 @@ def start_on_master_port(
 ) -> ModuleExit:
     """A start that looks at ``port`` (check_port) and listens there on loopback, as the
     master's MASTER_PORT listener, beside ``others``."""
-    master = {"name": "master", "address": "127.0.0.1", "port": port, "expect": expect}
+    master = {"name": "master", "address": "127.0.0.1", "port": port, "connections": expect}
     args = {"path": str(listen_dir), "check_port": port, "listeners": [master, *others]}
     return start_call(monkeypatch, args)
 
@@ -172,7 +172,7 @@ def test_a_free_port_is_listened_on_and_bind_errors_are_reported(
     probe_sock.bind(("127.0.0.1", 0))
     free_port = probe_sock.getsockname()[1]
     probe_sock.close()
-    not_local = {"name": "ring", "address": "192.0.2.77", "port": 0, "expect": 1}
+    not_local = {"name": "ring", "address": "192.0.2.77", "port": 0, "connections": 1}
     started = start_on_master_port(monkeypatch, listen_dir, free_port, 1, not_local)
     result = started.result
     assert result["port_owner"] == {"free": True, "listeners": []}

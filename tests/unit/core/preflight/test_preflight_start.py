@@ -46,8 +46,8 @@ def test_the_master_checks_its_port_holds_the_lock_and_listens_for_every_node() 
         "python_timeout": 60.0,
         "check_port": 29500,
         "listeners": [
-            {"name": "master", "address": "fabric", "port": 29500, "expect": 3},
-            {"name": "ring", "address": "fabric", "port": 0, "expect": 1},
+            {"name": "master", "address": "fabric", "port": 29500, "connections": 3},
+            {"name": "ring", "address": "fabric", "port": 0, "connections": 1},
         ],
         "fabric": {"socket_ifname": "", "cidr": "10.0.0.0/24"},
         "backend": "nccl",
@@ -62,19 +62,19 @@ def test_the_master_checks_its_port_holds_the_lock_and_listens_for_every_node() 
 def test_another_node_has_no_port_check_and_no_lock() -> None:
     got = start("a")
     assert "check_port" not in got and "lock" not in got
-    assert got["listeners"] == [{"name": "ring", "address": "fabric", "port": 0, "expect": 1}]
+    assert got["listeners"] == [{"name": "ring", "address": "fabric", "port": 0, "connections": 1}]
 
 
 def test_hccl_listens_beside_the_ring_where_the_node_may_use_hccl() -> None:
-    hccl = {"name": "hccl", "address": "fabric", "backend": "hccl", "port": 61000, "expect": 2}
+    hccl = {"name": "hccl", "address": "fabric", "backend": "hccl", "port": 61000, "connections": 2}
     extra = {"HCCL_IF_BASE_PORT": "61000"}
     auto = start("a", backend="auto", full_mesh=True, extra_env=extra)["listeners"]
-    assert auto[-1] == hccl and auto[0]["expect"] == 2
+    assert auto[-1] == hccl and auto[0]["connections"] == 2
     assert start("a", backend="hccl")["listeners"][-1]["port"] == 60000  # HCCL's default
     assert all(e["name"] != "hccl" for e in start("a", backend="gloo")["listeners"])
     # A single node has no ring peer, so neither a ring nor an hccl listener.
     assert start("m", nodes=["m"], backend="hccl")["listeners"] == [
-        {"name": "master", "address": "fabric", "port": 29500, "expect": 1}
+        {"name": "master", "address": "fabric", "port": 29500, "connections": 1}
     ]
 
 
