@@ -13,7 +13,9 @@ description:
     under each), the interface and source address it would use to reach O(route_to), its hostname
     and what that resolves to, the local port range, its GPUs from C(nvidia-smi), and - through
     O(python) - the torch, CUDA, NCCL and torch_npu versions and device counts.
-  - Returns everything under C(ansible_facts.nccl). Only reads; changes nothing on the node.
+  - Returns everything under C(ansible_facts.nccl). Only reads; changes nothing on the node, as
+    every C(*_facts) module. The pre-flight's listeners and torch probe are started by
+    M(nccl_preflight_start), the run's warden by its action.
   - A missing tool (C(ip), C(nvidia-smi), torch) gives empty values plus a reason string, never
     a failure, so a play can decide what is fatal.
 version_added: "0.1.0"
@@ -83,166 +85,6 @@ options:
         bus cannot be read; elsewhere C(xpus_reason) says it was not asked.
     type: bool
     default: false
-  preflight:
-    description:
-      - Also start the pre-flight in this call (one SSH session and Python start less per host),
-        its result in RV(preflight).
-        M(nccl_preflight_observe) O(nccl_preflight_observe#module:collect) collects it.
-      - Makes O(preflight.run_dir) when given (a private directory of this user, never a symbolic
-        link) and O(preflight.path) inside it (mode 0700) when missing, looks for a process already
-        listening on O(preflight.check_port), takes the run lock (O(preflight.lock)), binds one TCP
-        listener per entry of O(preflight.listeners) (MASTER_PORT on the master, a port the kernel
-        picks from C(net.ipv4.ip_local_port_range) on every host) and hands them to a detached
-        listener process (double fork, new session, standard streams to C(/dev/null) and
-        C(<path>/listener.log)), so the module, and the SSH session that runs it, ends at once. The
-        peers can connect as soon as it returns.
-      - The listener process also runs O(preflight.python) with a short script that imports
-        torch and prints the torch, CUDA, NCCL and torch_npu versions (what O(query_python)
-        does); the collect returns them. Importing torch takes seconds; here it overlaps the
-        environment play and the probes. Where O(query_xpu) asks torch (no NVIDIA GPU or Ascend
-        NPU found, an Intel GPU on the PCI bus) with the same Python as O(preflight.python),
-        this call runs that script instead (it also reads torch.xpu), so torch is imported once
-        for both, and the listener process keeps its result (no C(python-probe.out) then).
-      - The listener process accepts connections until each listener got its
-        O(preflight.listeners[].expect) connections, C(<path>/listener.stop) appears,
-        O(preflight.path) is removed, or O(preflight.timeout) seconds passed, whichever comes
-        first. It then writes what it saw to C(<path>/listener.json) and exits; it never outlives
-        O(preflight.timeout).
-      - A listener that cannot bind (address not local, port in use) is reported in the result
-        with its error; it does not fail the module, so the other checks still run.
-      - Every file lives in O(preflight.path) - C(listener.pid), C(listener.stop),
-        C(listener.json), C(listener.log), C(python-probe.out), C(python-probe.err).
-      - Not given - nothing is started or made on the host.
-    type: dict
-    suboptions:
-      path:
-        description: The listener's private directory, inside the run directory; made (mode
-          0700) when missing.
-        type: path
-        required: true
-      run_dir:
-        description:
-          - The run's private directory on this node, made with O(preflight.run_dir_mode) when
-            missing. Refused, and the pre-flight fails, when it is a symbolic link, not a
-            directory, or owned by another user. Its parent must exist.
-          - Not given - only O(preflight.path) is made.
-        type: path
-      run_dir_mode:
-        description: Octal mode of O(preflight.run_dir), as a string.
-        type: str
-        default: "0700"
-      python:
-        description:
-          - Python interpreter (absolute path or a name on PATH) to run the torch probe with.
-          - Empty - the interpreter that runs this module.
-        type: str
-      python_timeout:
-        description: Seconds the torch probe may take; it is killed after that.
-        type: float
-        default: 60
-      listeners:
-        description: The listeners to hold.
-        type: list
-        elements: dict
-        default: []
-        suboptions:
-          name:
-            description: A label for the listener (C(master), C(ring)).
-            type: str
-            required: true
-          address:
-            description:
-              - The literal local address to bind.
-              - C(fabric) - this host's fabric address, chosen from the facts just read with
-                O(preflight.fabric) as the environment stage will choose it
-                (the same choice of interface and address). Without a fabric address the listener
-                is left out.
-            type: str
-            required: true
-          port:
-            description: The port; C(0) lets the kernel pick one from the ephemeral range.
-            type: int
-            default: 0
-          expect:
-            description: Stop this listener after this many accepted connections.
-            type: int
-            default: 1
-          backend:
-            description:
-              - Hold this listener only where this node would use this backend (see
-                O(preflight.backend)); empty - on every node.
-            type: str
-            default: ""
-      check_port:
-        description:
-          - Before binding, look in C(/proc) for processes already listening on this TCP port;
-            they are returned in RV(preflight) C(port_owner).
-          - A listener of O(preflight.listeners) on this port is not started when the port is
-            held, so nobody probes a foreign listener.
-        type: int
-      lock:
-        description:
-          - Take the run lock C(lock.path) before binding (on the master) and hand it to a detached
-            keeper that holds it until O(preflight.run_dir) is removed or C(lock.lifetime) seconds
-            passed. Held by another run - the listener on O(preflight.check_port) is not started and
-            RV(preflight) C(lock) names that run. A lock whose keeper is gone is taken over. Needs
-            O(preflight.run_dir). In check mode the lock is only looked at.
-          - C({fabric_address}) in C(lock.path) is filled in with this host's fabric address;
-            without one the lock is left out.
-        type: dict
-        suboptions:
-          path: {description: The lock file., type: path, required: true}
-          lifetime: {description: Seconds the keeper holds it at most., type: float, default: 3600}
-          run_id: {description: This run's id, recorded in the lock., type: str, required: true}
-          started_at: {description: When this run started, recorded., type: str, default: ""}
-          control_host: {description: The control machine, recorded., type: str, default: ""}
-          control_user: {description: Who runs the validation, recorded., type: str, default: ""}
-      timeout:
-        description:
-          - Seconds the listener process lives at most, whatever it received; also bounds the
-            torch probe.
-          - Keep it well above the time between this call and the end of the probes.
-        type: float
-        default: 60
-      stop_timeout:
-        description: Seconds to wait for the listener of an earlier start in O(preflight.path)
-          to exit before this one starts.
-        type: float
-        default: 10
-      warm:
-        description:
-          - A launch follows in this run. The torch probe is started warm (it holds on after
-            its answer), and once the listeners are collected the listener process waits, at
-            most O(preflight.timeout) from its start, for M(nccl_torchrun) O(state=started)
-            with O(nccl_torchrun#module:warm_dir). Then it becomes the run's supervisor and the
-            probe becomes torchrun, so torch is imported once. It lets the probe go when the
-            directory is removed.
-        type: bool
-        default: false
-      warden:
-        description:
-          - The run's warden watches this node (started by this module's action plugin, see
-            O(tether)). The start then holds the warden's pass while it starts anything, and is
-            refused, starting nothing, once the warden ended the run because its control
-            machine went away.
-        type: bool
-        default: false
-      fabric:
-        description: How this host's fabric address is chosen for C(fabric) listener addresses
-          and the lock path, as the environment stage chooses it.
-        type: dict
-        default: {}
-        suboptions:
-          socket_ifname: {description: nccl_socket_ifname., type: str, default: ""}
-          cidr: {description: nccl_fabric_cidr., type: str, default: ""}
-      backend:
-        description:
-          - The backend set (the playbook passes C(nccl_backend)). A listener with a C(backend)
-            (the C(hccl) one) is held only where this node would use that backend - the backend
-            set, or with C(auto) the one this node's own facts call for (C(nccl) with NVIDIA
-            GPUs, C(hccl) with Ascend NPUs).
-        type: str
-        default: auto
   program_python:
     description:
       - The node's Python, as the inventory names it (C(ansible_python_interpreter)). Given,
@@ -260,39 +102,11 @@ options:
       (C(nccl-preflight-<run_id>-*)).
     type: str
     default: ""
-  tether:
-    description:
-      - This ansible-playbook run makes a run directory on the node. Before the facts, the
-        action plugin starts the run's warden there - a small standard-library program in one
-        more session of this host's connection (ssh or local) that lasts until ansible-playbook
-        ends and beats every second. Whichever way the control machine goes away (Ctrl-C,
-        SIGTERM, a kill, a lost connection), the warden ends every process the run started on
-        the node and removes O(tether.run_dir) within seconds. When ansible-playbook ran to its
-        end, it only ends what is still running and leaves the directory as the run left it.
-      - Where no warden can be started (another connection type, a connection or C(become)
-        that needs a password), RV(tether) says why, with a warning.
-      - The module itself ignores it (the action plugin's option).
-    type: dict
-    suboptions:
-      run_dir:
-        description: The run's private directory on this node.
-        type: path
-      python:
-        description: The Python that runs the warden when O(program_python) names none
-          (the run's, C(nccl_python)); empty - C(python3).
-        type: str
-        default: ""
-      note:
-        description: Where on the control machine the tether keeps the warden's last answer
-          (why it ended the run), for the launch's wait to report a run it ended as lost.
-        type: path
 attributes:
   check_mode:
     support: full
     details:
       - The module only reads, so check mode runs it in full.
-      - O(preflight) in check mode only reads (MASTER_PORT's owner, the run lock, the torch probe
-        in the foreground) and says in its C(msg) what it would start.
   diff_mode:
     support: none
   facts:
@@ -314,57 +128,12 @@ EXAMPLES = r"""
   ansible.legacy.nccl_facts:
     query_python: false
 
-- name: Gather the facts and start the pre-flight's listeners and torch probe in the same call
-  ansible.legacy.nccl_facts:
-    query_python: false
-    preflight:
-      run_dir: /tmp/nccl-preflight-RUN-node1
-      path: /tmp/nccl-preflight-RUN-node1/preflight
-      check_port: 29500
-      listeners:
-        - {name: master, address: fabric, port: 29500, expect: 4}
-        - {name: ring, address: fabric, port: 0, expect: 1}
-      fabric: {cidr: 10.0.0.0/24}
-      timeout: 100
-  register: facts_and_listeners
-
 - name: Show the interface that reaches the master
   ansible.builtin.debug:
     msg: "{{ ansible_facts.nccl.route.interface | default(ansible_facts.nccl.route_reason) }}"
 """
 
 RETURN = r"""
-preflight:
-  description:
-    - With O(preflight), what the start did - C(listeners) (one entry per listener - C(name),
-      C(address), C(port), C(expect), C(error), C(accepted) empty, C(complete)), C(ports) (the
-      bound port and the bind error of each listener, by name), C(port_owner) (what listens on
-      O(preflight.check_port) - C(free), and C(listeners) with their owning processes; empty
-      without it), C(pid) (the listener process), C(lock) (with O(preflight.lock) - C(path),
-      C(acquired), C(refused), C(took_over), C(holder), C(stale), C(message)) and
-      C(fabric_address).
-    - C(failed) with C(msg) when the pre-flight could not start - the facts are still returned
-      and this module does not fail for it.
-    - In check mode C(msg) says what it would start, and C(python) holds the torch probe's
-      result (run in the foreground).
-  returned: with O(preflight)
-  type: dict
-  sample:
-    listeners:
-      - {name: master, address: 10.0.0.11, port: 29500, expect: 4, error: "", accepted: [],
-         complete: false}
-    ports: {master: {port: 29500, error: ""}, ring: {port: 41234, error: ""}}
-    port_owner: {free: true, listeners: []}
-    pid: 4242
-    fabric_address: 10.0.0.11
-tether:
-  description:
-    - With O(tether) (not in check mode), the run's warden on this node - C(ready), C(pid) (the
-      tether's process on the control machine), C(warden_pid) (the warden on the node), or
-      C(error) (why no warden watches this node).
-  returned: with O(tether)
-  type: dict
-  sample: {ready: true, pid: 81234, warden_pid: 4240}
 ansible_facts:
   description: Facts under the key C(nccl).
   returned: always
@@ -520,23 +289,21 @@ ansible_facts:
             ssh_address: 192.168.100.10
 """
 
-import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nccl_preflight.node.facts_call import FACTS_SPEC, facts_and_start
+from ansible.module_utils.nccl_preflight.node.facts_call import FACTS_SPEC, read_facts
 
-# O(program_python), O(run_id) and O(tether) are the action plugin's (plugins/action/nccl_facts.py):
-# the module itself is what runs when they are not given.
+# O(program_python) and O(run_id) are the action plugin's (plugins/action/nccl_facts.py): the
+# module itself is what runs when they are not given.
 ACTION_OPTIONS = {
     "program_python": {"type": "str", "default": ""},
     "run_id": {"type": "str", "default": ""},
-    "tether": {"type": "dict"},
 }
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec={**FACTS_SPEC, **ACTION_OPTIONS}, supports_check_mode=True)
-    result = facts_and_start(module.params, module.check_mode, module, sys.executable)
+    result = read_facts(module.params, module)
     if result.pop("failed", False):
         module.fail_json(**result)
     module.exit_json(**result)

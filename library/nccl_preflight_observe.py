@@ -10,8 +10,9 @@ DOCUMENTATION = r"""
 module: nccl_preflight_observe
 short_description: A node's side of the pre-flight - TCP to the peers, the firewall, the listeners
 description:
-  - The pre-flight's one observation on a node, after M(nccl_facts) started the pre-flight
-    (O(nccl_facts#module:preflight)) - the listeners on the fabric address and the torch probe.
+  - The pre-flight's one observation on a node, after M(nccl_preflight_start) started the
+    pre-flight (O(nccl_preflight_start#module:preflight)) - the listeners on the fabric address
+    and the torch probe.
     Each part runs when its option is given, in this order - connect to O(targets), read the
     firewall (O(firewall)), collect the listeners and the torch probe (O(collect)) and, when this
     is the run's last call on the node, remove its run directory (O(collect.remove_run_dir)).
@@ -39,8 +40,8 @@ description:
     read with C(firewall-cmd --info-service) and count as open. A service that cannot be read
     turns what the zone's target would reject into an uncertain finding (C(certain) false).
   - O(collect) - after the connections, stops the listeners and the torch probe that
-    M(nccl_facts) started and returns what they saw in RV(collect) - optionally waits until the
-    listeners got every expected connection, writes C(<path>/listener.stop), waits up to
+    M(nccl_preflight_start) started and returns what they saw in RV(collect) - optionally waits
+    until the listeners got every expected connection, writes C(<path>/listener.stop), waits up to
     O(collect.stop_timeout) seconds for the listener process to exit (kills it after that; it
     first waits for the torch probe, up to the start's C(python_timeout)) and returns what it
     saw, what torch reported and this host's clock.
@@ -264,7 +265,7 @@ firewall:
 collect:
   description:
     - With O(collect), what the listeners saw - C(listeners) (one entry per listener, C(accepted)
-      the peer address of each accepted connection, C(complete) whether it got its C(expect)),
+      the peer address of each accepted connection, C(complete) whether it got its C(connections)),
       C(pid), C(ended) (why the listener process ended - C(complete), C(stop file), C(timeout),
       C(run directory removed), or C(nothing bound)), C(timed_out) (the timeout or the stop file
       closed a listener before its connections came), C(killed) (it did not exit within
@@ -280,7 +281,7 @@ collect:
   type: dict
   sample:
     listeners:
-      - {name: master, address: 10.0.0.11, port: 29500, expect: 2, error: "",
+      - {name: master, address: 10.0.0.11, port: 29500, connections: 2, error: "",
          accepted: ["10.0.0.12", "10.0.0.11"], complete: true}
     pid: 4242
     ended: complete

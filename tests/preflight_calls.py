@@ -2,16 +2,16 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight's start and stop in a test, as the playbook's calls run them.
 
-The start is what nccl_facts runs for its ``preflight`` option:
+The start is what nccl_preflight_start runs for its ``preflight`` option:
 src/nccl_preflight/node/preflight_calls.py' ``start`` with the options validated against the same
-argument spec (``START_SPEC``, which ``FACTS_START_SPEC`` extends). It is called directly rather
-than through nccl_facts' main() because the facts call always runs the torch probe (its ``python``
-defaults to the module's interpreter); a test of the listeners alone passes no ``python``. The stop
+argument spec (``START_SPEC``). It is called directly rather than through the module's main()
+because the start call always runs the torch probe (its ``python`` defaults to the module's
+interpreter); a test of the listeners alone passes no ``python``. The stop
 is nccl_preflight_observe's main() with only its ``collect`` option, exactly the probe call's
 collect.
 
 Both return a :class:`~tests.module_exit.ModuleExit`: the pre-flight part of the result, and
-whether it failed (the facts and probe calls report a failed start or collect in their result
+whether it failed (the start and probe calls report a failed start or collect in their result
 rather than failing the module).
 """
 
@@ -30,7 +30,7 @@ from tests.module_exit import ModuleExit, run_module_main
 def start_call(
     monkeypatch: pytest.MonkeyPatch, args: dict[str, Any], check_mode: bool = False
 ) -> ModuleExit:
-    """The facts call's start of the pre-flight with these options; -> its result."""
+    """The start call's start of the pre-flight with these options; -> its result."""
     del monkeypatch  # the same signature as stop_call; nothing to patch for a direct call
     validated = ArgumentSpecValidator(START_SPEC).validate(args)
     assert not validated.error_messages, validated.error_messages

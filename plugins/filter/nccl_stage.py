@@ -7,11 +7,32 @@ roles/preflight/vars/main.yml ``preflight_stage_knobs``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
 from nccl_preflight.core import stage
+from nccl_preflight.core.layout import LayoutError
+
+
+def rank_layout(hostvars: Mapping[str, Any], order: list[str], knobs: Any) -> dict[str, Any]:
+    """core/stage.py rank_layout of ``order`` from ``hostvars``: each host's own variables as
+    roles/nccl_env kept them (nccl_env_knobs; a host the play never reached: its inventory's
+    nccl_slots and nccl_nproc_per_node), its facts (ansible_facts.nccl, none when unreached).
+    One hostvars lookup per host, in the one task that runs once for all."""
+    knobs_by_node, facts = {}, {}
+    for host in order:
+        mine = hostvars[host]
+        own = mine.get("nccl_env_knobs")
+        if not own:
+            own = {name: mine.get(name) for name in ("nccl_slots", "nccl_nproc_per_node")}
+        knobs_by_node[host] = own
+        facts[host] = (mine.get("ansible_facts") or {}).get("nccl")
+    try:
+        return stage.rank_layout(knobs, list(order), knobs_by_node, facts)
+    except LayoutError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
 
 
 def _refused(function: Any) -> Any:
@@ -41,5 +62,8 @@ class FilterModule:
             "nccl_stage_skip_reason": stage.skip_reason,
             "nccl_stage_plan": stage.plan_document,
             "nccl_stage_preflight_settings": stage.preflight_settings,
+            "nccl_stage_rank_layout": rank_layout,
+            "nccl_stage_run_backend": stage.run_backend,
+            "nccl_stage_node_environment": stage.node_environment,
         }
         return {name: _refused(function) for name, function in functions.items()}

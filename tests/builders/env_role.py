@@ -62,17 +62,21 @@ def spark(fabric_ifname: str, fabric_addr: str, mgmt_addr: str) -> dict:
     }
 
 
+def spark_facts() -> dict[str, dict]:
+    """The two DGX Sparks' facts, cabled on differently named ports."""
+    return {
+        "spark-1": spark("enp1s0f0np0", "192.168.100.10", "10.20.0.5"),
+        "spark-2": spark("enp1s0f1np1", "192.168.100.11", "10.20.0.6"),
+    }
+
+
 def run_playbook(
     tmp_path: Path,
     extra: dict,
     hostfile: str = "spark-1 slots=1\nspark-2\n",
     args: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    facts = {
-        "spark-1": spark("enp1s0f0np0", "192.168.100.10", "10.20.0.5"),
-        "spark-2": spark("enp1s0f1np1", "192.168.100.11", "10.20.0.6"),
-    }
-    return run_play_with_facts(tmp_path, PLAYBOOK, "env", hostfile, facts, extra, args)
+    return run_play_with_facts(tmp_path, PLAYBOOK, "env", hostfile, spark_facts(), extra, args)
 
 
 def read_env(path: Path) -> dict[str, str]:

@@ -17,7 +17,7 @@ host runs the task at once (not more hosts than forks). A node whose start faile
 
 A wait (state=finished) that finds the run directory gone (the module's ``lost``: the run's
 warden, or its supervisor when no look came in time, ended the run and left nothing) fails the
-task with why, in the warden's words where its tether kept them (``tether``: the facts call's
+task with why, in the warden's words where its tether kept them (``tether``: the start call's
 ``tether`` result, with its ``note``; core/tether.py), and writes the host's ``launch.json`` in
 ``collect_to`` as lost (core/run_watch.py lost_record): its ranks are errors that say why, never
 a wait that ended "ok" with nothing.
@@ -71,7 +71,7 @@ display = Display()
 # gone), where no warden watches the node. Between two looks a loaded control machine takes a
 # module's return and the next start: 8-10 s on 2 cores at load 25, more than 30 s at load 50
 # (16 and 32 lab hosts); a diagnosis adds its call and run_watch.DIAGNOSE_WAIT_S. Where the
-# run's warden watches the node (the facts call's tether is ready) the looks leave no mark at
+# run's warden watches the node (the start call's tether is ready) the looks leave no mark at
 # all: the warden ends the run within seconds when the control machine is really gone, and a
 # slow look ends nothing (docs/design.md, "Watching a run").
 WATCH_STALE_MIN_S = 30.0

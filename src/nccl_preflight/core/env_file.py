@@ -5,11 +5,11 @@
 ``rank_environment`` is what the ranks of one node see: the fabric interface for NCCL and Gloo,
 the static rendezvous (MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE), HCCL's host
 NIC on Ascend, NCCL's log settings, then ``nccl_extra_env`` (which wins over every value here).
-``nccl_env_file_text`` (roles/nccl_env's filter) is that environment as the file the Ansible
-front-end writes on the node and into reports/<run-id>/<host>/nccl.env (every value
-shell-quoted, so the file can be sourced by hand). The Slurm front-end passes the same
-environment to its launch step (slurm/launch.py rank_env), without NCCL_DEBUG_FILE: the node puts
-the log into its own run directory.
+Both front-ends get it through core/stage.py node_environment. ``nccl_env_file_text``
+(roles/nccl_env's filter) is that environment as the file the Ansible front-end writes on the
+node and into reports/<run-id>/<host>/nccl.env (every value shell-quoted, so the file can be
+sourced by hand). The Slurm front-end passes the same environment to its launch step, without
+NCCL_DEBUG_FILE: the node puts the log into its own run directory.
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ def debug_file(run_dir: str) -> str:
     """NCCL_DEBUG_FILE: one log per rank process in the run directory (NCCL expands %p to the
     pid; the collect step names it nccl-rank-<R>.log)."""
     return f"{run_dir}/results/nccl.%p.log"
+
+
+def env_file_path(run_dir: str) -> str:
+    """nccl.env in the node's run directory, where the launch's start call writes it."""
+    return f"{run_dir}/nccl.env"
 
 
 def _sorted_extra(extra_env: Mapping[Any, Any]) -> list[tuple[str, str]]:
@@ -90,43 +95,31 @@ def _shown(value: Any) -> str:
 
 
 def nccl_env_file_text(
-    derived: Mapping[str, Any],
+    node: Mapping[str, Any],
     *,
     host: str,
     run_id: Any,
-    ifname: str,
-    address: str,
-    run_dir: str,
     backend_choice: Mapping[str, Any],
     nccl_backend: str,
-    debug: Any,
-    debug_subsys: Any,
-    extra_env: Mapping[Any, Any],
     managed: str = MANAGED,
 ) -> str:
-    """The filter of roles/nccl_env: nccl.env of one host from the role's derived values
-    (``nccl_env_master_addr``, ``_master_port``, ``_nnodes``, ``_node_rank``,
-    ``_nproc_per_node``, ``_backend``, ``_file``) and the host's own settings."""
-    node = {key.removeprefix("nccl_env_"): value for key, value in derived.items()}
-    node.update(ifname=ifname, address=address)
-    env = rank_environment(
-        node, debug=debug, debug_subsys=debug_subsys, extra_env=extra_env or {}, run_dir=run_dir
-    )
-    # Who it is for, how to source it by hand, the backend and why, then one shell-quoted
-    # NAME='value' line per variable.
+    """The filter of roles/nccl_env: nccl.env of one host from its environment (core/stage.py
+    node_environment: ``env``, ``node_rank``, ``backend``, ``file``), with who it is for, how to
+    source it by hand, the backend and why, then one shell-quoted NAME='value' line per
+    variable."""
     reason = re.sub(r"[\r\n]+", " ", _shown((backend_choice or {}).get("reason", "")))
     chosen = _shown((backend_choice or {}).get("backend", "?"))
-    env_file, backend = derived["nccl_env_file"], _shown(derived["nccl_env_backend"])
+    env_file, backend = node["file"], _shown(node["backend"])
     lines = [
         f"# {_shown(managed)}",
-        f"# NCCL/Gloo environment of {host} (node rank {_shown(derived['nccl_env_node_rank'])})"
+        f"# NCCL/Gloo environment of {host} (node rank {_shown(node['node_rank'])})"
         f" for run {_shown(run_id)}.",
         f"# The launch writes it on {host} as {env_file} (kept after the run with",
         f"# -e launch_keep_run_dir=true); to rerun by hand there: set -a; . {env_file}; set +a",
         f"# Backend {backend} (the master's choice; nccl_backend {_shown(nccl_backend)})."
         f" This host: {chosen}, {reason}",
     ]
-    lines += [f"{name}={shlex.quote(value)}" for name, value in env.items()]
+    lines += [f"{name}={shlex.quote(str(value))}" for name, value in node["env"].items()]
     return "\n".join(lines) + "\n"
 
 

@@ -17,7 +17,11 @@ Decisions here: the timeouts of a launch (``check_timeout``, ``relaunch_timeout`
 the main launch (``rank_args``) and of the pairwise-only relaunch (``relaunch_rank_args``),
 why the launch is skipped (``skip_reason``) and the plan document, plan.json
 (``plan_document``, with nccl_baseline as the report reads it: ``baseline_dir``), and the
-pre-flight judge's settings (``preflight_settings``).
+pre-flight judge's settings (``preflight_settings``); the environment stage: the rank layout
+(``rank_layout``), the run's backend (``run_backend``) and each node's environment
+(``node_environment``: its fabric interface and address, the rendezvous and the ranks'
+variables, nccl.env's), ``node_environments`` all three for every node at once (the Slurm
+front-end; roles/nccl_env takes the same three in its own tasks, one per host where it can).
 """
 
 from __future__ import annotations
@@ -27,9 +31,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from nccl_preflight.core.config import defaults
+from nccl_preflight.core.env_file import env_file_path, rank_environment
+from nccl_preflight.core.layout import nccl_rank_layout
 from nccl_preflight.core.pair_triggers import nccl_pair_trigger_args, nccl_pair_triggers
 from nccl_preflight.core.pairwise_relaunch import nccl_relaunch_check_args
+from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 from nccl_preflight.core.support import nccl_predicted_skips, predicted_skips
+from nccl_preflight.node.supervisor import RESULTS_PLACEHOLDER
+
+# The rank script's --out-dir under Slurm: the node puts its own run directory's results/ in
+# place of it (slurm/node_step.py launch). Its one home is the node room, which replaces it.
+RESULTS_DIR = RESULTS_PLACEHOLDER
 
 # The pairwise-only relaunch (roles/launch/tasks/pairwise_run.yml, SlurmRun.launch): its bound
 # is at most nccl_run_timeout and RELAUNCH_TIMEOUT_S (launch_relaunch_timeout overrides it);
@@ -275,3 +287,129 @@ def preflight_settings(
         "requested_backend": str(knob(knobs, "nccl_backend")),
         "extra_env_by_host": {str(node): dict(extra_env_by_host.get(node) or {}) for node in order},
     }
+
+
+def run_backend(knobs: Mapping[str, Any], master_facts: Mapping[str, Any] | None) -> str:
+    """The one backend of every rank: the master's choice (nccl_backend; auto: what the
+    master's devices call for, core/preflight/backend_checks.py). Each node's own choice is
+    in plan.json."""
+    return str(
+        nccl_backend_choice(dict(master_facts or {}), str(knob(knobs, "nccl_backend")))["backend"]
+    )
+
+
+def _own(knobs: Mapping[str, Any], mine: Mapping[str, Any], name: str) -> Any:
+    """A node's own value of ``name`` (its host_vars, nccl_node_vars), else the run's."""
+    value = mine.get(name)
+    return knob(knobs, name) if value is None else value
+
+
+def rank_layout(
+    knobs: Mapping[str, Any],
+    order: list[str],
+    knobs_by_node: Mapping[str, Mapping[str, Any] | None],
+    facts_by_node: Mapping[str, Mapping[str, Any] | None],
+) -> dict[str, Any]:
+    """The one rank layout (core/layout.py) of the nodes in node-rank ``order``: a node's
+    nccl_slots (the hostfile's slots=), else the devices its backend choice counts (a node
+    without facts, unreachable, counts none), else its nccl_nproc_per_node."""
+    requested = str(knob(knobs, "nccl_backend"))
+    mine = {node: knobs_by_node.get(node) or {} for node in order}
+    devices = [
+        nccl_backend_choice(dict(facts_by_node[node]), requested)["devices"]
+        if facts_by_node.get(node) is not None
+        else None
+        for node in order
+    ]
+    return nccl_rank_layout(
+        order,
+        [mine[node].get("nccl_slots") for node in order],
+        devices,
+        [_own(knobs, mine[node], "nccl_nproc_per_node") for node in order],
+    )
+
+
+def node_environment(
+    knobs: Mapping[str, Any],
+    node: str,
+    layout: Mapping[str, Any],
+    *,
+    choice: Mapping[str, Any] | None,
+    facts: Mapping[str, Any] | None,
+    master_address: str,
+    backend: str,
+    run_dir: str | None,
+) -> dict[str, Any]:
+    """The environment of ``node``, from its own variables (``knobs``: nccl_master_port,
+    nccl_python, nccl_debug, nccl_debug_subsys, nccl_extra_env), its fabric choice
+    (node/fabric_choice.py: ifname, address, reason; None when it has none), its facts, its row
+    of ``layout``, the master's fabric address and the run's backend (``run_backend``):
+
+        ifname, ifname_reason, address   the fabric interface, why, the node's address on it
+        master_addr, master_port         the static rendezvous (MASTER_ADDR on the fabric)
+        nnodes, node_rank, nproc_per_node, world_size, rank_offset   from the layout
+        backend, python                  the run's backend; nccl_python, else the interpreter
+                                         that read the node's facts, else python3
+        run_dir, file                    the node's run directory and its nccl.env ("" when the
+                                         node sets its own)
+        env                              the ranks' variables (core/env_file.py
+                                         rank_environment: nccl.env's, NCCL_DEBUG_FILE only
+                                         with a run_dir)
+    """
+    choice, row = choice or {}, layout["by_host"][node]
+    python = _given(knobs, "nccl_python") or (facts or {}).get("module_python") or "python3"
+    record: dict[str, Any] = {
+        "ifname": str(choice.get("ifname") or ""),
+        "ifname_reason": str(choice.get("reason") or ""),
+        "address": str(choice.get("address") or ""),
+        "master_addr": str(master_address or ""),
+        "master_port": int(knob(knobs, "nccl_master_port")),
+        "nnodes": int(layout["nnodes"]),
+        "node_rank": int(row["node_rank"]),
+        "nproc_per_node": int(row["nproc_per_node"]),
+        "world_size": int(layout["world_size"]),
+        "rank_offset": int(row["rank_offset"]),
+        "backend": str(backend),
+        "python": str(python),
+        "run_dir": str(run_dir or ""),
+        "file": env_file_path(run_dir) if run_dir else "",
+    }
+    record["env"] = rank_environment(
+        record,
+        debug=knob(knobs, "nccl_debug"),
+        debug_subsys=knobs.get("nccl_debug_subsys"),
+        extra_env=knobs.get("nccl_extra_env") or {},
+        run_dir=run_dir or None,
+    )
+    return record
+
+
+def node_environments(
+    knobs: Mapping[str, Any],
+    order: list[str],
+    knobs_by_node: Mapping[str, Mapping[str, Any] | None],
+    facts_by_node: Mapping[str, Mapping[str, Any] | None],
+    choices: Mapping[str, Mapping[str, Any] | None],
+    run_dirs: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The layout and every node's environment (``node_environment``), the master the first of
+    ``order``; ``knobs``: the run's variables, ``knobs_by_node``: each node's own laid over them
+    (a node without facts or choice was not reached: its environment is still laid out)."""
+    layout = rank_layout(knobs, order, knobs_by_node, facts_by_node)
+    master = order[0]
+    backend = run_backend(knobs, facts_by_node.get(master))
+    master_address = str((choices.get(master) or {}).get("address") or "")
+    by_node = {
+        node: node_environment(
+            {**knobs, **(knobs_by_node.get(node) or {})},
+            node,
+            layout,
+            choice=choices.get(node),
+            facts=facts_by_node.get(node),
+            master_address=master_address,
+            backend=backend,
+            run_dir=(run_dirs or {}).get(node),
+        )
+        for node in order
+    }
+    return layout, by_node

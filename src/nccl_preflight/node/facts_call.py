@@ -1,7 +1,8 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""A node's facts and the pre-flight's start (library/nccl_facts.py's job) as a plain function of
-its options, and as a program that needs no Ansible on the node.
+"""A node's facts (library/nccl_facts.py's job: it only reads) as a plain function of its options,
+and as a program that needs no Ansible on the node. The pre-flight's start is a call of its own
+(node/start_call.py, library/nccl_preflight_start.py).
 
 As node/observe_call.py: a module call costs a module start on the node (Ansible's payload, built
 on the control machine and sent on every call, and the import of ``ansible.module_utils.basic``
@@ -9,7 +10,7 @@ compiled from source each time), and this is the first call of every run on ever
 action plugin of the same name runs this program instead where the inventory names the node's
 Python (ansible_python_interpreter): a zipapp of this module and what it imports
 (:data:`FACTS_ENTRY`), sent on the call's stdin through BOOT (core/stdin_ship.py); the options
-follow on stdin as one JSON line (:func:`main`). The module calls :func:`facts_and_start` too,
+follow on stdin as one JSON line (:func:`main`). The module calls :func:`read_facts` too,
 with its own options, so both say the same. Standard library only.
 """
 
@@ -21,8 +22,6 @@ from typing import Any
 
 from .commands import CommandRunner
 from .facts import gather
-from .preflight_calls import FACTS_START_SPEC, for_fabric
-from .preflight_calls import start as start_preflight
 from .runner import SubprocessRunner
 
 # The module the zipapp of this program is built around (core/stdin_ship.py program_zipapp:
@@ -42,16 +41,12 @@ FACTS_SPEC: dict[str, dict[str, Any]] = {
     "dcgm_diag_timeout": {"type": "int", "default": 300},
     "npu_smi": {"type": "str", "default": "npu-smi"},
     "query_xpu": {"type": "bool", "default": False},
-    "preflight": {"type": "dict", "options": FACTS_START_SPEC},
 }
 
 
-def facts_and_start(
-    params: dict[str, Any], check_mode: bool, commands: CommandRunner, this_python: str
-) -> dict[str, Any]:
-    """Read the node's facts and, with ``params["preflight"]``, start the pre-flight;
-    -> the module's result (``failed`` and ``msg`` for options it refuses). ``this_python``: the
-    interpreter running this code (the torch probe's Python when none is named)."""
+def read_facts(params: dict[str, Any], commands: CommandRunner) -> dict[str, Any]:
+    """Read the node's facts; -> the module's result (``failed`` and ``msg`` for options it
+    refuses). Changes nothing on the node."""
     if params["route_to"].startswith("-"):
         return {
             "failed": True,
@@ -59,28 +54,7 @@ def facts_and_start(
             "set it to the master's address, e.g. route_to: 192.168.100.10",
             "route_to": params["route_to"],
         }
-    pre = params["preflight"]
-    # The XPU question and the pre-flight's versions are the same torch probe (seconds of CPU to
-    # import torch): with the same Python it runs once, and the listener process keeps its run.
-    shared = None
-    if pre is not None and not check_mode:
-        python = pre["python"] or this_python
-        if python == (params["python"] or this_python):
-            shared = {"python": python, "timeout": pre["python_timeout"]}
-    facts = gather(commands, params, shared)
-    if pre is None:
-        return {"changed": False, "ansible_facts": {"nccl": facts}}
-    pre = for_fabric({**pre, "python": pre["python"] or this_python}, facts)
-    done = (shared or {}).get("run")
-    preflight = {
-        **start_preflight(pre, check_mode, python_done=done),
-        "fabric_address": pre["fabric_address"],
-    }
-    return {
-        "changed": bool(preflight.get("changed")),
-        "ansible_facts": {"nccl": facts},
-        "preflight": preflight,
-    }
+    return {"changed": False, "ansible_facts": {"nccl": gather(commands, params)}}
 
 
 def facts_commands(params: dict[str, Any]) -> SubprocessRunner:
@@ -95,9 +69,7 @@ def main(argv: list[str]) -> int:
     del argv
     request = json.loads(sys.stdin.readline())
     params = request["params"]
-    result = facts_and_start(
-        params, bool(request["check_mode"]), facts_commands(params), sys.executable
-    )
+    result = read_facts(params, facts_commands(params))
     sys.stdout.write(json.dumps(result) + "\n")
     return 0
 

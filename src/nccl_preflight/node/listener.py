@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight's listener process: bind, serve, stop.
 
-The pre-flight's start (src/nccl_preflight/node/preflight_calls.py, run inside the facts call) binds
+The pre-flight's start (src/nccl_preflight/node/preflight_calls.py, the start call) binds
 the listeners, hands them to a detached process (``processes.detach``) that
 accepts connections until each listener got its expected ones, the stop file appears, the
 directory is removed or the deadline passes, runs the torch probe meanwhile, and leaves what it
@@ -76,7 +76,7 @@ def bind_all(specs: list[dict]) -> tuple[list[dict], dict[str, socket.socket]]:
                 "name": spec["name"],
                 "address": spec["address"],
                 "port": port,
-                "expect": spec["expect"],
+                "connections": spec["connections"],
                 "error": error,
                 "accepted": [],
                 "complete": False,
@@ -96,7 +96,7 @@ def _accept(sel: selectors.BaseSelector, key: selectors.SelectorKey, entry: dict
         return False
     conn.close()
     entry["accepted"].append(peer[0])
-    if len(entry["accepted"]) >= entry["expect"]:
+    if len(entry["accepted"]) >= entry["connections"]:
         entry["complete"] = True
         sel.unregister(key.fileobj)
     return True

@@ -60,8 +60,8 @@ LISTENER_SPEC = {
     "name": {"type": "str", "required": True},
     "address": {"type": "str", "required": True},
     "port": {"type": "int", "default": 0},
-    "expect": {"type": "int", "default": 1},
-    # nccl_facts' preflight only: held only where this node uses that backend (node_backend).
+    "connections": {"type": "int", "default": 1},
+    # FACTS_START_SPEC only: held only where this node uses that backend (node_backend).
     "backend": {"type": "str", "default": ""},
 }
 LOCK_SPEC = {
@@ -72,7 +72,7 @@ LOCK_SPEC = {
     "control_host": {"type": "str", "default": ""},
     "control_user": {"type": "str", "default": ""},
 }
-# The options of a start (nccl_facts' preflight option extends them: FACTS_START_SPEC).
+# The options of a start (library/nccl_preflight_start.py's preflight, node/start_call.py).
 START_SPEC: dict[str, dict] = {
     "path": {"type": "path", "required": True},
     "run_dir": {"type": "path"},
@@ -89,7 +89,8 @@ START_SPEC: dict[str, dict] = {
     # The run's warden watches this node (node/run_warden.py): start nothing once it is gone.
     "warden": {"type": "bool", "default": False},
 }
-# nccl_facts' preflight option: a start, and the settings the fabric address is chosen with.
+# A start and the settings the fabric address is chosen with, resolved by for_fabric from the
+# node's facts: on the control machine (core/preflight/start.py), in the Slurm run step.
 FACTS_START_SPEC: dict[str, dict] = {
     **START_SPEC,
     "fabric": {

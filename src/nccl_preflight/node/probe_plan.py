@@ -49,19 +49,24 @@ def preflight_listeners(
     specs: list[dict[str, Any]] = []
     if host == master:
         specs.append(
-            {"name": "master", "address": "fabric", "port": int(master_port), "expect": len(order)}
+            {
+                "name": "master",
+                "address": "fabric",
+                "port": int(master_port),
+                "connections": len(order),
+            }
         )
-    expect = nccl_preflight_expected_connections(order, host, full_mesh)
-    if expect > 0:
-        specs.append({"name": "ring", "address": "fabric", "port": 0, "expect": expect})
-    if expect > 0 and hccl_port is not None:
+    wanted = nccl_preflight_expected_connections(order, host, full_mesh)
+    if wanted > 0:
+        specs.append({"name": "ring", "address": "fabric", "port": 0, "connections": wanted})
+    if wanted > 0 and hccl_port is not None:
         specs.append(
             {
                 "name": "hccl",
                 "address": "fabric",
                 "backend": "hccl",
                 "port": int(hccl_port),
-                "expect": expect,
+                "connections": wanted,
             }
         )
     return specs

@@ -3,7 +3,7 @@
 """A run's private directory on a node: make it, or refuse one somebody else could control.
 
 Standard library only: shipped to the nodes inside every module that imports it. Used by the
-pre-flight's start (src/nccl_preflight/node/preflight_calls.py, inside the facts call) and by the
+pre-flight's start (src/nccl_preflight/node/preflight_calls.py, the start call) and by the
 launch's start (library/nccl_torchrun.py), so whichever reaches a node first makes the directory
 with the same checks.
 """

@@ -10,7 +10,7 @@ away (Ctrl-C, SIGTERM, SIGKILL, a lost connection) nobody comes to remove it. A 
 the Ansible calls themselves cannot tell that within seconds: the gap between two calls of a run
 grows with the hosts and ``forks`` (minutes at a thousand hosts; BENCHMARKS.md, "Warden").
 
-So the first call of a run on a node (the facts call's action plugin) opens one more SSH session
+So the start call on a node (its action plugin, before it starts anything) opens one SSH session
 that lasts the whole ansible-playbook run: the control machine's *tether*
 (src/nccl_preflight/core/tether.py) runs this program there through BOOT (core/stdin_ship.py)
 and writes a heartbeat line on its stdin every ``HEARTBEAT_S``

@@ -58,6 +58,10 @@ PIDS_FILE = "torchrun.pids"
 LAUNCH_FILE = "launch.json"
 TORCHRUN_LOG = "torchrun.log"
 RESULTS_DIR = "results"
+# An argument of the rank script that stands for the run directory's RESULTS_DIR: the control
+# machine sends it (core/stage.py RESULTS_DIR), the node puts its own path in its place
+# (slurm/node_step.py launch).
+RESULTS_PLACEHOLDER = "{results}"
 LOGS_DIR = "logs"
 # The supervisor looks at its tree this often (a look reads every process's /proc/<pid>/stat,
 # twice: about 8 ms of CPU on a node with 150 processes, 3% of a core at 0.25 s). Between looks

@@ -5,7 +5,7 @@ from the control machine.
 
 Each node runs torchrun in the foreground under node/supervisor.py's Supervision (bounded by
 nccl_run_timeout, its tree ended on a stop), with the environment the Ansible path writes into
-nccl.env (core/env_file.py rank_environment) and the rank script's arguments of roles/launch.
+nccl.env (core/stage.py node_environment) and the rank script's arguments of roles/launch.
 The control machine reads each node's records: "progress" (printed), then "results" (the gzip tar
 of node/run_collect.pack_results, written into reports/<run-id>/<node>/). When a node's run ended
 with a rank killed by a signal or was stopped, every other node is told to stop at once with the
@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.env_file import rank_environment
 from ..core.results_archive import unpack_results
 from ..core.run_watch import (
     DIAGNOSE_WAIT_S,
@@ -62,18 +61,6 @@ WATCH_STALE_S = 30.0
 # again after a silence, and otherwise at most every WRITE_EVERY_S (BENCHMARKS.md, section 7).
 JUDGE_EVERY_S = 1.0
 WRITE_EVERY_S = 5.0
-
-
-def rank_env(config: dict[str, Any], env: dict[str, Any], row: dict[str, Any]) -> dict[str, str]:
-    """The environment of one node's ranks: nccl.env's (core/env_file.py, as the Ansible path
-    writes it), without the run directory's NCCL_DEBUG_FILE (the node puts it into its own)."""
-    return rank_environment(
-        {**env, **row},
-        debug=config.get("nccl_debug", "INFO"),
-        debug_subsys=config.get("nccl_debug_subsys"),
-        extra_env=config.get("nccl_extra_env") or {},
-        run_dir=None,
-    )
 
 
 class Watch:

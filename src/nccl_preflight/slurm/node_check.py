@@ -39,12 +39,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nccl_preflight.core.config import preflight_values
-from nccl_preflight.core.layout import nccl_rank_layout
 from nccl_preflight.core.metrics import write_node_check
-from nccl_preflight.core.preflight.backend_checks import nccl_backend_choice
 from nccl_preflight.core.preflight.judge import judge_node
 from nccl_preflight.core.preflight.observation import nccl_preflight_observation
-from nccl_preflight.core.stage import preflight_settings
+from nccl_preflight.core.stage import node_environments, preflight_settings
 from nccl_preflight.node.commands import CommandRunner
 from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 from nccl_preflight.node.facts import gather
@@ -160,21 +158,10 @@ def observe(
         facts = gather(runner, facts_params(config, python), shared)
         run = running.result()
     choice = fabric_choice(facts, config)
-    requested = str(config.get("nccl_backend") or "auto")
-    backend = nccl_backend_choice(facts, requested)
-    layout = nccl_rank_layout(
-        ["node"], devices=[backend["devices"]], default=config.get("nccl_nproc_per_node") or 1
-    )
-    env = {
-        "ifname": choice["ifname"],
-        "ifname_reason": choice["reason"],
-        "address": choice["address"],
-        "master_addr": choice["address"],
-        "master_port": config.get("nccl_master_port"),
-        "nproc_per_node": layout["by_host"]["node"]["nproc_per_node"],
-        "backend": backend["backend"],
-        "python": python,
-    }
+    # this node alone, its own master (core/stage.py, as a run's environment stage)
+    knobs = {**config, "nccl_python": python}
+    _, by_node = node_environments(knobs, ["node"], {}, {"node": facts}, {"node": choice})
+    env = by_node["node"]
     started = {"python": python_facts({**run, "executable": python})}
     return nccl_preflight_observation(facts, env, started=started, clock_check=False)
 

@@ -76,6 +76,7 @@ from ..node.run_start import build_argv
 from ..node.supervisor import (
     LAUNCH_FILE,
     RESULTS_DIR,
+    RESULTS_PLACEHOLDER,
     STOP_SIGNALS,
     TORCHRUN_LOG,
     WATCH_FILE,
@@ -361,7 +362,7 @@ def launch(settings: dict[str, Any], messages: queue.Queue, agent: Any = None) -
     (run_dir / RESULTS_DIR).mkdir(parents=True, mode=0o700)
     params = {**settings["torchrun"], "run_dir": str(run_dir), "script": _rank_script(run_dir)}
     params["script_args"] = [
-        str(run_dir / RESULTS_DIR) if a == "{results}" else a for a in params["script_args"]
+        str(run_dir / RESULTS_DIR) if a == RESULTS_PLACEHOLDER else a for a in params["script_args"]
     ]
     env = {**os.environ, **settings["env"]}
     env["NCCL_DEBUG_FILE"] = settings["env"].get(

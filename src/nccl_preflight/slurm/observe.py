@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.config import node_values, preflight_values
-from ..core.preflight.backend_checks import nccl_backend_choice
 from ..core.preflight.host_checks import nccl_preflight_probe_plan
 from ..core.preflight.npu_checks import nccl_hccl_base_port
 from ..core.preflight.observation import nccl_preflight_observation
+from ..core.stage import run_backend
 from ..node.fabric_choice import nccl_fabric_choice
 from .node_check import facts_params
 from .step import RECEIVED, Step, collect
@@ -109,12 +109,12 @@ def shared_inputs(nodes: list[str], obs: Observed, shared: dict[str, Any]) -> di
     and fabric address, one message for all; ``hccl_port`` HCCL_IF_BASE_PORT when the run's
     backend (the master's, as roles/nccl_env decides it) is hccl, else 0 (roles/preflight/vars'
     _preflight_hccl_port)."""
-    run_backend = nccl_backend_choice(obs.facts.get(nodes[0]), shared["backend"])["backend"]
+    backend = run_backend({"nccl_backend": shared["backend"]}, obs.facts.get(nodes[0]))
     return {
         "plan": {
             "ports": {n: (obs.started.get(n) or {}).get("ports") or {} for n in nodes},
             "addresses": {n: obs.choices.get(n, {}).get("address", "") for n in nodes},
-            "hccl_port": int(shared["hccl_port"] or 0) if run_backend == "hccl" else 0,
+            "hccl_port": int(shared["hccl_port"] or 0) if backend == "hccl" else 0,
         }
     }
 

@@ -27,7 +27,6 @@ from ..core.content import TREE
 from ..core.env_findings import nccl_env_findings
 from ..core.exit_classes import BY_NAME
 from ..core.launch_hosts import plan_host
-from ..core.layout import nccl_rank_layout
 from ..core.pairwise_relaunch import nccl_pairwise_relaunch
 from ..core.preflight.backend_checks import nccl_backend_choice
 from ..core.preflight.fabric_checks import nccl_expect_net
@@ -36,8 +35,10 @@ from ..core.preflight.judge import judge_preflight
 from ..core.report_run import run_report
 from ..core.run_watch import watch_hosts
 from ..core.stage import (
+    RESULTS_DIR,
     kill_grace,
     knob,
+    node_environments,
     pair_triggers,
     plan_document,
     preflight_settings,
@@ -51,7 +52,7 @@ from ..node.supervisor import FINISH_MARGIN_S
 from .allocation import Allocation, Interrupted, SlurmError, ended_state
 from .bundle import build_node_bundle
 from .drain import drain, drain_targets
-from .launch import WATCH_STALE_S, Watch, rank_env
+from .launch import WATCH_STALE_S, Watch
 from .lost import NODE_ENDED, lost_to_slurm, node_words
 from .observe import Observed, observations, observe_on, step_settings
 from .pending import NotGranted
@@ -59,8 +60,6 @@ from .ship import shared_and_own
 from .step import END_GRACE_S, LOST_END_GRACE_S, Step
 
 RANK_SCRIPT = TREE.rank_script
-# The rank script's results directory: the node puts its own run directory's in place of this.
-RESULTS_DIR = "{results}"
 
 
 def new_run_id() -> str:
@@ -98,36 +97,21 @@ class SlurmRun:
 
     # ------------------------------------------------------------------ stages
     def environment(self, obs: Observed) -> dict[str, dict[str, str]]:
-        """Fabric choice, backend and layout of every node; -> the environment findings."""
-        present = [n for n in self.nodes if n in obs.facts]
+        """Fabric choice, backend, layout and environment of every node (core/stage.py
+        node_environments, as roles/nccl_env's); -> the environment findings."""
         findings = nccl_env_findings(
             {n: obs.choices.get(n) for n in self.nodes},
             {n: {"nccl": facts} for n, facts in obs.facts.items()},  # as ansible_facts holds them
             self.nodes,
         )
-        requested = str(self.config.get("nccl_backend") or "auto")
-        master = self.nodes[0]
-        backend = nccl_backend_choice(obs.facts.get(master), requested)["backend"]
-        devices = {n: nccl_backend_choice(obs.facts.get(n), requested)["devices"] for n in present}
-        per_node = {n: self.node_config[n].get("nccl_nproc_per_node") for n in self.nodes}
-        self.layout = nccl_rank_layout(
-            self.nodes, None, devices, {n: count or 1 for n, count in per_node.items()}
+        # no run directory: the node points NCCL_DEBUG_FILE into its own (node_step.launch)
+        self.layout, self.env_by_node = node_environments(
+            self.config,
+            self.nodes,
+            self.node_config,
+            {n: obs.facts.get(n) for n in self.nodes},
+            {n: obs.choices.get(n) for n in self.nodes},
         )
-        master_addr = obs.choices.get(master, {}).get("address", "")
-        for node in self.nodes:
-            choice = obs.choices.get(node) or {}
-            row = self.layout["by_host"][node]
-            self.env_by_node[node] = {
-                "ifname": choice.get("ifname", ""),
-                "ifname_reason": choice.get("reason", ""),
-                "address": choice.get("address", ""),
-                "master_addr": master_addr,
-                "master_port": int(self.config["nccl_master_port"]),
-                "nproc_per_node": row["nproc_per_node"],
-                "nnodes": len(self.nodes),
-                "backend": backend,
-                "python": self.python,
-            }
         return findings
 
     def preflight(self, obs: Observed) -> list[str]:
@@ -216,7 +200,7 @@ class SlurmRun:
                     "rdzv_id": rdzv_id,
                     "script_args": args,
                 },
-                "env": rank_env(self.node_config[node], env, row),
+                "env": env["env"],
                 "timeout": timeout,
                 "grace": kill_grace(self.config),
                 "rank_offset": row["rank_offset"],

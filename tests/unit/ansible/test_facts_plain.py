@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """plugins/action/nccl_facts.py: every run's first call on a node as node/facts_call.py, a zipapp
 sent on stdin through BOOT and run here for real (``/bin/sh -c`` stands in for the SSH
-connection). It answers what the module returns, starts the pre-flight's detached listener that
-outlives it (and BOOT's directory), fails as the module fails, and leaves the call to the module
-where the node's Python is not named or cannot run the program. On loopback only."""
+connection). It answers what the module returns, fails as the module fails, and leaves the call
+to the module where the node's Python is not named or cannot run the program; the start's
+program (plugins/action/nccl_preflight_start.py, node/preflight_start_call.py) starts the
+pre-flight's detached listener that outlives it (and BOOT's directory). On loopback only."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.plugin_files import load_plugin
 from tests.program_shell import Shell, program_action
 
 action_module = load_plugin("plugins/action/nccl_facts.py", "facts_action")
+start_module = load_plugin("plugins/action/nccl_preflight_start.py", "start_action")
 
 # The facts without their slow or GPU parts: no nvidia-smi, no torch import.
 QUICK = {"route_to": "127.0.0.1", "query_python": False, "query_gpus": False, "gpu_health": False}
@@ -32,6 +34,11 @@ QUICK = {"route_to": "127.0.0.1", "query_python": False, "query_gpus": False, "g
 def facts_action(shell: Shell, check_mode: bool = False) -> Any:
     """The action with only what facts_program uses: its task's check mode and the connection."""
     return program_action(action_module.ActionModule, "nccl_facts", shell, check_mode)
+
+
+def start_action(shell: Shell, check_mode: bool = False) -> Any:
+    """The start's action, as facts_action."""
+    return program_action(start_module.ActionModule, "nccl_preflight_start", shell, check_mode)
 
 
 def no_base_checks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,7 +63,7 @@ def test_the_program_answers_the_facts_the_module_returns(monkeypatch: pytest.Mo
     plain = facts_action(shell).facts_program(sys.executable, {**QUICK, "run_id": "f1"})
     module = run_module_main(monkeypatch, nccl_facts.main, QUICK)
     assert shell.calls == 1 and plain is not None and not module.failed
-    assert plain["changed"] is False and "preflight" not in plain
+    assert plain["changed"] is False and "preflight" not in plain and "tether" not in plain
     assert steady(plain["ansible_facts"]["nccl"]) == steady(module.result["ansible_facts"]["nccl"])
     facts = plain["ansible_facts"]["nccl"]
     assert facts["module_python"] == sys.executable  # the Python the program ran with
@@ -64,11 +71,13 @@ def test_the_program_answers_the_facts_the_module_returns(monkeypatch: pytest.Mo
     assert not list(Path("/tmp").glob("nccl-preflight-f1-*"))  # BOOT's directory is gone
 
 
-def test_the_program_starts_a_listener_that_outlives_it(tmp_path: Path) -> None:
+def test_the_start_program_starts_a_listener_that_outlives_it(tmp_path: Path) -> None:
+    """plugins/action/nccl_preflight_start.py's program (node/preflight_start_call.py), the call
+    after the facts (which only read)."""
     listen = tmp_path / "run" / "preflight"
-    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 1}
-    args = {**QUICK, "preflight": {"path": str(listen), "listeners": [ring]}}
-    plain = facts_action(Shell()).facts_program(sys.executable, args)
+    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 1}
+    args = {"preflight": {"path": str(listen), "listeners": [ring]}}
+    plain = start_action(Shell()).start_program(sys.executable, args)
     stopped: dict[str, Any] = {}
     try:
         assert plain is not None and plain["changed"] is True, plain
@@ -87,11 +96,11 @@ def test_the_program_starts_a_listener_that_outlives_it(tmp_path: Path) -> None:
     assert stopped["result"]["listeners"][0]["accepted"] == ["127.0.0.1"], stopped
 
 
-def test_check_mode_reaches_the_program(tmp_path: Path) -> None:
+def test_check_mode_reaches_the_start_program(tmp_path: Path) -> None:
     listen = tmp_path / "run" / "preflight"
-    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 1}
-    args = {**QUICK, "preflight": {"path": str(listen), "listeners": [ring]}}
-    plain = facts_action(Shell(), check_mode=True).facts_program(sys.executable, args)
+    ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 1}
+    args = {"preflight": {"path": str(listen), "listeners": [ring]}}
+    plain = start_action(Shell(), check_mode=True).start_program(sys.executable, args)
     assert plain is not None and plain["changed"] is False
     assert plain["preflight"]["pid"] is None and plain["preflight"]["listeners"] == []
     assert not listen.exists()  # check mode makes nothing

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from nccl_preflight.core.config import defaults
-from nccl_preflight.slurm.launch import rank_env
-from tests.builders.env_role import read_env, report_env, run_playbook
+from nccl_preflight.node.fabric_choice import nccl_fabric_choice
+from nccl_preflight.slurm.observe import Observed
+from nccl_preflight.slurm.run import SlurmRun
+from tests.builders.env_role import read_env, report_env, run_playbook, spark_facts
 
 # A value with shell metacharacters and every kind of quote: one literal word, sourced or read.
 HOSTILE_HCA = 'rocep1s0f0 $(x) a\'b "c" `d`'
@@ -153,26 +155,25 @@ def test_check_mode_writes_nothing_on_the_nodes(tmp_path: Path) -> None:
 def test_the_slurm_front_end_gives_the_ranks_the_same_environment(
     tmp_path_factory: pytest.TempPathFactory, shared_run: Path, extra: dict
 ):
-    """For the same variables and the same node, the Slurm launch's ranks get what nccl.env sets
-    (slurm/launch.py rank_env), but NCCL_DEBUG_FILE, which the node points into its own run
-    directory."""
+    """For the same variables and the same facts, the Slurm launch's ranks get what nccl.env
+    sets (slurm/run.py SlurmRun.environment, core/stage.py node_environment), but
+    NCCL_DEBUG_FILE, which the node points into its own run directory."""
     if extra is SHARED_EXTRA:
         tmp_path = shared_run
     else:
         tmp_path = tmp_path_factory.mktemp("env-role-slurm")
         result = run_playbook(tmp_path, extra)
         assert result.returncode == 0, result.stdout + result.stderr
-    config = {**defaults(), **extra}
-    env = {
-        "ifname": "enp1s0f1np1",
-        "address": "192.168.100.11",
-        "master_addr": "192.168.100.10",
-        "master_port": config["nccl_master_port"],
-        "nnodes": 2,
-        "backend": "nccl",
-    }
-    slurm = rank_env(config, env, {"node_rank": 1, "nproc_per_node": 1})
-    written = read_env(report_env(tmp_path, "spark-2"))
-    run_dir = tmp_path / "nccl-preflight-t1-spark-2"
-    assert written.pop("NCCL_DEBUG_FILE", None) == f"{run_dir}/results/nccl.%p.log"
-    assert written == slurm
+    config = {**defaults(), **extra, "nccl_fabric_cidr": "192.168.100.0/24"}
+    run = SlurmRun.__new__(SlurmRun)
+    run.config, run.nodes = config, ["spark-1", "spark-2"]
+    run.node_config = {node: config for node in run.nodes}
+    facts = spark_facts()
+    choices = {n: nccl_fabric_choice(f, "", config["nccl_fabric_cidr"]) for n, f in facts.items()}
+    run.env_by_node = {}
+    assert run.environment(Observed(facts=facts, choices=choices)) == {}
+    for host in run.nodes:
+        written = read_env(report_env(tmp_path, host))
+        run_dir = tmp_path / f"nccl-preflight-t1-{host}"
+        assert written.pop("NCCL_DEBUG_FILE", None) == f"{run_dir}/results/nccl.%p.log"
+        assert written == run.env_by_node[host]["env"]

@@ -1,11 +1,11 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
 """The pre-flight's listeners as the playbook runs them: a real detached listener process on
-loopback, started as the facts call starts it (src/nccl_preflight/node/preflight_calls.py ``start``,
-the facts call's ``preflight`` option) and stopped through nccl_preflight_observe's ``collect``
-option (tests/preflight_calls.py); once through nccl_facts itself with the real interpreter's
-torch, and once through ansible to prove the facts call's session ends while the listener lives
-on."""
+loopback, started as the start call starts it (src/nccl_preflight/node/preflight_calls.py ``start``,
+nccl_preflight_start's ``preflight`` option) and stopped through nccl_preflight_observe's
+``collect`` option (tests/preflight_calls.py); once through nccl_preflight_start itself with the
+real interpreter's torch, and once through ansible to prove the start call's session ends while
+the listener lives on."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import nccl_facts
+import nccl_preflight_start
 import pytest
 from ansible.module_utils.nccl_preflight.node import listener as nccl_listener
 from ansible.module_utils.nccl_preflight.node.processes import (
@@ -56,7 +56,7 @@ def listen_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def ring(expect: int) -> list[dict]:
-    return [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": expect}]
+    return [{"name": "ring", "address": "127.0.0.1", "port": 0, "connections": expect}]
 
 
 def test_started_returns_the_ports_and_leaves_a_detached_listener(
@@ -144,7 +144,7 @@ def start_on_master_port(
 ) -> ModuleExit:
     """A start that looks at ``port`` (check_port) and listens there on loopback, as the
     master's MASTER_PORT listener, beside ``others``."""
-    master = {"name": "master", "address": "127.0.0.1", "port": port, "expect": expect}
+    master = {"name": "master", "address": "127.0.0.1", "port": port, "connections": expect}
     args = {"path": str(listen_dir), "check_port": port, "listeners": [master, *others]}
     return start_call(monkeypatch, args)
 
@@ -172,7 +172,7 @@ def test_a_free_port_is_listened_on_and_bind_errors_are_reported(
     probe_sock.bind(("127.0.0.1", 0))
     free_port = probe_sock.getsockname()[1]
     probe_sock.close()
-    not_local = {"name": "ring", "address": "192.0.2.77", "port": 0, "expect": 1}
+    not_local = {"name": "ring", "address": "192.0.2.77", "port": 0, "connections": 1}
     started = start_on_master_port(monkeypatch, listen_dir, free_port, 1, not_local)
     result = started.result
     assert result["port_owner"] == {"free": True, "listeners": []}
@@ -329,27 +329,22 @@ def test_a_failing_missing_or_hanging_python_probe_says_why(
     assert "did not finish in time; it was killed" in hanging["reason"]
 
 
-def facts_call(preflight: dict) -> dict:
-    """nccl_facts' arguments with the pre-flight and without the slow or GPU parts of the facts."""
-    return {"query_python": False, "query_gpus": False, "gpu_health": False, "preflight": preflight}
-
-
-def test_the_facts_call_probes_the_torch_of_its_own_interpreter(
+def test_the_start_call_probes_the_torch_of_its_own_interpreter(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path
 ) -> None:
-    """nccl_facts' preflight option without ``python``: the torch probe runs with the interpreter
-    that runs the module (what nccl_env_python will be), beside the listeners."""
+    """nccl_preflight_start's preflight option without ``python``: the torch probe runs with the
+    interpreter that runs the module (what nccl_env_python will be), beside the listeners."""
     torch = pytest.importorskip("torch")
-    started = run_module_main(
-        monkeypatch, nccl_facts.main, facts_call({"path": str(listen_dir), "listeners": ring(1)})
-    )
-    assert not started.failed and "nccl" in started.result["ansible_facts"]
+    preflight = {"path": str(listen_dir), "listeners": ring(1), "fabric_address": "127.0.0.1"}
+    started = run_module_main(monkeypatch, nccl_preflight_start.main, {"preflight": preflight})
+    assert not started.failed and "ansible_facts" not in started.result
     preflight = started.result["preflight"]
     assert "failed" not in preflight and started.result["changed"] is True, preflight
-    assert preflight["pid"] == pid_record(listen_dir)[0] and "fabric_address" in preflight
+    assert preflight["pid"] == pid_record(listen_dir)[0]
+    assert preflight["fabric_address"] == "127.0.0.1"
     assert preflight["ports"]["ring"]["error"] == ""
     # The stop waits for the probe (import torch: seconds, more on a loaded machine); as the
-    # facts call's docs say, its stop_timeout stays above python_timeout (60 s by default).
+    # start call's docs say, its stop_timeout stays above python_timeout (60 s by default).
     stopped = stop_call(monkeypatch, {"path": str(listen_dir), "stop_timeout": 70})
     assert stopped.result["python"]["torch_version"] == str(torch.__version__)
     assert stopped.result["python"]["executable"] == sys.executable
@@ -458,12 +453,10 @@ def test_through_ansible_the_facts_call_returns_while_its_listener_lives_on(tmp_
     # A quick stand-in for the node's Python: the torch probe is not what this test is about.
     python = fake_python(tmp_path, "echo '{}'")
     start = time.monotonic()
-    facts = module(
-        "nccl_facts",
-        facts_call({"path": str(path), "listeners": ring(1), "timeout": 60, "python": python}),
-    )
+    preflight = {"path": str(path), "listeners": ring(1), "timeout": 60, "python": python}
+    answer = module("nccl_preflight_start", {"preflight": preflight})
     assert time.monotonic() - start < 30
-    started = facts["preflight"]
+    started = answer["preflight"]
     assert alive(path) and started["pid"] == pid_record(path)[0]
     port = started["ports"]["ring"]["port"]
     assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["ok"]

@@ -262,7 +262,7 @@ def test_listener_and_probe_on_loopback() -> None:
             "name": "ring",
             "address": "127.0.0.1",
             "port": port,
-            "expect": 1,
+            "connections": 1,
             "error": "",
             "accepted": [],
             "complete": False,
@@ -292,7 +292,7 @@ def test_listener_stops_on_the_stop_file_and_reports_bind_errors(tmp_path: Path)
         assert again is None and "Address already in use" in error and f":{port}" in error
         stop = tmp_path / "stop"
         stop.write_text("")
-        entries = [{"name": "m", "expect": 2, "accepted": [], "complete": False}]
+        entries = [{"name": "m", "connections": 2, "accepted": [], "complete": False}]
         start = time.monotonic()
         ended = nccl_listener.serve(entries, {"m": holder}, start + 30, str(stop))
         assert ended == "stop file" and time.monotonic() - start < 5

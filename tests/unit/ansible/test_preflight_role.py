@@ -178,17 +178,20 @@ def facts_play_tasks() -> list[dict]:
     return [t for t in play_tasks(facts_play) if t in tasks_of(yaml.safe_load(FACTS.read_text()))]
 
 
-def test_the_facts_call_starts_the_listeners_the_probe_call_collects() -> None:
+def test_the_start_call_starts_the_listeners_the_probe_call_collects() -> None:
+    """nccl_facts only reads; the call after it starts the warden and the pre-flight."""
     tasks = facts_play_tasks()
     calls = [t for t in tasks if action_of(t) not in CONTROLLER_ACTIONS | PLAYBOOK_ONLY]
-    assert [action_of(t) for t in calls] == ["nccl_facts"]
-    [facts] = calls
-    assert facts["register"] == "facts_result"
+    assert [action_of(t) for t in calls] == ["nccl_facts", "nccl_preflight_start"]
+    facts, start = calls
+    assert facts["register"] == "facts_result" and start["register"] == "facts_start_result"
+    assert not {"preflight", "tether"} & set(facts["nccl_facts"])
     # A node that does not answer stays in the play, for the group nccl_unreachable.
-    assert facts["ignore_unreachable"] is True
-    assert facts["nccl_facts"]["preflight"] == (
+    assert facts["ignore_unreachable"] is True and start["ignore_unreachable"] is True
+    assert start["nccl_preflight_start"]["preflight"] == (
         "{{ _preflight_start if preflight_runs | bool else omit }}"
     )
+    facts = start
     # The same directory: the start's path is <run_dir>/preflight with run_dir nccl_run_dir
     # (core/preflight/start.py), preflight_run_dir is nccl_env_run_dir/preflight, and
     # nccl_env_run_dir is nccl_run_dir (roles/nccl_env).
@@ -217,10 +220,16 @@ def test_the_facts_call_starts_the_listeners_the_probe_call_collects() -> None:
     assert yaml.safe_load(SETTINGS.read_text()) == []
 
 
-def test_four_module_calls_per_node_for_a_whole_run() -> None:
-    """facts + start, probe + firewall + collect, torchrun's start and its wait (its short looks
-    are one task)."""
+def test_five_module_calls_per_node_for_a_whole_run() -> None:
+    """facts (only reads), the start, probe + firewall + collect, torchrun's start and its wait
+    (its short looks are one task)."""
     facts = [action_of(t) for t in facts_play_tasks()]
     facts = [a for a in facts if a not in CONTROLLER_ACTIONS | PLAYBOOK_ONLY]
     calls = facts + node_calls(TASKS) + node_calls(LAUNCH)
-    assert calls == ["nccl_facts", "nccl_preflight_observe", "nccl_torchrun", "nccl_torchrun"]
+    assert calls == [
+        "nccl_facts",
+        "nccl_preflight_start",
+        "nccl_preflight_observe",
+        "nccl_torchrun",
+        "nccl_torchrun",
+    ]

@@ -11,15 +11,7 @@ import subprocess
 
 from nccl_preflight.core.env_file import nccl_env_file_text, rank_environment
 
-DERIVED = {
-    "nccl_env_master_addr": "10.0.0.1",
-    "nccl_env_master_port": 29500,
-    "nccl_env_nnodes": 2,
-    "nccl_env_node_rank": 1,
-    "nccl_env_nproc_per_node": 2,
-    "nccl_env_backend": "hccl",
-    "nccl_env_file": "/tmp/nccl-preflight-r1-h/nccl.env",
-}
+RUN_DIR = "/tmp/nccl-preflight-r1-h"
 # What the template rendered (HCCL_IF_IP set by nccl_extra_env, so not by the project; the extra
 # variables sorted by name regardless of case, as Jinja's dictsort; the reason on one line).
 TEMPLATE_TEXT = (
@@ -45,24 +37,33 @@ TEMPLATE_TEXT = (
     "NCCL_IB_HCA='a $(x)'\n"
     "Zed=True\n"
 )
+NODE = {
+    "ifname": "fab0",
+    "address": "10.0.0.2",
+    "master_addr": "10.0.0.1",
+    "master_port": 29500,
+    "nnodes": 2,
+    "node_rank": 1,
+    "nproc_per_node": 2,
+    "backend": "hccl",
+}
 EXTRA = {"NCCL_IB_HCA": "a $(x)", "hccl_if_ip": 1, "HCCL_IF_IP": "10.9.9.9", "Zed": True}
 
 
 def render(**overrides: object) -> str:
+    """The text of NODE's environment (core/stage.py node_environment's record)."""
+    logs: dict = {"debug": "INFO", "debug_subsys": "INIT,NET,GRAPH", "extra_env": EXTRA}
+    logs.update({k: v for k, v in overrides.items() if k in logs})
     settings: dict = {
         "host": "h",
         "run_id": "r1",
-        "ifname": "fab0",
-        "address": "10.0.0.2",
-        "run_dir": "/tmp/nccl-preflight-r1-h",
         "backend_choice": {"backend": "hccl", "reason": "2 NPUs\nof 8"},
         "nccl_backend": "auto",
-        "debug": "INFO",
-        "debug_subsys": "INIT,NET,GRAPH",
-        "extra_env": EXTRA,
     }
-    settings.update(overrides)
-    return nccl_env_file_text(DERIVED, **settings)
+    settings.update({k: v for k, v in overrides.items() if k not in logs})
+    env = rank_environment(NODE, **logs, run_dir=RUN_DIR)
+    node = {**NODE, "file": f"{RUN_DIR}/nccl.env", "env": env}
+    return nccl_env_file_text(node, **settings)
 
 
 def test_the_text_is_the_templates_byte_for_byte() -> None:
@@ -79,16 +80,6 @@ def test_what_nccl_extra_env_sets_wins_and_a_quiet_level_drops_the_subsystems() 
     assert lines[-2:] == ["NCCL_DEBUG=WARN", "NCCL_DEBUG_FILE=/x"]
 
 
-NODE = {
-    "ifname": "fab0",
-    "address": "10.0.0.2",
-    "master_addr": "10.0.0.1",
-    "master_port": 29500,
-    "nnodes": 2,
-    "node_rank": 1,
-    "nproc_per_node": 2,
-    "backend": "hccl",
-}
 LOGS = {"debug": "INFO", "debug_subsys": "INIT,NET,GRAPH", "extra_env": EXTRA}
 
 

@@ -67,7 +67,7 @@ def ansible_args(user: dict[str, Any], per_node: list[int], pairwise_only: bool)
     # the one difference: each front-end's results directory on the node
     at = args.index("--out-dir") + 1
     assert args[at] == f"{RUN_DIR}/results"
-    return [*args[:at], "{results}", *args[at + 1 :]]
+    return [*args[:at], stage.RESULTS_DIR, *args[at + 1 :]]
 
 
 def slurm_args(tmp_path: Path, user: dict[str, Any], per_node: list[int], pairwise_only: bool):

@@ -32,7 +32,7 @@ def clients() -> Iterator[list[socket.socket]]:
 
 def bound(expect: int) -> tuple[list[dict], dict[str, socket.socket], int]:
     entries, socks = nccl_listener.bind_all(
-        [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": expect}]
+        [{"name": "ring", "address": "127.0.0.1", "port": 0, "connections": expect}]
     )
     assert entries[0]["error"] == "", entries
     return entries, socks, entries[0]["port"]

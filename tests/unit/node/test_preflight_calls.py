@@ -66,8 +66,8 @@ def stop_params(path: Path, wait: float, remove: bool = False, leave: bool = Fal
 def test_fabric_listeners_and_the_lock_path_take_the_hosts_own_fabric_address() -> None:
     p = {
         "listeners": [
-            {"name": "master", "address": FABRIC, "port": 29500, "expect": 2},
-            {"name": "ring", "address": FABRIC, "port": 0, "expect": 1},
+            {"name": "master", "address": FABRIC, "port": 29500, "connections": 2},
+            {"name": "ring", "address": FABRIC, "port": 0, "connections": 1},
         ],
         "lock": {"path": f"/tmp/nccl-preflight-lock-{FABRIC_FIELD}-29500.json"},
         "fabric": {"socket_ifname": "", "cidr": "10.9.0.0/24"},
@@ -85,8 +85,8 @@ def test_fabric_listeners_and_the_lock_path_take_the_hosts_own_fabric_address() 
 def test_without_a_fabric_address_no_fabric_listener_and_no_lock() -> None:
     p = {
         "listeners": [
-            {"name": "ring", "address": FABRIC, "port": 0, "expect": 1},
-            {"name": "other", "address": "127.0.0.1", "port": 0, "expect": 1},
+            {"name": "ring", "address": FABRIC, "port": 0, "connections": 1},
+            {"name": "other", "address": "127.0.0.1", "port": 0, "connections": 1},
         ],
         "lock": {"path": f"/tmp/lock-{FABRIC_FIELD}.json"},
         "fabric": {"socket_ifname": "", "cidr": "10.250.0.0/24"},  # nothing in it
@@ -99,8 +99,8 @@ def test_without_a_fabric_address_no_fabric_listener_and_no_lock() -> None:
 def test_the_hccl_listener_is_held_where_the_node_would_use_hccl() -> None:
     """nccl_backend hccl: on every node; auto: where the node's own facts find Ascend NPUs and
     no NVIDIA GPU (nccl_backend_choice's order); other backends: nowhere."""
-    hccl = {"name": "hccl", "address": FABRIC, "port": 60000, "expect": 1, "backend": "hccl"}
-    ring = {"name": "ring", "address": FABRIC, "port": 0, "expect": 1, "backend": ""}
+    hccl = {"name": "hccl", "address": FABRIC, "port": 60000, "connections": 1, "backend": "hccl"}
+    ring = {"name": "ring", "address": FABRIC, "port": 0, "connections": 1, "backend": ""}
     p = {"listeners": [ring, hccl], "lock": None, "fabric": {"cidr": "10.9.0.0/24"}}
     npu = {**FACTS, "accelerators": {"npus": [{"npu": 0, "chip": 0}]}}
     gpu_npu = {**npu, "gpus": [{"name": "H100"}]}
@@ -133,7 +133,7 @@ def test_node_backend_agrees_with_the_controllers_auto_choice_on_nccl_and_hccl()
 
 def test_collect_waits_for_the_last_probe_then_removes_the_run_directory(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    ring = [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 2}]
+    ring = [{"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 2}]
     started = start(start_params(run_dir, ring), check_mode=False)
     assert started["changed"] and not started.get("failed"), started
     port = started["ports"]["ring"]["port"]
@@ -155,7 +155,7 @@ def test_collect_stops_listeners_still_waiting_after_the_bound_and_says_so(
     tmp_path: Path,
 ) -> None:
     run_dir = tmp_path / "run"
-    ring = [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 2}]
+    ring = [{"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 2}]
     started = start(start_params(run_dir, ring), check_mode=False)
     port = started["ports"]["ring"]["port"]
     assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["ok"]
@@ -176,7 +176,7 @@ def test_a_collect_leaves_listeners_waiting_for_a_later_batch_running_until_the_
     """More hosts than forks: a peer probes only after this host's probe call ended. The call
     leaves the waiting listeners (and the run directory) to the stop after every host's probes."""
     run_dir = tmp_path / "run"
-    ring = [{"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 2}]
+    ring = [{"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 2}]
     started = start(start_params(run_dir, ring), check_mode=False)
     port = started["ports"]["ring"]["port"]
     assert tcp_connect("127.0.0.1", port, "", 2.0, 0.0)["ok"]

@@ -171,8 +171,8 @@ def test_the_listeners_start_leaves_master_port_to_the_run_holding_the_lock(
             "run_dir": str(tmp_path / run),
             "check_port": port,
             "listeners": [
-                {"name": "master", "address": "127.0.0.1", "port": port, "expect": 1},
-                {"name": "ring", "address": "127.0.0.1", "port": 0, "expect": 1},
+                {"name": "master", "address": "127.0.0.1", "port": port, "connections": 1},
+                {"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 1},
             ],
             "timeout": 30,
             "lock": {"path": str(lock), "run_id": run, "control_user": "alice"},

@@ -52,7 +52,7 @@ def test_the_hccl_listener_is_held_where_the_node_may_use_hccl(
         assert "hccl" not in specs
     else:
         assert specs["hccl"]["port"] == expected and specs["hccl"]["backend"] == "hccl"
-        assert specs["hccl"]["expect"] == specs["ring"]["expect"]
+        assert specs["hccl"]["connections"] == specs["ring"]["connections"]
 
 
 def test_the_peers_probe_hccls_port_only_when_the_runs_backend_is_hccl(tmp_path: Path) -> None:

@@ -125,7 +125,7 @@ def test_honoured_variables_reach_the_observe_step_and_the_judgement(tmp_path: P
     # full mesh: each node's listener expects every peer, and probes every peer (nccl_backend
     # auto: HCCL's port too, started only where the node's own facts choose hccl)
     mine = settings_of({"shared": settings, "own": {}}, nodes[1])
-    expects = [(s["name"], s["expect"]) for s in node_step.listeners(mine, nodes[1])]
+    expects = [(s["name"], s["connections"]) for s in node_step.listeners(mine, nodes[1])]
     assert expects == [("ring", 3), ("hccl", 3)]
     obs = started(nodes)
     plans = observe.probe_plans(nodes, obs, observe.shared_inputs(nodes, obs, settings), True)

@@ -84,7 +84,7 @@ def test_each_node_works_out_the_probe_plan_and_listeners_the_control_machine_ju
             {"name": "ring", "host": nodes[(i + 1) % 5], "port": 40000 + (i + 1) % 5,
              "address": obs.choices[nodes[(i + 1) % 5]]["address"]}
         ]  # fmt: skip
-        names = [(s["name"], s["expect"]) for s in node_step.listeners(settings, node)]
+        names = [(s["name"], s["connections"]) for s in node_step.listeners(settings, node)]
         # nccl_backend auto: HCCL's port beside the ring's (kept where the node chooses hccl)
         assert names == ([("master", 5)] if i == 0 else []) + [("ring", 1), ("hccl", 1)]
     # the firewall read of the master: every peer's address, MASTER_PORT and the port range
