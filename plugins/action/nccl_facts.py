@@ -20,8 +20,7 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import program_call
-from nccl_preflight.core.zipapp import user_cache_dir
+from nccl_preflight.core.stdin_ship import action_program_call
 from nccl_preflight.node.facts_call import FACTS_ENTRY, FACTS_SPEC
 
 # Interpreter settings that ask Ansible to discover the node's Python: the module finds it then.
@@ -54,21 +53,6 @@ class ActionModule(ActionBase):
         """The call through node/facts_call.py; None where the module must run."""
         run_id = str(args.pop("run_id", "") or "facts")
         args.pop("program_python", None)
-        checked = ArgumentSpecValidator(FACTS_SPEC).validate(args)
-        if checked.error_messages:
-            return None  # the module names what is wrong, as it does without this plugin
-        request = {
-            "params": checked.validated_parameters,
-            "check_mode": bool(self._task.check_mode),
-        }
-        return program_call(
-            lambda command, stdin: self._low_level_execute_command(
-                command, sudoable=True, in_data=stdin
-            ),
-            self._compute_environment_string(),
-            python,
-            run_id,
-            FACTS_ENTRY,
-            request,
-            user_cache_dir(),
+        return action_program_call(
+            self, ArgumentSpecValidator(FACTS_SPEC), args, python, run_id, FACTS_ENTRY
         )

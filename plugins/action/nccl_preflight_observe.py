@@ -18,8 +18,7 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import program_call
-from nccl_preflight.core.zipapp import user_cache_dir
+from nccl_preflight.core.stdin_ship import action_program_call
 from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_SPEC
 
 
@@ -45,22 +44,6 @@ class ActionModule(ActionBase):
     def run_plain(self, args: dict[str, Any]) -> dict[str, Any] | None:
         """The observation through node/observe_call.py; None where the module must run."""
         python, run_id = str(args.pop("program_python")), str(args.pop("run_id", "") or "observe")
-        checked = ArgumentSpecValidator(OBSERVE_SPEC).validate(args)
-        if checked.error_messages:
-            return None  # the module names what is wrong, as it does without this plugin
-        request = {
-            "params": checked.validated_parameters,
-            "check_mode": bool(self._task.check_mode),
-        }
-        # The task's `environment` goes before the command, as a module call gets it.
-        return program_call(
-            lambda command, stdin: self._low_level_execute_command(
-                command, sudoable=True, in_data=stdin
-            ),
-            self._compute_environment_string(),
-            python,
-            run_id,
-            OBSERVE_ENTRY,
-            request,
-            user_cache_dir(),
+        return action_program_call(
+            self, ArgumentSpecValidator(OBSERVE_SPEC), args, python, run_id, OBSERVE_ENTRY
         )

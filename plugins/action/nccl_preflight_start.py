@@ -31,7 +31,7 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import program_call
+from nccl_preflight.core.stdin_ship import action_program_call
 from nccl_preflight.core.tether import start_tether, warden_command
 from nccl_preflight.core.zipapp import user_cache_dir
 from nccl_preflight.node.preflight_start_call import PREFLIGHT_START_ENTRY, START_CALL_SPEC
@@ -120,21 +120,11 @@ class ActionModule(ActionBase):
         """The call through node/preflight_start_call.py; None where the module must run."""
         run_id = str(args.pop("run_id", "") or "start")
         args.pop("program_python", None)
-        checked = ArgumentSpecValidator(START_CALL_SPEC).validate(args)
-        if checked.error_messages:
-            return None  # the module names what is wrong, as it does without this plugin
-        request = {
-            "params": checked.validated_parameters,
-            "check_mode": bool(self._task.check_mode),
-        }
-        return program_call(
-            lambda command, stdin: self._low_level_execute_command(
-                command, sudoable=True, in_data=stdin
-            ),
-            self._compute_environment_string(),
+        return action_program_call(
+            self,
+            ArgumentSpecValidator(START_CALL_SPEC),
+            args,
             python,
             run_id,
             PREFLIGHT_START_ENTRY,
-            request,
-            user_cache_dir(),
         )

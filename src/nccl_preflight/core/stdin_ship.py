@@ -26,7 +26,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .zipapp import cached_build, folder_sources, package_closure, with_bytecode, zip_bytes
+from .zipapp import (
+    cached_build,
+    folder_sources,
+    package_closure,
+    user_cache_dir,
+    with_bytecode,
+    zip_bytes,
+)
 
 # The folder that holds the nccl_preflight package (src/).
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
@@ -171,3 +178,29 @@ def program_call(
     if ran.get("rc") != 0:
         return None
     return program_answer(str(ran.get("stdout") or ""))
+
+
+def action_program_call(
+    action: Any, validator: Any, args: dict[str, Any], python: str, run_id: str, entry: str
+) -> dict[str, Any] | None:
+    """An action plugin's call (``action``: its ActionModule) of the node program ``entry`` in
+    place of its module: ``args`` checked by ``validator`` (the module's ArgumentSpecValidator),
+    then :func:`program_call` with the task's environment and check mode, through the task's
+    own connection (become included). None where the module must run: options the spec
+    refuses (the module names what is wrong), a program that could not run or answered no JSON.
+    """
+    checked = validator.validate(args)
+    if checked.error_messages:
+        return None
+    request = {"params": checked.validated_parameters, "check_mode": bool(action._task.check_mode)}
+    return program_call(
+        lambda command, stdin: action._low_level_execute_command(
+            command, sudoable=True, in_data=stdin
+        ),
+        action._compute_environment_string(),
+        python,
+        run_id,
+        entry,
+        request,
+        user_cache_dir(),
+    )
