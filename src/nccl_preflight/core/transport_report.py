@@ -13,37 +13,19 @@ summary.md, ``transport`` in the summary.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .findings import Case
 from .hostlist import ONE_LINE_EACH, compress
-from .junit_cases import Case
 from .transport import describe, net_kind, parse_nccl_log
 
 if TYPE_CHECKING:
-    from .junit import SuiteFile
+    from .findings import SuiteFile
     from .run_data import HostData, RunData
 
-NCCL_LOG = re.compile(r"^nccl-(?:rank-(?P<rank>\d+)|pid-(?P<pid>\d+))\.log$")
 CAUSE_CHECKS = ("nccl_ib_hca", "nccl_config", "rdma", "gpudirect", "limits")
 WARN_LINES = 10
-
-
-def read_nccl_logs(host_dir: Path, files: list[str] | None = None) -> dict[Any, str]:
-    """{rank: text} of nccl-rank-<R>.log, {"pid-<P>": text} of nccl-pid-<P>.log; ``files``:
-    the names of the directory's files when the caller listed them already."""
-    logs: dict[Any, str] = {}
-    if files is None and not host_dir.is_dir():
-        return logs
-    names = sorted(p.name for p in host_dir.iterdir() if p.is_file()) if files is None else files
-    for name in names:
-        match = NCCL_LOG.match(name)
-        if match:
-            key = int(match.group("rank")) if match.group("rank") else f"pid-{match.group('pid')}"
-            logs[key] = (host_dir / name).read_text(encoding="utf-8", errors="replace")
-    return logs
 
 
 def _expectations(run: RunData) -> dict[str, dict[str, str]]:
