@@ -112,7 +112,7 @@ def transports(analysis: dict[str, Any]) -> list[dict[str, Any]]:
         said = (
             row.get("net") or "",
             f"{expect} ({row.get('expect_reason') or ''})" if expect else "",
-            row["line"].split(": ", 1)[-1],
+            row["said"],
         )
         keyed.append((said, row["host"]))
     grouped: dict[tuple[str, str, str], list[str]] = {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from .findings import ERROR, FAILED, PASSED, SKIPPED, Case, Suite
 
@@ -72,9 +73,10 @@ def joined(case: Case) -> str:
     return f"{case.message} Hint: {case.fix}" if case.message else f"Hint: {case.fix}"
 
 
-def case_xml(case: Case, lean: bool, classname: str) -> str:
-    """The <testcase> element; ``classname`` as an attribute (suite_forms escapes it once)."""
-    head = f'{CASE_PAD}<testcase name="{attr(case.name)}"'
+def case_xml(case: Case, lean: bool, classname: str, name: str | None = None) -> str:
+    """The <testcase> element; ``classname`` and ``name`` (the case's own, when not given) as
+    attributes (suite_forms escapes each once)."""
+    head = f'{CASE_PAD}<testcase name="{attr(case.name) if name is None else name}"'
     if case.time:
         head += f' time="{fmt_time(case.time)}"'
     if classname:
@@ -121,6 +123,10 @@ def _properties(suite: Suite) -> list[str]:
     return [f'{CASE_PAD}<property name="{k}" value="{v}"/>\n' for k, v in items]
 
 
+# A test name as an attribute: the same few names in every rank's suite, escaped once each.
+_name_attr = lru_cache(maxsize=4096)(attr)
+
+
 def suite_forms(suite: Suite, details_xml: str = "") -> tuple[str, str]:
     """The <testsuite> element, full (with ``details_xml``: more <property> lines at CASE_PAD,
     the rank's own files) and lean; ValueError for a suite without testcases."""
@@ -133,15 +139,16 @@ def suite_forms(suite: Suite, details_xml: str = "") -> tuple[str, str]:
         full += [f"{INDENT}<properties>\n", *props, details_xml, f"{INDENT}</properties>\n"]
     if props:
         lean += [f"{INDENT}<properties>\n", *props, f"{INDENT}</properties>\n"]
-    names: dict[str, str] = {}
+    escaped: dict[str, str] = {}  # a classname or test name, escaped once (23 tests a rank)
     for case in suite.cases:
-        classname = names.get(case.classname)
+        classname = escaped.get(case.classname)
         if classname is None:
-            classname = names[case.classname] = attr(case.classname)
-        text = case_xml(case, False, classname)
+            classname = escaped[case.classname] = attr(case.classname)
+        name = _name_attr(case.name)
+        text = case_xml(case, False, classname, name)
         full.append(text)
         differs = case.stdout and case.status in (PASSED, SKIPPED)
-        lean.append(case_xml(case, True, classname) if differs else text)
+        lean.append(case_xml(case, True, classname, name) if differs else text)
     tail = f"{INDENT}</testsuite>\n"
     return "".join([*full, tail]), "".join([*lean, tail])
 

@@ -153,14 +153,14 @@ def analyze_run(run: RunData) -> dict[str, Any]:
 
 def _host_row(host, parsed_by_rank, ranks, expect, net) -> dict[str, Any]:
     if parsed_by_rank:
-        first = parsed_by_rank[min(parsed_by_rank)]
-        line = f"{host.host}: {describe(first)}"
+        said = describe(parsed_by_rank[min(parsed_by_rank)])
     else:
         reasons = [ranks[r]["message"] for r in host.expected_ranks() if r in ranks]
-        line = f"{host.host}: " + (reasons[0] if reasons else "no rank ran")
+        said = reasons[0] if reasons else "no rank ran"
     return {
         "host": host.host,
-        "line": line,
+        "said": said,  # what NCCL used, in words; ``line``: the same after the host's name
+        "line": f"{host.host}: {said}",
         "net": net,
         "net_kind": net_kind(net),
         "expect": expect.get("expect"),
@@ -222,5 +222,5 @@ def transport_lines(analysis: dict[str, Any]) -> list[str]:
         return head + [f"- {row['line']}" for row in rows]
     said: dict[str, list[str]] = {}  # beyond: the hosts that say the same, one line
     for row in rows:
-        said.setdefault(row["line"].removeprefix(f"{row['host']}: "), []).append(row["host"])
+        said.setdefault(row["said"], []).append(row["host"])
     return head + [f"- {compress(hosts)}: {text}" for text, hosts in said.items()]
