@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .bandwidth_rows import ByName, RunBandwidth, by_size
 from .config import defaults
-from .junit_cases import Case, Suite
+from .findings import Case, Suite
 from .rdma_expect import NicsUsed, cluster_figure, used_by_host
 
 if TYPE_CHECKING:

@@ -7,8 +7,9 @@ and bandwidth, the verdict's class and findings), never from summary.md. Plain a
 Markdown, no escapes, no colour; every character that would move the cursor or colour a terminal
 (control characters, ESC) is taken out of what the nodes answered. plugins/callback/
 nccl_console.py prints the lines once, after the play recap. Causes and their consequences are
-folded as summary.md and report.html fold them (src/nccl_preflight/core/verdict.py fold_findings).
-Only the standard library.
+folded as summary.md and report.html fold them: the judged run's one folding (core/findings.py
+Folded), or, for a caller that has only verdict.json's findings, their folding. Only the standard
+library.
 
 At most MAX_LINES lines at any size (issue 37): beyond HOST_TABLE_MAX hosts the hosts are three
 lines (the failing, the affected and the healthy ones, each a count and a Slurm hostlist), and the
@@ -20,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .findings import Finding, Folded, fold
 from .hostlist import ONE_LINE_EACH, compress
-from .verdict import fold_findings
 
 # C0 and C1 control characters and DEL: none reaches a terminal from a node's answer.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -102,17 +103,17 @@ def hostlist_line(names: list[str], limit: int = HOSTLIST_CHARS) -> str:
     return f"{text[: max(cut, 0)]},... (summary.md lists all {len(names)})"
 
 
-def _statuses(result: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+def _statuses(result: dict[str, Any], folded: Folded) -> list[tuple[dict[str, Any], str]]:
     """Every host row with its status in words (_host_status)."""
-    findings = result.get("findings") or []
-    failing = {str(f.get("host")) for f in fold_findings(findings).heads}
-    affected = {str(f.get("host")) for f in findings} - failing
+    failing = {f.host for f in folded.heads}
+    named = {f.host for f in folded.heads} | {c.host for u in folded.under.values() for c in u}
+    affected = named - failing
     return [(row, _host_status(row, failing, affected)) for row in result.get("hosts") or []]
 
 
-def _host_lines(result: dict[str, Any]) -> list[str]:
+def _host_lines(result: dict[str, Any], folded: Folded) -> list[str]:
     """A row per host up to HOST_TABLE_MAX hosts; beyond, a line per kind of status."""
-    statuses = _statuses(result)
+    statuses = _statuses(result, folded)
     if not statuses:
         return []
     if len(statuses) > HOST_TABLE_MAX:
@@ -146,11 +147,11 @@ def _host_groups(statuses: list[tuple[dict[str, Any], str]]) -> list[str]:
     return lines
 
 
-def _where(item: dict[str, Any]) -> str:
-    where = plain(item.get("host") or "")
-    if item.get("rank") is not None:
-        where += f" rank {plain(item['rank'])}"
-    return f"{where} {plain(item.get('test') or '')}"
+def _where(item: Finding) -> str:
+    where = plain(item.host)
+    if item.rank is not None:
+        where += f" rank {plain(item.rank)}"
+    return f"{where} {plain(item.test)}"
 
 
 def _cut(lines: list[str]) -> list[str]:
@@ -160,36 +161,32 @@ def _cut(lines: list[str]) -> list[str]:
     return [*shown[:-1], f"{shown[-1]} (+{left} lines in verdict.json)"] if left > 0 else shown
 
 
-def _cause_lines(
-    number: int, item: dict[str, Any], consequences: list[dict[str, Any]]
-) -> list[str]:
+def _cause_lines(number: int, item: Finding, consequences: list[Finding]) -> list[str]:
     """One cause: where and what, its fix, the first consequences it explains and their count."""
-    what = _cut(_plain_lines(item.get("what") or ""))
+    what = _cut(_plain_lines(item.what))
     lines = [f"{INDENT}{number}. {_where(item)}: {what[0]}"]
     lines += [f"{INDENT}   {line}" for line in what[1:]]
-    fix = _cut(_plain_lines(item.get("fix") or ""))
+    fix = _cut(_plain_lines(item.fix))
     lines.append(f"{INDENT}   fix: {fix[0]}")
     lines += [f"{INDENT}        {line}" for line in fix[1:]]
     for consequence in consequences[:CONSEQUENCES_SHOWN]:
-        first = _plain_lines(consequence.get("what") or "")[0]
+        first = _plain_lines(consequence.what)[0]
         lines.append(f"{INDENT}   consequence: {_where(consequence)}: {first}")
     more = consequences[CONSEQUENCES_SHOWN:]
     if more:
-        hosts = hostlist_line(list(dict.fromkeys(str(c.get("host")) for c in more)), 80)
+        hosts = hostlist_line(list(dict.fromkeys(c.host for c in more)), 80)
         lines.append(f"{INDENT}   ... and {len(more)} more consequences on {hosts}")
     return lines
 
 
-def _finding_lines(result: dict[str, Any], budget: int) -> list[str]:
+def _finding_lines(folding: Folded, budget: int) -> list[str]:
     """Each cause numbered with its fix; the findings it explains folded under it, without a fix
     of their own (verdict.json's ``cause`` pointers; src/nccl_preflight/core/verdict.py); in
     ``budget`` lines, then how many causes are left and on which hosts."""
-    findings = result.get("findings") or []
-    if not findings:
-        return []
-    folding = fold_findings(findings)
     causes = folding.heads
-    folded = len(findings) - len(causes)
+    if not causes:
+        return []
+    folded = sum(map(len, folding.under.values()))
     counts = f"{len(causes)}" + (f", plus {folded} folded under their causes" if folded else "")
     lines = ["", f"Failures ({counts}):"]
     shown = 0
@@ -202,7 +199,7 @@ def _finding_lines(result: dict[str, Any], budget: int) -> list[str]:
         shown = number
     if len(causes) > shown:
         rest = causes[shown:]
-        hosts = list(dict.fromkeys(str(f.get("host")) for f in rest if f.get("host")))
+        hosts = list(dict.fromkeys(f.host for f in rest if f.host))
         on = f", on {len(hosts)} host(s): {hostlist_line(hosts, 120)}" if hosts else ""
         lines.append(f"{INDENT}... and {len(rest)} more in verdict.json and summary.md{on}")
     return lines
@@ -246,10 +243,14 @@ def _bandwidth_lines(result: dict[str, Any]) -> list[str]:
     return ["", title, *table(header, rows, right=frozenset({1, 2, 3, 4, 5, 6}))]
 
 
-def console_lines(result: dict[str, Any]) -> list[str]:
+def console_lines(result: dict[str, Any], folded: Folded | None = None) -> list[str]:
     """The closing summary of the report's ``result``: verdict, hosts, failures with their fixes,
     bus bandwidth, where the report is; plain lines, none of them ending in a space; at most
-    MAX_LINES at any size (the failures take what the other sections leave)."""
+    MAX_LINES at any size (the failures take what the other sections leave). ``folded``: the
+    judged run's findings, folded (JudgedRun.folded); without it, ``result``'s findings
+    (verdict.json's) are read and folded here."""
+    if folded is None:
+        folded = fold([Finding.from_json(f) for f in result.get("findings") or []])
     verdict = "FAILED" if result.get("verdict") == "failed" else "PASSED"
     check = " (check mode)" if result.get("check_mode") else ""
     totals = result.get("totals") or {}
@@ -262,7 +263,7 @@ def console_lines(result: dict[str, Any]) -> list[str]:
     ]
     if check:
         lines.append(f"{INDENT}a dry run: only the read-only checks ran; no rank was launched")
-    lines += _host_lines(result)
+    lines += _host_lines(result, folded)
     report_dir = plain(result.get("report_dir") or "")
     tail = [
         *_bandwidth_lines(result),
@@ -271,4 +272,4 @@ def console_lines(result: dict[str, Any]) -> list[str]:
         f"{INDENT}beside it: summary.md, verdict.json, junit.xml in {report_dir}",
     ]
     budget = max(MAX_LINES - len(lines) - len(tail), MIN_FAILURE_LINES)
-    return lines + _finding_lines(result, budget) + tail
+    return lines + _finding_lines(folded, budget) + tail

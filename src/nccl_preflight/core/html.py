@@ -24,11 +24,11 @@ from .hints import link_speeds_mbps
 from .hostlist import ONE_LINE_EACH, compress
 from .pairwise import MATRIX_MAX_NODES
 from .summary import failing_first, healthy_line
-from .verdict import describe, fold_findings, verdict_document
+from .verdict import describe
 
 if TYPE_CHECKING:
     from .bandwidth_rows import RunBandwidth
-    from .judged_run import JudgedRun
+    from .findings import JudgedRun
     from .run_data import RunData
 
 STATUS_ORDER = {"failed": 0, "error": 0, "skipped": 2, "passed": 3}
@@ -112,7 +112,7 @@ def transports(analysis: dict[str, Any]) -> list[dict[str, Any]]:
         said = (
             row.get("net") or "",
             f"{expect} ({row.get('expect_reason') or ''})" if expect else "",
-            row["line"].split(": ", 1)[-1],
+            row["said"],
         )
         keyed.append((said, row["host"]))
     grouped: dict[tuple[str, str, str], list[str]] = {}
@@ -242,16 +242,14 @@ def predicted_skips(plan: dict[str, Any]) -> dict[str, Any]:
 
 def context(judged: JudgedRun, run_dir: Path) -> dict[str, Any]:
     """Everything the template shows; plain data, escaped by the template."""
-    run = judged.run
-    verdict = verdict_document(judged)
-    folded = fold_findings(judged.findings)
+    run, chosen, folded = judged.run, judged.exit_class, judged.folded
     causes = [
-        {**f, "consequences": folded.consequences_of(f)}
+        {**f.to_json(), "consequences": [c.to_json() for c in folded.consequences_of(f)]}
         for f in folded.heads
-        if not f.get("consequence")
+        if not f.consequence
     ]
-    failing_hosts = list(dict.fromkeys(f["host"] for f in causes if f.get("host")))
-    shown, healthy = failing_first(judged.hosts, judged.findings)
+    failing_hosts = list(dict.fromkeys(f["host"] for f in causes if f["host"]))
+    shown, healthy = failing_first(judged.hosts, judged.findings, folded)
     plots, plots_note = busbw_plots(run, judged.rows)
     files = [
         {"name": n, "href": n}
@@ -260,14 +258,14 @@ def context(judged: JudgedRun, run_dir: Path) -> dict[str, Any]:
     ]
     return {
         "run_id": run.run_id,
-        "passed": verdict["class"] == "passed",
-        "verdict": verdict,
-        "verdict_text": describe(verdict["class"]),
+        "passed": chosen.name == "passed",
+        "verdict": {"class": chosen.name, "exit_code": chosen.code, "meaning": chosen.meaning},
+        "verdict_text": describe(chosen.name),
         "check_mode": judged.check_mode,
         "failing_hosts": headline(failing_hosts),
         "causes": causes,
         # Consequences without a pointer (nothing found explains them): listed after the causes.
-        "consequences": [f for f in folded.heads if f.get("consequence")],
+        "consequences": [f.to_json() for f in folded.heads if f.consequence],
         "plan": run.plan,
         "totals": judged.totals,
         "hosts": shown,

@@ -1,55 +1,31 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""One run, read once and judged once: the object every report file renders.
+"""One run, read once and judged once: the model every report file renders.
 
 src/nccl_preflight/core/report_run.py reads reports/<run-id>/ (run_data.read_run) and calls
-judge_run once; junit.xml and junit/*.xml (junit.write_report), summary.md (summary.summarize),
-verdict.json (verdict.verdict_document), report.html (html.write_html), pairwise.json and the
-console lines are renderings of the JudgedRun it returns: none of them judges again or reads a
-file another writer wrote (docs/design.md, "The report").
+judge_run once; it builds the typed model of src/nccl_preflight/core/findings.py (JudgedRun:
+its testcases, its findings and their folding, each made once). junit.xml and junit/*.xml
+(junit.write_report), summary.md (summary.summarize), verdict.json (verdict.verdict_document),
+report.html (html.write_html), pairwise.json, the metrics and the console lines are renderings
+of it: none of them judges again or reads a file another writer wrote (docs/design.md, "The
+report").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from .bandwidth_expectation import evaluate
-from .bandwidth_rows import RunBandwidth, run_bandwidth
-from .exit_classes import ExitClass
-from .junit import SuiteFile, build_suites
+from .bandwidth_rows import run_bandwidth
+from .findings import JudgedRun, fold
+from .junit import build_suites
 from .pairwise import pairwise_document
 from .rdma_expect import used_by_host
 from .run_data import RunData
-from .run_stop import RunStop, run_stop
+from .run_stop import run_stop
 from .summary import bandwidth_table, host_rows, suite_totals
 from .transport_report import analyze_run
 from .verdict import exit_class, findings
 
-
-@dataclass(frozen=True)
-class JudgedRun:
-    """A run (its collected files) with every judgement of it, each made once."""
-
-    run: RunData
-    check_mode: bool  # the run was ansible-playbook --check: only the read-only checks ran
-    stop: RunStop | None  # the stage that stopped the run before its ranks started (run_stop)
-    transport: dict[str, Any]  # what NCCL used, per rank and host (transport_report.analyze_run)
-    pairwise: dict[str, Any] | None  # pairwise.json's document (pairwise.pairwise_document)
-    expectations: dict[str, Any]  # busbw against the expected and the baseline (evaluate)
-    suites: list[SuiteFile]  # every testcase: pre-flight, ranks, transport, pairwise, bandwidth
-    findings: list[dict[str, Any]]  # verdict.json's findings, with ids and cause pointers
-    totals: dict[str, int]  # tests, failures, errors, skipped over every suite
-    failed: bool  # a failed or erroneous testcase anywhere, or no suite at all
-    hosts: list[dict[str, Any]]  # per host: pre-flight in words, ranks passed and failed
-    bandwidth: list[dict[str, Any]]  # busbw per collective at its largest size
-    classes: list[str]  # every class found, in severity order
-    exit_class: ExitClass  # the run's class: the most severe finding's
-    rows: RunBandwidth | None = None  # every rank's bandwidth rows, read once (run_bandwidth)
-
-    @property
-    def run_id(self) -> str:
-        return self.run.run_id
+__all__ = ["JudgedRun", "judge_run"]  # JudgedRun: the model (core/findings.py) this judge builds
 
 
 def judge_run(run: RunData, expect_ranks: bool = True, check_mode: bool = False) -> JudgedRun:
@@ -83,6 +59,7 @@ def judge_run(run: RunData, expect_ranks: bool = True, check_mode: bool = False)
         expectations=expectations,
         suites=suites,
         findings=found,
+        folded=fold(found),
         totals=totals,
         failed=failed,
         hosts=host_rows(run, suites),

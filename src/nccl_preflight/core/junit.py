@@ -20,25 +20,24 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nccl_preflight.node.files import write_atomically
 
 from .bandwidth_expectation import expectation_suites
-from .hints import MISSING, rank_hints
-from .junit_cases import (
-    CASE_PAD,
+from .findings import (
     ERROR,
     FAILED,
     PASSED,
     SKIPPED,
     Case,
     Suite,
-    attr,
-    testsuites,
+    SuiteFile,
+    finding_id,
 )
+from .hints import MISSING, rank_hints
+from .junit_cases import CASE_PAD, attr, suite_forms, testsuites
 from .pairwise import pairwise_suites, write_pairwise
 from .run_data import (  # noqa: F401 - part of this module's interface
     HostData,
@@ -46,7 +45,7 @@ from .run_data import (  # noqa: F401 - part of this module's interface
     read_run,
     unreachable_check,
 )
-from .run_stop import INTERRUPTED_TEST, RunStop
+from .run_stop import INTERRUPTED_TEST, UNREACHABLE_CHECK, RunStop
 from .summary import predicted_skip_lines  # noqa: F401 - part of this module's interface
 from .text import (  # noqa: F401 - part of this module's interface
     LOG_TAIL_CHARS,
@@ -60,7 +59,7 @@ from .text import (  # noqa: F401 - part of this module's interface
 from .transport_report import add_transport_cases
 
 if TYPE_CHECKING:
-    from .judged_run import JudgedRun
+    from .findings import JudgedRun
 
 # --------------------------------------------------------------------------------------------
 # Building suites
@@ -73,13 +72,6 @@ def _seconds(value: Any) -> float:
         return max(float(value or 0.0), 0.0)
     except (TypeError, ValueError):
         return 0.0
-
-
-def _with_hint(message: str, hint: str | None) -> str:
-    message = message or ""
-    if hint:
-        return f"{message} Hint: {hint}" if message else f"Hint: {hint}"
-    return message
 
 
 _IDENTITY = (
@@ -203,8 +195,8 @@ def _missing_rank_suite(
     """The suite of a rank without a result: one error saying why (classify_missing)."""
     classname = f"nccl.{host_label(host.host)}.rank{rank}"
     kind, message = classify_missing(host, rank, stopped, reported_missing_by or [])
-    message = _with_hint(message, (hints or {}).get(MISSING))
-    case = Case("result", classname).error(message, clean_text(_log_for(host, rank)), kind)
+    fix = (hints or {}).get(MISSING) or ""
+    case = Case("result", classname).error(message, clean_text(_log_for(host, rank)), kind, fix)
     props = {"host": host.host, "global_rank": str(rank), "status": kind}
     if host.node_rank is not None:
         props["node_rank"] = str(host.node_rank)
@@ -224,15 +216,21 @@ def _test_case(test: dict[str, Any], classname: str, hints: dict[str, str] | Non
         return case
     details = test.get("details") or {}
     hint = details.get("hint") or (hints or {}).get(test_name)  # nccl_hints: the controller's fix
-    message = clean_text(_with_hint(str(test.get("message") or ""), hint))
+    fix = clean_text(str(hint)) if hint else ""
+    message = clean_text(str(test.get("message") or ""))
     output = clean_text(json.dumps(details, indent=2, sort_keys=True)) if details else None
     if status == FAILED:
-        return case.fail(message or "failed", output)
+        return case.fail(_or(message, fix, "failed"), output, fix=fix)
     if status == ERROR:
-        return case.error(message or "error", output)
+        return case.error(_or(message, fix, "error"), output, fix=fix)
     if status == SKIPPED:
-        return case.skip(message or "skipped", output)
-    return case.error(f"unknown test status {status!r}. {message}".strip(), output)
+        return case.skip(_or(message, fix, "skipped"), output, fix=fix)
+    return case.error(f"unknown test status {status!r}. {message}".strip(), output, fix=fix)
+
+
+def _or(message: str, fix: str, default: str) -> str:
+    """A testcase's message: ``default`` when it has neither a message nor a fix."""
+    return message or ("" if fix else default)
 
 
 def _say_why_ended(cases: list[Case], host: HostData, rank: int) -> None:
@@ -275,10 +273,10 @@ def _unfinished_case(
     died = next((e for e in launch.get("rank_exits") or [] if e.get("rank") == rank), None)
     if died and died.get("signal") and not hung:
         message += f" It was {died.get('text')}."
-    message = _with_hint(message, (hints or {}).get(MISSING))
+    fix = (hints or {}).get(MISSING) or ""
     name = current if current not in names else f"{current} (not finished)"
     case = Case(name, f"nccl.{host_label(host.host)}.rank{rank}")
-    return case.error(message, clean_text(_log_for(host, rank)), kind)
+    return case.error(message, clean_text(_log_for(host, rank)), kind, fix)
 
 
 def _run_error_case(host: HostData, rank: int, message: str) -> Case:
@@ -341,25 +339,27 @@ def _of(item: dict[str, Any]) -> str:
     return f" (a consequence of {cause.get('host')}'s failed {cause.get('check')} check)"
 
 
-def _check_case(item: dict[str, Any], classname: str) -> Case:
-    """The testcase of one pre-flight check result."""
-    what = str(item.get("message") or "") + _of(item)
-    message = clean_text(_with_hint(what, item.get("hint")))
+def _check_case(item: dict[str, Any], host: str, classname: str) -> Case:
+    """The testcase of one pre-flight check result (a failure or error gives the finding
+    ``host/check``: verdict.findings)."""
+    what = clean_text(str(item.get("message") or "") + _of(item))
+    fix = clean_text(str(item.get("hint") or ""))
+    said = f"{what} Hint: {fix}" if what and fix else what or (f"Hint: {fix}" if fix else "")
     status = item.get("status")
-    # What a passed check saw ("fab0 up, mtu 9000") is worth reading too (junit/ keeps it).
-    case = Case(
-        str(item.get("check") or "unnamed"),
-        classname,
-        stdout=message if status == PASSED and message else None,
-    )
+    name = str(item.get("check") or "unnamed")
+    # What a passed check saw ("fab0 up, mtu 9000") is worth reading too (junit/ keeps it); a
+    # failure's text repeats its message and fix.
+    case = Case(name, classname, stdout=said if status == PASSED and said else None)
     if status == FAILED:
-        return case.fail(message or "failed", message or None)
-    if status == SKIPPED:
-        return case.skip(message or "skipped")
-    if status == ERROR:
-        return case.error(message or "error", message or None)
-    if status != PASSED:
-        return case.error(f"unknown check status {status!r}. {message}".strip())
+        case.fail(_or(what, fix, "failed"), said or None, fix=fix)
+    elif status == SKIPPED:
+        return case.skip(_or(what, fix, "skipped"), fix=fix)
+    elif status == ERROR:
+        case.error(_or(what, fix, "error"), said or None, fix=fix)
+    elif status != PASSED:
+        case.error(f"unknown check status {status!r}. {what}".strip(), fix=fix)
+    if case.bad:
+        case.finding = finding_id(host, name)
     return case
 
 
@@ -373,20 +373,14 @@ def preflight_suite(host: HostData, unreachable_hint: str = "") -> Suite | None:
             f"{host.host} was unreachable or failed before launch: none of its ranks "
             f"ran. {unreachable_hint}"
         )
-        cases.append(Case("host reachable", classname).error(message, kind="unreachable"))
-    cases += [_check_case(item, classname) for item in (host.preflight or {}).get("results") or []]
+        case = Case(UNREACHABLE_CHECK, classname).error(message, kind="unreachable")
+        case.finding = finding_id(host.host, UNREACHABLE_CHECK)
+        cases.append(case)
+    results = (host.preflight or {}).get("results") or []
+    cases += [_check_case(item, host.host, classname) for item in results]
     if not cases:
         return None
     return Suite(classname, cases, hostname=host.host)
-
-
-@dataclass
-class SuiteFile:
-    path: str  # relative to the run directory, e.g. junit/rank-3.xml
-    suite: Suite
-    kind: str  # "rank" or "preflight"
-    host: str
-    rank: int | None = None
 
 
 def build_suites(
@@ -501,7 +495,7 @@ def write_report(report_dir: Path, judged: JudgedRun, markdown: str) -> list[str
         suite = item.suite
         rank = item.rank if item.kind == "rank" else None
         named = rank_file_xml(hosts[item.host], rank) if rank is not None else ""
-        full, short = suite.forms(named)
+        full, short = suite_forms(suite, named)
         counts = suite.counts()
         mine = {key: counts[key] for key in totals}
         took = suite.seconds

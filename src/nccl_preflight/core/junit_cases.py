@@ -1,11 +1,11 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The JUnit model of a run (Case, Suite) and its XML, written directly as text.
+"""The JUnit XML of the run's model (core/findings.py: Case, Suite), written directly as text.
 
-Every suite builder fills it (src/nccl_preflight/core/junit.py: pre-flight and ranks;
+Every suite builder fills the model (src/nccl_preflight/core/junit.py: pre-flight and ranks;
 transport_report.py, pairwise.py, bandwidth_expectation.py: their testcases and suites);
-summary.py and verdict.py read it; junit.write_report writes it. The XML is what the Jenkins
-xunit schema (jenkins-junit.xsd) accepts: no ``disabled`` or ``skipped`` on ``testsuites``,
+junit.write_report writes it with the functions here, which only render it. The XML is what the
+Jenkins xunit schema (jenkins-junit.xsd) accepts: no ``disabled`` or ``skipped`` on ``testsuites``,
 times with 3 decimals, no empty suite, only the attributes the schema knows. Whatever a node sent
 (names, versions, messages, logs) is text without the control characters XML 1.0 forbids
 (text.clean_text), and escaped here. Standard library only.
@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from operator import attrgetter
+from functools import lru_cache
 
-PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
+from .findings import ERROR, FAILED, PASSED, SKIPPED, Case, Suite
+
 _ELEMENT = {FAILED: "failure", ERROR: "error", SKIPPED: "skipped"}
-_STATUS = attrgetter("status")
 INDENT = "  "
 CASE_PAD, INNER_PAD = INDENT * 2, INDENT * 3  # a testcase's (and a property's) and what is in it
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -66,140 +65,97 @@ def fmt_time(seconds: float) -> str:
     return f"{max(seconds, 0.0):.3f}"
 
 
-@dataclass(slots=True)
-class Case:
-    """One testcase: passed unless fail(), error() or skip() said otherwise."""
-
-    name: str
-    classname: str = ""
-    time: float = 0.0  # seconds; 0 writes no time attribute
-    stdout: str | None = None  # system-out: what a passed check saw, a pairwise row
-    status: str = PASSED
-    kind: str = ""  # the failure's or error's type ("hung", "transport"); "" the element's name
-    message: str = ""
-    output: str | None = None  # the failure's, error's or skipped element's text
-
-    def fail(self, message: str, output: str | None = None, kind: str = "") -> Case:
-        return self._set(FAILED, message, output, kind)
-
-    def error(self, message: str, output: str | None = None, kind: str = "") -> Case:
-        return self._set(ERROR, message, output, kind)
-
-    def skip(self, message: str, output: str | None = None) -> Case:
-        return self._set(SKIPPED, message, output, "")
-
-    def _set(self, status: str, message: str, output: str | None, kind: str) -> Case:
-        self.status, self.message, self.output, self.kind = status, message, output, kind
-        return self
-
-    @property
-    def bad(self) -> bool:
-        """A failure or an error: what fails the run."""
-        return self.status in (FAILED, ERROR)
-
-    def xml(self, lean: bool, classname: str) -> str:
-        """The <testcase> element; ``classname`` as an attribute (Suite.forms escapes it once)."""
-        head = f'{CASE_PAD}<testcase name="{attr(self.name)}"'
-        if self.time:
-            head += f' time="{fmt_time(self.time)}"'
-        if classname:
-            head += f' classname="{classname}"'
-        inner = []
-        if self.status != PASSED:
-            element = _ELEMENT[self.status]
-            tag = f'<{element} type="{attr(self.kind or element)}"'
-            if self.message:
-                tag += f' message="{attr(self.message)}"'
-            if self.output:
-                tag += f">{text_node(self.output)}</{element}>"
-            else:
-                tag += "/>"
-            inner.append(tag)
-        if self.stdout and not (lean and self.status in (PASSED, SKIPPED)):
-            inner.append(f"<system-out>{text_node(self.stdout)}</system-out>")
-        if not inner:
-            return head + "/>\n"
-        body = "".join(f"{INNER_PAD}{line}\n" for line in inner)
-        return f"{head}>\n{body}{CASE_PAD}</testcase>\n"
+def joined(case: Case) -> str:
+    """The message attribute of a testcase's failure, error or skipped element: what happened,
+    then its fix after "Hint: " (rendered here only; every reader takes Case.fix itself)."""
+    if not case.fix:
+        return case.message
+    return f"{case.message} Hint: {case.fix}" if case.message else f"Hint: {case.fix}"
 
 
-@dataclass(slots=True)
-class Suite:
-    """One testsuite: its cases, host, start and properties."""
+def case_xml(case: Case, lean: bool, classname: str, name: str | None = None) -> str:
+    """The <testcase> element; ``classname`` and ``name`` (the case's own, when not given) as
+    attributes (suite_forms escapes each once)."""
+    head = f'{CASE_PAD}<testcase name="{attr(case.name) if name is None else name}"'
+    if case.time:
+        head += f' time="{fmt_time(case.time)}"'
+    if classname:
+        head += f' classname="{classname}"'
+    inner = []
+    if case.status != PASSED:
+        element = _ELEMENT[case.status]
+        tag = f'<{element} type="{attr(case.kind or element)}"'
+        message = joined(case)
+        if message:
+            tag += f' message="{attr(message)}"'
+        if case.output:
+            tag += f">{text_node(case.output)}</{element}>"
+        else:
+            tag += "/>"
+        inner.append(tag)
+    if case.stdout and not (lean and case.status in (PASSED, SKIPPED)):
+        inner.append(f"<system-out>{text_node(case.stdout)}</system-out>")
+    if not inner:
+        return head + "/>\n"
+    body = "".join(f"{INNER_PAD}{line}\n" for line in inner)
+    return f"{head}>\n{body}{CASE_PAD}</testcase>\n"
 
-    name: str
-    cases: list[Case]
-    hostname: str | None = None
-    timestamp: str | None = None
-    properties: dict[str, str] = field(default_factory=dict)
 
-    def counts(self) -> dict[str, int]:
-        """tests, failures, errors, skipped."""
-        statuses = list(map(_STATUS, self.cases))
-        return {
-            "tests": len(statuses),
-            "failures": statuses.count(FAILED),
-            "errors": statuses.count(ERROR),
-            "skipped": statuses.count(SKIPPED),
-        }
+def _head(suite: Suite, counts: dict[str, int]) -> str:
+    head = (
+        f'{INDENT}<testsuite errors="{counts["errors"]}" failures="{counts["failures"]}" '
+        f'name="{attr(suite.name)}" skipped="{counts["skipped"]}" tests="{counts["tests"]}" '
+        f'time="{fmt_time(suite.seconds)}"'
+    )
+    if suite.hostname:
+        head += f' hostname="{attr(suite.hostname)}"'
+    if suite.timestamp:
+        head += f' timestamp="{attr(suite.timestamp)}"'
+    return head + ">\n"
 
-    @property
-    def ok(self) -> bool:
-        """No failure and no error."""
-        statuses = set(map(_STATUS, self.cases))
-        return FAILED not in statuses and ERROR not in statuses
 
-    @property
-    def seconds(self) -> float:
-        return sum(case.time for case in self.cases)
+def _properties(suite: Suite) -> list[str]:
+    """A <property> line per property; every name and value escaped when any needs it."""
+    props = suite.properties
+    items = props.items()
+    if escapes("".join(props) + "".join(props.values())):
+        return [f'{CASE_PAD}<property name="{attr(k)}" value="{attr(v)}"/>\n' for k, v in items]
+    return [f'{CASE_PAD}<property name="{k}" value="{v}"/>\n' for k, v in items]
 
-    def _head(self, counts: dict[str, int]) -> str:
-        head = (
-            f'{INDENT}<testsuite errors="{counts["errors"]}" failures="{counts["failures"]}" '
-            f'name="{attr(self.name)}" skipped="{counts["skipped"]}" tests="{counts["tests"]}" '
-            f'time="{fmt_time(self.seconds)}"'
-        )
-        if self.hostname:
-            head += f' hostname="{attr(self.hostname)}"'
-        if self.timestamp:
-            head += f' timestamp="{attr(self.timestamp)}"'
-        return head + ">\n"
 
-    def _properties(self) -> list[str]:
-        """A <property> line per property; every name and value escaped when any needs it."""
-        items = self.properties.items()
-        if escapes("".join(self.properties) + "".join(self.properties.values())):
-            return [f'{CASE_PAD}<property name="{attr(k)}" value="{attr(v)}"/>\n' for k, v in items]
-        return [f'{CASE_PAD}<property name="{k}" value="{v}"/>\n' for k, v in items]
+# A test name as an attribute: the same few names in every rank's suite, escaped once each.
+_name_attr = lru_cache(maxsize=4096)(attr)
 
-    def forms(self, details_xml: str = "") -> tuple[str, str]:
-        """The <testsuite> element, full (with ``details_xml``: more <property> lines at
-        CASE_PAD, a rank's every bandwidth row) and lean; ValueError for a suite without
-        testcases."""
-        if not self.cases:
-            raise ValueError(f"suite {self.name} has no testcase; empty suites are not allowed")
-        head = self._head(self.counts())
-        props = self._properties()
-        full, lean = [head], [head]
-        if props or details_xml:
-            full += [f"{INDENT}<properties>\n", *props, details_xml, f"{INDENT}</properties>\n"]
-        if props:
-            lean += [f"{INDENT}<properties>\n", *props, f"{INDENT}</properties>\n"]
-        names: dict[str, str] = {}
-        for case in self.cases:
-            classname = names.get(case.classname)
-            if classname is None:
-                classname = names[case.classname] = attr(case.classname)
-            text = case.xml(False, classname)
-            full.append(text)
-            differs = case.stdout and case.status in (PASSED, SKIPPED)
-            lean.append(case.xml(True, classname) if differs else text)
-        tail = f"{INDENT}</testsuite>\n"
-        return "".join([*full, tail]), "".join([*lean, tail])
 
-    def xml(self, lean: bool = False, details_xml: str = "") -> str:
-        """The <testsuite> element, lean or full (forms)."""
-        return self.forms(details_xml)[1 if lean else 0]
+def suite_forms(suite: Suite, details_xml: str = "") -> tuple[str, str]:
+    """The <testsuite> element, full (with ``details_xml``: more <property> lines at CASE_PAD,
+    the rank's own files) and lean; ValueError for a suite without testcases."""
+    if not suite.cases:
+        raise ValueError(f"suite {suite.name} has no testcase; empty suites are not allowed")
+    head = _head(suite, suite.counts())
+    props = _properties(suite)
+    full, lean = [head], [head]
+    if props or details_xml:
+        full += [f"{INDENT}<properties>\n", *props, details_xml, f"{INDENT}</properties>\n"]
+    if props:
+        lean += [f"{INDENT}<properties>\n", *props, f"{INDENT}</properties>\n"]
+    escaped: dict[str, str] = {}  # a classname or test name, escaped once (23 tests a rank)
+    for case in suite.cases:
+        classname = escaped.get(case.classname)
+        if classname is None:
+            classname = escaped[case.classname] = attr(case.classname)
+        name = _name_attr(case.name)
+        text = case_xml(case, False, classname, name)
+        full.append(text)
+        differs = case.stdout and case.status in (PASSED, SKIPPED)
+        lean.append(case_xml(case, True, classname, name) if differs else text)
+    tail = f"{INDENT}</testsuite>\n"
+    return "".join([*full, tail]), "".join([*lean, tail])
+
+
+def suite_xml(suite: Suite, lean: bool = False, details_xml: str = "") -> str:
+    """The <testsuite> element, lean or full (suite_forms)."""
+    return suite_forms(suite, details_xml)[1 if lean else 0]
 
 
 def testsuites(body: list[str], totals: dict[str, int], seconds: float, name: str = "") -> str:
@@ -217,7 +173,7 @@ def document(suites: Iterable[Suite], name: str = "", lean: bool = False) -> str
     seconds = 0.0
     body = []
     for suite in suites:
-        body.append(suite.xml(lean))
+        body.append(suite_xml(suite, lean))
         add_counts(totals, suite)
         seconds += round(suite.seconds, 3)
     return testsuites(body, totals, seconds, name)

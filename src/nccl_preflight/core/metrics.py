@@ -45,7 +45,7 @@ from nccl_preflight.core.exit_classes import NODE_CHECK, code_table
 from nccl_preflight.node.files import write_atomically
 
 if TYPE_CHECKING:
-    from nccl_preflight.core.judged_run import JudgedRun
+    from nccl_preflight.core.findings import JudgedRun
 
 NODE_FILE = "nccl_preflight.prom"
 RUN_FILE = "nccl_preflight_run.prom"

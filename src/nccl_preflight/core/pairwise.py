@@ -42,7 +42,7 @@ from nccl_preflight.node.pair_schedule import (
 )
 
 from .bandwidth_expectation import fabric_expectation, settings
-from .junit_cases import Case, Suite
+from .findings import Case, Suite
 from .rdma_expect import NicsUsed, used_by_host
 
 if TYPE_CHECKING:

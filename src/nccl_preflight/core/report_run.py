@@ -159,4 +159,4 @@ def _run_report(p: dict, check_mode: bool) -> dict:
     if warnings:
         result["warnings"] = warnings
     # The closing summary a person reads (plugins/callback/nccl_console.py prints it).
-    return {**result, "console": console_lines(result)}
+    return {**result, "console": console_lines(result, judged.folded)}

@@ -21,10 +21,11 @@ fix and every other rank a pointer to it (core/hints.py). In order:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .findings import Finding
     from .run_data import HostData, RunData
 
 STALL_PREFIX = "stalled: "  # core/run_watch.py: every stall's stop reason starts so
@@ -151,11 +152,7 @@ def run_cause(run: RunData) -> RunCause | None:
     return _stall(run) or _killed(run) or _lost(run)
 
 
-def _pointer(finding: dict[str, Any]) -> dict[str, Any]:
-    return {"id": finding["id"], "host": finding["host"], "test": finding["test"]}
-
-
-def fold_under_cause(cause: RunCause | None, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def fold_under_cause(cause: RunCause | None, found: list[Finding]) -> list[Finding]:
     """verdict.json's findings with every lost rank's finding (class rank_lost, not yet a
     consequence) that is not the cause's own made a consequence of the cause: the first such
     finding of each culprit node (its culprit rank's, when one is named) is the cause, the
@@ -163,22 +160,22 @@ def fold_under_cause(cause: RunCause | None, found: list[dict[str, Any]]) -> lis
     of a rank stays a finding of its own."""
     if cause is None:
         return found
-    heads: dict[str, dict[str, Any]] = {}
+    heads: dict[str, Finding] = {}
     for f in found:
-        if f.get("rank") is None or f["class"] != "rank_lost" or f.get("consequence"):
+        if f.rank is None or f.cls != "rank_lost" or f.consequence:
             continue
-        if cause.is_culprit(str(f.get("host")), f["rank"]) and f["host"] not in heads:
-            heads[f["host"]] = f
+        if cause.is_culprit(f.host, f.rank) and f.host not in heads:
+            heads[f.host] = f
     if not heads:
         return found
     first = next(iter(heads.values()))
-    head_ids = {f["id"] for f in heads.values()}
+    head_ids = {f.id for f in heads.values()}
     folded = []
     for f in found:
-        lost_rank = f.get("rank") is not None and f["class"] == "rank_lost"
-        if f["id"] in head_ids or not lost_rank or f.get("consequence"):
+        lost_rank = f.rank is not None and f.cls == "rank_lost"
+        if f.id in head_ids or not lost_rank or f.consequence:
             folded.append(f)
             continue
-        head = heads.get(str(f.get("host")), first)
-        folded.append({**f, "consequence": True, "cause": _pointer(head)})
+        head = heads.get(f.host, first)
+        folded.append(replace(f, consequence=True, cause=head.pointer()))
     return folded

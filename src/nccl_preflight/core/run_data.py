@@ -19,9 +19,24 @@ from pathlib import Path
 from typing import Any
 
 from .bandwidth_rows import compact
-from .transport_report import read_nccl_logs
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.(json|log)$")
+NCCL_LOG = re.compile(r"^nccl-(?:rank-(?P<rank>\d+)|pid-(?P<pid>\d+))\.log$")
+
+
+def read_nccl_logs(host_dir: Path, files: list[str] | None = None) -> dict[Any, str]:
+    """{rank: text} of nccl-rank-<R>.log, {"pid-<P>": text} of nccl-pid-<P>.log; ``files``:
+    the names of the directory's files when the caller listed them already."""
+    logs: dict[Any, str] = {}
+    if files is None and not host_dir.is_dir():
+        return logs
+    names = sorted(p.name for p in host_dir.iterdir() if p.is_file()) if files is None else files
+    for name in names:
+        match = NCCL_LOG.match(name)
+        if match:
+            key = int(match.group("rank")) if match.group("rank") else f"pid-{match.group('pid')}"
+            logs[key] = (host_dir / name).read_text(encoding="utf-8", errors="replace")
+    return logs
 
 
 class RankLogs(Mapping[int, str]):

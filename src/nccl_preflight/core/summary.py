@@ -19,42 +19,44 @@ from .hostlist import compress
 from .pairwise import pairwise_markdown
 from .text import md_escape
 from .transport_report import transport_lines
-from .verdict import fold_findings
 
-if TYPE_CHECKING:  # only in annotations: nccl_junit imports this module
-    from .judged_run import JudgedRun
-    from .junit import SuiteFile
+if TYPE_CHECKING:
+    from .findings import Case, Finding, Folded, JudgedRun, SuiteFile
     from .run_data import RunData
 
 
-def _problems(item: SuiteFile) -> list[tuple[tuple[Any, ...], str]]:
-    """One line per failed or erroneous testcase of the suite: every finding, not the first;
-    each with the key (host, rank, test) of its finding in verdict.json."""
-    found = []
-    for case in item.suite.cases:
-        if case.bad and case.message:
-            first = case.message.splitlines()[0]
-            key = (item.host, item.rank, case.name)
-            found.append((key, f"{case.classname} {case.name}: {first}"))
-    return found
+def _problem(case: Case) -> str:
+    """A failed or erroneous testcase in one line: its first line, then its fix."""
+    what = case.message.splitlines()[0] if case.message else ""
+    fix = case.fix.splitlines()[0] if case.fix else ""
+    if fix and not what:
+        what = f"Hint: {fix}"
+    elif fix and "\n" not in case.message:
+        what = f"{what} Hint: {fix}"
+    return f"{case.classname} {case.name}: {what}"
 
 
-def folded_problem_lines(
-    problems: list[tuple[tuple[Any, ...], str]], found: list[dict[str, Any]]
-) -> list[str]:
+def _problems(files: list[SuiteFile]) -> list[tuple[str, str]]:
+    """(the id of its finding or "", its line) per failed or erroneous testcase: every one."""
+    return [
+        (case.finding, _problem(case))
+        for item in files
+        for case in item.suite.cases
+        if case.bad and (case.message or case.fix)
+    ]
+
+
+def folded_problem_lines(problems: list[tuple[str, str]], folded: Folded) -> list[str]:
     """summary.md's problems: each cause, the lines of its consequences indented under it
-    (verdict.fold_findings); a line whose cause has no line of its own stays on top."""
-    by_key = {(f["host"], f["rank"], f["test"]): f for f in found}
-    folded = fold_findings(found)
-    heads = {id(f) for f in folded.heads}
+    (the judged run's folding); a line whose cause has no line of its own stays on top."""
+    cause_of = {c.id: cause for cause, under in folded.under.items() for c in under}
     under: dict[str, list[str]] = {}
     top: list[tuple[str, str]] = []  # (the finding's id or "", line)
-    for key, line in problems:
-        finding = by_key.get(key)
-        if finding is not None and id(finding) not in heads:
-            under.setdefault(finding["cause"]["id"], []).append(line)
+    for fid, line in problems:
+        if fid in cause_of:
+            under.setdefault(cause_of[fid], []).append(line)
         else:
-            top.append(((finding or {}).get("id", ""), line))
+            top.append((fid, line))
     shown = {fid for fid, _ in top if fid}
     lines = []
     for fid, line in top:
@@ -188,13 +190,13 @@ def _header_lines(
 
 
 def failing_first(
-    hosts: list[dict[str, Any]], found: list[dict[str, Any]]
+    hosts: list[dict[str, Any]], found: list[Finding], folded: Folded
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(the hosts a finding names or whose row is not ``ok``: first those whose own failure is
     a cause, in the findings' order, then the others in host order; the healthy hosts, in host
     order). summary.md and report.html show the first and fold the second into one row."""
-    causes = [str(f.get("host")) for f in fold_findings(found).heads if f.get("host")]
-    named = {str(f.get("host")) for f in found if f.get("host")}
+    causes = [f.host for f in folded.heads if f.host]
+    named = {f.host for f in found if f.host}
     by_host = {row["host"]: row for row in hosts}
     first = [by_host[h] for h in dict.fromkeys(causes) if h in by_host]
     shown = {row["host"] for row in first}
@@ -221,14 +223,14 @@ def healthy_line(healthy: list[dict[str, Any]]) -> tuple[str, str]:
     )
 
 
-def _host_table_lines(hosts: list[dict[str, Any]], found: list[dict[str, Any]]) -> list[str]:
+def _host_table_lines(judged: JudgedRun) -> list[str]:
     """The hosts table, failing first; the healthy hosts one row (how many, their hostlist),
     their own rows in a <details> block under the table."""
     header = [
         "| host | node rank | pre-flight | ranks passed | ranks failed |",
         "|---|---|---|---|---|",
     ]
-    shown, healthy = failing_first(hosts, found)
+    shown, healthy = failing_first(judged.hosts, judged.findings, judged.folded)
     lines = ["", *header, *map(_host_row_line, shown)]
     if not healthy:
         return lines
@@ -275,10 +277,10 @@ def summarize(judged: JudgedRun) -> dict[str, Any]:
     Markdown. A check-mode run (``ansible-playbook --check``: only reads on the nodes) says so
     and carries ``check_mode: true``."""
     run, totals = judged.run, judged.totals
-    keyed = [problem for item in judged.suites for problem in _problems(item)]
+    keyed = _problems(judged.suites)
     problems = [line for _, line in keyed]
     lines = _header_lines(run, totals, judged.failed, judged.check_mode)
-    lines += _host_table_lines(judged.hosts, judged.findings)
+    lines += _host_table_lines(judged)
     lines += _bandwidth_lines(judged.bandwidth)
     lines += transport_lines(judged.transport)
     lines += expectation_markdown(judged.expectations) + pairwise_markdown(judged.pairwise)
@@ -286,7 +288,7 @@ def summarize(judged: JudgedRun) -> dict[str, Any]:
     if problems:
         # Each cause, the problems that are its consequences indented under it.
         lines += ["", "Problems:", ""]
-        lines += folded_problem_lines(keyed, judged.findings)
+        lines += folded_problem_lines(keyed, judged.folded)
     return {
         "verdict": "failed" if judged.failed else "passed",
         "check_mode": judged.check_mode,

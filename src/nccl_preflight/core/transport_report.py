@@ -13,37 +13,19 @@ summary.md, ``transport`` in the summary.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .findings import Case
 from .hostlist import ONE_LINE_EACH, compress
-from .junit_cases import Case
 from .transport import describe, net_kind, parse_nccl_log
 
 if TYPE_CHECKING:
-    from .junit import SuiteFile
+    from .findings import SuiteFile
     from .run_data import HostData, RunData
 
-NCCL_LOG = re.compile(r"^nccl-(?:rank-(?P<rank>\d+)|pid-(?P<pid>\d+))\.log$")
 CAUSE_CHECKS = ("nccl_ib_hca", "nccl_config", "rdma", "gpudirect", "limits")
 WARN_LINES = 10
-
-
-def read_nccl_logs(host_dir: Path, files: list[str] | None = None) -> dict[Any, str]:
-    """{rank: text} of nccl-rank-<R>.log, {"pid-<P>": text} of nccl-pid-<P>.log; ``files``:
-    the names of the directory's files when the caller listed them already."""
-    logs: dict[Any, str] = {}
-    if files is None and not host_dir.is_dir():
-        return logs
-    names = sorted(p.name for p in host_dir.iterdir() if p.is_file()) if files is None else files
-    for name in names:
-        match = NCCL_LOG.match(name)
-        if match:
-            key = int(match.group("rank")) if match.group("rank") else f"pid-{match.group('pid')}"
-            logs[key] = (host_dir / name).read_text(encoding="utf-8", errors="replace")
-    return logs
 
 
 def _expectations(run: RunData) -> dict[str, dict[str, str]]:
@@ -171,14 +153,14 @@ def analyze_run(run: RunData) -> dict[str, Any]:
 
 def _host_row(host, parsed_by_rank, ranks, expect, net) -> dict[str, Any]:
     if parsed_by_rank:
-        first = parsed_by_rank[min(parsed_by_rank)]
-        line = f"{host.host}: {describe(first)}"
+        said = describe(parsed_by_rank[min(parsed_by_rank)])
     else:
         reasons = [ranks[r]["message"] for r in host.expected_ranks() if r in ranks]
-        line = f"{host.host}: " + (reasons[0] if reasons else "no rank ran")
+        said = reasons[0] if reasons else "no rank ran"
     return {
         "host": host.host,
-        "line": line,
+        "said": said,  # what NCCL used, in words; ``line``: the same after the host's name
+        "line": f"{host.host}: {said}",
         "net": net,
         "net_kind": net_kind(net),
         "expect": expect.get("expect"),
@@ -240,5 +222,5 @@ def transport_lines(analysis: dict[str, Any]) -> list[str]:
         return head + [f"- {row['line']}" for row in rows]
     said: dict[str, list[str]] = {}  # beyond: the hosts that say the same, one line
     for row in rows:
-        said.setdefault(row["line"].removeprefix(f"{row['host']}: "), []).append(row["host"])
+        said.setdefault(row["said"], []).append(row["host"])
     return head + [f"- {compress(hosts)}: {text}" for text, hosts in said.items()]

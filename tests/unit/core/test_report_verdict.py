@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from nccl_preflight.core import exit_classes as nccl_exit_classes
-from nccl_preflight.core.verdict import split_hint
 from tests.builders.report import RunDir, case, page, report, suites
 from tests.jenkins_schema import validate_report_junit
 from tests.playbook_run import ROOT
@@ -222,7 +221,6 @@ def test_every_class_has_its_own_code_and_severity_picks_one() -> None:
     assert table["passed"] == 0 and table["rank_lost"] == 4 and table["wrong_data"] == 7
     assert nccl_exit_classes.most_severe({"bandwidth", "wrong_data"}).name == "wrong_data"
     assert nccl_exit_classes.most_severe(set()).name == "passed"
-    assert split_hint("a thing failed Hint: do this") == ("a thing failed", "do this")
 
 
 def test_inventory_and_node_text_is_escaped(

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from nccl_preflight.core import junit as nccl_junit
 from nccl_preflight.core.judged_run import judge_run
+from nccl_preflight.core.run_data import read_nccl_logs
 from nccl_preflight.core.summary import summarize
-from nccl_preflight.core.transport_report import analyze_run, read_nccl_logs
+from nccl_preflight.core.transport_report import analyze_run
 from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report
 
