@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from nccl_preflight import __version__
 from nccl_preflight.core.command_line import did_you_mean, unknown_option
 from nccl_preflight.core.exit_classes import BY_NAME, USAGE, table_lines
-from nccl_preflight.slurm import node_command, node_torch
+from nccl_preflight.slurm import node_command, node_options, node_torch
 from nccl_preflight.slurm.run_args import add_slurm_parser
 
 PROG = "nccl-preflight"
@@ -67,7 +67,7 @@ def absolute_dir(text: str) -> str:
 
 
 def _node_check(args: argparse.Namespace) -> int:
-    options = node_command.NodeCheckOptions(
+    options = node_options.NodeCheckOptions(
         config=args.config,
         drain=args.drain,
         json=args.json,
@@ -118,7 +118,7 @@ def add_node_check(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout",
         type=seconds_in(0, TIMEOUT_MAX_S),
-        default=node_command.DEFAULT_TIMEOUT,
+        default=node_options.DEFAULT_TIMEOUT,
         metavar="S",
         help="seconds after which every command still running (and the torch probe) is killed "
         f"and the check is reported unfinished, which drains nothing (more than 0, at most "

@@ -48,7 +48,7 @@ from nccl_preflight.node.fabric_choice import nccl_fabric_choice
 from nccl_preflight.node.facts import gather
 from nccl_preflight.node.listener import python_facts
 from nccl_preflight.node.runner import SubprocessRunner
-from nccl_preflight.slurm.node_command import (
+from nccl_preflight.slurm.node_options import (
     DEFAULT_TIMEOUT,
     HEALTHY,
     NodeCheckOptions,

@@ -23,7 +23,7 @@ import pytest
 import nccl_preflight
 from nccl_preflight.core import exit_classes
 from nccl_preflight.core.command_line import did_you_mean, unknown_option
-from nccl_preflight.slurm import cli, node_command
+from nccl_preflight.slurm import cli, node_options
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = ROOT / "bin" / "nccl-preflight"
@@ -252,9 +252,9 @@ def test_node_check_exits_with_the_tables_codes() -> None:
     rows = exit_classes.NODE_CHECK
     by_name = {c.name: c.code for c in rows}
     assert by_name == {"healthy": 0, "failed": 1, "refused": 2, "unfinished": 3}
-    statuses = (node_command.HEALTHY, node_command.FAILED, node_command.REFUSED)
+    statuses = (node_options.HEALTHY, node_options.FAILED, node_options.REFUSED)
     assert statuses == (by_name["healthy"], by_name["failed"], by_name["refused"])
-    assert (node_command.UNFINISHED, "unfinished") in [(c.code, c.name) for c in rows]
+    assert (node_options.UNFINISHED, "unfinished") in [(c.code, c.name) for c in rows]
     # a refused node-check option is the same 2 as any usage error
     assert exit_classes.USAGE.code == by_name["refused"]
 

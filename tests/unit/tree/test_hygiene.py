@@ -203,10 +203,6 @@ def test_the_rank_scripts_modules_import_torch_the_standard_library_and_each_oth
 # --- the rooms (docs/design.md, "Layout"): node, core, and no loader step anywhere --------------
 
 PACKAGE = ROOT / "src" / "nccl_preflight"
-# The one cycle left, and why it may stay until it is untangled: slurm/node_command.py's
-# run_node_check imports node_check inside the function (node_check imports node_command's
-# options and helpers at the top). Not a type-only import; no other cycle may appear.
-KNOWN_CYCLES = [["nccl_preflight.slurm.node_check", "nccl_preflight.slurm.node_command"]]
 
 
 def package_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
@@ -246,7 +242,7 @@ def test_no_import_cycle_in_the_package() -> None:
     11-module cycle closed by type-only imports)."""
     graph = package_graph()
     assert len(graph) > 100 and "nccl_preflight.core.findings" in graph
-    assert import_cycles(graph) == KNOWN_CYCLES
+    assert import_cycles(graph) == []
 
 
 NODE_ALLOWED = set(sys.stdlib_module_names) | {"torch"}
