@@ -211,18 +211,19 @@ def run_bandwidth(ranked: Any) -> RunBandwidth:
     for rank, doc in ranked:
         for test in doc.get("tests") or []:
             rows = test.get("bandwidth")
-            details = test.get("details") or {}
-            if details.__class__ is not dict:
-                details = {}
-            value = details.get("threshold_gbps")
-            name = str(test.get("name"))
-            if value is not None:
-                required[name.removeprefix("bandwidth_")] = float(value)
+            details = test.get("details")
+            if details.__class__ is dict and details:
+                value = details.get("threshold_gbps")
+                if value is not None:
+                    required[str(test.get("name")).removeprefix("bandwidth_")] = float(value)
+            else:
+                details = None  # 24 tests a rank, most without details: nothing more to read
             if rows.__class__ is BandwidthRows or rows:
+                name = str(test.get("name"))
                 _add(busbw, name, rank, rows, None)
                 _add(rank_busbw, name, rank, rows, RANK_BUSBW)
-                continue
-            details_only = details_only or bool(details.get("bandwidth"))
+            elif details is not None and details.get("bandwidth"):
+                details_only = True
     # Every row a test's own: measured is busbw's reading, in lists of its own.
     measured = _measured(ranked) if details_only else _results(busbw)
     return RunBandwidth(_results(busbw), _results(rank_busbw), measured, required)

@@ -82,6 +82,19 @@ def _tests(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [t for t in (doc or {}).get("tests") or [] if isinstance(t, dict)]
 
 
+def _bad_tests(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The failed or errored tests of a rank's result: what a hint is for (8,192 ranks x 24
+    tests, read without a list of the passed ones)."""
+    return [
+        t for t in (doc or {}).get("tests") or [] if isinstance(t, dict) and t.get("status") in _BAD
+    ]
+
+
+def _reports(doc: dict[str, Any] | None) -> bool:
+    """The rank's result has a test (a non-empty one)."""
+    return any(isinstance(t, dict) and t for t in (doc or {}).get("tests") or [])
+
+
 def is_wrong_data(test: dict[str, Any]) -> bool:
     """A failed test whose details show wrong elements (a correctness test or a sweep's #wrong)."""
     if test.get("status") != "failed":
@@ -115,7 +128,7 @@ def _wrong_tests(views: dict[int, RankView]) -> dict[Any, list[tuple[int, dict[s
     """{test name: [(rank, test)]} of every test that got wrong data, in the views' order."""
     found: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
     for view in views.values():
-        for test in _tests(view.doc):
+        for test in _bad_tests(view.doc):
             if test.get("status") == "failed" and is_wrong_data(test):
                 found.setdefault(test.get("name"), []).append((view.rank, test))
     return found
@@ -131,7 +144,7 @@ def wrong_data_hint(test_name: str, views: dict[int, RankView]) -> str:
         for group in _RANKS_NAMED.findall(source):
             named.update(int(r) for r in group.split(" or "))
     reporting = _once(
-        views, "reporting", lambda: [v.rank for v in views.values() if any(_tests(v.doc))]
+        views, "reporting", lambda: [v.rank for v in views.values() if _reports(v.doc)]
     )
     # Where the data went wrong is told best by who received it wrong; the value's arithmetic
     # (off by one rank's contribution) only decides when every rank got the same wrong result.
@@ -345,9 +358,7 @@ def rank_hints(run: RunData, *, stopped: bool) -> dict[int, dict[str, str]]:
     wrong_cache: dict[str, str] = {}
     for rank, view in views.items():
         mine: dict[str, str] = {}
-        for test in _tests(view.doc):
-            if test.get("status") not in _BAD:  # what follows is for a failure or an error
-                continue
+        for test in _bad_tests(view.doc):  # what follows is for a failure or an error
             name = str(test.get("name"))
             if is_wrong_data(test):
                 if name not in wrong_cache:
