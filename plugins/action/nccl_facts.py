@@ -20,11 +20,8 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import action_program_call
+from nccl_preflight.core.stdin_ship import DISCOVERY, action_program_call
 from nccl_preflight.node.facts_call import FACTS_ENTRY, FACTS_SPEC
-
-# Interpreter settings that ask Ansible to discover the node's Python: the module finds it then.
-DISCOVERY = ("auto", "auto_legacy", "auto_silent", "auto_legacy_silent")
 
 
 class ActionModule(ActionBase):

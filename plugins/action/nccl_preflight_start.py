@@ -31,13 +31,10 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import action_program_call
+from nccl_preflight.core.stdin_ship import DISCOVERY, action_program_call
 from nccl_preflight.core.tether import start_tether, warden_command
 from nccl_preflight.core.zipapp import user_cache_dir
 from nccl_preflight.node.preflight_start_call import PREFLIGHT_START_ENTRY, START_CALL_SPEC
-
-# Interpreter settings that ask Ansible to discover the node's Python: the module finds it then.
-DISCOVERY = ("auto", "auto_legacy", "auto_silent", "auto_legacy_silent")
 
 
 class ActionModule(ActionBase):

@@ -180,6 +180,11 @@ def program_call(
     return program_answer(str(ran.get("stdout") or ""))
 
 
+# Interpreter settings (ansible_python_interpreter) that ask Ansible to discover the node's
+# Python: no program can be started with them, so the module runs and finds it.
+DISCOVERY = ("auto", "auto_legacy", "auto_silent", "auto_legacy_silent")
+
+
 def action_program_call(
     action: Any, validator: Any, args: dict[str, Any], python: str, run_id: str, entry: str
 ) -> dict[str, Any] | None:
