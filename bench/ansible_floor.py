@@ -51,7 +51,8 @@ CONTROLLER = {
 }  # fmt: skip
 # Actions that run a module on the host they target (or on localhost through delegate_to).
 MODULE = {
-    "nccl_facts", "nccl_preflight_observe", "nccl_torchrun", "file", "command", "stat", "copy",
+    "nccl_facts", "nccl_preflight_start", "nccl_preflight_observe", "nccl_torchrun", "file",
+    "command", "stat", "copy",
     "template", "ping", "slurp",
 }  # fmt: skip
 RUN_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "PATH")
