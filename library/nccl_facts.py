@@ -291,6 +291,12 @@ ansible_facts:
 
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_preflight.node.payload import guard_payload
+
+# AnsiballZ's payload directory (in the system's temporary directory, not the run's): SIGTERM
+# and SIGHUP end this process through the wrapper's cleanup from here on, and main() removes it
+# first thing, so that no way out leaves it (node/payload.py).
+_LEAVE_NO_PAYLOAD = guard_payload(globals().get("_modlib_path"))
 from ansible.module_utils.nccl_preflight.node.facts_call import FACTS_SPEC, read_facts
 
 # O(program_python) and O(run_id) are the action plugin's (plugins/action/nccl_facts.py): the
@@ -302,6 +308,7 @@ ACTION_OPTIONS = {
 
 
 def main() -> None:
+    _LEAVE_NO_PAYLOAD()
     module = AnsibleModule(argument_spec={**FACTS_SPEC, **ACTION_OPTIONS}, supports_check_mode=True)
     result = read_facts(module.params, module)
     if result.pop("failed", False):

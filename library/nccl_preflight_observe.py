@@ -291,6 +291,12 @@ collect:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_preflight.node.payload import guard_payload
+
+# AnsiballZ's payload directory (in the system's temporary directory, not the run's): SIGTERM
+# and SIGHUP end this process through the wrapper's cleanup from here on, and main() removes it
+# first thing, so that no way out leaves it (node/payload.py).
+_LEAVE_NO_PAYLOAD = guard_payload(globals().get("_modlib_path"))
 from ansible.module_utils.nccl_preflight.node.observe_call import OBSERVE_SPEC, observe
 
 # O(program_python) and O(run_id) are the action plugin's
@@ -303,6 +309,7 @@ ACTION_OPTIONS = {
 
 
 def main() -> None:
+    _LEAVE_NO_PAYLOAD()
     module = AnsibleModule(
         argument_spec={**OBSERVE_SPEC, **ACTION_OPTIONS}, supports_check_mode=True
     )

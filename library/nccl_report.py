@@ -209,6 +209,12 @@ html:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_preflight.node.payload import guard_payload
+
+# AnsiballZ's payload directory (in the system's temporary directory, not the run's): SIGTERM
+# and SIGHUP end this process through the wrapper's cleanup from here on, and main() removes it
+# first thing, so that no way out leaves it (node/payload.py).
+_LEAVE_NO_PAYLOAD = guard_payload(globals().get("_modlib_path"))
 
 # The core room, as the installed package: this module never leaves the control machine (its
 # action plugin, plugins/action/nccl_report.py, builds the report in-process instead).
@@ -220,6 +226,7 @@ from nccl_preflight.core.report_run import (  # noqa: F401 - resolve_run_dir: th
 
 
 def main() -> None:
+    _LEAVE_NO_PAYLOAD()
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     result = run_report(module.params, module.check_mode)
     if result.pop("failed", False):

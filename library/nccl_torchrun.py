@@ -479,6 +479,12 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nccl_preflight.node.payload import guard_payload
+
+# AnsiballZ's payload directory (in the system's temporary directory, not the run's): SIGTERM
+# and SIGHUP end this process through the wrapper's cleanup from here on, and main() removes it
+# first thing, so that no way out leaves it (node/payload.py).
+_LEAVE_NO_PAYLOAD = guard_payload(globals().get("_modlib_path"))
 from ansible.module_utils.nccl_preflight.node.processes import is_alive
 from ansible.module_utils.nccl_preflight.node.run_look import RefusedRemoval, finish, finished
 from ansible.module_utils.nccl_preflight.node.run_observe import (
@@ -566,6 +572,7 @@ def run_stopped(module: AnsibleModule) -> dict[str, Any]:
 
 
 def main() -> None:
+    _LEAVE_NO_PAYLOAD()
     module = AnsibleModule(
         argument_spec=TORCHRUN_SPEC,
         mutually_exclusive=TORCHRUN_EXCLUSIVE,
