@@ -13,13 +13,30 @@ BENCHMARKS.md).
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 
+from tests.lab.fixtures import LabFactory
 from tests.lab.harness import Lab
 from tests.lab.interrupt import CLEAN_BOUND_S, CONTROLLER_STAYS, WAYS, end_mid_run
+from tests.lab.module_signal import end_module_call
 from tests.lab.runs import new_run_id
+
+
+@pytest.fixture(scope="module")
+def lab2_own_tmp(lab_factory: LabFactory, tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    """A 2-host lab whose hosts' SSH sessions have a TMPDIR of their own (a node's /tmp, not the
+    /tmp every engineer's run on this machine shares): AnsiballZ unpacks each module call and
+    BOOT each program there, so what is left there is this lab's runs' (tests/lab/interrupt.py
+    remains)."""
+    base = tmp_path_factory.mktemp("node-tmp")
+    host_env = {}
+    for rank in range(2):
+        (base / f"host{rank}").mkdir()
+        host_env[rank] = {"TMPDIR": str(base / f"host{rank}")}
+    return lab_factory(2, host_env=host_env)
 
 
 def assert_left_nothing(times: dict) -> None:
@@ -38,26 +55,54 @@ def assert_left_nothing(times: dict) -> None:
 @pytest.mark.lab
 @pytest.mark.parametrize("way", WAYS)
 def test_the_pre_flight_ended_any_way_leaves_nothing_on_any_node(
-    lab2: Lab, tmp_path: Path, way: str
+    lab2_own_tmp: Lab, tmp_path: Path, way: str
 ) -> None:
     """Since the warm start the torch probe held on until its listener's deadline (~75 s) and the
     run directory stayed for good after a Ctrl-C while the pre-flight ran."""
-    assert_left_nothing(end_mid_run(lab2, new_run_id(), tmp_path, way, "preflight"))
+    assert_left_nothing(end_mid_run(lab2_own_tmp, new_run_id(), tmp_path, way, "preflight"))
 
 
 @pytest.mark.lab
 @pytest.mark.parametrize("way", ["sigint_group", "sigkill_all", "connection_cut"])
 def test_the_ranks_ended_any_way_leave_nothing_on_any_node(
-    lab2: Lab, tmp_path: Path, way: str
+    lab2_own_tmp: Lab, tmp_path: Path, way: str
 ) -> None:
     """The ranks run (rank 0 paused before barrier: nothing ends by itself before
     nccl_run_timeout, 300 s): torchrun's tree ends at once, not at the watch mark's 30 s."""
-    assert_left_nothing(end_mid_run(lab2, new_run_id(), tmp_path, way, "launch"))
+    assert_left_nothing(end_mid_run(lab2_own_tmp, new_run_id(), tmp_path, way, "launch"))
 
 
 @pytest.mark.lab
-def test_ctrl_c_during_a_launch_alone_leaves_nothing_on_any_node(lab2: Lab, tmp_path: Path) -> None:
+def test_ctrl_c_during_a_launch_alone_leaves_nothing_on_any_node(
+    lab2_own_tmp: Lab, tmp_path: Path
+) -> None:
     """--tags launch: no pre-flight, no warm probe; the facts call still starts the warden and
     torchrun starts cold under it."""
-    times = end_mid_run(lab2, new_run_id(), tmp_path, "sigint_group", "launch", "--tags", "launch")
+    times = end_mid_run(
+        lab2_own_tmp, new_run_id(), tmp_path, "sigint_group", "launch", "--tags", "launch"
+    )
     assert_left_nothing(times)
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize(
+    ("state", "way"),
+    [
+        ("stopped", signal.SIGTERM),  # a node shutting down, logind ending the session
+        ("stopped", signal.SIGHUP),  # a tty's hangup (modules on a tty: no pipelining)
+        ("finished", signal.SIGKILL),  # the OOM killer, a stop timeout's end
+    ],
+    ids=["sigterm", "sighup", "sigkill"],
+)
+def test_a_module_call_the_node_ends_by_a_signal_leaves_no_payload_directory(
+    lab2_own_tmp: Lab, tmp_path: Path, state: str, way: signal.Signals
+) -> None:
+    """AnsiballZ's payload directory ($TMPDIR/ansible_nccl_torchrun_payload_*) stayed on the
+    node for good whenever a module process of ours died by a signal (30 of them in this
+    machine's /tmp, from labs torn down mid-launch); each module now removes it first thing
+    (src/nccl_preflight/node/payload.py)."""
+    ended = end_module_call(lab2_own_tmp, tmp_path, state, way)
+    print(
+        f"{way.name} to nccl_torchrun state={state}: payload while it ran {ended['payload_during']}"
+    )
+    assert ended["left"] == [], ended["output"][-3000:]

@@ -13,8 +13,10 @@ of the run on the control side: the tethers and their ssh).
 What remains (:func:`remains`): a process anywhere on this machine with the run id in its
 arguments (every lab host shares the machine; node and control side alike), a path
 ``/tmp/nccl-preflight-<run id>-*`` (the run directories and BOOT's directories: the lab hosts
-share /tmp) and the master's run lock file. Used by tests/integration/test_interrupt_lab.py
-(which asserts, with a generous bound) and bench/interrupt.py (which records the times).
+share /tmp), the master's run lock file, and on a lab whose hosts have a TMPDIR of their own
+(host_env) BOOT's directories and any module's AnsiballZ payload directory there. Used by
+tests/integration/test_interrupt_lab.py (which asserts, with a generous bound) and
+bench/interrupt.py (which records the times).
 """
 
 from __future__ import annotations
@@ -34,7 +36,13 @@ from typing import Any
 from nccl_preflight.node.processes import descendants, process_table
 from nccl_preflight.node.run_lock import lock_file_name
 from tests.lab.harness import Lab
-from tests.lab.runs import leftovers, paused_before_barrier, rank_record, run_dir
+from tests.lab.runs import (
+    leftovers,
+    paused_before_barrier,
+    payload_dirs,
+    rank_record,
+    run_dir,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 WAYS = (
@@ -61,10 +69,26 @@ def run_paths(run_id: str) -> list[str]:
     return sorted(glob.glob(f"/tmp/nccl-preflight-{run_id}-*"))
 
 
+def host_tmp_dirs(lab: Lab) -> list[Path]:
+    """The hosts' own temporary directories (a TMPDIR of host_env), where they have one."""
+    return sorted({Path(env["TMPDIR"]) for env in lab.host_env.values() if "TMPDIR" in env})
+
+
+def in_host_tmp(run_id: str, lab: Lab) -> list[str]:
+    """In the hosts' own TMPDIR: BOOT's directories of the run's calls and any module call's
+    AnsiballZ payload directory (nothing else uses those directories: all of it is the run's)."""
+    found = []
+    for tmp in host_tmp_dirs(lab):
+        found += sorted(glob.glob(f"{tmp}/nccl-preflight-{run_id}-*")) + payload_dirs(tmp)
+    return found
+
+
 def remains(run_id: str, lab: Lab) -> list[str]:
-    """Everything of the run still on this machine: processes, directories, the run lock."""
+    """Everything of the run still on this machine: processes, directories (the hosts' own
+    TMPDIR's too), the run lock."""
     lock = Path("/tmp") / lock_file_name(lab.hosts[0].fabric_addr, MASTER_PORT)
-    return leftovers(run_id) + run_paths(run_id) + ([str(lock)] if lock.exists() else [])
+    paths = run_paths(run_id) + in_host_tmp(run_id, lab)
+    return leftovers(run_id) + paths + ([str(lock)] if lock.exists() else [])
 
 
 def in_our_namespace(pid: int) -> bool:

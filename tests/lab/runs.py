@@ -82,11 +82,22 @@ def leftovers(run_id: str) -> list[str]:
     return found
 
 
-def assert_nothing_left(run_id: str, hosts: Iterable[Any]) -> None:
-    """No process of the run runs anywhere and no host keeps its run directory."""
+def payload_dirs(tmp: Path | str) -> list[str]:
+    """AnsiballZ's payload directories of the project's modules (``ansible_<module>_payload_*``,
+    library/) in a node's temporary directory ``tmp``. Only a directory private to the test
+    (a TMPDIR of its own for the node's sessions) says whose they are: the lab hosts share
+    /tmp with every other run on this machine."""
+    return sorted(str(path) for path in Path(tmp).glob("ansible_nccl_*_payload_*"))
+
+
+def assert_nothing_left(run_id: str, hosts: Iterable[Any], node_tmp: Iterable[Path] = ()) -> None:
+    """No process of the run runs anywhere, no host keeps its run directory, and no node's
+    temporary directory of ``node_tmp`` (the hosts' own TMPDIR) keeps a module's payload."""
     assert leftovers(run_id) == []
     for host in hosts:
         assert not run_dir(run_id, host).exists(), "the run directory must be removed"
+    for tmp in node_tmp:
+        assert payload_dirs(tmp) == [], "a module's AnsiballZ payload directory must be removed"
 
 
 def playbook(
