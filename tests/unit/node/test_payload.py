@@ -59,10 +59,10 @@ def test_payload_directory_is_only_the_wrappers_own(tmp_path: Path) -> None:
 
 
 def test_the_payload_directory_goes_and_a_later_import_still_finds_its_module(
-    tmp_path: Path, clean_imports: None
+    tmp_path: Path, clean_imports: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     archive = make_payload(tmp_path)
-    sys.path.insert(0, str(archive))
+    monkeypatch.syspath_prepend(str(archive))  # as the wrapper puts it first
     importlib.import_module(LAZY)  # imported while the zip is there, as the module's imports
     assert leave_no_payload(str(archive)) is True
     assert not archive.parent.exists()
