@@ -55,7 +55,7 @@ def action_of(task: dict) -> str:
 
 SETTINGS = ROOT / "roles" / "preflight" / "tasks" / "settings.yml"
 # Playbook tasks that make no call on a node.
-PLAYBOOK_ONLY = {"ansible.builtin.import_role", "ansible.builtin.group_by"}
+PLAYBOOK_ONLY = {"ansible.builtin.import_role", "ansible.builtin.add_host"}
 PLAYBOOK = ROOT / "playbooks" / "validate.yml"
 LAUNCH = ROOT / "roles" / "launch" / "tasks" / "run.yml"
 FACTS = ROOT / "roles" / "facts" / "tasks" / "main.yml"
