@@ -155,6 +155,23 @@ def test_every_play_of_the_playbook_is_hosts_and_roles() -> None:
             assert not (play.get("tags") and role.get("tags")), (play["name"], role["role"])
 
 
+def test_a_role_that_may_end_its_play_early_is_the_last_of_its_play() -> None:
+    """launch and cleanup end their play when nothing is left to do (meta end_play: no task per
+    host), which ends every role after them too: none comes after them."""
+    enders = {
+        path.parts[-3]
+        for path in (ROOT / "roles").glob("*/tasks/*.yml")
+        if any(
+            t.get("ansible.builtin.meta") == "end_play"
+            for t in tasks_of(yaml.safe_load(path.read_text()))
+        )
+    }
+    assert enders == {"launch", "cleanup"}
+    for play in yaml.safe_load(PLAYBOOK.read_text()):
+        roles = [r["role"] for r in play["roles"]]
+        assert not (enders & set(roles[:-1])), play["name"]
+
+
 def test_each_stage_keeps_its_tags() -> None:
     """--tags facts, preflight, launch and report select the same roles as with a play per stage."""
     tags = {}
