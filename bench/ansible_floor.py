@@ -111,6 +111,11 @@ def mirror_task(
         out["changed_when"] = False
     elif action in MODULE:
         out["ansible.builtin.ping"] = {}
+    elif action == "meta":
+        # A meta task runs in the main process, no worker per host (roles/cleanup's and
+        # roles/launch's end_play): a noop, with nothing that would make it a worker's task.
+        out["ansible.builtin.meta"] = "noop"
+        return out
     else:
         out["ansible.builtin.set_fact"] = {MIRROR_VAR: True}
     ran = sorted(host_name(h, names) for h, k in task["results"].items() if k != "skipped")

@@ -250,6 +250,10 @@ def summarize(rows: list[dict[str, Any]], sizes: tuple[int, ...]) -> dict[str, A
         "validate_cgroup": fit(lambda e: e["validate_cgroup_cpu_s"]),
         "mirror": fit(lambda e: e["mirror_cpu_s"]),
         "validate_wall": fit(lambda e: e["validate_wall_s"]),
+        # Workers per extra host: the tasks each host runs or skips (one worker per task and
+        # host, run_once tasks one in all): what the control CPU per host follows.
+        "validate_workers": fit(lambda e: e["validate_workers"]),
+        "mirror_workers": fit(lambda e: e["mirror_workers"]),
     }
     parts = {p for e in by_size.values() for p in e["validate_split"]}
     slopes["validate_split"] = {

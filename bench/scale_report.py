@@ -170,6 +170,10 @@ def ansible_section(r: dict[str, Any], header: list[str]) -> list[str]:
         f"- slope (least squares, CPU s per extra host): validate.yml **{fmt(s['validate'], 2)}** "
         f"(cgroup {fmt(s['validate_cgroup'], 2)}; by part: {parts}); the empty mirror "
         f"**{fmt(s['mirror'], 2)}**: Ansible's own cost per host for this shape of plays",
+        f"- workers per extra host (a task run or skipped on a host is a worker on the control "
+        f"machine; run_once tasks one in all): validate.yml {fmt(s.get('validate_workers'), 1)}, "
+        f"the mirror {fmt(s.get('mirror_workers'), 1)}",
+        *[f"- {line}" for line in r.get("notes", [])],
         "",
         "Where validate.yml's CPU goes at the largest size (every worker of a task summed: its "
         "own CPU and its ssh clients'):",

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nccl_preflight.core.config import (
-    ansible_names,
+    spec_names,
     spec_problems,
     unknown_problem,
     unknown_variables,
@@ -47,8 +47,9 @@ def nccl_unknown_variables(host_vars: Mapping[str, Any]) -> list[str]:
 
 def nccl_spec_problems(host_vars: Mapping[str, Any], refused: list[str]) -> list[str]:
     """One short line per project variable of a host that the schema's types refuse (not
-    Ansible's whole argument-spec dump), leaving out those ``refused`` already names."""
-    values = {name: host_vars[name] for name in ansible_names() if name in host_vars}
+    Ansible's whole argument-spec dump), leaving out those ``refused`` already names: the roles'
+    own knobs (launch_*, report_*) too, as no role's argument spec is checked at its start."""
+    values = {name: host_vars[name] for name in spec_names() if name in host_vars}
     return spec_problems(values, refused)
 
 

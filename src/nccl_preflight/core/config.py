@@ -294,14 +294,22 @@ def _validation_problems(values: dict[str, Any], places: dict[str, str]) -> list
     return problems
 
 
+@functools.lru_cache(maxsize=1)
+def spec_names() -> tuple[str, ...]:
+    """Every variable of the schema that an inventory may give a value the schema's types then
+    check (spec_problems): the Ansible front-end's names and the roles' own knobs, sorted."""
+    return tuple(sorted(set(schema.VARIABLES) - SLURM_ONLY.keys()))
+
+
 def spec_problems(values: Mapping[str, Any], refused: Iterable[str] = ()) -> list[str]:
-    """One line per nccl_*/preflight_* variable of ``values`` (a host's: what the inventory and -e
-    set) that the schema refuses (type, elements, choices, converted as Ansible converts), in
-    the Slurm config's words ("nccl_pairwise is 'sometimes', not one of auto, always, never");
+    """One line per variable of the schema in ``values`` (a host's: what the inventory and -e
+    set; the roles' own knobs, launch_*, report_*, included: no role checks its argument spec at
+    its start) that the schema refuses (type, elements, choices, converted as Ansible converts),
+    in the Slurm config's words ("nccl_pairwise is 'sometimes', not one of auto, always, never");
     a variable that one of the ``refused`` sentences already names is left out."""
     named = {name for sentence in refused for name in _NAME.findall(sentence)}
     problems = []
-    for name in sorted(ansible_names()):
+    for name in spec_names():
         if name in values and name not in named:
             problem = _typed(values[name], _spec(name))[1]
             if problem:

@@ -113,6 +113,8 @@ def test_sourcing_nccl_env_in_a_shell_gives_the_same_values(shared_run: Path) ->
         ({"nccl_master_port": 70000}, "nccl_master_port is 70000, outside 1024-65535"),
         ({"nccl_fabric_cidr": "192.168.100.0/33"}, "nccl_fabric_cidr '192.168.100.0/33'"),
         ({"nccl_backend": "infiniband"}, "nccl_backend"),
+        # a role's own knob: no role checks its argument spec at its start (a task per host)
+        ({"launch_watch_interval": "often"}, "launch_watch_interval is 'often'"),
         # parsed by the rank script's own parser on the control machine (core/rank_args.py)
         ({"nccl_check_args": ["--max-bites", "1M"]}, "nccl_check_args unrecognized arguments"),
         ({"nccl_check_args": ["--iters", "many"]}, "nccl_check_args argument --iters: 'many'"),

@@ -55,7 +55,7 @@ def action_of(task: dict) -> str:
 
 SETTINGS = ROOT / "roles" / "preflight" / "tasks" / "settings.yml"
 # Playbook tasks that make no call on a node.
-PLAYBOOK_ONLY = {"ansible.builtin.import_role", "ansible.builtin.group_by"}
+PLAYBOOK_ONLY = {"ansible.builtin.import_role", "ansible.builtin.add_host"}
 PLAYBOOK = ROOT / "playbooks" / "validate.yml"
 LAUNCH = ROOT / "roles" / "launch" / "tasks" / "run.yml"
 FACTS = ROOT / "roles" / "facts" / "tasks" / "main.yml"
@@ -153,6 +153,23 @@ def test_every_play_of_the_playbook_is_hosts_and_roles() -> None:
         for role in play["roles"][1:]:
             assert play.get("tags") or role.get("tags"), (play["name"], role["role"])
             assert not (play.get("tags") and role.get("tags")), (play["name"], role["role"])
+
+
+def test_a_role_that_may_end_its_play_early_is_the_last_of_its_play() -> None:
+    """launch and cleanup end their play when nothing is left to do (meta end_play: no task per
+    host), which ends every role after them too: none comes after them."""
+    enders = {
+        path.parts[-3]
+        for path in (ROOT / "roles").glob("*/tasks/*.yml")
+        if any(
+            t.get("ansible.builtin.meta") == "end_play"
+            for t in tasks_of(yaml.safe_load(path.read_text()))
+        )
+    }
+    assert enders == {"launch", "cleanup"}
+    for play in yaml.safe_load(PLAYBOOK.read_text()):
+        roles = [r["role"] for r in play["roles"]]
+        assert not (enders & set(roles[:-1])), play["name"]
 
 
 def test_each_stage_keeps_its_tags() -> None:

@@ -89,6 +89,14 @@ def test_spec_problems_one_line_each_and_none_twice() -> None:
     assert spec_problems({"nccl_pairwise": "always", "nccl_master_port": "29500"}) == []
 
 
+def test_spec_problems_hold_the_roles_own_knobs_too() -> None:
+    """No role checks its argument spec at its start (a task per host): the roles' own knobs
+    are refused here, before any host is touched, as the project's variables are."""
+    lines = spec_problems({"launch_watch_interval": "often", "report_html": "maybe"})
+    assert [line.split(" ")[0] for line in lines] == ["launch_watch_interval", "report_html"]
+    assert spec_problems({"launch_watch_interval": "2.5", "report_html": "yes"}) == []
+
+
 def test_bad_values_are_one_short_line_each_not_the_argument_spec(tmp_path: Path) -> None:
     inventory = tmp_path / "inventory"
     (inventory / "group_vars").mkdir(parents=True)
