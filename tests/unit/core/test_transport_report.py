@@ -195,7 +195,7 @@ def test_a_preflight_only_run_has_no_transport_section(tmp_path):
     (run_dir / "preflight" / "node1.json").write_text(
         json.dumps({"host": "node1", "results": [{"check": "mtu", "status": "passed"}]})
     )
-    judged = judge_run(nccl_junit.read_run(run_dir), expect_ranks=False)
+    judged = judge_run(nccl_junit.read_run(run_dir), ranks_launched=False)
     summary = summarize(judged)
     assert summary["transport"] == [] and "Transport" not in summary["markdown"]
 
