@@ -481,7 +481,7 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nccl_preflight.node.processes import is_alive
 from ansible.module_utils.nccl_preflight.node.run_look import RefusedRemoval, finish, finished
-from ansible.module_utils.nccl_preflight.node.run_observe import (
+from ansible.module_utils.nccl_preflight.node.run_progress import (
     read_progress,
     stall_evidence,
     touch_watch,
