@@ -402,7 +402,7 @@ def test_ranks_per_node_must_add_up_to_the_world(
 # --- a wrong collective is caught by the check functions (the collective faked in-process) -----
 
 
-def test_check_all_reduce_fails_and_names_the_lost_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verify_all_reduce_fails_and_names_the_lost_rank(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = ex.Context.make(0, 4, torch.device("cpu"), torch.float32)
     base = ex.base_pattern(ctx.count, ctx.base_period)
 
