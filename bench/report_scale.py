@@ -228,7 +228,7 @@ def report_params(report_root: Path, run_id: str) -> dict[str, Any]:
         "report_root": str(report_root),
         "run_id": run_id,
         "fallback_to_latest": False,
-        "expect_ranks": True,
+        "ranks_launched": True,
         "update_latest": True,
         "html": True,
         "run_check_mode": False,

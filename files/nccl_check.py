@@ -9,12 +9,12 @@
     python nccl_check.py --init-method tcp://HOST:PORT --rank R --world-size N
 
 Sections 1 to 10 read top to bottom; whole concerns are modules beside this file, each a leaf
-that never imports it: the correctness checks (nccl_check_expect.py), timing (nccl_check_sweep.py),
-the pairwise rounds (nccl_check_pairwise.py) and the tables the control machine reads too: the
-tests, the collectives timed, the support table (nccl_check_tables.py, a link to
-src/nccl_preflight/node/collective_tables.py). The record and the exit status: docs/design.md,
-"Rank result"; the files, exact inputs, Collective records and never hanging: "Inside the rank
-script".
+that never imports it: the correctness verifiers (nccl_check_verify.py), timing
+(nccl_check_sweep.py), the pairwise rounds (nccl_check_pairwise.py) and the tables the control
+machine reads too: the tests, the collectives timed, the support table (nccl_check_tables.py, a
+link to src/nccl_preflight/node/collective_tables.py). The record and the exit status:
+docs/design.md, "Rank result"; the files, exact inputs, Collective records and never hanging:
+"Inside the rank script".
 """
 
 from __future__ import annotations
@@ -49,27 +49,6 @@ import torch
 import torch.distributed as dist
 
 # The script's own modules, beside it (its directory is sys.path[0]); none imports this one.
-from nccl_check_expect import (
-    Context,
-    Details,
-    Fail,
-    Skip,
-    all_gather_single,
-    check_all_gather,
-    check_all_reduce,
-    check_all_to_all,
-    check_barrier,
-    check_broadcast,
-    check_gather,
-    check_reduce,
-    check_reduce_scatter,
-    check_scatter,
-    check_send_recv,
-    exact_pattern,
-    reduce_scatter_single,
-    ring_exchange,
-    sum_of_tags,
-)
 from nccl_check_options import TCP_URL, Names, option_problems
 from nccl_check_options import build_parser as options_parser
 from nccl_check_pair_schedule import DEFAULT_PAIR_ROUNDS
@@ -85,6 +64,27 @@ from nccl_check_tables import (
     Support,
     support_of,
     tests_of,
+)
+from nccl_check_verify import (
+    Context,
+    Details,
+    Fail,
+    Skip,
+    all_gather_single,
+    exact_pattern,
+    reduce_scatter_single,
+    ring_exchange,
+    sum_of_tags,
+    verify_all_gather,
+    verify_all_reduce,
+    verify_all_to_all,
+    verify_barrier,
+    verify_broadcast,
+    verify_gather,
+    verify_reduce,
+    verify_reduce_scatter,
+    verify_scatter,
+    verify_send_recv,
 )
 
 SCHEMA = 1
@@ -423,7 +423,7 @@ def describe_missing(
 
 
 # --------------------------------------------------------------------------------------------
-# 6. Running one test: its outcome as a record entry (the checks: nccl_check_expect.py)
+# 6. Running one test: its outcome as a record entry (the verifiers: nccl_check_verify.py)
 # --------------------------------------------------------------------------------------------
 
 
@@ -516,7 +516,7 @@ class Collective:
     fields: docs/design.md, "Collective records")."""
 
     name: str
-    check: Callable[..., Details]
+    verify: Callable[..., Details]
     busbw: Callable[[int], float] = lambda n: 1.0
     run: Callable[[Buffers], object] | None = None
     result: Callable[[Buffers], tuple[torch.Tensor, Any] | None] = lambda b: None
@@ -528,9 +528,9 @@ class Collective:
     def tests(self) -> tuple[str, ...]:
         return tests_of(self.name)
 
-    def checker(self, test: str) -> Callable[[Context], Details]:
+    def verifier(self, test: str) -> Callable[[Context], Details]:
         op = test.removeprefix(f"{self.name}_")
-        return (lambda ctx: self.check(ctx, op)) if COLLECTIVE_OPS[self.name] else self.check
+        return (lambda ctx: self.verify(ctx, op)) if COLLECTIVE_OPS[self.name] else self.verify
 
 
 GLOO_BROADCAST = (
@@ -554,7 +554,7 @@ COLLECTIVES: dict[str, Collective] = {
     for c in (
         Collective(
             "all_reduce",
-            check_all_reduce,
+            verify_all_reduce,
             busbw=lambda n: 2 * (n - 1) / n,
             run=lambda b: dist.all_reduce(b.send),
             result=lambda b: (b.send, b.total),
@@ -562,7 +562,7 @@ COLLECTIVES: dict[str, Collective] = {
         ),
         Collective(
             "broadcast",
-            check_broadcast,
+            verify_broadcast,
             run=lambda b: dist.broadcast(b.send, src=0),
             result=lambda b: (b.send, b.v(0)),
             root=0,
@@ -570,7 +570,7 @@ COLLECTIVES: dict[str, Collective] = {
         ),
         Collective(
             "reduce",
-            check_reduce,
+            verify_reduce,
             run=lambda b: dist.reduce(b.send, dst=0),
             result=lambda b: (b.send, b.total) if b.rank == 0 else None,
             redop="sum",
@@ -578,18 +578,18 @@ COLLECTIVES: dict[str, Collective] = {
         ),
         Collective(
             "all_gather",
-            check_all_gather,
+            verify_all_gather,
             busbw=lambda n: (n - 1) / n,
             run=lambda b: all_gather_single(b.out, b.chunk_in),
             result=lambda b: (b.out, b.by_source()),
             split=True,
             notes={"gloo": BandwidthNote(2, 2, GLOO_ALL_GATHER)},
         ),
-        Collective("gather", check_gather),
-        Collective("scatter", check_scatter),
+        Collective("gather", verify_gather),
+        Collective("scatter", verify_scatter),
         Collective(
             "reduce_scatter",
-            check_reduce_scatter,
+            verify_reduce_scatter,
             busbw=lambda n: (n - 1) / n,
             run=lambda b: reduce_scatter_single(b.chunk_out, b.send),
             result=lambda b: (b.chunk_out, b.total),
@@ -599,7 +599,7 @@ COLLECTIVES: dict[str, Collective] = {
         ),
         Collective(
             "all_to_all",
-            check_all_to_all,
+            verify_all_to_all,
             busbw=lambda n: (n - 1) / n,
             run=lambda b: dist.all_to_all_single(b.out, b.send),
             result=lambda b: (b.out, b.by_source()),
@@ -607,15 +607,15 @@ COLLECTIVES: dict[str, Collective] = {
         ),
         Collective(
             "send_recv",
-            check_send_recv,
+            verify_send_recv,
             run=lambda b: ring_exchange(b.send, b.out, b.rank, b.n),
             result=lambda b: (b.out, b.v((b.rank - 1) % b.n)),
         ),
-        Collective("barrier", check_barrier),
+        Collective("barrier", verify_barrier),
     )
 }
-# The check of every correctness test, in the tables' order (COLLECTIVE_OPS: the records' own).
-CHECKS = {t: c.checker(t) for c in COLLECTIVES.values() for t in c.tests()}
+# The verifier of every correctness test, in the tables' order (COLLECTIVE_OPS: the records' own).
+VERIFIERS = {t: c.verifier(t) for c in COLLECTIVES.values() for t in c.tests()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -958,7 +958,7 @@ def run_tests(run: Run, device: torch.device) -> str | None:
         if name.startswith("bandwidth_"):
             entry = run_test(name, lambda c=collective: measure(sweep, c), support)
         else:
-            entry = run_test(name, lambda n=name: CHECKS[n](ctx), support)
+            entry = run_test(name, lambda n=name: VERIFIERS[n](ctx), support)
         if entry["bandwidth"]:
             table = bandwidth_table(collective, entry["bandwidth"], args.world_size, backend)
             run.tables.append(table)

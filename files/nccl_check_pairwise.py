@@ -24,7 +24,6 @@ import torch
 import torch.distributed as dist
 
 # Sibling modules of the rank script (files/), never nccl_check itself.
-from nccl_check_expect import Context, Details, Fail, Skip
 from nccl_check_pair_schedule import (
     Round,
     first_pass,
@@ -34,6 +33,7 @@ from nccl_check_pair_schedule import (
     second_pass,
 )
 from nccl_check_sweep import gbps, timed
+from nccl_check_verify import Context, Details, Fail, Skip
 
 
 class RankRun(Protocol):

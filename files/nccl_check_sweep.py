@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 # A sibling module of the rank script (files/), never nccl_check itself.
-from nccl_check_expect import Context, Details, Fail
+from nccl_check_verify import Context, Details, Fail
 
 
 def synchronize(device: torch.device) -> None:

@@ -85,23 +85,8 @@ options:
         bus cannot be read; elsewhere C(xpus_reason) says it was not asked.
     type: bool
     default: false
-  program_python:
-    description:
-      - The node's Python, as the inventory names it (C(ansible_python_interpreter)). Given,
-        this call runs as a small program of the standard library, sent on the call's standard
-        input and started with this Python, instead of as a module - the same options, checks
-        and result, without Ansible's module start on the node (about 0.3 CPU seconds a call)
-        and without building a module payload on the control machine. It unpacks into a
-        private temporary directory that it removes. When that program cannot run, the module
-        runs instead.
-      - Empty - the module runs (with Ansible's interpreter discovery, when it is on).
-    type: str
-    default: ""
-  run_id:
-    description: The run's identifier, in the name of O(program_python)'s temporary directory
-      (C(nccl-preflight-<run_id>-*)).
-    type: str
-    default: ""
+extends_documentation_fragment:
+  - nccl_program
 attributes:
   check_mode:
     support: full

@@ -163,22 +163,8 @@ options:
           - Needs O(collect.remove_run_dir).
         type: bool
         default: false
-  program_python:
-    description:
-      - The node's Python (the one Ansible runs modules with, M(nccl_facts)'s
-        C(module_python)). Given, this observation runs as a small program of the standard
-        library, sent on the call's standard input and started with this Python, instead of as
-        a module - the same options, checks and result, without Ansible's module start on the
-        node (about 0.3 CPU seconds a call). It unpacks into a private temporary directory that
-        it removes. When that program cannot run, the module runs instead.
-      - Empty - the module runs.
-    type: str
-    default: ""
-  run_id:
-    description: The run's identifier, in the name of O(program_python)'s temporary directory
-      (C(nccl-preflight-<run_id>-*)).
-    type: str
-    default: ""
+extends_documentation_fragment:
+  - nccl_program
 attributes:
   check_mode:
     support: full

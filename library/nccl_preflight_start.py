@@ -154,21 +154,6 @@ options:
         description: This host's fabric address (returned as RV(preflight) C(fabric_address)).
         type: str
         default: ""
-  program_python:
-    description:
-      - The node's Python, as the inventory names it (C(ansible_python_interpreter)). Given,
-        this call runs as a small program of the standard library, sent on the call's standard
-        input and started with this Python, instead of as a module - the same options, checks
-        and result, without Ansible's module start on the node. When that program cannot run,
-        the module runs instead.
-      - Empty - the module runs (with Ansible's interpreter discovery, when it is on).
-    type: str
-    default: ""
-  run_id:
-    description: The run's identifier, in the name of O(program_python)'s temporary directory
-      (C(nccl-preflight-<run_id>-*)).
-    type: str
-    default: ""
   tether:
     description:
       - This ansible-playbook run makes a run directory on the node. Before the facts, the
@@ -195,6 +180,8 @@ options:
         description: Where on the control machine the tether keeps the warden's last answer
           (why it ended the run), for the launch's wait to report a run it ended as lost.
         type: path
+extends_documentation_fragment:
+  - nccl_program
 attributes:
   check_mode:
     support: full

@@ -38,11 +38,11 @@ options:
         instead (used when only the report stage runs, with a freshly generated run id).
     type: bool
     default: false
-  expect_ranks:
+  ranks_launched:
     description:
-      - A run with no rank at all (no C(plan.json), no rank result) gets an error testcase
-        saying that nothing was launched. Set false when only pre-flight ran.
-      - A C(plan.json) always means ranks were expected.
+      - Ranks were launched - a run with no rank at all (no C(plan.json), no rank result) gets an
+        error testcase saying that nothing was launched. Set false when only pre-flight ran.
+      - A C(plan.json) always means ranks were launched.
     type: bool
     default: true
   update_latest:

@@ -487,7 +487,7 @@ from ansible.module_utils.nccl_preflight.node.payload import guard_payload
 _LEAVE_NO_PAYLOAD = guard_payload(globals().get("_modlib_path"))
 from ansible.module_utils.nccl_preflight.node.processes import is_alive
 from ansible.module_utils.nccl_preflight.node.run_look import RefusedRemoval, finish, finished
-from ansible.module_utils.nccl_preflight.node.run_observe import (
+from ansible.module_utils.nccl_preflight.node.run_progress import (
     read_progress,
     stall_evidence,
     touch_watch,

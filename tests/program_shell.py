@@ -8,6 +8,9 @@ from __future__ import annotations
 import subprocess
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
+
+from ansible.plugins.action import ActionBase
 
 
 class Shell:
@@ -38,3 +41,23 @@ def program_action(action_class: type, action: str, shell: Shell, check_mode: bo
     plugin._low_level_execute_command = shell
     plugin._compute_environment_string = lambda: ""  # the task sets no environment
     return plugin
+
+
+def run_action(
+    plugin: Any, args: dict[str, Any], module_answer: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``plugin.run()`` on the task's options ``args``, ActionBase.run's own checks (they need a
+    whole task) left out: -> (its result, the options of each module call it made instead of
+    the program; the module answers ``module_answer``, by default {"changed": False})."""
+    ran: list[dict[str, Any]] = []
+
+    def module(module_name: str, module_args: dict[str, Any], task_vars: Any) -> dict[str, Any]:
+        assert module_name == plugin._task.action
+        ran.append(dict(module_args))
+        return dict(module_answer or {"changed": False})
+
+    plugin._task.args = dict(args)
+    plugin._execute_module = module
+    with mock.patch.object(ActionBase, "run", lambda self, tmp=None, task_vars=None: {}):
+        result = plugin.run(task_vars={})
+    return result, ran

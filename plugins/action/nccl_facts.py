@@ -20,7 +20,7 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import DISCOVERY, action_program_call
+from nccl_preflight.core.stdin_ship import action_program_or_module
 from nccl_preflight.node.facts_call import FACTS_ENTRY, FACTS_SPEC
 
 
@@ -34,22 +34,9 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         del tmp
+        validator = ArgumentSpecValidator(FACTS_SPEC)
         args = dict(self._task.args)
-        python = str(args.get("program_python") or "")
-        answer = None
-        if python and python not in DISCOVERY:
-            answer = self.facts_program(python, args)
-        if answer is None:
-            answer = self._execute_module(
-                module_name=self._task.action, module_args=args, task_vars=task_vars
-            )
-        result.update(answer)
-        return result
-
-    def facts_program(self, python: str, args: dict[str, Any]) -> dict[str, Any] | None:
-        """The call through node/facts_call.py; None where the module must run."""
-        run_id = str(args.pop("run_id", "") or "facts")
-        args.pop("program_python", None)
-        return action_program_call(
-            self, ArgumentSpecValidator(FACTS_SPEC), args, python, run_id, FACTS_ENTRY
+        result.update(
+            action_program_or_module(self, validator, args, task_vars, FACTS_ENTRY, "facts")
         )
+        return result

@@ -8,7 +8,8 @@ zipapp of it and what it imports, sent on the call's stdin through BOOT (core/st
 options after it as one JSON line. No module payload is built on the control machine and Ansible's
 module start (its wrapper and ``ansible.module_utils.basic``) is not paid on the node; the result is
 the module's. Options the spec refuses, a program that could not run or did not answer JSON, and no
-O(program_python): the module runs, as it would without this plugin.
+O(program_python) (or an interpreter-discovery setting): the module runs, as it would without
+this plugin (core/stdin_ship.py action_program_or_module, as nccl_facts' and the start's).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import action_program_call
+from nccl_preflight.core.stdin_ship import action_program_or_module
 from nccl_preflight.node.observe_call import OBSERVE_ENTRY, OBSERVE_SPEC
 
 
@@ -32,18 +33,9 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         del tmp
+        validator = ArgumentSpecValidator(OBSERVE_SPEC)
         args = dict(self._task.args)
-        answer = self.run_plain(args) if args.get("program_python") else None
-        if answer is None:
-            answer = self._execute_module(
-                module_name=self._task.action, module_args=args, task_vars=task_vars
-            )
-        result.update(answer)
-        return result
-
-    def run_plain(self, args: dict[str, Any]) -> dict[str, Any] | None:
-        """The observation through node/observe_call.py; None where the module must run."""
-        python, run_id = str(args.pop("program_python")), str(args.pop("run_id", "") or "observe")
-        return action_program_call(
-            self, ArgumentSpecValidator(OBSERVE_SPEC), args, python, run_id, OBSERVE_ENTRY
+        result.update(
+            action_program_or_module(self, validator, args, task_vars, OBSERVE_ENTRY, "observe")
         )
+        return result

@@ -31,7 +31,7 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from nccl_preflight.core.stdin_ship import DISCOVERY, action_program_call
+from nccl_preflight.core.stdin_ship import action_program_or_module, named_python
 from nccl_preflight.core.tether import start_tether, warden_command
 from nccl_preflight.core.zipapp import user_cache_dir
 from nccl_preflight.node.preflight_start_call import PREFLIGHT_START_ENTRY, START_CALL_SPEC
@@ -49,18 +49,14 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
-        python = str(args.get("program_python") or "")
-        tether = self.tether(args.pop("tether", None), python, str(args.get("run_id") or ""))
+        tether = self.tether(
+            args.pop("tether", None), named_python(args), str(args.get("run_id") or "")
+        )
         if tether is not None and isinstance(args.get("preflight"), dict):
             args["preflight"] = {**args["preflight"], "warden": bool(tether.get("ready"))}
-        answer = None
-        if python and python not in DISCOVERY:
-            answer = self.start_program(python, args)
-        if answer is None:
-            answer = self._execute_module(
-                module_name=self._task.action, module_args=args, task_vars=task_vars
-            )
-        result.update(answer)
+        validator = ArgumentSpecValidator(START_CALL_SPEC)
+        entry = PREFLIGHT_START_ENTRY
+        result.update(action_program_or_module(self, validator, args, task_vars, entry, "start"))
         if tether is not None:
             result["tether"] = tether
             if not tether.get("ready"):
@@ -73,12 +69,12 @@ class ActionModule(ActionBase):
     def tether(
         self, options: dict[str, Any] | None, program_python: str, run_id: str
     ) -> dict[str, Any] | None:
-        """Start the node's warden for ``options["run_dir"]``; None without O(tether) or in check
-        mode (nothing starts on the node)."""
+        """Start the node's warden for ``options["run_dir"]`` with ``program_python`` (named_python:
+        "" for none), else O(tether.python); None without O(tether) or in check mode (nothing
+        starts on the node)."""
         if not options or not options.get("run_dir") or self._task.check_mode:
             return None
-        python = program_python if program_python not in ("", *DISCOVERY) else ""
-        python = python or str(options.get("python") or "") or "python3"
+        python = program_python or str(options.get("python") or "") or "python3"
         command = self.session_command(shlex.join(warden_command(python, run_id or "warden")))
         if isinstance(command, str):
             return {"ready": False, "error": command}
@@ -112,16 +108,3 @@ class ActionModule(ActionBase):
             connection.get_option("ssh_executable"), "ssh", connection.host, command
         )
         return [os.fsdecode(arg) for arg in argv]
-
-    def start_program(self, python: str, args: dict[str, Any]) -> dict[str, Any] | None:
-        """The call through node/preflight_start_call.py; None where the module must run."""
-        run_id = str(args.pop("run_id", "") or "start")
-        args.pop("program_python", None)
-        return action_program_call(
-            self,
-            ArgumentSpecValidator(START_CALL_SPEC),
-            args,
-            python,
-            run_id,
-            PREFLIGHT_START_ENTRY,
-        )

@@ -43,7 +43,7 @@ def write_run(
     root: Path,
     name: str,
     busbw: dict[str, dict[int, float]],
-    expect: dict[str, Any] | None = None,
+    bandwidth: dict[str, Any] | None = None,
     speed: int | None = 10000,
 ) -> Path:
     run_dir = root / name
@@ -61,6 +61,6 @@ def write_run(
         )
         (run_dir / host).mkdir(parents=True)
         (run_dir / host / f"rank-{node}.json").write_text(json.dumps(rank_doc(node, node, busbw)))
-    plan = {"run_id": name, "hosts": hosts, "world_size": 2, "expect": expect or {}}
+    plan = {"run_id": name, "hosts": hosts, "world_size": 2, "bandwidth": bandwidth or {}}
     (run_dir / "plan.json").write_text(json.dumps(plan))
     return run_dir

@@ -292,7 +292,7 @@ def params(run_dir: Path) -> dict[str, Any]:
         "report_root": str(run_dir.parent),
         "run_id": run_dir.name,
         "fallback_to_latest": False,
-        "expect_ranks": True,
+        "ranks_launched": True,
         "update_latest": True,
         "html_template": str(HTML_TEMPLATE),
         "run_check_mode": False,

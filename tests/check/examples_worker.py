@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.check.support import load_part
 
-ex = load_part("nccl_check_expect")
+ex = load_part("nccl_check_verify")
 
 
 def main() -> None:
@@ -37,13 +37,13 @@ def main() -> None:
             cases[name] = {"status": "failed", "message": str(exc), **exc.details}
 
     if n == 4:  # reduce of [rank] to dst 0 gives [6]; all_reduce gives 6 everywhere
-        run("reduce", lambda: ex.check_reduce(ctx, base=[0], step=1))
-        run("all_reduce", lambda: ex.check_all_reduce(ctx, "sum", base=[0], step=1))
+        run("reduce", lambda: ex.verify_reduce(ctx, base=[0], step=1))
+        run("all_reduce", lambda: ex.verify_all_reduce(ctx, "sum", base=[0], step=1))
     if n == 2:  # reduce_scatter of [2r+1, 2r+2] gives 4 and 6; scatter of [ones, fives]
-        run("reduce_scatter", lambda: ex.check_reduce_scatter(ctx, base=[1, 2], step=2))
-        run("scatter", lambda: ex.check_scatter(ctx, base=[1, 1], step=4))
+        run("reduce_scatter", lambda: ex.verify_reduce_scatter(ctx, base=[1, 2], step=2))
+        run("scatter", lambda: ex.verify_scatter(ctx, base=[1, 1], step=4))
     if n == 6:  # all_reduce of [2, 3] + 2 * rank gives [42, 48]
-        run("all_reduce", lambda: ex.check_all_reduce(ctx, "sum", base=[2, 3], step=2))
+        run("all_reduce", lambda: ex.verify_all_reduce(ctx, "sum", base=[2, 3], step=2))
     (out_dir / f"example-{rank}.json").write_text(json.dumps(cases))
     dist.destroy_process_group()
 

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.check.support import load_part
 
-ex = load_part("nccl_check_expect")
+ex = load_part("nccl_check_verify")
 
 
 def sent_by(rank: int) -> Any:

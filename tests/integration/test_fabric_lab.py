@@ -197,7 +197,7 @@ def test_memlock_ib_hca_and_nccl_conf_faults_are_named_before_torch_starts(
     # the launch did not start: nothing of torch ran
     plan = json.loads((report / "plan.json").read_text())
     assert "the pre-flight failed" in plan["launch_skipped"]
-    assert [h["expect_net"]["expect"] for h in plan["hosts"]] == ["socket", "socket"]
+    assert [h["expect_net"]["network"] for h in plan["hosts"]] == ["socket", "socket"]
 
 
 def test_ranks_get_the_nccl_debug_file_and_gloo_ranks_say_why_no_transport(
@@ -243,7 +243,7 @@ def test_ranks_get_the_nccl_debug_file_and_gloo_ranks_say_why_no_transport(
             summary
         )
     plan = json.loads((report / "plan.json").read_text())
-    assert plan["hosts"][0]["expect_net"]["expect"] == "socket"
+    assert plan["hosts"][0]["expect_net"]["network"] == "socket"
     assert "no RDMA device" in plan["hosts"][0]["expect_net"]["reason"]
 
 

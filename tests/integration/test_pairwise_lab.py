@@ -309,7 +309,7 @@ def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
     plan = json.loads((first_dir / "plan.json").read_text())
     measured = json.loads(next(first_dir.glob("*/rank-0.json")).read_text())["tests"][-1]
     busbw = measured["bandwidth"][-1]["busbw_gbps"]
-    assert plan["expect"]["expected_busbw"] == {"all_reduce": 0.25}
+    assert plan["bandwidth"]["expected_busbw"] == {"all_reduce": 0.25}
     assert busbw < 0.125 * 1.1  # the link carries 1 Gbit/s (plus what tbf's burst lets through)
     assert f"busbw {busbw:.4g} GB/s at 4194304 B" in output
     assert "of the expected 0.25 GB/s (nccl_expected_busbw)" in output

@@ -3,7 +3,7 @@
 """Bandwidth judged against what the link should give, and against an earlier run.
 
 Pure functions on the control machine (docs/design.md, "Expected bandwidth and baseline"); the
-settings come from plan.json's ``expect`` (written by roles/launch from nccl_expected_busbw,
+settings come from plan.json's ``bandwidth`` (written by roles/launch from nccl_expected_busbw,
 nccl_busbw_warn, nccl_busbw_crit, nccl_busbw_efficiency, nccl_busbw_min_bytes, nccl_baseline) and
 each host's ``link_speed_mbps``.
 
@@ -34,9 +34,9 @@ from .rdma_expect import NicsUsed, cluster_figure, used_by_host
 if TYPE_CHECKING:
     from .run_data import RunData
 
-# plan.json's expect keys -> the variable whose default (core/config.py defaults()) a plan
+# plan.json's bandwidth keys -> the variable whose default (core/config.py defaults()) a plan
 # without the key is judged with (a plan written when the run was cut short has none).
-EXPECT_VARIABLES = {
+BANDWIDTH_VARIABLES = {
     "expected_busbw": "nccl_expected_busbw",
     "warn": "nccl_busbw_warn",
     "crit": "nccl_busbw_crit",
@@ -49,10 +49,10 @@ _RANK_FILE = re.compile(r"^rank-\d+\.json$")
 
 
 def settings(plan: dict[str, Any]) -> dict[str, Any]:
-    """plan.json's expect, a key it lacks from the variables' defaults."""
+    """plan.json's bandwidth, a key it lacks from the variables' defaults."""
     plain = defaults()
-    found = {key: plain[name] for key, name in EXPECT_VARIABLES.items()}
-    found.update({k: v for k, v in (plan.get("expect") or {}).items() if v is not None})
+    found = {key: plain[name] for key, name in BANDWIDTH_VARIABLES.items()}
+    found.update({k: v for k, v in (plan.get("bandwidth") or {}).items() if v is not None})
     return found
 
 

@@ -9,10 +9,11 @@
                          (nccl.preflight.nccl_facts, | nccl.preflight.nccl_rank_layout)
     playbooks/validate.yml   the playbook, its roles in full: ansible-playbook
                          nccl.preflight.validate, or import_playbook from a site's own
-    plugins/modules/     library/'s modules; the node room they ship with them, under
-                         plugins/module_utils/nccl_preflight/ (what ansible.cfg's module_utils
-                         gives a checkout)
-    plugins/action|filter|callback|inventory/   plugins/'s, and roles/launch's action plugin
+    plugins/modules/     library/'s modules, their doc fragments in full; the node room they
+                         ship with them, under plugins/module_utils/nccl_preflight/ (what
+                         ansible.cfg's module_utils gives a checkout)
+    plugins/action|filter|callback|inventory|doc_fragments/   plugins/'s, and roles/launch's
+                         action plugin
     files/               the rank script (roles/launch's launch_script: role_path/../../files)
 
 The control machine's side of the plugins imports the installed package (``pip install
@@ -37,13 +38,15 @@ NAMESPACE, NAME = "nccl", "preflight"
 FQCN = f"{NAMESPACE}.{NAME}"
 
 
-# The project's modules (library/) and callbacks (plugins/callback/), as the tree has them.
+# The project's modules (library/), callbacks (plugins/callback/) and doc fragments
+# (plugins/doc_fragments/), as the tree has them.
 def _stems(*parts: str) -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in TREE.content.joinpath(*parts).glob("*.py")))
 
 
 MODULES = _stems("library")
 CALLBACKS = _stems("plugins", "callback")
+DOC_FRAGMENTS = _stems("plugins", "doc_fragments")
 NODE_IMPORT = "ansible.module_utils.nccl_preflight."
 COLLECTION_IMPORT = f"ansible_collections.{NAMESPACE}.{NAME}.plugins.module_utils.nccl_preflight."
 # Where the collection's reports go by default: the working directory's reports/ (a checkout's
@@ -110,10 +113,21 @@ def _copy_yaml_tree(source: Path, target: Path, filters: list[str]) -> None:
             path.write_text(qualify(path.read_text(encoding="utf-8"), filters), encoding="utf-8")
 
 
+def qualify_fragments(text: str) -> str:
+    """A module's source with the project's doc fragments in full: a collection's modules find
+    a fragment by its full name only (ansible-doc has no collection to search)."""
+    names = "|".join(DOC_FRAGMENTS)
+    block = re.compile(r"^extends_documentation_fragment:\n(?:  - .*\n)+", re.M)
+    return block.sub(
+        lambda m: re.sub(rf"^(  - )({names})$", rf"\1{FQCN}.\2", m.group(0), flags=re.M), text
+    )
+
+
 def _copy_plugins(tree: Tree, target: Path) -> None:
     plugins = target / "plugins"
     for module in sorted((tree.content / "library").glob("*.py")):
         text = module.read_text(encoding="utf-8").replace(NODE_IMPORT, COLLECTION_IMPORT)
+        text = qualify_fragments(text)
         (plugins / "modules").mkdir(parents=True, exist_ok=True)
         (plugins / "modules" / module.name).write_text(text, encoding="utf-8")
     utils = plugins / "module_utils" / "nccl_preflight"
@@ -122,7 +136,7 @@ def _copy_plugins(tree: Tree, target: Path) -> None:
     shutil.copytree(
         tree.package / "node", utils / "node", ignore=shutil.ignore_patterns("__pycache__")
     )
-    for kind in ("action", "filter", "callback", "inventory"):
+    for kind in ("action", "filter", "callback", "inventory", "doc_fragments"):
         shutil.copytree(
             tree.content / "plugins" / kind,
             plugins / kind,

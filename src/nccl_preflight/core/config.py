@@ -230,6 +230,9 @@ def _identifier(value: Any, pattern: re.Pattern[str]) -> bool:
 # The names the project polices in an inventory: its own prefixes (a role's knobs launch_*,
 # report_*, ... are the role's to check, by its argument spec).
 POLICED = re.compile(r"\b(?:nccl|preflight)_[a-z0-9_]+\b")
+# Names that went away -> the name that took their place: refused with the new name wherever
+# they are set, their prefix policed or not (docs/variables.md has only the new one).
+RENAMED = {"report_expect_ranks": "report_ranks_launched"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -244,9 +247,11 @@ def ansible_names() -> frozenset[str]:
 
 def unknown_variables(names: Iterable[str]) -> list[str]:
     """The names of ``names`` (a host's variables) that look like the project's (POLICED) and
-    that it does not know (ansible_names), sorted: each a typo or a name that went away."""
+    that it does not know (ansible_names), and those RENAMED, sorted: each a typo or a name that
+    went away."""
     known = ansible_names()
-    return sorted({n for n in names if isinstance(n, str) and POLICED.fullmatch(n)} - known)
+    given = {n for n in names if isinstance(n, str)}
+    return sorted(({n for n in given if POLICED.fullmatch(n)} - known) | (given & set(RENAMED)))
 
 
 def unknown_problem(name: str, where: str = "") -> str:
@@ -261,6 +266,8 @@ def unknown_problem(name: str, where: str = "") -> str:
 def _unknown(name: Any) -> str:
     if not isinstance(name, str):
         return "is not a variable name"
+    if name in RENAMED:
+        return f"was renamed {RENAMED[name]}"
     near = difflib.get_close_matches(name, sorted(known_names()), n=1, cutoff=0.6)
     hint = f"did you mean {near[0]}?" if near else "see docs/variables.md for the variables"
     return f"is not a known variable; {hint}"

@@ -108,10 +108,10 @@ def transports(analysis: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     keyed = []
     for row in hosts:
-        expect = row.get("expect") or ""
+        expect_net = row.get("expect_net") or ""
         said = (
             row.get("net") or "",
-            f"{expect} ({row.get('expect_reason') or ''})" if expect else "",
+            f"{expect_net} ({row.get('expect_net_reason') or ''})" if expect_net else "",
             row["said"],
         )
         keyed.append((said, row["host"]))
@@ -124,8 +124,8 @@ def transports(analysis: dict[str, Any]) -> list[dict[str, Any]]:
         else list(grouped.items())
     )
     return [
-        {"host": compress(names), "net": net, "expect": expect, "summary": summary}
-        for (net, expect, summary), names in pairs
+        {"host": compress(names), "net": net, "expect_net": expect_net, "summary": summary}
+        for (net, expect_net, summary), names in pairs
     ]
 
 

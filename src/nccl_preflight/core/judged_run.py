@@ -28,9 +28,9 @@ from .verdict import exit_class, findings
 __all__ = ["JudgedRun", "judge_run"]  # JudgedRun: the model (core/findings.py) this judge builds
 
 
-def judge_run(run: RunData, expect_ranks: bool = True, check_mode: bool = False) -> JudgedRun:
-    """Judge ``run`` once (``expect_ranks``: a run without any rank is an error; ``check_mode``:
-    the run was a dry run, which its renderings say)."""
+def judge_run(run: RunData, ranks_launched: bool = True, check_mode: bool = False) -> JudgedRun:
+    """Judge ``run`` once (``ranks_launched``: ranks were launched, a run without any is an
+    error; ``check_mode``: the run was a dry run, which its renderings say)."""
     used = used_by_host(run)  # the NICs NCCL used, read from its logs once
     stop = run_stop(run)
     transport = analyze_run(run)
@@ -44,7 +44,7 @@ def judge_run(run: RunData, expect_ranks: bool = True, check_mode: bool = False)
         transport=transport,
         pairwise=pairwise,
         expectations=expectations,
-        expect_ranks=expect_ranks,
+        ranks_launched=ranks_launched,
     )
     found = findings(run, suites, pairwise, stop)
     totals = suite_totals(suites)

@@ -390,7 +390,7 @@ def build_suites(
     transport: dict[str, Any],
     pairwise: dict[str, Any] | None,
     expectations: dict[str, Any],
-    expect_ranks: bool = True,
+    ranks_launched: bool = True,
 ) -> list[SuiteFile]:
     """Every suite of the run: per host the pre-flight suite, then one per rank (with its
     ``transport`` testcase), the pairwise and the bandwidth suites. The run's other judgements
@@ -424,7 +424,7 @@ def build_suites(
     if interrupted:  # cut short from outside (slurm/run.py cut_short): the run has no verdict
         message = f"run {run.run_id} was cut short before it ended: {interrupted}"
         run_cases.append(Case(INTERRUPTED_TEST, "nccl.run").error(message, kind=INTERRUPTED_TEST))
-    elif (expect_ranks or run.plan) and not any(f.kind == "rank" for f in files):
+    elif (ranks_launched or run.plan) and not any(f.kind == "rank" for f in files):
         message = (
             f"run {run.run_id}: no rank was planned or reported (no plan.json and no "
             f"rank result); the launch stage did not run. Run the whole playbook: "

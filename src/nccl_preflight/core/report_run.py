@@ -30,7 +30,7 @@ ARGUMENT_SPEC: dict[str, dict] = {
     "report_root": {"type": "path", "required": True},
     "run_id": {"type": "str", "default": "latest"},
     "fallback_to_latest": {"type": "bool", "default": False},
-    "expect_ranks": {"type": "bool", "default": True},
+    "ranks_launched": {"type": "bool", "default": True},
     "update_latest": {"type": "bool", "default": True},
     "html": {"type": "bool", "default": True},
     "html_template": {"type": "path", "default": ""},
@@ -127,7 +127,7 @@ def _run_report(p: dict, check_mode: bool) -> dict:
             "run_id": run_id,
         }
     judged = judge_run(
-        read_run(run_dir), expect_ranks=p["expect_ranks"], check_mode=p["run_check_mode"]
+        read_run(run_dir), ranks_launched=p["ranks_launched"], check_mode=p["run_check_mode"]
     )
     summary = summarize(judged)
     verdict = verdict_document(judged)

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """Judging a run while it goes on, on the control machine (docs/design.md, "Watching a run").
 
-Pure functions over what the nodes' watch calls return (src/nccl_preflight/node/run_observe.py) and
-what every host's watch wrote to reports/<run-id>/<host>/progress.json: when a rank advances,
+Pure functions over what the nodes' watch calls return (src/nccl_preflight/node/run_progress.py)
+and what every host's watch wrote to reports/<run-id>/<host>/progress.json: when a rank advances,
 when the run stalls (nccl_stall_timeout, longer when the sizes before predict more), which
 failure on another node ends this node's run, what a stall's evidence says, and the progress
 lines a person watches. Standard library only; roles/launch's action plugin loads this file.
@@ -15,7 +15,7 @@ import signal
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ..node.run_observe import STOPPED_STATES
+from ..node.run_progress import STOPPED_STATES
 
 # A size may take this many times what the sizes before it predict before the run is stalled.
 STALL_MARGIN = 3.0
@@ -271,7 +271,7 @@ def link_down(state: dict[str, Any]) -> bool:
 
 
 def stopped_entries(state: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ranks of a host's last look whose process is stopped (node/run_observe.py
+    """The ranks of a host's last look whose process is stopped (node/run_progress.py
     rank_progress's ``stopped``: state T or t) while they still run a test."""
     return [
         entry

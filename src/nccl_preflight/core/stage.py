@@ -247,7 +247,7 @@ def plan_document(
         "check_args": check_args,
         "pair_triggers": pair_triggers(knobs, hosts),
         "launch_skipped": str(skipped).strip(),
-        "expect": {
+        "bandwidth": {
             "expected_busbw": dict(knobs.get("nccl_expected_busbw") or {}),
             "warn": float(knob(knobs, "nccl_busbw_warn")),
             "crit": float(knob(knobs, "nccl_busbw_crit")),

@@ -185,6 +185,36 @@ def program_call(
 DISCOVERY = ("auto", "auto_legacy", "auto_silent", "auto_legacy_silent")
 
 
+def named_python(args: dict[str, Any]) -> str:
+    """The Python an action's O(program_python) names to start its node program with; "" when
+    it names none: empty, or an interpreter-discovery setting (DISCOVERY)."""
+    python = str(args.get("program_python") or "")
+    return "" if python in DISCOVERY else python
+
+
+def action_program_or_module(
+    action: Any, validator: Any, args: dict[str, Any], task_vars: Any, entry: str, name: str
+) -> dict[str, Any]:
+    """An action plugin's answer (``action``: its ActionModule; ``args``: the task's options):
+    the node program ``entry`` (:func:`action_program_call`) where O(program_python) names a
+    Python (:func:`named_python`), else, or where the program did not answer, the task's module
+    as it runs without the action. The program's call takes O(program_python) and O(run_id) out
+    of ``args`` (the action's options: the module's spec takes them, the program's does not), so
+    a module that runs after it gets the task's options less those; ``name`` names BOOT's
+    directory when O(run_id) is empty."""
+    python = named_python(args)
+    answer = None
+    if python:
+        run_id = str(args.pop("run_id", "") or name)
+        args.pop("program_python", None)
+        answer = action_program_call(action, validator, args, python, run_id, entry)
+    if answer is None:
+        answer = action._execute_module(
+            module_name=action._task.action, module_args=args, task_vars=task_vars
+        )
+    return answer
+
+
 def action_program_call(
     action: Any, validator: Any, args: dict[str, Any], python: str, run_id: str, entry: str
 ) -> dict[str, Any] | None:

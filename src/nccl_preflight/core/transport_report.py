@@ -37,7 +37,7 @@ def _expectations(run: RunData) -> dict[str, dict[str, str]]:
     return found
 
 
-NO_EXPECTATION = {"expect": "any", "reason": "plan.json says nothing about the network to expect"}
+NO_EXPECTATION = {"network": "any", "reason": "plan.json says nothing about the network to expect"}
 
 
 def _likely_causes(host: HostData, parsed: dict[str, Any]) -> list[str]:
@@ -79,7 +79,7 @@ def _skip_reason(host: HostData, rank: int, log: str | None, plan_backend: Any) 
 
 
 def _judge_rank(
-    host: HostData, rank: int, parsed: dict, expect: dict, nnodes: int
+    host: HostData, rank: int, parsed: dict, expect_net: dict, nnodes: int
 ) -> dict[str, Any]:
     where = f"rank {rank} on {host.host}"
     text = describe(parsed)
@@ -94,7 +94,7 @@ def _judge_rank(
             "message": f"{where}: the NCCL log does not say which network NCCL chose (no "
             "'Using network' line and no NET channel; NCCL_DEBUG_SUBSYS without INIT and NET?)",
         }
-    wanted = expect.get("expect", "any")
+    wanted = expect_net.get("network", "any")
     wrong = (wanted == "ib" and kind == "socket") or (wanted == "socket" and kind != "socket")
     if not wrong:
         if wanted == "ib" and kind == "ib" and not parsed.get("gdrdma"):
@@ -103,7 +103,7 @@ def _judge_rank(
     causes = _likely_causes(host, parsed)
     message = (
         f"{where} used {parsed.get('net')} where {wanted.upper() if wanted == 'ib' else wanted} "
-        f"was expected ({expect.get('reason')}): {_net_line(parsed)}"
+        f"was expected ({expect_net.get('reason')}): {_net_line(parsed)}"
     )
     if causes:
         message += ". Likely cause: " + "; ".join(causes)
@@ -111,7 +111,7 @@ def _judge_rank(
 
 
 def analyze_run(run: RunData) -> dict[str, Any]:
-    """{"ranks": {rank: verdict}, "hosts": [{host, line, net, expect, ...}]} for a run."""
+    """{"ranks": {rank: verdict}, "hosts": [{host, line, net, expect_net, ...}]} for a run."""
     plan_backend = run.plan.get("backend")
     nnodes = len(run.plan.get("hosts") or []) or len(run.hosts)
     ranks: dict[int, dict[str, Any]] = {}
@@ -120,7 +120,7 @@ def analyze_run(run: RunData) -> dict[str, Any]:
     expected = _expectations(run)
     for host in run.hosts:
         logs = host.nccl_logs or {}
-        expect = expected.get(host.host) or dict(NO_EXPECTATION)
+        expect_net = expected.get(host.host) or dict(NO_EXPECTATION)
         parsed_by_rank = {}
         for rank in host.expected_ranks():
             log = logs.get(rank)
@@ -134,7 +134,7 @@ def analyze_run(run: RunData) -> dict[str, Any]:
             parsed_by_rank[rank] = parsed
             ranks[rank] = {
                 "host": host.host,
-                **_judge_rank(host, rank, parsed, expect, nnodes),
+                **_judge_rank(host, rank, parsed, expect_net, nnodes),
                 "net": parsed.get("net"),
                 "gdrdma": parsed.get("gdrdma"),
                 "transports": parsed.get("transports"),
@@ -146,12 +146,12 @@ def analyze_run(run: RunData) -> dict[str, Any]:
         if net:
             nets[host.host] = net
         if host.expected_ranks():
-            hosts.append(_host_row(host, parsed_by_rank, ranks, expect, net))
+            hosts.append(_host_row(host, parsed_by_rank, ranks, expect_net, net))
     _name_odd_networks(run, ranks, nets)
     return {"ranks": ranks, "hosts": hosts}
 
 
-def _host_row(host, parsed_by_rank, ranks, expect, net) -> dict[str, Any]:
+def _host_row(host, parsed_by_rank, ranks, expect_net, net) -> dict[str, Any]:
     if parsed_by_rank:
         said = describe(parsed_by_rank[min(parsed_by_rank)])
     else:
@@ -163,8 +163,8 @@ def _host_row(host, parsed_by_rank, ranks, expect, net) -> dict[str, Any]:
         "line": f"{host.host}: {said}",
         "net": net,
         "net_kind": net_kind(net),
-        "expect": expect.get("expect"),
-        "expect_reason": expect.get("reason"),
+        "expect_net": expect_net.get("network"),
+        "expect_net_reason": expect_net.get("reason"),
     }
 
 

@@ -522,12 +522,12 @@ FILES: tuple[DefaultsFile, ...] = (
                 "the files collected earlier, falling back to reports/latest when the freshly "
                 "generated run id has no directory."),
                 derived=True, slurm=False),
-            Variable("report_expect_ranks", "bool",
+            Variable("report_ranks_launched", "bool",
                 "{{ ansible_run_tags | intersect(['all', 'launch']) | length > 0 and "
                 "groups['nccl_env_stopped'] | default([]) | length == 0 and not "
                 "ansible_check_mode }}",
-                "Whether rank results are expected (a run with none is then an error).",
-                details=("Ranks are expected (a run with no rank result is an error) when the "
+                "Whether ranks were launched (a run without any rank result is then an error).",
+                details=("Ranks were launched (a run with no rank result is an error) when the "
                 "launch stage ran. Not when the environment stage stopped the run (group "
                 "nccl_env_stopped): nothing was launched, and the report says why per host; "
                 "nor in check mode (--check), which launches nothing."),

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .run_collect import pack_results
-from .run_observe import read_progress, touch_watch
+from .run_progress import read_progress, touch_watch
 from .supervisor import (
     FINISH_MARGIN_S,
     RESULTS_DIR,

@@ -45,7 +45,7 @@ from .processes import (
     signal_quietly,
     write_json,
 )
-from .run_observe import (
+from .run_progress import (
     WATCHER_GONE,
     interface_state,
     rank_exits,

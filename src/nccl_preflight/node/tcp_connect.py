@@ -4,7 +4,7 @@
 nodes"): library/nccl_preflight_observe.py's ``targets`` and the Slurm step's observe
 (src/nccl_preflight/slurm/node_step.py) both run it. Standard library only.
 
-Not the stall's probe (run_observe.tcp_probe): there a refused connection already says that the
+Not the stall's probe (run_progress.tcp_probe): there a refused connection already says that the
 peer's TCP stack answers; here a refusal is retried for a while, since the peer's listener may
 bind a moment after this node probes it.
 """

@@ -38,7 +38,7 @@ from ..core.run_watch import (
 )
 from ..core.stage import KILL_GRACE_S
 from ..node.files import write_atomically
-from ..node.run_observe import LOST_RECORD
+from ..node.run_progress import LOST_RECORD
 from .step import ENDED, Step
 
 # A running node sends a record every second (node_step.launch's `interval`): one heard of for

@@ -20,10 +20,10 @@ this node's part by its name), so that the command line stays short at any numbe
                        "observed" (with the node's time.time() as it writes it: the clock
                        check)
     launch             torchrun under node/supervisor.py's Supervision, in the foreground;
-                       every `interval` s a record "progress" (node/run_observe.read_progress,
+                       every `interval` s a record "progress" (node/run_progress.read_progress,
                        the fabric link now); a stdin message {"stop": reason} ends the run,
                        {"diagnose": {node: spec}} is answered with a record "diagnosis" (the
-                       stall's evidence: node/run_observe.stall_evidence); with
+                       stall's evidence: node/run_progress.stall_evidence); with
                        `watch_stale_s`, every message (the watch's heartbeat too) renews the
                        supervisor's watch file, so a node cut off from the control machine
                        ends its run and removes it by itself (node/supervisor.py);
@@ -64,7 +64,7 @@ from ..node.observe_call import observe as observe_peers
 from ..node.preflight_calls import for_fabric, start, stop
 from ..node.probe_plan import nccl_preflight_probe_plan, preflight_listeners
 from ..node.run_collect import pack_results
-from ..node.run_observe import (
+from ..node.run_progress import (
     LOST_RECORD,
     interface_state,
     rank_exits,
@@ -289,9 +289,9 @@ def _stop_message(
 ) -> tuple[str, dict | None] | None:
     """A stop asked for since the last look ({"stop": reason, "details": {...}}, or stdin's
     end), else None. A stall's diagnosis asked for on the way ({"diagnose": {node: spec}}) is
-    answered at once: record "diagnosis" (node/run_observe.stall_evidence). Every message
+    answered at once: record "diagnosis" (node/run_progress.stall_evidence). Every message
     (the watch's heartbeat too) renews ``heard``, the supervisor's watch file: the run ends by
-    itself when the control machine stays silent (node/run_observe.py watcher_gone)."""
+    itself when the control machine stays silent (node/run_progress.py watcher_gone)."""
     while True:
         try:
             message = messages.get_nowait()

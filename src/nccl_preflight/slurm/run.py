@@ -290,14 +290,14 @@ class SlurmRun:
                  f"{', '.join(self.nodes)}")  # fmt: skip
         self.run_dir.mkdir(parents=True, exist_ok=True)
         try:
-            expect_ranks = self.stages()
+            ranks_launched = self.stages()
         except Interrupted as exc:
             self.cut_short(f"the slurm command was interrupted by {exc}")
             raise
         except SlurmError as exc:
             self.cut_short(str(exc))
             raise
-        return self.report(expect_ranks)
+        return self.report(ranks_launched)
 
     def step(self, what: str, settings: dict[str, Any]) -> Step:
         """A job step of node_step ``what`` on every node (step.py)."""
@@ -368,15 +368,15 @@ class SlurmRun:
                 launch = self.run_dir / node / "launch.json"
                 if not launch.is_file():
                     write_json(launch, {"stopped_by": why, "cut_short": True, "rc": None})
-        self.report(expect_ranks=True)
+        self.report(ranks_launched=True)
 
-    def report(self, expect_ranks: bool) -> dict[str, Any]:
+    def report(self, ranks_launched: bool) -> dict[str, Any]:
         result = run_report(
             {
                 "report_root": str(self.run_dir.parent),
                 "run_id": self.run_id,
                 "fallback_to_latest": False,
-                "expect_ranks": expect_ranks,
+                "ranks_launched": ranks_launched,
                 "update_latest": True,
                 "html": True,
                 "run_check_mode": False,

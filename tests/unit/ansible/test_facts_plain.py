@@ -22,7 +22,7 @@ from nccl_preflight.node.processes import is_alive
 from nccl_preflight.node.tcp_connect import tcp_connect
 from tests.module_exit import run_module_main
 from tests.plugin_files import load_plugin
-from tests.program_shell import Shell, program_action
+from tests.program_shell import Shell, program_action, run_action
 
 action_module = load_plugin("plugins/action/nccl_facts.py", "facts_action")
 start_module = load_plugin("plugins/action/nccl_preflight_start.py", "start_action")
@@ -32,18 +32,14 @@ QUICK = {"route_to": "127.0.0.1", "query_python": False, "query_gpus": False, "g
 
 
 def facts_action(shell: Shell, check_mode: bool = False) -> Any:
-    """The action with only what facts_program uses: its task's check mode and the connection."""
+    """The action with only what its program call uses: its task's check mode and the
+    connection."""
     return program_action(action_module.ActionModule, "nccl_facts", shell, check_mode)
 
 
 def start_action(shell: Shell, check_mode: bool = False) -> Any:
     """The start's action, as facts_action."""
     return program_action(start_module.ActionModule, "nccl_preflight_start", shell, check_mode)
-
-
-def no_base_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ActionBase.run's own checks need a whole task: here the result starts empty."""
-    monkeypatch.setattr(action_module.ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
 
 
 def steady(facts: dict[str, Any]) -> dict[str, Any]:
@@ -60,9 +56,10 @@ def steady(facts: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_program_answers_the_facts_the_module_returns(monkeypatch: pytest.MonkeyPatch) -> None:
     shell = Shell()
-    plain = facts_action(shell).facts_program(sys.executable, {**QUICK, "run_id": "f1"})
+    args = {**QUICK, "program_python": sys.executable, "run_id": "f1"}
+    plain, ran = run_action(facts_action(shell), args)
     module = run_module_main(monkeypatch, nccl_facts.main, QUICK)
-    assert shell.calls == 1 and plain is not None and not module.failed
+    assert shell.calls == 1 and ran == [] and not module.failed
     assert plain["changed"] is False and "preflight" not in plain and "tether" not in plain
     assert steady(plain["ansible_facts"]["nccl"]) == steady(module.result["ansible_facts"]["nccl"])
     facts = plain["ansible_facts"]["nccl"]
@@ -77,10 +74,10 @@ def test_the_start_program_starts_a_listener_that_outlives_it(tmp_path: Path) ->
     listen = tmp_path / "run" / "preflight"
     ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 1}
     args = {"preflight": {"path": str(listen), "listeners": [ring]}}
-    plain = start_action(Shell()).start_program(sys.executable, args)
+    plain, ran = run_action(start_action(Shell()), {**args, "program_python": sys.executable})
     stopped: dict[str, Any] = {}
     try:
-        assert plain is not None and plain["changed"] is True, plain
+        assert ran == [] and plain["changed"] is True, plain
         preflight = plain["preflight"]
         assert "failed" not in preflight and preflight["ports"]["ring"]["error"] == ""
         record = json.loads((listen / "listener.pid").read_text(encoding="utf-8"))
@@ -100,60 +97,44 @@ def test_check_mode_reaches_the_start_program(tmp_path: Path) -> None:
     listen = tmp_path / "run" / "preflight"
     ring = {"name": "ring", "address": "127.0.0.1", "port": 0, "connections": 1}
     args = {"preflight": {"path": str(listen), "listeners": [ring]}}
-    plain = start_action(Shell(), check_mode=True).start_program(sys.executable, args)
-    assert plain is not None and plain["changed"] is False
+    start = start_action(Shell(), check_mode=True)
+    plain, ran = run_action(start, {**args, "program_python": sys.executable})
+    assert ran == [] and plain["changed"] is False
     assert plain["preflight"]["pid"] is None and plain["preflight"]["listeners"] == []
     assert not listen.exists()  # check mode makes nothing
 
 
 def test_an_option_like_route_fails_as_the_module_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     args = {**QUICK, "route_to": "-oProxyCommand=x"}
-    plain = facts_action(Shell()).facts_program(sys.executable, dict(args))
+    plain, ran = run_action(facts_action(Shell()), {**args, "program_python": sys.executable})
     module = run_module_main(monkeypatch, nccl_facts.main, args)
-    assert plain is not None and module.failed
+    assert ran == [] and module.failed
     assert plain["failed"] is True and plain["msg"] == module.result["msg"]
     assert "is not an address or a host name" in plain["msg"]
 
 
 @pytest.mark.parametrize("python", ["", "auto", "auto_silent"])
-def test_without_a_named_python_the_module_runs(
-    monkeypatch: pytest.MonkeyPatch, python: str
-) -> None:
+def test_without_a_named_python_the_module_runs(python: str) -> None:
     """No program is sent where the inventory leaves the Python to Ansible's discovery."""
-    no_base_checks(monkeypatch)
-    shell, ran = Shell(), []
-    action = facts_action(shell)
-    action._task.args = {**QUICK, "program_python": python, "run_id": "r"}
-
-    def module(module_name: str, module_args: dict[str, Any], task_vars: Any) -> dict[str, Any]:
-        ran.append((module_name, module_args))
-        return {"changed": False, "ansible_facts": {"nccl": {}}}
-
-    action._execute_module = module
-    result = action.run(task_vars={})
-    assert shell.calls == 0 and [name for name, _ in ran] == ["nccl_facts"]
+    shell = Shell()
+    args = {**QUICK, "program_python": python, "run_id": "r"}
+    result, ran = run_action(facts_action(shell), args, {"ansible_facts": {"nccl": {}}})
+    assert shell.calls == 0 and ran == [args]  # the module gets the task's options as given
     assert result["ansible_facts"] == {"nccl": {}}
 
 
-def test_a_python_that_cannot_run_the_program_leaves_the_call_to_the_module(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    no_base_checks(monkeypatch)
-    shell, ran = Shell(rc=127), []
-    action = facts_action(shell)
-    action._task.args = {**QUICK, "program_python": "/nonexistent/python9", "run_id": "r"}
-    action._execute_module = lambda module_name, module_args, task_vars: (
-        ran.append(module_args) or {"changed": False}
+def test_a_python_that_cannot_run_the_program_leaves_the_call_to_the_module() -> None:
+    shell = Shell(rc=127)
+    _, ran = run_action(
+        facts_action(shell), {**QUICK, "program_python": "/nonexistent/python9", "run_id": "r"}
     )
-    action.run(task_vars={})
-    assert shell.calls == 1 and len(ran) == 1
     # The module gets the task's own options, less the action's.
-    assert "program_python" not in ran[0] and "run_id" not in ran[0]
-    assert ran[0]["route_to"] == "127.0.0.1"
+    assert shell.calls == 1 and ran == [QUICK]
 
 
 def test_options_the_spec_refuses_are_left_for_the_module_to_name() -> None:
     shell = Shell()
     args = {**QUICK, "dcgm_diag_level": "high"}
-    assert facts_action(shell).facts_program(sys.executable, args) is None
-    assert shell.calls == 0  # nothing was sent
+    _, ran = run_action(facts_action(shell), {**args, "program_python": sys.executable})
+    assert shell.calls == 0  # nothing was sent: the module names what is wrong
+    assert ran == [args]

@@ -31,7 +31,7 @@ from nccl_preflight.core.run_data import HostData, RunData
 from nccl_preflight.core.run_watch import lost_record
 from nccl_preflight.core.tether import alive, read_note, start_tether, warden_command, warden_ended
 from nccl_preflight.node.run_look import finished
-from nccl_preflight.node.run_observe import touch_watch, watcher_gone
+from nccl_preflight.node.run_progress import touch_watch, watcher_gone
 from nccl_preflight.node.run_warden import end_run
 from nccl_preflight.node.supervisor import WATCH_FILE
 from tests.builders.launch import HOSTS, FakeNode, action, look, watch
@@ -187,7 +187,7 @@ def test_a_slurm_node_that_ended_its_run_unwatched_is_lost_in_its_steps_words(
     """The Slurm front-end's equivalent: a node whose step ended its run because nothing came
     from the control machine (and removed it) sends no results - lost, never a result - and
     the step's words now say why."""
-    from nccl_preflight.node.run_observe import LOST_RECORD, WATCHER_GONE
+    from nccl_preflight.node.run_progress import LOST_RECORD, WATCHER_GONE
 
     watch, step = make_watch(tmp_path, [])
     words = f"{WATCHER_GONE} (no look for 41 s: Ctrl-C or a lost connection)"

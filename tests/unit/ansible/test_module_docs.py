@@ -39,6 +39,14 @@ def test_ansible_doc_reads_every_module_with_its_check_mode_and_returns() -> Non
         assert docs[name]["return"], name
         # EXAMPLES parses as YAML too (ansible-doc passes it through as text).
         assert yaml.safe_load(docs[name]["examples"]), name
+    # The modules an action runs as a node program share one text of its options
+    # (plugins/doc_fragments/nccl_program.py).
+    shared = ("nccl_facts", "nccl_preflight_start", "nccl_preflight_observe")
+    texts = {
+        json.dumps({k: docs[n]["doc"]["options"][k] for k in ("program_python", "run_id")})
+        for n in shared
+    }
+    assert len(texts) == 1 and "interpreter-discovery" in texts.pop()
 
 
 # A path inside the project (a file of src/, the old module_utils/, plugins/ or roles/) tells a

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT (see LICENSE)
 """plugins/action/nccl_preflight_observe.py's plain path: node/observe_call.py as a zipapp sent on
 stdin through BOOT, run here for real (``/bin/sh -c`` stands in for the SSH connection), answers
-what the module returns; the action falls back to the module where that program cannot answer.
+what the module returns; the action falls back to the module where that program cannot answer,
+and runs the module where no Python is named (core/stdin_ship.py action_program_or_module).
 On loopback only."""
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from nccl_preflight.node.observe_call import OBSERVE_ENTRY
 from tests.module_exit import run_module_main
 from tests.plugin_files import load_plugin
 from tests.ports import free_port
-from tests.program_shell import Shell, program_action
+from tests.program_shell import Shell, program_action, run_action
 
 action_module = load_plugin("plugins/action/nccl_preflight_observe.py", "observe_action")
 
 
 def plain_action(shell: Shell, check_mode: bool = False) -> Any:
-    """The action with only what run_plain uses: its task's check mode and the connection."""
+    """The action with only what its program call uses: its task's check mode and the
+    connection."""
     return program_action(action_module.ActionModule, "nccl_preflight_observe", shell, check_mode)
 
 
@@ -67,11 +69,11 @@ def test_the_program_answers_what_the_module_returns(
 ) -> None:
     args = observation(listening, tmp_path)
     shell = Shell()
-    plain = plain_action(shell).run_plain(
-        {**args, "program_python": sys.executable, "run_id": "t1"}
+    plain, ran = run_action(
+        plain_action(shell), {**args, "program_python": sys.executable, "run_id": "t1"}
     )
     module = run_module_main(monkeypatch, nccl_preflight_observe.main, args)
-    assert shell.calls == 1 and plain is not None and not module.failed
+    assert shell.calls == 1 and ran == [] and not module.failed
     assert without_times(plain) == without_times(module.result)
     assert [r["ok"] for r in plain["results"]] == [True, False]
     assert plain["results"][1]["error_kind"] == "refused"
@@ -84,10 +86,10 @@ def test_the_program_answers_what_the_module_returns(
 def test_check_mode_reaches_the_program(listening: int, tmp_path: Path) -> None:
     (tmp_path / "listeners").mkdir()
     args = {**observation(listening, tmp_path), "collect": {"path": str(tmp_path / "listeners")}}
-    plain = plain_action(Shell(), check_mode=True).run_plain(
-        {**args, "program_python": sys.executable}
+    plain, ran = run_action(
+        plain_action(Shell(), check_mode=True), {**args, "program_python": sys.executable}
     )
-    assert plain is not None
+    assert ran == []
     assert plain["collect"] == {
         "changed": False,
         "clock": plain["collect"]["clock"],
@@ -99,18 +101,29 @@ def test_check_mode_reaches_the_program(listening: int, tmp_path: Path) -> None:
 
 def test_a_program_that_cannot_start_leaves_the_call_to_the_module(tmp_path: Path) -> None:
     shell = Shell(rc=127)
-    args = {"targets": [], "program_python": "/nonexistent/python9"}
-    assert plain_action(shell).run_plain(args) is None
+    args = {"targets": [], "program_python": "/nonexistent/python9", "run_id": "r"}
+    _, ran = run_action(plain_action(shell), args)
     assert shell.calls == 1
     # What the module is then given has no option of the action's own left in it.
-    assert "program_python" not in args and "run_id" not in args
+    assert ran == [{"targets": []}]
+
+
+@pytest.mark.parametrize("python", ["", "auto", "auto_legacy_silent"])
+def test_without_a_named_python_the_module_runs(python: str) -> None:
+    """As nccl_facts' and the start's: no program is sent where the Python is left to Ansible's
+    interpreter discovery (it used to try to start a program named 'auto')."""
+    shell = Shell()
+    args = {"targets": [], "program_python": python, "run_id": "r"}
+    result, ran = run_action(plain_action(shell), args, {"changed": False, "results": []})
+    assert shell.calls == 0 and ran == [args] and result["results"] == []
 
 
 def test_options_the_spec_refuses_are_left_for_the_module_to_name(tmp_path: Path) -> None:
     shell = Shell()
-    args = {"targets": [{"name": "master", "port": 1}], "program_python": sys.executable}
-    assert plain_action(shell).run_plain(args) is None
-    assert shell.calls == 0  # nothing was sent
+    args = {"targets": [{"name": "master", "port": 1}]}
+    _, ran = run_action(plain_action(shell), {**args, "program_python": sys.executable})
+    assert shell.calls == 0  # nothing was sent: the module names what is wrong
+    assert ran == [args]
 
 
 @pytest.mark.parametrize(

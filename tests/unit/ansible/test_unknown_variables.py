@@ -46,6 +46,13 @@ def test_unknown_variables_names_only_the_projects_unknown_names() -> None:
     assert unknown_problem(TYPO) == f"{TYPO}: {HINT}"
     assert unknown_variables(["nccl_node_vars"]) == ["nccl_node_vars"]  # the Slurm config's
     assert "its host_vars" in unknown_problem("nccl_node_vars")
+    # a name that was renamed is refused with the new name, its prefix policed or not
+    assert unknown_variables(["report_expect_ranks", "report_ranks_launched"]) == [
+        "report_expect_ranks"
+    ]
+    assert unknown_problem("report_expect_ranks") == (
+        "report_expect_ranks: was renamed report_ranks_launched"
+    )
 
 
 def test_a_typo_in_group_vars_is_refused_with_its_file_and_line_before_any_host(

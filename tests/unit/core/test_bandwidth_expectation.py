@@ -31,7 +31,7 @@ def test_below_crit_of_an_explicit_expectation_fails_with_both_figures(tmp_path:
         tmp_path,
         "r1",
         {"all_reduce": {MIB: 0.01, 64 * MIB: 0.11}},
-        expect={"expected_busbw": {"all_reduce": 0.25}},
+        bandwidth={"expected_busbw": {"all_reduce": 0.25}},
     )
     summary = report(run_dir)
     assert summary["verdict"] == "failed"
@@ -71,7 +71,7 @@ def test_a_sweep_that_never_reaches_the_size_is_not_judged_and_says_so(tmp_path:
         tmp_path,
         "r1",
         {"all_reduce": {MIB: 0.001}, "broadcast": {MIB: 0.001}},
-        expect={"expected_busbw": {"all_reduce": 100.0}},
+        bandwidth={"expected_busbw": {"all_reduce": 100.0}},
     )
     summary = report(run_dir)
     assert summary["verdict"] == "passed"
@@ -96,7 +96,7 @@ def test_baseline_names_the_collective_that_dropped(tmp_path: Path) -> None:
         tmp_path,
         "now",
         {"all_reduce": {MIB: 0.6}, "broadcast": {MIB: 0.95}},
-        expect={"baseline": str(base)},
+        bandwidth={"baseline": str(base)},
     )
     summary = report(run_dir)
     assert summary["verdict"] == "failed"
@@ -110,7 +110,7 @@ def test_baseline_names_the_collective_that_dropped(tmp_path: Path) -> None:
 
 def test_baseline_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
     run_dir = write_run(
-        tmp_path, "now", {"all_reduce": {MIB: 1.0}}, expect={"baseline": str(tmp_path / "gone")}
+        tmp_path, "now", {"all_reduce": {MIB: 1.0}}, bandwidth={"baseline": str(tmp_path / "gone")}
     )
     report(run_dir)
     error = bandwidth_cases(run_dir)[("bandwidth.baseline", "baseline")].find("error")

@@ -55,6 +55,9 @@ def test_the_written_tree_leaves_no_short_project_name(tmp_path: Path) -> None:
         assert "ansible.module_utils.nccl_preflight" not in source
     facts = (root / "plugins" / "modules" / "nccl_facts.py").read_text()
     assert COLLECTION_IMPORT + "node.facts_call" in facts
+    # the shared option docs travel, and the modules name them in full (nothing else finds them)
+    assert (root / "plugins" / "doc_fragments" / "nccl_program.py").is_file()
+    assert "extends_documentation_fragment:\n  - nccl.preflight.nccl_program\n" in facts
     assert (
         root / "plugins" / "module_utils" / "nccl_preflight" / "node" / "facts_call.py"
     ).is_file()

@@ -75,7 +75,7 @@ def collected_run(tmp_path: Path) -> tuple[Path, Path]:
     report_run.run_report(params(base), check_mode=False)
     run_dir = write_run(tmp_path, 4, 2, slow_node(2, rail=1), second=[(0, 2)])
     plan = json.loads((run_dir / "plan.json").read_text())
-    plan["expect"] = {"baseline": str(base)}
+    plan["bandwidth"] = {"baseline": str(base)}
     (run_dir / "plan.json").write_text(json.dumps(plan))
     (run_dir / "preflight").mkdir()
     results = [

@@ -76,14 +76,14 @@ def test_plan_rows_keep_the_hosts_that_dropped_out() -> None:
     assert a["backend_choice"]["backend"] == "gloo" and b["backend_choice"] is None
     assert (a["rank_offset"], b["nproc_per_node"], b["link_speed_mbps"]) == (0, 1, 25000)
     # No active RDMA port: no rdma; auto expects the socket transport.
-    assert a["rdma"] is None and a["expect_net"]["expect"] == "socket"
+    assert a["rdma"] is None and a["expect_net"]["network"] == "socket"
     assert (c["reachable"], c["address"], c["ifname"], c["link_speed_mbps"]) == (
         False,
         None,
         None,
         None,
     )
-    assert nccl_plan_hosts(LAYOUT, hostvars(), ["a"], "ib")[1]["expect_net"]["expect"] == "ib"
+    assert nccl_plan_hosts(LAYOUT, hostvars(), ["a"], "ib")[1]["expect_net"]["network"] == "ib"
 
 
 def test_the_watch_ring_is_the_hosts_of_the_play_in_node_rank_order() -> None:

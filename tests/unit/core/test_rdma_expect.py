@@ -169,7 +169,7 @@ def test_a_run_reads_the_nics_from_its_hosts_nccl_logs(tmp_path: Path) -> None:
         {"host": "a", "node_rank": 0, "nproc_per_node": 1, "rank_offset": 0, "rdma": spark},
         {"host": "b", "node_rank": 1, "nproc_per_node": 1, "rank_offset": 1, "rdma": spark},
     ]
-    plan = {"run_id": "r", "hosts": hosts, "backend": "nccl", "expect": {}}
+    plan = {"run_id": "r", "hosts": hosts, "backend": "nccl", "bandwidth": {}}
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     for i, host in enumerate(("a", "b")):
         (tmp_path / host).mkdir()

@@ -66,7 +66,7 @@ def build(run_dir: Path) -> dict:
         "report_root": str(run_dir.parent),
         "run_id": run_dir.name,
         "fallback_to_latest": False,
-        "expect_ranks": True,
+        "ranks_launched": True,
         "update_latest": False,
         "html_template": str(HTML_TEMPLATE),
         "run_check_mode": False,

@@ -321,9 +321,9 @@ def test_preflight_only_run_is_judged_on_preflight(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = RunDir(tmp_path, ["node1"], nproc=1).preflight("node1")
-    assert build(run, capsys, expect_ranks=False)["verdict"] == "passed"
+    assert build(run, capsys, ranks_launched=False)["verdict"] == "passed"
     validate_report_junit(run.dir)
-    result = build(run, capsys, expect_ranks=True)
+    result = build(run, capsys, ranks_launched=True)
     assert result["verdict"] == "failed"
     assert "launch stage did not run" in result["problems"][0]
 

@@ -378,7 +378,7 @@ def test_a_link_down_makes_the_stall_due_after_its_short_patience_even_before_th
 
 
 def test_a_stopped_rank_is_named_with_its_pid_and_ends_the_run_after_the_short_patience() -> None:
-    """A rank whose process is stopped (state T, node/run_observe.py's ``stopped``): the stall is
+    """A rank whose process is stopped (state T, node/run_progress.py's ``stopped``): the stall is
     due after LINK_DOWN_PATIENCE_S, names that rank alone (not its whole node), and is a named
     cause: no pairwise relaunch after it."""
     stopped = {**rank(2, "bandwidth_all_reduce", 32 << 10), "stopped": {"pid": 4242, "state": "T"}}

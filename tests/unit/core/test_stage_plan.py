@@ -83,23 +83,31 @@ def test_both_front_ends_write_the_same_plan(tmp_path: Path, user: dict[str, Any
     assert from_slurm.pop("front_end") == "slurm"
     from_ansible = ansible_plan(user, tmp_path / "reports")
     assert json.loads(json.dumps(from_ansible)) == from_slurm
-    expect = from_slurm["expect"]
+    bandwidth = from_slurm["bandwidth"]
     if user:
-        assert expect["warn"] == 0.7 and expect["crit"] == 0.4 and expect["efficiency"] == 0.85
-        assert expect["baseline"] == f"{tmp_path}/reports/{USER['nccl_baseline']}"
+        assert (
+            bandwidth["warn"] == 0.7
+            and bandwidth["crit"] == 0.4
+            and bandwidth["efficiency"] == 0.85
+        )
+        assert bandwidth["baseline"] == f"{tmp_path}/reports/{USER['nccl_baseline']}"
         assert from_slurm["pair_triggers"][0]["trigger_gbps"] == 12.5 * 0.7
         # int8 all_reduce_avg over gloo: the support table predicts its skip
         assert [s["test"] for s in from_slurm["predicted_skips"]] == ["all_reduce_avg"]
     else:
         # unset: the variables' one default, the same the report falls back to
-        assert {k: expect[k] for k in bandwidth_expectation.settings({})} == expect
-        assert expect["warn"] == 0.8 and expect["efficiency"] == 0.9 and expect["baseline"] == ""
+        assert {k: bandwidth[k] for k in bandwidth_expectation.settings({})} == bandwidth
+        assert (
+            bandwidth["warn"] == 0.8
+            and bandwidth["efficiency"] == 0.9
+            and bandwidth["baseline"] == ""
+        )
 
 
 def test_a_baseline_directory_is_kept_as_given_under_both(tmp_path: Path) -> None:
     user = {"nccl_baseline": "/srv/runs/good"}
-    assert slurm_plan(tmp_path, user)["expect"]["baseline"] == "/srv/runs/good"
-    assert ansible_plan(user, tmp_path)["expect"]["baseline"] == "/srv/runs/good"
+    assert slurm_plan(tmp_path, user)["bandwidth"]["baseline"] == "/srv/runs/good"
+    assert ansible_plan(user, tmp_path)["bandwidth"]["baseline"] == "/srv/runs/good"
 
 
 def test_a_skipped_launch_says_why_in_the_same_words(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from tests.jenkins_schema import validate_report_junit
 from tests.report_build import build_report
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl_logs"
-IB = {"expect": "ib", "reason": "active RDMA port(s) mlx5_10:1 on the fabric"}
+IB = {"network": "ib", "reason": "active RDMA port(s) mlx5_10:1 on the fabric"}
 
 
 def rank_doc(host: str, rank: int, backend: str = "nccl", debug: str = "INFO") -> dict:
@@ -39,7 +39,9 @@ def rank_doc(host: str, rank: int, backend: str = "nccl", debug: str = "INFO") -
     }
 
 
-def make_run(tmp_path: Path, logs: dict[str, str | None], expect=IB, preflight=None, **kw) -> Path:
+def make_run(
+    tmp_path: Path, logs: dict[str, str | None], expect_net=IB, preflight=None, **kw
+) -> Path:
     """reports/r1/ with one rank per host; logs: host -> fixture name (None: no NCCL log)."""
     run_dir = tmp_path / "r1"
     hosts = list(logs)
@@ -48,7 +50,13 @@ def make_run(tmp_path: Path, logs: dict[str, str | None], expect=IB, preflight=N
         "backend": kw.get("backend", "nccl"),
         "world_size": len(hosts),
         "hosts": [
-            {"host": h, "node_rank": i, "nproc_per_node": 1, "rank_offset": i, "expect_net": expect}
+            {
+                "host": h,
+                "node_rank": i,
+                "nproc_per_node": 1,
+                "rank_offset": i,
+                "expect_net": expect_net,
+            }
             for i, h in enumerate(hosts)
         ],
     }
@@ -154,7 +162,7 @@ def test_expect_any_accepts_socket_and_one_node_needs_no_network(tmp_path):
     run_dir = make_run(
         tmp_path,
         {"node1": "socket-channels-shm.log", "node2": "socket-channels-shm.log"},
-        expect={"expect": "any", "reason": "nccl_expect_net is any"},
+        expect_net={"network": "any", "reason": "nccl_expect_net is any"},
     )
     assert report(run_dir)["verdict"] == "passed"
     single = make_run(tmp_path / "one", {"node1": "intra-shm-no-nvls.log"})
@@ -187,7 +195,7 @@ def test_a_preflight_only_run_has_no_transport_section(tmp_path):
     (run_dir / "preflight" / "node1.json").write_text(
         json.dumps({"host": "node1", "results": [{"check": "mtu", "status": "passed"}]})
     )
-    judged = judge_run(nccl_junit.read_run(run_dir), expect_ranks=False)
+    judged = judge_run(nccl_junit.read_run(run_dir), ranks_launched=False)
     summary = summarize(judged)
     assert summary["transport"] == [] and "Transport" not in summary["markdown"]
 

@@ -1,6 +1,6 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""Pure functions of the rank script: closed-form expected values (files/nccl_check_expect.py),
+"""Pure functions of the rank script: closed-form expected values (files/nccl_check_verify.py),
 options and the record (files/nccl_check.py)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 from tests.check.support import load_part, load_script
 
 nc = load_script()
-ex = load_part("nccl_check_expect")
+ex = load_part("nccl_check_verify")
 sw = load_part("nccl_check_sweep")
 tables = load_part("nccl_check_tables")
 opts = load_part("nccl_check_options")
@@ -199,7 +199,7 @@ def test_every_collective_is_one_record_looked_up_by_name() -> None:
     assert set(tables.CORRECTNESS_TESTS) == {t for c in nc.COLLECTIVES.values() for t in c.tests()}
     # one record per collective of the tables, in their order: the order of the tests
     assert list(nc.COLLECTIVES) == list(tables.COLLECTIVE_OPS)
-    assert tuple(nc.CHECKS) == tables.CORRECTNESS_TESTS
+    assert tuple(nc.VERIFIERS) == tables.CORRECTNESS_TESTS
     assert all(name == c.name for name, c in nc.COLLECTIVES.items())
 
 
@@ -402,7 +402,7 @@ def test_ranks_per_node_must_add_up_to_the_world(
 # --- a wrong collective is caught by the check functions (the collective faked in-process) -----
 
 
-def test_check_all_reduce_fails_and_names_the_lost_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verify_all_reduce_fails_and_names_the_lost_rank(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = ex.Context.make(0, 4, torch.device("cpu"), torch.float32)
     base = ex.base_pattern(ctx.count, ctx.base_period)
 
@@ -412,7 +412,7 @@ def test_check_all_reduce_fails_and_names_the_lost_rank(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(ex.dist, "all_reduce", all_reduce_without_rank_2)
     with pytest.raises(ex.Fail) as exc:
-        ex.check_all_reduce(ctx, "sum")
+        ex.verify_all_reduce(ctx, "sum")
     details = exc.value.details
     assert (details["first_wrong_index"], details["wrong"]) == (0, ctx.count)
     assert (details["expected"], details["got"]) == (4 + 6, 4 + 6 - 3)
@@ -431,7 +431,7 @@ def test_check_all_gather_fails_on_a_chunk_from_the_wrong_rank(
 
     monkeypatch.setattr(ex, "all_gather_single", all_gather_with_rank_0_twice)
     with pytest.raises(ex.Fail) as exc:
-        ex.check_all_gather(ctx)
+        ex.verify_all_gather(ctx)
     details = exc.value.details
     assert details["first_wrong_index"] == 2 * ctx.count
     assert details["source"] == "this element comes from rank 2; the value is rank 0's"
@@ -467,7 +467,7 @@ APPLY = {
 def inputs_of_every_rank(
     monkeypatch: pytest.MonkeyPatch, op: str, n: int, dtype: torch.dtype
 ) -> torch.Tensor:
-    """What check_all_reduce(op) hands to all_reduce on each of n ranks (rows), captured."""
+    """What verify_all_reduce(op) hands to all_reduce on each of n ranks (rows), captured."""
     rows: list[torch.Tensor] = []
 
     class Captured(Exception):
@@ -480,7 +480,7 @@ def inputs_of_every_rank(
     monkeypatch.setattr(ex.dist, "all_reduce", capture)
     for rank in range(n):
         with pytest.raises(Captured):
-            ex.check_all_reduce(ex.Context.make(rank, n, torch.device("cpu"), dtype), op)
+            ex.verify_all_reduce(ex.Context.make(rank, n, torch.device("cpu"), dtype), op)
     return torch.stack(rows)
 
 
@@ -498,10 +498,10 @@ def test_all_reduce_fails_when_the_backend_applies_another_reduction(
         monkeypatch.setattr(ex.dist, "all_reduce", all_reduce)
         ctx = ex.Context.make(0, n, torch.device("cpu"), torch.float32)
         if applied == asked:
-            assert ex.check_all_reduce(ctx, asked)["elements"] == ctx.count
+            assert ex.verify_all_reduce(ctx, asked)["elements"] == ctx.count
             continue
         with pytest.raises(ex.Fail) as exc:
-            ex.check_all_reduce(ctx, asked)
+            ex.verify_all_reduce(ctx, asked)
         source = exc.value.details["source"]
         if applied != "avg":  # a float32 mean need not equal the exact one
             assert applied.upper() in source and f"not the {asked.upper()}" in source
@@ -516,7 +516,7 @@ def test_product_min_max_results_are_exact_in_narrow_dtypes(
         monkeypatch.setattr(
             ex.dist, "all_reduce", lambda t, op=None, r=rows, f=APPLY[op]: t.copy_(f(r))
         )
-        assert ex.check_all_reduce(ex.Context.make(3, 7, torch.device("cpu"), dtype), op)
+        assert ex.verify_all_reduce(ex.Context.make(3, 7, torch.device("cpu"), dtype), op)
 
 
 # --- barrier: a rank that leaves before the last one arrived is caught ---------------------------
@@ -525,7 +525,7 @@ def test_product_min_max_results_are_exact_in_narrow_dtypes(
 def barrier_on_threads(
     monkeypatch: pytest.MonkeyPatch, n: int, barrier: object
 ) -> dict[int, object]:
-    """check_barrier on n threads (one per rank) sharing one store; rank -> details or Fail."""
+    """verify_barrier on n threads (one per rank) sharing one store; rank -> details or Fail."""
     monkeypatch.setattr(ex.dist, "barrier", barrier)
     store = torch.distributed.HashStore()
     results: dict[int, object] = {}
@@ -533,7 +533,7 @@ def barrier_on_threads(
     def rank(r: int) -> None:
         ctx = ex.Context.make(r, n, torch.device("cpu"), torch.float32, store=store)
         try:
-            results[r] = ex.check_barrier(ctx)
+            results[r] = ex.verify_barrier(ctx)
         except ex.Fail as exc:
             results[r] = exc
 

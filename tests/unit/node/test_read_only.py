@@ -68,7 +68,7 @@ def test_the_report_of_a_check_mode_run_says_so(
     args = {
         "report_root": str(tmp_path),
         "run_id": "R1",
-        "expect_ranks": False,
+        "ranks_launched": False,
         "run_check_mode": True,
     }
     with patch_module_args(args), pytest.raises(SystemExit):

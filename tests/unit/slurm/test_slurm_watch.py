@@ -166,10 +166,10 @@ def test_every_message_to_a_node_renews_its_watch_file_so_a_cut_off_node_ends_al
 ) -> None:
     """slurm/node_step.py: every message of the control machine (the watch's heartbeat too)
     renews the supervisor's watch file; without one for its stale limit the supervisor ends the
-    run (node/run_observe.py watcher_gone), as a node cut off from the control machine must."""
+    run (node/run_progress.py watcher_gone), as a node cut off from the control machine must."""
     import queue
 
-    from nccl_preflight.node.run_observe import touch_watch, watcher_gone
+    from nccl_preflight.node.run_progress import touch_watch, watcher_gone
     from nccl_preflight.slurm.node_step import _stop_message
 
     heard = tmp_path / "watch.json"

@@ -178,7 +178,7 @@ def test_the_rank_scripts_modules_import_torch_the_standard_library_and_each_oth
     import sys
 
     scripts = {path.stem: path for path in sorted((ROOT / "files").glob("nccl_check*.py"))}
-    assert {"nccl_check", "nccl_check_expect", "nccl_check_pairwise", "nccl_check_sweep"} <= set(
+    assert {"nccl_check", "nccl_check_verify", "nccl_check_pairwise", "nccl_check_sweep"} <= set(
         scripts
     )
     allowed = set(sys.stdlib_module_names) | {"torch", "torch_npu"} | set(scripts)

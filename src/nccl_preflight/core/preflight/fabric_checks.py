@@ -546,21 +546,21 @@ def nccl_fabric_judge(
 
 
 def nccl_expect_net(facts: dict, ifname: str, setting: str = "auto") -> dict[str, str]:
-    """Which network NCCL should use on a host: {"expect": ib|socket|any, "reason"}.
+    """Which network NCCL should use on a host: {"network": ib|socket|any, "reason"}.
 
     ``auto`` expects IB (NCCL's IB verbs transport, RoCE included) where the host has an active
     RDMA port behind its fabric interface (or any active port when none sits behind it)."""
     if setting in ("ib", "socket", "any"):
-        return {"expect": setting, "reason": f"nccl_expect_net is {setting}"}
+        return {"network": setting, "reason": f"nccl_expect_net is {setting}"}
     obs = {"facts": facts or {}, "ifname": ifname}
     active = [p for p in fabric_ports(obs) if _active(p)]
     if active:
         return {
-            "expect": "ib",
+            "network": "ib",
             "reason": f"active RDMA port(s) {', '.join(_label(p) for p in active)} on the fabric",
         }
     why = _fabric(obs).get("rdma_reason") or "no active RDMA port"
-    return {"expect": "socket", "reason": why}
+    return {"network": "socket", "reason": why}
 
 
 def nccl_rdma_plan(facts: dict, extra_env: dict | None = None) -> dict | None:

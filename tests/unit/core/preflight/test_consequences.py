@@ -280,7 +280,7 @@ def test_a_stop_at_the_environment_stage_lists_every_planned_rank(
         layout = {"host": host, "node_rank": i, "nproc_per_node": 2, "rank_offset": 2 * i}
         doc = {"host": host, "results": [finding], "layout": layout}
         (run.dir / "preflight" / f"{host}.json").write_text(json.dumps(doc))
-    verdict = report(run, capsys, expect_ranks=False)
+    verdict = report(run, capsys, ranks_launched=False)
     merged = suites(run.dir / "junit.xml")
     assert sorted(n for n in merged if n.startswith("nccl.")) == [
         "nccl.node1.rank0",

@@ -430,11 +430,11 @@ def test_a_host_without_observation_fails_every_fabric_check():
 
 def test_expect_net():
     spark = spark_pair()["node1"]["facts"]
-    assert fc.nccl_expect_net(spark, "enp1s0f1np1")["expect"] == "ib"
+    assert fc.nccl_expect_net(spark, "enp1s0f1np1")["network"] == "ib"
     plain = observation(1)["facts"]
     got = fc.nccl_expect_net(plain, "enp1s0f1np1")
-    assert got["expect"] == "socket" and "no RDMA device" in got["reason"]
-    assert fc.nccl_expect_net(plain, "x", "any")["expect"] == "any"
+    assert got["network"] == "socket" and "no RDMA device" in got["reason"]
+    assert fc.nccl_expect_net(plain, "x", "any")["network"] == "any"
 
 
 def test_what_nccl_env_sets_itself_is_no_override():

@@ -19,7 +19,7 @@ from nccl_preflight.core.transport import describe, parse_nccl_log
 from nccl_preflight.node import gpu_health
 from nccl_preflight.node.fabric_facts import read_nccl_config
 from nccl_preflight.node.parse import parse_nvidia_smi_csv, parse_python_probe
-from nccl_preflight.node.run_observe import parse_torchrun_failures
+from nccl_preflight.node.run_progress import parse_torchrun_failures
 from tests.check.support import load_script
 from tests.jenkins_schema import validate_report_junit
 from tests.recorded_gpu import FIXTURES, LONE_HEALTHY_GPU, Machine, text

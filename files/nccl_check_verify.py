@@ -1,7 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""The correctness checks of files/nccl_check.py: closed-form inputs and expected values, the
-comparison that names the source rank of a wrong element, and one check per collective.
+"""The correctness verifiers of files/nccl_check.py: closed-form inputs and expected values, the
+comparison that names the source rank of a wrong element, and one verify_* per collective.
 
 A leaf module of the rank script (torch and the standard library only; it never imports
 nccl_check, which runs as __main__). Exactness and the source rule: docs/design.md, "Inside the
@@ -23,7 +23,7 @@ import torch.distributed as dist
 
 CHECK_ELEMENTS = 1027  # elements per rank (per chunk) in correctness tests; odd on purpose
 SMALL_WORLD = 16  # up to this many ranks, gather and scatter are checked from every root
-BARRIER_LATE_S = 0.05  # how late the last rank enters each round of the barrier check
+BARRIER_LATE_S = 0.05  # how late the last rank enters each round of the barrier verifier
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def ranks_holding(values: Floats, value: float, but: int = -1) -> str:
 def source_rule(
     op: str, inputs: ByRank, n: int, want: Floats = (), width: int = 0, src: int = -1
 ) -> Source:
-    """One rule for every check: which rank's own input (inputs(rank), by the closed forms of
+    """One rule for every verifier: which rank's own input (inputs(rank), by the closed forms of
     part 1) gives the value found. "copy": element i comes from rank `src` (-1: i // width),
     is the value another's? "sum": is it off by one rank's input? "avg": the SUM it divides.
     PRODUCT/MIN/MAX: which other reduction of the inputs gives it?"""
@@ -215,12 +215,12 @@ def source_rule(
 
 
 # --------------------------------------------------------------------------------------------
-# 3. One check per collective: closed-form expected values
+# 3. One verifier per collective: closed-form expected values
 # --------------------------------------------------------------------------------------------
 
-Base = Sequence[float] | None  # a check's own inputs (part 1); None: the defaults
+Base = Sequence[float] | None  # a verifier's own inputs (part 1); None: the defaults
 Step = int | None
-Details = dict[str, Any]  # what a passed check records
+Details = dict[str, Any]  # what a passed verifier records
 
 
 class Skip(Exception):
@@ -319,7 +319,7 @@ reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.red
 REDUCE_OPS = {op: getattr(dist.ReduceOp, op.upper()) for op in REDUCTIONS}
 
 
-def check_all_reduce(ctx: Context, op: str, base: Base = None, step: Step = None) -> Details:
+def verify_all_reduce(ctx: Context, op: str, base: Base = None, step: Step = None) -> Details:
     """all_reduce: SUM/AVG of the affine input; PRODUCT/MIN/MAX of the owner input."""
     n = ctx.world_size
     if op in ("product", "min", "max"):
@@ -337,7 +337,7 @@ def check_all_reduce(ctx: Context, op: str, base: Base = None, step: Step = None
     return verify(tensor, want, source_rule(op, inputs, n, want), ulps=int(op == "avg"))
 
 
-def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Details:
+def verify_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """broadcast from every root: every rank ends with payload(root)."""
     base, step = ctx.inputs(base, step)
     sent_by, n, r = ctx.payloads(base, step), ctx.world_size, ctx.rank
@@ -350,7 +350,7 @@ def check_broadcast(ctx: Context, base: Base = None, step: Step = None) -> Detai
     return details
 
 
-def check_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
+def verify_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce (SUM) to every root: the root holds n * base + step * sum_of_tags(n)."""
     base, step = ctx.inputs(base, step)
     inputs, n = ctx.contributions(base, step), ctx.world_size
@@ -365,7 +365,7 @@ def check_reduce(ctx: Context, base: Base = None, step: Step = None) -> Details:
     return details
 
 
-def check_all_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
+def verify_all_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """all_gather: chunk j of the result is payload(j)."""
     base, step = ctx.inputs(base, step)
     sent_by, n, width = ctx.payloads(base, step), ctx.world_size, len(base)
@@ -375,7 +375,7 @@ def check_all_gather(ctx: Context, base: Base = None, step: Step = None) -> Deta
     return verify(out, want, source_rule("copy", sent_by, n, width=width))
 
 
-def check_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
+def verify_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """gather to every root (see Context.gather_roots): on the root, chunk j is payload(j)."""
     base, step = ctx.inputs(base, step)
     sent_by, n, r, width = ctx.payloads(base, step), ctx.world_size, ctx.rank, len(base)
@@ -391,7 +391,7 @@ def check_gather(ctx: Context, base: Base = None, step: Step = None) -> Details:
     return details
 
 
-def check_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
+def verify_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """scatter from every root (see Context.gather_roots): rank d receives payload(d); a wrong
     value that is another rank's payload was meant for that rank."""
     base, step = ctx.inputs(base, step)
@@ -408,7 +408,7 @@ def check_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details
     return details
 
 
-def check_reduce_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
+def verify_reduce_scatter(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """reduce_scatter (SUM): rank r gets chunk r of n * base + step * sum_of_tags(n)."""
     n, r = ctx.world_size, ctx.rank
     base, step = ctx.inputs(base, step, n * ctx.count)
@@ -422,7 +422,7 @@ def check_reduce_scatter(ctx: Context, base: Base = None, step: Step = None) -> 
     return verify(out, want, source_rule("sum", mine, n, want))
 
 
-def check_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Details:
+def verify_all_to_all(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """all_to_all: chunk s of the result on rank d is all_to_all_chunk(s, d)."""
     base, step = ctx.inputs(base, step)
     n, r, width = ctx.world_size, ctx.rank, len(base)
@@ -443,7 +443,7 @@ def ring_exchange(send: torch.Tensor, recv: torch.Tensor, rank: int, world_size:
         work.wait()
 
 
-def check_send_recv(ctx: Context, base: Base = None, step: Step = None) -> Details:
+def verify_send_recv(ctx: Context, base: Base = None, step: Step = None) -> Details:
     """send/recv ring: rank r receives payload(r-1), so every neighbour link carries data."""
     n, r = ctx.world_size, ctx.rank
     if n < 2:
@@ -457,7 +457,7 @@ def check_send_recv(ctx: Context, base: Base = None, step: Step = None) -> Detai
     return {**details, "from": left, "to": (r + 1) % n}
 
 
-def check_barrier(ctx: Context) -> Details:
+def verify_barrier(ctx: Context) -> Details:
     """Nobody leaves before the last rank arrived, counted in the store (no clocks compared): in
     round k (one per Context.gather_roots) the late rank waits until the n - 1 others counted
     their arrival in barrier/<k>, waits BARRIER_LATE_S more, counts itself and enters; a rank

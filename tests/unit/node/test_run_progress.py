@@ -1,7 +1,7 @@
 # Copyright (c) 2025-2026, nccl-preflight contributors
 # SPDX-License-Identifier: MIT (see LICENSE)
-"""src/nccl_preflight/node/run_observe.py: how a rank died (torchrun's report, the OOM killer), the
-ranks' progress from their rank-<R>.json, the fabric interface and the ring probe on a node."""
+"""src/nccl_preflight/node/run_progress.py: how a rank died (torchrun's report, the OOM killer),
+the ranks' progress from their rank-<R>.json, the fabric interface and the ring probe on a node."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from nccl_preflight.node.run_observe import (
+from nccl_preflight.node.run_progress import (
     describe_exit,
     describe_rank_exits,
     find_oom_line,
