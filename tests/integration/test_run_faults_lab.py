@@ -169,7 +169,14 @@ def test_a_sigkilled_rank_ends_the_run_on_every_node_within_10_s_and_is_named(
         if other_suite is not suite:
             assert "all_reduce_sum" in {c.get("name") for c in other_suite.iter("testcase")}, name
     # The killed rank alone is the cause, first and in the headline; the others fold under it.
-    assert_only_cause(report, victim_host.inventory_name, victim_rank)
+    cause = assert_only_cause(report, victim_host.inventory_name, victim_rank)
+    # Where it stopped is what happened; the fix says what to look for; the class and the exit
+    # status bin/nccl-preflight gives (test_report_lab's killed-rank run, merged into this one:
+    # that the wrapper exits with verdict.json's exit_code is that file's other runs').
+    verdict = json.loads((report / "verdict.json").read_text())
+    assert (verdict["class"], verdict["exit_code"]) == ("rank_lost", 4), verdict["findings"][:2]
+    assert cause["test"] == "barrier" and " in barrier" in cause["what"], cause
+    assert "SIGKILL" in cause["fix"], cause
     validate(report)
     assert_nothing_left(run_id, lab2.hosts)
 
