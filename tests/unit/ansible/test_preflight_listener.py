@@ -291,22 +291,31 @@ def test_the_run_directory_is_made_private_and_a_foreign_one_refused(
 def test_the_python_probe_runs_beside_the_listeners_and_comes_back_with_the_stop(
     monkeypatch: pytest.MonkeyPatch, listen_dir: Path, tmp_path: Path
 ) -> None:
-    """A slow probe (0.5 s, as importing torch) does not hold up the start; the stop waits."""
+    """A slow probe (as importing torch) does not hold up the start; the stop waits for it.
+
+    The fake probe waits until the test opens its gate (60 s at most), then says it is done: a
+    start that waited for it would return only after its "done" mark.
+    """
     facts = {
         "executable": "/opt/py/bin/python3", "version": "3.12.3", "torch_version": "2.13.0",
         "cuda_available": False, "cuda_version": None, "nccl_version": None, "device_count": 0,
         "npu_available": False, "npu_version": None, "reason": "",
     }  # fmt: skip
-    python = fake_python(tmp_path, f"sleep 0.5; echo 'import noise'; echo '{json.dumps(facts)}'")
-    began = time.monotonic()
+    gate, done = tmp_path / "gate", tmp_path / "done"
+    python = fake_python(
+        tmp_path,
+        f"for i in $(seq 600); do [ -e {gate} ] && break; sleep 0.1; done; : > {done}; "
+        f"echo 'import noise'; echo '{json.dumps(facts)}'",
+    )
     started = start_call(
         monkeypatch, {"path": str(listen_dir), "listeners": ring(1), "python": python}
     )
-    assert not started.failed and time.monotonic() - began < 0.4
+    assert not started.failed and not done.exists()  # the start did not wait for the probe
+    gate.touch()
     stopped = stop_call(monkeypatch, {"path": str(listen_dir)})
     assert not stopped.failed, stopped.result
     assert stopped.result["python"] == facts
-    assert time.monotonic() - began >= 0.5
+    assert done.exists()  # the stop waited for it
 
 
 def test_a_failing_missing_or_hanging_python_probe_says_why(
