@@ -7,7 +7,7 @@ with the default check, 630,000 at 8,192 ranks. As the dicts json.loads makes th
 of the report step's memory (issue 37); src/nccl_preflight/core/run_data.py keeps them compact
 (``compact``) as it reads each rank. Whoever reads a row as a dict still gets one
 (BandwidthRows is a sequence of dicts, made on access); the report's own readers of every rank
-(summary.bandwidth_table, plots.busbw_series, bandwidth_expectation.collective_rows)
+(judged_run.bandwidth_table, plots.busbw_series, bandwidth_expectation.collective_rows)
 read the columns (``size_values``, ``BandwidthRows.columns``).
 Standard library only.
 """
@@ -36,48 +36,70 @@ COLUMNS = (
 INDEX = {key: i for i, key in enumerate(COLUMNS)}
 _SIZE, _BUSBW = INDEX["size_bytes"], INDEX["busbw_gbps"]
 _values = itemgetter(*COLUMNS)
+_COLUMN_SET = frozenset(COLUMNS)
 _WORD_COLUMNS = (INDEX["type"], INDEX["redop"])  # the same word in every row of a test
 _WORDS: dict[str, str] = {}  # every rank writes the same few words (float, sum): held once
 
 
+# What the report reads of a passed test's rows (its busbw by size: the tables, the plots, the
+# expectations); a failed test's hint reads every column (hints.is_wrong_data, bandwidth_hint).
+READ = ("size_bytes", "busbw_gbps", "rank_busbw_gbps")
+_READ_AT = tuple(INDEX[key] for key in READ)
+_READ_VALUES = tuple(itemgetter(key) for key in READ)
+
+
 class BandwidthRows(Sequence):
-    """A test's rows as columns (a tuple of values per COLUMNS key, a value per row); read as a
-    sequence, each row is a new dict."""
+    """A test's rows as columns (a tuple of values per COLUMNS key, a value per row; None for a
+    column not held: ``names`` are the held ones); read as a sequence, each row is a new dict
+    of the held columns."""
 
-    __slots__ = ("columns",)
+    __slots__ = ("columns", "names")
 
-    def __init__(self, columns: tuple[tuple[Any, ...], ...]):
+    def __init__(
+        self, columns: tuple[tuple[Any, ...] | None, ...], names: tuple[str, ...] = COLUMNS
+    ):
         self.columns = columns
+        self.names = names
 
     def __len__(self) -> int:
-        return len(self.columns[0])
+        return len(self.columns[_SIZE] or ())
 
     def rows(self) -> Iterator[tuple[Any, ...]]:
-        """Each row's values, in COLUMNS order."""
-        return zip(*self.columns, strict=True)
+        """Each row's values, in the order of ``names``."""
+        held = [self.columns[INDEX[name]] or () for name in self.names]
+        return zip(*held, strict=True)
 
     def __getitem__(self, index: Any) -> Any:
         rows = list(self.rows())[index]
         if isinstance(index, slice):
-            return [dict(zip(COLUMNS, row, strict=True)) for row in rows]
-        return dict(zip(COLUMNS, rows, strict=True))
+            return [dict(zip(self.names, row, strict=True)) for row in rows]
+        return dict(zip(self.names, rows, strict=True))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (dict(zip(COLUMNS, row, strict=True)) for row in self.rows())
+        return (dict(zip(self.names, row, strict=True)) for row in self.rows())
 
     def __repr__(self) -> str:
         return f"BandwidthRows({len(self)} rows)"
 
 
-def compact(rows: Any) -> Any:
+def compact(rows: Any, lean: bool = False) -> Any:
     """``rows`` (a test's ``bandwidth`` as read) as BandwidthRows when every row is a dict of
     exactly COLUMNS, as files/nccl_check.py writes them; anything else as it is. Whole columns
-    at a time (8,192 ranks x 7 tests), a word the same in every row held once."""
+    at a time (8,192 ranks x 7 tests), a word the same in every row held once. ``lean`` (a
+    passed test's rows): only the columns the report reads of it (READ); the rank's
+    rank-<R>.json keeps every one, and junit/rank-<R>.xml names it."""
     if not isinstance(rows, list) or not rows:
         return rows
     try:
         if set(map(type, rows)) != {dict} or set(map(len, rows)) != {len(COLUMNS)}:
             return rows
+        if lean:
+            held: list[Any] = [None] * len(COLUMNS)
+            for at, values in zip(_READ_AT, _READ_VALUES, strict=True):
+                held[at] = tuple(map(values, rows))
+            if not all(map(_COLUMN_SET.issuperset, rows)):  # the other keys, as _values reads
+                return rows
+            return BandwidthRows(tuple(held), READ)
         columns = list(zip(*map(_values, rows), strict=True))
     except (KeyError, TypeError):  # a key missing, a row not a dict
         return rows
@@ -140,10 +162,13 @@ class _BySize:
             self.others.setdefault(int(size_bytes), []).append((rank, value))
 
     def result(self) -> dict[int, tuple[list[int], list[Any]]]:
+        """{size: (ranks, values)}; the sizes of the first rank's share one list of ranks
+        when no rank had other sizes (every reader only reads them)."""
         found: dict[int, tuple[list[int], list[Any]]] = {}
         if self.sizes is not None:
+            ranks = self.ranks if not self.others else None
             for size, values in zip(self.sizes, zip(*self.columns, strict=True), strict=True):
-                found[int(size)] = (list(self.ranks), list(values))
+                found[int(size)] = (ranks or list(self.ranks), list(values))
         for size, pairs in self.others.items():
             ranks, values = found.setdefault(size, ([], []))
             ranks += [rank for rank, _ in pairs]
@@ -190,7 +215,7 @@ class RunBandwidth:
     report's readers of every rank read (issue 37: a pass each was 8,192 ranks x 24 tests)."""
 
     busbw: ByName  # by_size(ranked): bandwidth_expectation.collective_rows
-    rank_busbw: ByName  # by_size(ranked, RANK_BUSBW): summary.bandwidth_table
+    rank_busbw: ByName  # by_size(ranked, RANK_BUSBW): judged_run.bandwidth_table
     measured: ByName  # by_size(ranked, details=True): plots.busbw_series
     thresholds: dict[str, float]  # plots.thresholds: {collective: the required busbw}
 
@@ -224,9 +249,10 @@ def run_bandwidth(ranked: Any) -> RunBandwidth:
                 _add(rank_busbw, name, rank, rows, RANK_BUSBW)
             elif details is not None and details.get("bandwidth"):
                 details_only = True
-    # Every row a test's own: measured is busbw's reading, in lists of its own.
-    measured = _measured(ranked) if details_only else _results(busbw)
-    return RunBandwidth(_results(busbw), _results(rank_busbw), measured, required)
+    # Every row a test's own: measured is busbw's reading (its readers only read it).
+    read = _results(busbw)
+    measured = _measured(ranked) if details_only else read
+    return RunBandwidth(read, _results(rank_busbw), measured, required)
 
 
 def _measured(ranked: list[tuple[int, Any]]) -> ByName:

@@ -8,8 +8,8 @@ Markdown, no escapes, no colour; every character that would move the cursor or c
 (control characters, ESC) is taken out of what the nodes answered. plugins/callback/
 nccl_console.py prints the lines once, after the play recap. Causes and their consequences are
 folded as summary.md and report.html fold them: the judged run's one folding (core/findings.py
-Folded), or, for a caller that has only verdict.json's findings, their folding. Only the standard
-library.
+Folded; a caller that holds only verdict.json gets it from the model too: findings.folded_verdict).
+Only the standard library.
 
 At most MAX_LINES lines at any size (issue 37): beyond HOST_TABLE_MAX hosts the hosts are three
 lines (the failing, the affected and the healthy ones, each a count and a Slurm hostlist), and the
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .findings import Finding, Folded, fold
+from .findings import Finding, Folded
 from .hostlist import ONE_LINE_EACH, compress
 
 # C0 and C1 control characters and DEL: none reaches a terminal from a node's answer.
@@ -243,14 +243,12 @@ def _bandwidth_lines(result: dict[str, Any]) -> list[str]:
     return ["", title, *table(header, rows, right=frozenset({1, 2, 3, 4, 5, 6}))]
 
 
-def console_lines(result: dict[str, Any], folded: Folded | None = None) -> list[str]:
+def console_lines(result: dict[str, Any], folded: Folded) -> list[str]:
     """The closing summary of the report's ``result``: verdict, hosts, failures with their fixes,
     bus bandwidth, where the report is; plain lines, none of them ending in a space; at most
     MAX_LINES at any size (the failures take what the other sections leave). ``folded``: the
-    judged run's findings, folded (JudgedRun.folded); without it, ``result``'s findings
-    (verdict.json's) are read and folded here."""
-    if folded is None:
-        folded = fold([Finding.from_json(f) for f in result.get("findings") or []])
+    judged run's findings, folded (JudgedRun.folded, or findings.folded_verdict of verdict.json's
+    findings)."""
     verdict = "FAILED" if result.get("verdict") == "failed" else "PASSED"
     check = " (check mode)" if result.get("check_mode") else ""
     totals = result.get("totals") or {}

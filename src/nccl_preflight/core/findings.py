@@ -5,7 +5,8 @@
 - Case: one testcase (name, classname, status, ``message``: what happened, ``fix``: what to do
   about it, kept apart; ``output``: its details; time; ``finding``: the id of the finding it
   gives, when it gives one);
-- Suite and SuiteFile: the testcases of one rank, host or concern, and the junit/ file of each;
+- Suite and SuiteFile: the testcases of one rank, host or concern, and the junit/ file of each
+  (a rank's naming the rank's own result and log: ``files``);
 - Finding: one thing wrong, with host, rank, check, class, what, fix and, for a consequence,
   a Pointer to its cause;
 - Folded: the findings as a person reads them, each consequence under its cause, folded once;
@@ -114,6 +115,10 @@ class SuiteFile:
     kind: str  # "rank", "preflight", "pairwise", "bandwidth" or "run"
     host: str
     rank: int | None = None
+    # A rank's own files in the run directory, (what, path relative to it): its result and its
+    # log, which its junit/ file names (a suite's, not a testcase's: every test of the rank is
+    # in them).
+    files: tuple[tuple[str, str], ...] = ()
 
 
 def finding_id(*parts: str) -> str:
@@ -207,6 +212,13 @@ def fold(found: list[Finding]) -> Folded:
         else:
             heads.append(item)
     return Folded(heads, under)
+
+
+def folded_verdict(found: list[dict[str, Any]]) -> Folded:
+    """verdict.json's ``findings`` as the judge folded them, for a reader that holds only that
+    file: each finding as the model's (Finding.from_json), each consequence under the cause its
+    pointer names (fold). The judge wrote the pointers; nothing is judged again here."""
+    return fold([Finding.from_json(item) for item in found])
 
 
 @dataclass(frozen=True)

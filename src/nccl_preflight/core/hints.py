@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .run_cause import RunCause, run_cause
@@ -43,6 +43,7 @@ class RankView:
     host: str
     doc: dict[str, Any] | None  # the rank JSON, None when none was collected
     nccl_log: str = ""  # its nccl-rank-<R>.log (NCCL_DEBUG_FILE), "" when none came back
+    bad: list[dict[str, Any]] = field(default_factory=list)  # _bad_tests(doc), read once
 
 
 class RankViews(dict):
@@ -74,7 +75,8 @@ def rank_views(run: RunData) -> dict[int, RankView]:
     for host in run.hosts:
         for rank in host.expected_ranks():
             log = (getattr(host, "nccl_logs", None) or {}).get(rank) or ""
-            views[rank] = RankView(rank, host.host, host.ranks.get(rank), log)
+            doc = host.ranks.get(rank)
+            views[rank] = RankView(rank, host.host, doc, log, _bad_tests(doc))
     return views
 
 
@@ -128,7 +130,7 @@ def _wrong_tests(views: dict[int, RankView]) -> dict[Any, list[tuple[int, dict[s
     """{test name: [(rank, test)]} of every test that got wrong data, in the views' order."""
     found: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
     for view in views.values():
-        for test in _bad_tests(view.doc):
+        for test in view.bad:
             if test.get("status") == "failed" and is_wrong_data(test):
                 found.setdefault(test.get("name"), []).append((view.rank, test))
     return found
@@ -358,7 +360,7 @@ def rank_hints(run: RunData, *, stopped: bool) -> dict[int, dict[str, str]]:
     wrong_cache: dict[str, str] = {}
     for rank, view in views.items():
         mine: dict[str, str] = {}
-        for test in _bad_tests(view.doc):  # what follows is for a failure or an error
+        for test in view.bad:  # what follows is for a failure or an error
             name = str(test.get("name"))
             if is_wrong_data(test):
                 if name not in wrong_cache:

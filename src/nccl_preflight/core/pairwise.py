@@ -306,8 +306,10 @@ def pairwise_tests(ranks: dict[int, dict[str, Any]]) -> list[tuple[int, dict[str
     found = []
     for rank, result in sorted(ranks.items()):
         for test in result.get("tests") or []:
+            if test.get("name") != "pairwise":
+                continue
             details = test.get("details") or {}
-            if test.get("name") == "pairwise" and isinstance(details.get("rows"), list):
+            if isinstance(details.get("rows"), list):
                 found.append((rank, details))
                 break
         else:  # stopped in the pairwise phase: the rounds it saved as it went

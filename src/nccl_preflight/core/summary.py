@@ -3,18 +3,15 @@
 """The summary of one run (summary.md and the module's result): hosts, bandwidth, problems,
 verdict.
 
-host_rows, bandwidth_table and suite_totals are part of the judgement
-(src/nccl_preflight/core/judged_run.py: a failed or erroneous testcase anywhere fails the run);
-summarize renders the judged run, judging nothing again.
+summarize renders the judged run (src/nccl_preflight/core/judged_run.py: its hosts, bandwidth
+table and totals are the judge's, made once), judging nothing again.
 """
 
 from __future__ import annotations
 
-import statistics
 from typing import TYPE_CHECKING, Any
 
-from .bandwidth_expectation import expectation_markdown, expected_figures
-from .bandwidth_rows import RANK_BUSBW, ByName, by_size
+from .bandwidth_expectation import expectation_markdown
 from .hostlist import compress
 from .pairwise import pairwise_markdown
 from .text import md_escape
@@ -68,43 +65,6 @@ def folded_problem_lines(problems: list[tuple[str, str]], folded: Folded) -> lis
     return lines
 
 
-def bandwidth_table(
-    run: RunData, expectations: dict[str, Any], read: ByName | None = None
-) -> list[dict[str, Any]]:
-    """busbw per collective at its largest measured size, over the ranks that measured it, with
-    its share of the expected figure (``expectations``: bandwidth_expectation.evaluate);
-    ``read``: the ranks' rank_busbw_gbps when read already (RunBandwidth.rank_busbw)."""
-    ranked = ((rank, result) for host in run.hosts for rank, result in host.ranks.items())
-    per_test = by_size(ranked, RANK_BUSBW) if read is None else read
-    figures, min_bytes = expected_figures(expectations) if per_test else ({}, 0)
-    table = []
-    for name in sorted(per_test):
-        size = max(per_test[name])
-        ranks, measured = per_test[name][size]
-        values = list(zip(ranks, map(float, measured), strict=True))
-        slowest = min(values, key=lambda item: item[1])
-        busbw = [value for _, value in values]
-        expected = figures.get(name.removeprefix("bandwidth_"), (None, ""))[0]
-        median = statistics.median(busbw)
-        table.append(
-            {
-                "collective": name,
-                "size_bytes": size,
-                "ranks": len(values),
-                "busbw_min_gbps": min(busbw),
-                "busbw_median_gbps": median,
-                "busbw_max_gbps": max(busbw),
-                "slowest_rank": slowest[0],
-                # measured / expected (src/nccl_preflight/core/bandwidth_expectation.py),
-                # judged from min_bytes up
-                "expected_gbps": expected,
-                "percent_of_expected": round(100 * median / expected, 1) if expected else None,
-                "judged_size": size >= min_bytes,
-            }
-        )
-    return table
-
-
 def _percent_cell(row: dict[str, Any]) -> str:
     if row.get("percent_of_expected") is None:
         return "-"
@@ -127,42 +87,6 @@ def predicted_skip_lines(plan: dict[str, Any]) -> list[str]:
         return []
     lines = ["", f"Skipped on every rank, as the support table predicts ({plan.get('backend')}):"]
     return lines + [""] + [f"- {s.get('test')}: skipped: {s.get('reason')}" for s in skips]
-
-
-def host_rows(run: RunData, files: list[SuiteFile]) -> list[dict[str, Any]]:
-    """Per host: reachable, its pre-flight in words, how many of its ranks passed and failed,
-    and ``ok``: reachable, no pre-flight check and no rank failed or in error."""
-    preflight: dict[str, dict[str, int]] = {}
-    ranks: dict[str, list[SuiteFile]] = {}
-    for item in files:
-        if item.kind == "preflight":
-            preflight.setdefault(item.host, item.suite.counts())
-        elif item.kind == "rank":
-            ranks.setdefault(item.host, []).append(item)
-    hosts = []
-    for host in run.hosts:
-        c = preflight.get(host.host)
-        pre_failed = c["failures"] + c["errors"] if c else 0
-        if c is None:
-            pre_text = "not run"
-        else:
-            passed = c["tests"] - pre_failed - c["skipped"]
-            pre_text = f"{passed} passed, {pre_failed} failed, {c['skipped']} skipped"
-        mine = ranks.get(host.host, [])
-        failed = sum(1 for f in mine if not f.suite.ok)
-        hosts.append(
-            {
-                "host": host.host,
-                "node_rank": host.node_rank,
-                "reachable": host.reachable,
-                "preflight": pre_text,
-                "ranks_passed": len(mine) - failed,
-                "ranks_failed": failed,
-                "ranks": [f.rank for f in mine],
-                "ok": host.reachable and not pre_failed and not failed,
-            }
-        )
-    return hosts
 
 
 def _header_lines(
@@ -261,15 +185,6 @@ def _bandwidth_lines(bandwidth: list[dict[str, Any]]) -> list[str]:
             f"{row['busbw_max_gbps']:.3f} | {row['slowest_rank']} | {_percent_cell(row)} |"
         )
     return lines
-
-
-def suite_totals(files: list[SuiteFile]) -> dict[str, int]:
-    """Tests, failures, errors and skipped over every suite."""
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for item in files:
-        for key, value in item.suite.counts().items():
-            totals[key] += value
-    return totals
 
 
 def summarize(judged: JudgedRun) -> dict[str, Any]:

@@ -10,11 +10,18 @@ import re
 from types import SimpleNamespace
 from typing import Any
 
-from nccl_preflight.core.console import console_lines, plain, rank_span, table
+from nccl_preflight.core.console import console_lines as render
+from nccl_preflight.core.console import plain, rank_span, table
+from nccl_preflight.core.findings import folded_verdict
 from tests.playbook_run import column_starts
 from tests.plugin_files import load_plugin
 
 HOSTILE = "evil\x1b[2J\x1b[31mnode\r\nrm -rf /\x07"
+
+
+def console_lines(result: dict[str, Any]) -> list[str]:
+    """The closing summary of ``result``, its findings folded as a verdict.json reader's."""
+    return render(result, folded_verdict(result.get("findings") or []))
 
 
 def result(**changes: Any) -> dict[str, Any]:

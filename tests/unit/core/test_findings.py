@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from nccl_preflight.core.console import console_lines
-from nccl_preflight.core.findings import Finding, Pointer, fold
+from nccl_preflight.core.findings import Finding, Pointer, fold, folded_verdict
 from nccl_preflight.core.judged_run import judge_run
 from nccl_preflight.core.run_data import read_run
 from nccl_preflight.core.summary import summarize
@@ -117,5 +117,10 @@ def test_the_judge_builds_the_model_once_and_every_writer_renders_it(tmp_path: P
     assert problems.count("  - consequence: nccl.node2.rank") == 2
     # The console renders the same folding from the model and from verdict.json alone.
     result = {**summarize(judged), "findings": doc["findings"], "run_id": judged.run_id}
-    assert console_lines(result, judged.folded) == console_lines(result)
-    assert any("consequence: node2 rank 2 result" in line for line in console_lines(result))
+    from_file = folded_verdict(doc["findings"])
+    assert [f.to_json() for f in from_file.heads] == [f.to_json() for f in folded.heads]
+    assert {k: [f.to_json() for f in v] for k, v in from_file.under.items()} == {
+        k: [f.to_json() for f in v] for k, v in folded.under.items()
+    }
+    assert console_lines(result, judged.folded) == console_lines(result, from_file)
+    assert any("consequence: node2 rank 2" in line for line in console_lines(result, from_file))

@@ -19,12 +19,14 @@ import pytest
 from bench.report_scale import PER_NODE, WRONG_LOCAL, read_source, report_params, synthesize
 from nccl_preflight.core.bandwidth_rows import (
     COLUMNS,
+    READ,
     BandwidthRows,
     compact,
     run_bandwidth,
     size_values,
 )
 from nccl_preflight.core.console import MAX_LINES, console_lines
+from nccl_preflight.core.findings import folded_verdict
 from nccl_preflight.core.hostlist import compress, expand
 from nccl_preflight.core.report_run import run_report
 from tests.browser import browser_unavailable_reason, open_page
@@ -115,7 +117,8 @@ def test_the_console_says_where_the_failures_it_has_no_room_for_are() -> None:
         for i in range(50)
     ]  # fmt: skip
     lines = console_lines(
-        {"run_id": "r", "verdict": "failed", "hosts": hosts, "findings": found, "totals": {}}
+        {"run_id": "r", "verdict": "failed", "hosts": hosts, "findings": found, "totals": {}},
+        folded_verdict(found),
     )
     assert len(lines) <= MAX_LINES
     assert "  failing     50  gpu[0000-0049]" in lines
@@ -218,6 +221,12 @@ def test_bandwidth_rows_are_held_compact_and_read_back_as_written() -> None:
     short = [{k: rows[0][k] for k in COLUMNS[:-1]}]
     assert compact(odd) is odd and compact(short) is short
     assert compact([]) == [] and compact("text") == "text"
+    # A passed test's rows: only the columns the report reads of them (READ).
+    lean = compact([dict(row) for row in rows], lean=True)
+    assert isinstance(lean, BandwidthRows) and len(lean) == 4 and lean.names == READ
+    assert list(lean) == [{key: row[key] for key in READ} for row in rows]
+    assert size_values(lean, "rank_busbw_gbps") == size_values(rows, "rank_busbw_gbps")
+    assert compact(odd, lean=True) is odd and compact(short, lean=True) is short
 
 
 def test_run_bandwidth_reads_a_failed_sweeps_details_only_for_the_plots() -> None:
@@ -240,10 +249,7 @@ def test_run_bandwidth_reads_a_failed_sweeps_details_only_for_the_plots() -> Non
     both = {1024: ([0, 1], [0.2, 0.2]), 2048: ([0, 1], [0.4, 0.4])}
     assert every.busbw == every.measured == {"bandwidth_all_reduce": both}
     assert every.rank_busbw["bandwidth_all_reduce"][2048] == ([0, 1], [0.2, 0.2])
-    assert (
-        every.measured["bandwidth_all_reduce"][1024][0]
-        is not every.busbw["bandwidth_all_reduce"][1024][0]
-    )  # lists of its own
+    assert every.measured is every.busbw  # its readers only read it: one reading, not two
     assert every.thresholds == {"all_reduce": 0.5}
     # Rank 1's sweep failed: its rows are in its details only, which the plots read too.
     failed = run_bandwidth([(0, rank(True)), (1, rank(False))])

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nccl_preflight.core.console import console_lines
+from nccl_preflight.core.findings import folded_verdict
 from nccl_preflight.core.run_cause import run_cause
 from nccl_preflight.core.run_data import read_run
 from tests.builders.report import RunDir, rank_doc
@@ -88,7 +89,8 @@ def test_a_rank_killed_by_a_signal_is_the_one_cause_every_other_lost_rank_folds_
     assert_folded_under(verdict, head)
     # the first failure printed is the killed rank, the others folded; its host alone fails
     summary = build_report(run.dir)
-    lines = console_lines({**summary, **verdict, "findings": verdict["findings"]})
+    result = {**summary, **verdict, "findings": verdict["findings"]}
+    lines = console_lines(result, folded_verdict(verdict["findings"]))
     first = lines.index(next(x for x in lines if x.startswith("Failures (")))
     assert lines[first + 1].startswith("  1. node3 rank 2 bandwidth_all_reduce: rank 2 on node3")
     hosts = {x.split()[0]: x for x in lines if x.startswith("  node")}
