@@ -5,10 +5,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import ansible.module_utils
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,3 +33,20 @@ for extra in (ROOT / "library", ROOT / "plugins" / "inventory", ROOT / "plugins"
 
 # The multi-host lab: session-scoped fixtures that skip, with the reason, where no lab can be built.
 from tests.lab.fixtures import lab2, lab4, lab_factory  # noqa: F401
+
+# The signals a test may take over in this process (the supervisor, the tether, the allocation and
+# node-check's guard ignore or catch them while they work). What a process ignores or blocks, the
+# processes it starts inherit across exec: a later test's child would outlive its SIGTERM.
+KEPT_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGCHLD)
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_they_were() -> Iterator[None]:
+    """Every test leaves this process's signal dispositions and mask as it found them."""
+    handlers = {sig: signal.getsignal(sig) for sig in KEPT_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    for sig, handler in handlers.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
