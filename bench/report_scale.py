@@ -207,7 +207,9 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
 
         profile = cProfile.Profile(time.process_time)
         result = profile.runcall(run_report, params, False)
-        pstats.Stats(profile, stream=sys.stderr).sort_stats("tottime").print_stats(45)
+        stats = pstats.Stats(profile, stream=sys.stderr)
+        stats.sort_stats(os.environ.get("PROFILE_SORT", "tottime"))
+        stats.print_stats(int(os.environ.get("PROFILE_LINES", "45")))
     else:
         result = run_report(params, False)
     return {

@@ -17,6 +17,7 @@ from nccl_preflight.core.env_file import nccl_env_file_text, nccl_env_report_fil
 from nccl_preflight.core.env_findings import nccl_env_findings, nccl_env_stop_text
 from nccl_preflight.core.inputs import nccl_input_names, nccl_input_problems
 from nccl_preflight.core.launch_hosts import (
+    nccl_cleanup_left,
     nccl_launch_ended,
     nccl_not_started_reason,
     nccl_plan_hosts,
@@ -87,4 +88,5 @@ class FilterModule:
             "nccl_not_started_reason": nccl_not_started_reason,
             "nccl_launch_ended": nccl_launch_ended,
             "nccl_plan_hosts": nccl_plan_hosts,
+            "nccl_cleanup_left": nccl_cleanup_left,
         }

@@ -94,6 +94,14 @@ def nccl_not_started_reason(hostvars: Mapping[str, Mapping[str, Any]], hosts: It
     return not_started_reason(failed) if failed else ""
 
 
+def last_launch_call(mine: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A host's last launch call: the stop when it ran (the wait failed or never ran), else the
+    wait (roles/launch/tasks/run.yml); {} when neither ran."""
+    stop = mine.get("launch_stop")
+    last = stop if stop is not None and not stop.get("skipped") else mine.get("launch_result")
+    return last if last is not None else {}
+
+
 def nccl_launch_ended(
     hostvars: Mapping[str, Mapping[str, Any]], hosts: Iterable[str]
 ) -> list[dict[str, Any]]:
@@ -101,10 +109,7 @@ def nccl_launch_ended(
     wait): [{host, timed_out, stopped_by, stop, rank_exits}], what nccl_pairwise_relaunch reads."""
     rows = []
     for host in hosts:
-        mine = hostvars[host]
-        stop = mine.get("launch_stop")
-        last = stop if stop is not None and not stop.get("skipped") else mine.get("launch_result")
-        last = last if last is not None else {}
+        last = last_launch_call(hostvars[host])
         rows.append(
             {
                 "host": host,
@@ -115,3 +120,42 @@ def nccl_launch_ended(
             }
         )
     return rows
+
+
+def _removed(result: Any) -> bool:
+    """Whether a call's result (a dict, or none when it never ran) says it removed the run dir."""
+    return bool(isinstance(result, Mapping) and result.get("run_dir_removed"))
+
+
+def nccl_cleanup_left(
+    hostvars: Mapping[str, Mapping[str, Any]],
+    hosts: Iterable[str],
+    groups: Mapping[str, Iterable[str]],
+    keep_run_dir: bool = False,
+) -> dict[str, str]:
+    """What roles/cleanup has left to do, by host (only hosts with something left):
+    ``run_dir`` where the environment was ready and no call of the run removed its run directory
+    (the launch's last call, the pre-flight's probe or its late stop of the listeners), unless
+    launch_keep_run_dir (the host's own, else ``keep_run_dir``); ``listeners`` where the
+    environment stage stopped the run after the facts play started the pre-flight's listeners.
+    One answer for the play's end (empty: nothing left anywhere) and for each task's condition."""
+    ready = set(groups.get("nccl_env_ready") or ())
+    stopped = set(groups.get("nccl_env_stopped") or ())
+    left = {}
+    for host in hosts:
+        mine = hostvars[host]
+        if host in ready and mine.get("nccl_env_run_dir") is not None:
+            last = last_launch_call(mine)
+            keep = mine.get("launch_keep_run_dir")
+            kept = str(keep_run_dir if keep is None else keep).lower() in ("true", "yes", "1", "on")
+            collects = [
+                (mine.get(name) or {}).get("collect")
+                for name in ("preflight_probe", "preflight_late_collect")
+            ]
+            if not kept and not _removed(last) and not any(_removed(c) for c in collects):
+                left[host] = "run_dir"
+        elif host in stopped:
+            started = ((mine.get("facts_start_result") or {}).get("preflight") or {}).get("changed")
+            if started:
+                left[host] = "listeners"
+    return left

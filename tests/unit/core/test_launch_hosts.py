@@ -12,6 +12,7 @@ from typing import Any
 
 from nccl_preflight.core.env_file import nccl_env_report_files
 from nccl_preflight.core.launch_hosts import (
+    nccl_cleanup_left,
     nccl_launch_ended,
     nccl_not_started,
     nccl_not_started_reason,
@@ -141,3 +142,47 @@ def test_the_environment_stage_writes_every_env_file_then_every_finding() -> Non
             "data": {"host": "b", "results": [finding], "layout": LAYOUT["by_host"]["b"]},
         },
     ]
+
+
+def _cleanup_hostvars() -> dict[str, dict]:
+    """Five hosts of one run, each ended a different way (what roles/cleanup reads)."""
+    ran = {"nccl_env_run_dir": "/tmp/nccl-preflight-x"}
+    return {
+        # A launch that passed: its wait removed the directory.
+        "passed": {**ran, "launch_result": {"run_dir_removed": True}},
+        # The wait failed, so the stop ran; it did not remove the directory.
+        "stopped": {
+            **ran,
+            "launch_result": {"run_dir_removed": True},
+            "launch_stop": {"run_dir_removed": False},
+        },
+        # The stop was skipped: the wait's answer counts.
+        "skipped_stop": {
+            **ran,
+            "launch_result": {"run_dir_removed": True},
+            "launch_stop": {"skipped": True},
+        },
+        # No launch followed; the pre-flight's late stop of the listeners removed it.
+        "preflight_only": {**ran, "preflight_late_collect": {"collect": {"run_dir_removed": True}}},
+        # The launch never reached this host, and it asked to keep its directory.
+        "kept": {**ran, "launch_keep_run_dir": "yes"},
+        # The environment stage stopped the run after the facts play started the listeners.
+        "env_stopped": {"facts_start_result": {"preflight": {"changed": True}}},
+        "env_stopped_idle": {"facts_start_result": {"preflight": {"changed": False}}},
+    }
+
+
+def test_cleanup_names_only_the_hosts_whose_run_directory_or_listeners_are_left() -> None:
+    hostvars = _cleanup_hostvars()
+    groups = {
+        "nccl_env_ready": ["passed", "stopped", "skipped_stop", "preflight_only", "kept"],
+        "nccl_env_stopped": ["env_stopped", "env_stopped_idle"],
+    }
+    left = nccl_cleanup_left(hostvars, list(hostvars), groups)
+    assert left == {"stopped": "run_dir", "env_stopped": "listeners"}
+    # launch_keep_run_dir for the run (the host's own unset) keeps every directory.
+    del hostvars["kept"]["launch_keep_run_dir"]
+    assert nccl_cleanup_left(hostvars, ["stopped", "kept"], groups, True) == {}
+    assert nccl_cleanup_left(hostvars, ["kept"], groups) == {"kept": "run_dir"}
+    # A run that passed everywhere leaves nothing: the play ends before either task.
+    assert nccl_cleanup_left(hostvars, ["passed", "skipped_stop"], groups) == {}
