@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders.report import RunDir, build, suites
 from tests.check.support import (
     FAST,
     RUN_LIMIT_S,
@@ -27,6 +28,7 @@ from tests.check.support import (
     torchrun,
     torchrun_argv,
 )
+from tests.jenkins_schema import validate_report_junit
 from tests.polling import wait_or_fail
 from tests.ports import free_port
 
@@ -42,12 +44,18 @@ def output(proc: subprocess.CompletedProcess[str]) -> str:
 
 # Two ranks (a pair) and three (odd: a ring with no partner for one rank in a pairwise round);
 # four added nothing three does not run, at five more imports of torch.
+# Their output is then given to the report step, as the launch brings it back (a node's directory
+# of a planned run): the report agrees with the exit status and its JUnit is valid.
 @pytest.mark.parametrize("nproc", [2, 3])
-def test_every_test_passes_on_every_rank(tmp_path: Path, nproc: int) -> None:
-    proc = torchrun(nproc, "--out-dir", str(tmp_path), "--timeout", str(TIMEOUT_S), *FAST)
+def test_every_test_passes_on_every_rank(
+    tmp_path: Path, nproc: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = RunDir(tmp_path, ["node1"], nproc=nproc).plan()
+    out = run.host_dir("node1")
+    proc = torchrun(nproc, "--out-dir", str(out), "--timeout", str(TIMEOUT_S), *FAST)
 
     assert proc.returncode == 0, output(proc)
-    recs = records(tmp_path)
+    recs = records(out)
     assert sorted(recs) == list(range(nproc))
     for rank, rec in recs.items():
         assert rec["schema"] == 1
@@ -65,30 +73,47 @@ def test_every_test_passes_on_every_rank(tmp_path: Path, nproc: int) -> None:
     assert f"PASSED - {nproc} of {nproc} ranks passed" in proc.stdout
     assert proc.stdout.count("nccl_check: PASSED") == 1
 
+    (out / "torchrun.log").write_text(proc.stdout + proc.stderr)
+    (out / "launch.json").write_text(json.dumps({"rc": 0, "timed_out": False, "killed_pids": []}))
+    result = build(run, capsys)
+    validate_report_junit(run.dir)
+    merged = suites(run.dir / "junit.xml")
+    assert sorted(merged) == [f"nccl.node1.rank{r}" for r in range(nproc)]
+    assert result["verdict"] == "passed", result["problems"]
+    names = {c.get("name") for c in merged["nccl.node1.rank0"].iter("testcase")}
+    assert {"all_reduce_sum", "bandwidth_all_reduce"} <= names
+    assert "bandwidth_all_reduce" in {row["collective"] for row in result["bandwidth"]}
 
-@pytest.mark.parametrize(
-    ("nproc", "expected"),
-    [
-        # with 4 ranks, reduce of [rank] to dst 0 gives [6], all_reduce gives 6 everywhere
-        (4, {"reduce": {0: [6]}, "all_reduce": {r: [6] for r in range(4)}}),
-        # with 2 ranks, reduce_scatter of [2r+1, 2r+2] gives 4 and 6;
-        # scatter of [ones, fives] gives [1, 1] and [5, 5]
-        (2, {"reduce_scatter": {0: [4], 1: [6]}, "scatter": {0: [1, 1], 1: [5, 5]}}),
-        # with 6 ranks, all_reduce of [2, 3] + 2 * rank gives [42, 48]
-        (6, {"all_reduce": {r: [42, 48] for r in range(6)}}),
-    ],
-)
-def test_documented_examples_hold_on_real_collectives(
-    tmp_path: Path, nproc: int, expected: dict[str, dict[int, list[int]]]
-) -> None:
-    proc = torchrun(nproc, str(tmp_path), script=EXAMPLES)
+
+# The documented examples, each on the world it is written for: a case is "<collective>/<ranks>".
+EXAMPLE_VALUES = {
+    # with 6 ranks, all_reduce of [2, 3] + 2 * rank gives [42, 48]
+    "all_reduce/6": {r: [42, 48] for r in range(6)},
+    # with 4 ranks, reduce of [rank] to dst 0 gives [6], all_reduce gives 6 everywhere
+    "reduce/4": {0: [6]},
+    "all_reduce/4": {r: [6] for r in range(4)},
+    # with 2 ranks, reduce_scatter of [2r+1, 2r+2] gives 4 and 6;
+    # scatter of [ones, fives] gives [1, 1] and [5, 5]
+    "reduce_scatter/2": {0: [4], 1: [6]},
+    "scatter/2": {0: [1, 1], 1: [5, 5]},
+}
+
+
+def test_documented_examples_hold_on_real_collectives(tmp_path: Path) -> None:
+    """One launch of 6 ranks: the 6-rank examples, then the first 4 ranks and the first 2 meet
+    again as worlds of their own (examples_worker.py): one import of torch a rank, not one a rank
+    and world."""
+    proc = torchrun(6, str(tmp_path), script=EXAMPLES)
 
     assert proc.returncode == 0, output(proc)
-    got = {r: json.loads((tmp_path / f"example-{r}.json").read_text()) for r in range(nproc)}
-    for case, per_rank in expected.items():
+    got = {r: json.loads((tmp_path / f"example-{r}.json").read_text()) for r in range(6)}
+    for case, per_rank in EXAMPLE_VALUES.items():
         for rank, values in per_rank.items():
             assert got[rank][case]["status"] == "passed", got[rank][case]
             assert got[rank][case]["got_head"] == values, (case, rank, got[rank][case])
+    # Each rank ran the examples of every world it belongs to, and no other.
+    worlds = {r: sorted({int(c.split("/")[1]) for c in got[r]}) for r in range(6)}
+    assert worlds == {0: [2, 4, 6], 1: [2, 4, 6], 2: [4, 6], 3: [4, 6], 4: [6], 5: [6]}
 
 
 def test_min_busbw_fails_the_slow_collective_and_names_it(tmp_path: Path) -> None:
