@@ -11,11 +11,13 @@ import re
 import shutil
 import uuid
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from nccl_preflight.core.junit import host_label
+from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
 
 FAST, SLOW = "200mbit", "50mbit"  # the slow link: a quarter of the others
@@ -185,3 +187,66 @@ FIX = re.compile(r"allow it \(on ([^)]+)\): (.+?)(?=; allow it \(on |$)")
 def headline(report_dir: Path) -> str:
     html = (report_dir / "report.html").read_text()
     return html.split('<div class="hosts">Failing: ', 1)[1].split("</div>", 1)[0]
+
+
+def assert_folded(
+    lab: Lab, report_dir: Path, run_id: str, culprit: str, consequences: set[tuple[str, str]]
+) -> dict[str, Any]:
+    """verdict.json, report.html, summary.md and the JUnit fold ``consequences`` (host, check)
+    under ``culprit``'s firewall, the only cause."""
+    verdict = json.loads((report_dir / "verdict.json").read_text())
+    assert verdict["class"] == "preflight_failed" and verdict["exit_code"] == 10
+    causes = [f for f in verdict["findings"] if not f["consequence"]]
+    assert [(f["host"], f["test"]) for f in causes] == [(culprit, "firewall")], causes
+    pointer = {"id": f"{culprit}/firewall", "host": culprit, "test": "firewall"}
+    linked = {(f["host"], f["test"]) for f in verdict["findings"] if f["rank"] is None}
+    assert linked == consequences | {(culprit, "firewall")}
+    assert all(f["cause"] == pointer for f in verdict["findings"] if f["consequence"])
+    # Every planned rank never started, a consequence of the same firewall.
+    ranks = [f for f in verdict["findings"] if f["rank"] is not None]
+    assert sorted(f["rank"] for f in ranks) == list(range(len(lab.hosts)))
+
+    assert headline(report_dir) == culprit
+    html = (report_dir / "report.html").read_text()
+    fold = html.split(f"consequence(s) of this firewall on {culprit}", 1)[1].split("</details>")[0]
+    for host, check in consequences:
+        assert host in fold and check in fold
+
+    problems = (report_dir / "summary.md").read_text().split("Problems:", 1)[1].strip()
+    top = [line for line in problems.splitlines() if line.startswith("- ")]
+    assert len(top) == 1 and top[0].startswith(f"- preflight.{host_label(culprit)} firewall:")
+
+    cases = junit_cases(report_dir / "junit.xml")
+    of = f"(a consequence of {culprit}'s failed firewall check)"
+    for host, check in consequences:
+        failure = cases[(f"preflight.{host_label(host)}", check)].find("failure")
+        assert failure is not None and of in failure.get("message", ""), (host, check)
+    stopped = f"the run stopped at the pre-flight: {culprit} firewall: {culprit}: iptables"
+    rank_errors = [c.find("error") for (n, _), c in cases.items() if n.startswith("nccl.")]
+    assert len(rank_errors) == len(lab.hosts)
+    assert all(e is not None and stopped in e.get("message", "") for e in rank_errors)
+    validate_report_junit(report_dir)
+    assert left_on_hosts(lab, run_id) == []
+    return verdict
+
+
+# roles/preflight: the task that stops the listeners still waiting for a peer's probe, after
+# every host's probes (it runs when there are more hosts than forks).
+STOP_TASK = "Stop the listeners that still waited for a peer's probe"
+
+
+def tcp_cases(files: Iterable[Path]) -> dict[tuple[str, str], ET.Element]:
+    """The pre-flight's tcp_master_port and tcp_ring test cases of the JUnit ``files``, by
+    (classname, name)."""
+    return {
+        (case.get("classname"), case.get("name")): case
+        for junit in files
+        for case in ET.parse(junit).getroot().iter("testcase")
+        if case.get("name") in ("tcp_master_port", "tcp_ring")
+    }
+
+
+def stopped_late_on(output: str) -> list[str]:
+    """The hosts the stop task after every host's probes ran on (not skipped)."""
+    task = output.split(f"TASK [preflight : {STOP_TASK}", 1)[1].split("TASK [", 1)[0]
+    return re.findall(r"^(?:ok|changed): \[([^\]]+)\]", task, re.MULTILINE)

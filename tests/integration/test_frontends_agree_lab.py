@@ -3,11 +3,17 @@
 """The same faults through both front-ends give the same findings (issue 27 item 5).
 
 One 3-host lab with sshd and slurmd on every host (`Lab(3, slurm=True)`); each fault in turn is
-run through validate.yml over SSH (`bin/nccl-preflight -i <lab inventory>`) and through
+run through validate.yml over SSH (`bin/nccl-preflight -i <lab inventory> -f 1`) and through
 `bin/nccl-preflight slurm -N 3 --config FILE`, and the two runs must agree on the exit code, the
 verdict's class and, for every finding of verdict.json, its class, host, rank, check (test) and
 whether it is a consequence of another. Host names differ by front-end (the inventory lists
 management addresses, Slurm knows the hostnames): both become node<i> in host order.
+
+validate.yml runs with one fork (more hosts than forks): Ansible then runs the probe task on one
+host at a time, so the master's listeners still wait for the probes of the hosts after it when
+its own probe call ends. They are left running and stopped by the task after every host's probes
+(roles/preflight/tasks/main.yml): a healthy cluster passes however the hosts are batched, and a
+port that is really closed still fails, on the hosts that probe it, naming the port.
 
 Tests marked `lab` need root, the node Python (NCCL_LAB_NODE_PYTHON) and Debian's Slurm packages.
 """
@@ -24,11 +30,14 @@ from typing import Any
 
 import pytest
 
+from nccl_preflight.core.text import safe_name
+from tests.builders.lab_runs import assert_folded, stopped_late_on, tcp_cases
 from tests.builders.lab_slurm import ROOT, Run, assert_agree, assert_nothing_left, environment
 from tests.builders.lab_slurm import launch_records as slurm_launch_records
 from tests.lab.fixtures import LabFactory, require_slurm
 from tests.lab.harness import Lab
-from tests.lab.runs import QUICK, new_run_id
+from tests.lab.runs import QUICK, label, new_run_id
+from tests.lab.runs import assert_nothing_left as assert_nothing_left_by_ansible
 
 WRAPPER = ROOT / "bin" / "nccl-preflight"
 MASTER_PORT = 29500
@@ -70,6 +79,7 @@ def run_ansible(lab: Lab, reports: Path, variables: dict[str, Any]) -> Run:
     run_id = new_run_id()
     extra = {"nccl_run_id": run_id, "nccl_report_root": str(reports), **variables}
     argv = [sys.executable, str(WRAPPER), "-i", str(lab.inventory_dir), "-e", json.dumps(extra)]
+    argv += ["-f", "1"]  # more hosts than forks (the module's docstring)
     done = subprocess.run(
         argv, capture_output=True, text=True, env=environment(lab), cwd=ROOT, timeout=600
     )
@@ -147,6 +157,31 @@ def test_both_front_ends_find_the_same(both3: Lab, tmp_path: Path, fault: str) -
     assert any(not f[4] for f in found), found  # at least one cause was named
     if fault == MASTER_DROP:
         assert_the_master_port_drop_is_named(both3, tmp_path / "slurm", slurm)
+        # validate.yml's run: every host's probe of MASTER_PORT (the master's own too) is a
+        # consequence of the master's firewall, folded under it in every file, and said so
+        # in the play's output.
+        _, verdict, output = ansible
+        master = both3.hosts[0].inventory_name
+        assert f"(a consequence of {master}'s firewall)" in output
+        consequences = {(h.inventory_name, "tcp_master_port") for h in both3.hosts}
+        run_id = verdict["run_id"]
+        assert_folded(both3, tmp_path / "ansible" / run_id, run_id, master, consequences)
+        assert_one_fork_names_the_dropped_port(both3, tmp_path / "ansible" / run_id, output)
+
+
+def assert_one_fork_names_the_dropped_port(lab: Lab, report: Path, output: str) -> None:
+    """With one fork, the master's listener waited for probes that never came: it was stopped
+    after every host's probes, and each peer's probe of MASTER_PORT failed naming the port."""
+    assert "preflight_collect_wait" not in output and "ended at their bound" not in output
+    assert lab.hosts[0].inventory_name in stopped_late_on(output), output[-4000:]
+    cases = tcp_cases([report / "junit.xml"])
+    for peer in lab.hosts[1:]:
+        failure = cases[(f"preflight.{label(peer)}", "tcp_master_port")].find("failure")
+        assert failure is not None, peer.inventory_name
+        text = failure.get("message", "") + (failure.text or "")
+        assert f":{MASTER_PORT}" in text and "timed out" in text, text
+        ring = cases[(f"preflight.{label(peer)}", "tcp_ring")]
+        assert ring.find("failure") is None, peer.inventory_name
 
 
 def assert_the_master_port_drop_is_named(lab: Lab, reports: Path, slurm: Run) -> None:
@@ -202,3 +237,17 @@ def test_a_healthy_run_passes_alike_through_both_front_ends(both3: Lab, tmp_path
     assert junit_shape(s_report, both3.slurm_nodes) == junit_shape(
         a_report, [h.mgmt_addr for h in both3.hosts]
     )
+    # validate.yml with one fork: the master's listeners still waited for the later hosts'
+    # probes when its probe call ended; stopped after every host's probes, they saw every probe.
+    a_out = ansible[2]
+    assert "preflight_collect_wait" not in a_out and "cannot open TCP" not in a_out
+    assert both3.hosts[0].inventory_name in stopped_late_on(a_out), a_out[-4000:]
+    junit = a_report / "junit"
+    cases = tcp_cases(junit / f"preflight-{safe_name(h.inventory_name)}.xml" for h in both3.hosts)
+    for host in both3.hosts:
+        for check in ("tcp_master_port", "tcp_ring"):
+            case = cases[(f"preflight.{label(host)}", check)]
+            assert case.find("failure") is None and case.find("skipped") is None, check
+            assert "connected over TCP" in case.findtext("system-out", ""), check
+    assert "cannot open TCP" not in (a_report / "report.html").read_text()
+    assert_nothing_left_by_ansible(a_verdict["run_id"], both3.hosts)

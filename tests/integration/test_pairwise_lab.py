@@ -240,24 +240,6 @@ def test_three_hosts_two_rails_auto_below_the_fabrics_expectation_names_the_host
     assert {p["rail"] for p in doc["pairs"] if p["pass"] == 1} == {0, 1}
 
 
-def test_two_hosts_say_they_cannot_tell_and_show_each_hosts_own_figure(
-    lab6: Lab, tmp_path: Path
-) -> None:
-    with links(lab6, None):
-        result, report_dir = validate(
-            inventory(lab6, tmp_path, 2), tmp_path / "reports", nccl_slots=2
-        )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-4000:]
-    summary = (report_dir / "summary.md").read_text()
-    assert "two nodes cannot tell which of them is bad" in summary
-    for host in lab6.hosts[:2]:
-        assert f"within {host.inventory_name} local ranks 0-1:" in summary, summary
-    cases = pairwise_cases(report_dir)
-    assert len(cases) == 2 and all(c.find("skipped") is not None for c in cases.values())
-    validate_report_junit(report_dir)
-
-
 def test_expected_busbw_fails_with_both_figures_and_a_baseline_names_the_drop(
     lab6: Lab, tmp_path: Path
 ) -> None:

@@ -27,6 +27,7 @@ from nccl_preflight.core.junit import host_label
 from nccl_preflight.node.run_start import parse_env_file
 from tests import prom_text
 from tests.browser import browser_unavailable_reason, distinct_colours, open_page
+from tests.builders.lab_runs import pairwise_cases
 from tests.jenkins_schema import validate_report_junit
 from tests.lab.harness import Lab
 from tests.lab.runs import (
@@ -120,14 +121,16 @@ Healthy = tuple[Path, float, int, dict[str, Any] | None, str]
 
 @pytest.fixture(scope="module")
 def healthy(lab2: Lab, tmp_path_factory: pytest.TempPathFactory) -> Healthy:
-    """One passing run, three ranks a host, read by two tests (the exit and the page; the ranks,
-    the JUnit and what is left): -> (report root, its start, exit code, verdict, output)."""
+    """One passing run, three ranks a host, pairwise rounds always, read by three tests (the exit
+    and the page; the ranks, the JUnit and what is left; the pairwise rounds two hosts cannot
+    judge): -> (report root, its start, exit code, verdict, output)."""
     tmp_path = tmp_path_factory.mktemp("healthy")
     extra = {
         "nccl_master_port": 29541,
         "nccl_slots": 3,
         "nccl_check_args": QUICK,
         "nccl_run_timeout": 90,
+        "nccl_pairwise": "always",
     }
     textfile = tmp_path / "textfile"  # node_exporter's directory: the run's metrics
     textfile.mkdir()
@@ -206,6 +209,23 @@ def test_two_hosts_three_ranks_each_pass_end_to_end(lab2: Lab, healthy: Healthy)
     assert rebuilt.returncode == 0, rebuilt.stdout[-4000:] + rebuilt.stderr[-2000:]
     assert set(rank_suites(report / "junit.xml")) == expected
     assert len((report / "junit.xml").read_text()) == len(merged)
+
+
+def test_two_hosts_say_they_cannot_tell_and_show_each_hosts_own_figure(
+    lab2: Lab, healthy: Healthy
+) -> None:
+    """nccl_pairwise always on two hosts: the rounds ran, but which host of the one pair is slow
+    cannot be told; each host's own figure (its local ranks' pair) is shown instead."""
+    tmp_path, _, code, verdict, output = healthy
+    assert code == 0 and verdict is not None, output[-4000:]
+    report_dir = tmp_path / "reports" / verdict["run_id"]
+    summary = (report_dir / "summary.md").read_text()
+    assert "two nodes cannot tell which of them is bad" in summary
+    for host in lab2.hosts:
+        assert f"within {host.inventory_name} local ranks 0-1:" in summary, summary
+    cases = pairwise_cases(report_dir)
+    assert len(cases) == 2 and all(c.find("skipped") is not None for c in cases.values())
+    validate_report_junit(report_dir)
 
 
 def test_wrong_data_exits_7_names_the_suspect_and_the_page_shows_the_host(
