@@ -51,6 +51,45 @@ def in_host_shell(netns: str, script: str, *args: str, ip: str | None = None) ->
     return [ip, "netns", "exec", netns, "unshare", "--uts", "sh", "-c", script, *args]
 
 
+# The kernel's IPv4 neighbour table is one for every namespace, bounded by the root namespace's
+# gc_thresh2/3 (128/512/1024 by default). Each lab host resolves every other host on each of its
+# two networks: past about 20 hosts the table overflows ("neighbour: arp_cache: neighbor table
+# overflow!" in dmesg) and the hosts' connections fail at random (a 32-host run lost ranks in
+# bandwidth_all_to_all with "Connection closed by peer"; 32 ranks on one host passed).
+NEIGH = Path("/proc/sys/net/ipv4/neigh/default")
+NEIGH_HEADROOM = 256
+
+
+def neigh_needed(n_hosts: int) -> int:
+    """Neighbour entries a lab of ``n_hosts`` may hold: every host, both networks, every peer
+    (and the control link), with room for the machine's own."""
+    return 2 * n_hosts * (n_hosts + 1) + NEIGH_HEADROOM
+
+
+def raise_neigh_table(n_hosts: int) -> dict[str, int]:
+    """Raise gc_thresh2/3 to what a lab of ``n_hosts`` needs when they are lower; -> the values
+    it replaced, by name (empty when nothing changed), for restore_neigh_table."""
+    need, replaced = neigh_needed(n_hosts), {}
+    for name, value in (("gc_thresh3", need), ("gc_thresh2", need // 2)):
+        path = NEIGH / name
+        with contextlib.suppress(OSError, ValueError):
+            now = int(path.read_text())
+            if now < value:
+                path.write_text(f"{value}\n")
+                replaced[name] = now
+    return replaced
+
+
+def restore_neigh_table(replaced: dict[str, int], n_hosts: int) -> None:
+    """Put back the thresholds raise_neigh_table replaced, unless someone changed them since."""
+    need = neigh_needed(n_hosts)
+    for name, before in replaced.items():
+        path = NEIGH / name
+        with contextlib.suppress(OSError, ValueError):
+            if int(path.read_text()) == (need if name == "gc_thresh3" else need // 2):
+                path.write_text(f"{before}\n")
+
+
 class LabNetwork:
     """Namespaces, bridges and links of a Lab; commands run inside its hosts."""
 
@@ -63,6 +102,11 @@ class LabNetwork:
             f"addr add {self.control_addr}/24 dev {self.root_link}",
         ]
         _run([ip, "-batch", "-"], input="\n".join(root_batch) + "\n")
+        # recorded before the change, so a lab torn down from any process puts it back
+        self._state["neigh_replaced"] = {}
+        self._save_state()
+        self._state["neigh_replaced"] = raise_neigh_table(len(self.hosts))
+        self._save_state()
         for sysctl, value in (
             (f"ipv6/conf/{self.root_link}/disable_ipv6", "1"),
             # resolve a host's address soon after it appears, not a second later
@@ -132,6 +176,7 @@ class LabNetwork:
         for etc in state.get("netns_etc_dirs", []):
             if Path(etc).parent == NETNS_DIR:
                 shutil.rmtree(etc, ignore_errors=True)
+        restore_neigh_table(state.get("neigh_replaced") or {}, len(state.get("hosts", [])))
         if state.get("netns_etc_created"):
             with contextlib.suppress(OSError):
                 NETNS_DIR.rmdir()  # only when empty: other labs may use it meanwhile

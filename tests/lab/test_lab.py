@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from tests.builders.lab_host import assert_restored, snapshot
-from tests.lab import base, harness
+from tests.lab import base, harness, network
 from tests.lab.__main__ import main as cli_main
 from tests.lab.fixtures import LAB4_FABRIC_IFNAMES, require_lab
 from tests.lab.harness import Lab, LabError, lab_unavailable_reason
@@ -92,6 +92,30 @@ def probe(lab: Lab, src: int, addr: str, port: int, timeout: float = 1.0) -> str
 
 
 # --------------------------------------------------------------------- no root needed
+
+
+def test_a_large_lab_raises_the_neighbour_table_and_puts_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel's one neighbour table overflows past about 20 hosts (dmesg: "neighbor table
+    overflow", the hosts' connections fail): a lab raises gc_thresh2/3 when it needs more, never
+    lowers them, and puts back what it replaced unless someone changed it since."""
+    monkeypatch.setattr(network, "NEIGH", tmp_path)
+    (tmp_path / "gc_thresh2").write_text("512\n")
+    (tmp_path / "gc_thresh3").write_text("1024\n")
+    assert network.raise_neigh_table(6) == {}  # 6 hosts fit the defaults: nothing changed
+    replaced = network.raise_neigh_table(32)
+    need = network.neigh_needed(32)
+    assert replaced == {"gc_thresh2": 512, "gc_thresh3": 1024} and need > 2 * 32 * 32
+    assert int((tmp_path / "gc_thresh3").read_text()) == need
+    assert int((tmp_path / "gc_thresh2").read_text()) == need // 2
+    network.restore_neigh_table(replaced, 32)
+    assert [(tmp_path / n).read_text() for n in ("gc_thresh2", "gc_thresh3")] == ["512\n", "1024\n"]
+    # Changed by someone else while the lab was up: left as they made it.
+    network.raise_neigh_table(32)
+    (tmp_path / "gc_thresh3").write_text("65536\n")
+    network.restore_neigh_table(replaced, 32)
+    assert (tmp_path / "gc_thresh3").read_text() == "65536\n"
 
 
 def test_unavailable_reason_names_root_when_not_root(monkeypatch: pytest.MonkeyPatch) -> None:
