@@ -45,7 +45,7 @@ from nccl_preflight.core.inputs import nccl_input_problems
 from nccl_preflight.core.yaml_file import YamlFileError, load
 
 _NAME = re.compile(r"\bnccl_[a-z0-9_]+")
-_TRUE = ("yes", "on", "1", "true", "y", "t")  # Ansible's boolean(): module_utils/parsing
+TRUE_WORDS = ("yes", "on", "1", "true", "y", "t")  # Ansible's boolean(): module_utils/parsing
 _FALSE = ("no", "off", "0", "false", "n", "f")
 
 
@@ -379,8 +379,8 @@ def _convert(value: Any, kind: str) -> tuple[Any, str]:
         if isinstance(value, bool):
             return value, ""
         token = str(value).strip().lower() if isinstance(value, (str, int)) else None
-        if token in _TRUE or token in _FALSE:
-            return token in _TRUE, ""
+        if token in TRUE_WORDS or token in _FALSE:
+            return token in TRUE_WORDS, ""
         return value, wrong
     if kind == "list":
         return value, "" if isinstance(value, list) else wrong

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nccl_preflight.core.config import TRUE_WORDS
 from nccl_preflight.core.preflight.fabric_checks import nccl_expect_net, nccl_rdma_plan
 from nccl_preflight.core.run_watch import not_started_reason
 
@@ -147,7 +148,7 @@ def nccl_cleanup_left(
         if host in ready and mine.get("nccl_env_run_dir") is not None:
             last = last_launch_call(mine)
             keep = mine.get("launch_keep_run_dir")
-            kept = str(keep_run_dir if keep is None else keep).lower() in ("true", "yes", "1", "on")
+            kept = str(keep_run_dir if keep is None else keep).strip().lower() in TRUE_WORDS
             collects = [
                 (mine.get(name) or {}).get("collect")
                 for name in ("preflight_probe", "preflight_late_collect")
