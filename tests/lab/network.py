@@ -66,11 +66,18 @@ def neigh_needed(n_hosts: int) -> int:
     return 2 * n_hosts * (n_hosts + 1) + NEIGH_HEADROOM
 
 
+def neigh_targets(n_hosts: int) -> dict[str, int]:
+    """The thresholds a lab of ``n_hosts`` sets when they are lower: gc_thresh3 what it needs,
+    gc_thresh2 (where the kernel starts to collect) half of it."""
+    need = neigh_needed(n_hosts)
+    return {"gc_thresh3": need, "gc_thresh2": need // 2}
+
+
 def raise_neigh_table(n_hosts: int) -> dict[str, int]:
     """Raise gc_thresh2/3 to what a lab of ``n_hosts`` needs when they are lower; -> the values
     it replaced, by name (empty when nothing changed), for restore_neigh_table."""
-    need, replaced = neigh_needed(n_hosts), {}
-    for name, value in (("gc_thresh3", need), ("gc_thresh2", need // 2)):
+    replaced = {}
+    for name, value in neigh_targets(n_hosts).items():
         path = NEIGH / name
         with contextlib.suppress(OSError, ValueError):
             now = int(path.read_text())
@@ -82,11 +89,11 @@ def raise_neigh_table(n_hosts: int) -> dict[str, int]:
 
 def restore_neigh_table(replaced: dict[str, int], n_hosts: int) -> None:
     """Put back the thresholds raise_neigh_table replaced, unless someone changed them since."""
-    need = neigh_needed(n_hosts)
+    targets = neigh_targets(n_hosts)
     for name, before in replaced.items():
         path = NEIGH / name
         with contextlib.suppress(OSError, ValueError):
-            if int(path.read_text()) == (need if name == "gc_thresh3" else need // 2):
+            if int(path.read_text()) == targets[name]:
                 path.write_text(f"{before}\n")
 
 
