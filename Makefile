@@ -19,12 +19,12 @@ BROWSER_APT := chromium
 SLURM_APT := slurmctld slurmd slurm-client munge
 N ?= 4
 LAB ?= dev
-# pytest workers (pytest-xdist): most of the suite waits on labs, ranks and timeouts, not on a
-# CPU, so three workers overlap the waits even on 2 cores (a fresh clone's pytest: 25 min with
-# one, 19 with two, 17 with three); one file stays on one worker (a module's lab fixture is
-# built once). TEST_WORKERS=0 runs everything in this process.
+# pytest workers (pytest-xdist): three workers overlap the lab's waits even on 2 cores; one file
+# stays on one worker (a module's lab fixture is built once), the files taken in the order
+# tests/conftest.py sorts them (the long lab files first). TEST_WORKERS=0 runs everything in this
+# process.
 TEST_WORKERS ?= 3
-PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
