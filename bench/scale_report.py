@@ -78,6 +78,7 @@ def slurm_section(r: dict[str, Any], header: list[str]) -> list[str]:
         f"8-32 {fmt(s['cpu_outside_report_s_8_32'], 3)}); out of the control machine "
         f"{fmt(s['link_tx_bytes'] / 1e3, 0)} KB, back {fmt(s['link_rx_bytes'] / 1e3, 0)} KB",
         *_watch_lines(r.get("watch_cost") or {}),
+        *[f"- {line}" for line in r.get("notes", [])],
         "",
     ]
     return out
