@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .console import console_lines
+from .forked import Forked, usable
 from .judged_run import JudgedRun, judge_run
 from .junit import point_latest, read_run, write_report
 from .metrics import write_run
@@ -55,17 +56,39 @@ def resolve_run_dir(report_root: Path, run_id: str, fallback_to_latest: bool) ->
     return None
 
 
+# From this many suites on (64 nodes x 8 ranks), a forked child writes report.html while this
+# process writes the JUnit files (core/forked.py). The JUnit files stay in this process: two
+# processes creating 9,216 files in one directory wait on its lock, and the step was no faster.
+FORK_FROM_SUITES = 512
+
+
+def _html(p: dict[str, Any], run_dir: Path, judged: JudgedRun) -> str:
+    from .html import TEMPLATE, write_html  # jinja2: only here (matplotlib: when it draws)
+
+    return str(write_html(run_dir, Path(p.get("html_template") or TEMPLATE), judged))
+
+
 def _write(
     p: dict[str, Any], run_dir: Path, judged: JudgedRun, markdown: str, verdict: dict[str, Any]
 ) -> tuple[list[str], str]:
-    """Write the report files; -> (written paths, report.html path or "")."""
-    written = write_report(run_dir, judged, markdown)
-    written.append(str(write_verdict(run_dir, verdict)))
+    """Write the report files; -> (written paths, report.html path or ""). From
+    FORK_FROM_SUITES suites on, a forked child writes report.html meanwhile (core/forked.py)."""
+    wanted = p.get("html", True)
+    page = None
+    if wanted and len(judged.suites) >= FORK_FROM_SUITES and usable():
+        page = Forked(lambda: _html(p, run_dir, judged))
+    try:
+        written = write_report(run_dir, judged, markdown)
+        written.append(str(write_verdict(run_dir, verdict)))
+    except BaseException:
+        if page is not None:
+            page.cancel()
+        raise
     html = ""
-    if p.get("html", True):
-        from .html import TEMPLATE, write_html  # jinja2: only here (matplotlib: when it draws)
-
-        html = str(write_html(run_dir, Path(p.get("html_template") or TEMPLATE), judged))
+    if wanted:
+        given, html = page.result() if page is not None else (False, "")
+        if not given:
+            html = _html(p, run_dir, judged)
         written.append(html)
     if p["update_latest"]:
         point_latest(Path(p["report_root"]), run_dir.name)

@@ -9,6 +9,7 @@ test affords; the timings at 128 to 1,024 nodes are the benchmark's (BENCHMARKS.
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from bench.report_scale import PER_NODE, WRONG_LOCAL, read_source, report_params, synthesize
+from nccl_preflight.core import forked, report_run
 from nccl_preflight.core.bandwidth_rows import (
     COLUMNS,
     READ,
@@ -34,6 +36,7 @@ from tests.jenkins_schema import validate_report_junit
 
 NODES = 20  # gpu0017 holds the wrong rank; 19 healthy hosts: gpu[0001-0016,0018-0020]
 WRONG = 16 * PER_NODE + WRONG_LOCAL
+FORKED_NODES = 64  # core/run_data.py FORK_FROM_HOSTS; 512 suites: report_run.FORK_FROM_SUITES
 
 
 @pytest.fixture(scope="module")
@@ -255,3 +258,31 @@ def test_run_bandwidth_reads_a_failed_sweeps_details_only_for_the_plots() -> Non
     failed = run_bandwidth([(0, rank(True)), (1, rank(False))])
     assert failed.busbw == {"bandwidth_all_reduce": {1024: ([0], [0.2]), 2048: ([0], [0.4])}}
     assert failed.measured == {"bandwidth_all_reduce": both}
+
+
+def test_a_second_core_writes_the_very_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From 64 hosts (512 ranks) on, forked children read the last hosts and write report.html
+    (core/forked.py): every file is byte for byte the one a single process writes."""
+    made = synthesize(read_source(), tmp_path, FORKED_NODES)
+    run_dir = tmp_path / made["run_id"]
+    started = []
+
+    class Counted(forked.Forked):
+        def __init__(self, fn: Any) -> None:
+            started.append(fn)
+            super().__init__(fn)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(forked, "Forked", Counted)
+        patch.setattr(report_run, "Forked", Counted)
+        run_report(report_params(tmp_path, made["run_id"]), False)
+    assert len(started) == 2  # the last hosts read, report.html
+    two = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # forked.usable(): no second core
+    run_report(report_params(tmp_path, made["run_id"]), False)
+    one = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    assert sorted(two) == sorted(one)
+    assert [name for name in one if one[name] != two[name]] == []
+    assert len(list((run_dir / "junit").glob("rank-*.xml"))) == FORKED_NODES * PER_NODE
