@@ -195,6 +195,13 @@ def synthesize(source: Source, report_root: Path, nodes: int) -> dict[str, Any]:
     }
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's reaped children: the report step's forked ones
+    (src/nccl_preflight/core/forked.py)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def child(params: dict[str, Any]) -> dict[str, Any]:
     """The report step in this (fresh) Python, as the report play's action calls it."""
     started = time.perf_counter()
@@ -215,6 +222,7 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
     return {
         "report_s": time.perf_counter() - imported,
         "report_cpu_s": time.process_time() - imported_cpu,
+        "children_cpu_s": _children_cpu(),
         "import_s": imported - started,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "exit_class": result.get("exit_class"),
