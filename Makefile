@@ -20,11 +20,10 @@ SLURM_APT := slurmctld slurmd slurm-client munge
 N ?= 4
 LAB ?= dev
 # pytest workers (pytest-xdist): three workers overlap the lab's waits even on 2 cores; one file
-# stays on one worker (a module's lab fixture is built once), the files taken in the order
-# tests/conftest.py sorts them (the long lab files first). TEST_WORKERS=0 runs everything in this
-# process.
+# stays on one worker (a module's lab fixture is built once). TEST_WORKERS=0 runs everything in
+# this process.
 TEST_WORKERS ?= 3
-PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,23 +50,3 @@ def _signals_as_they_were() -> Iterator[None]:
     for sig, handler in handlers.items():
         if handler is not None and signal.getsignal(sig) is not handler:
             signal.signal(sig, handler)
-
-
-# The order the workers take the test files in (make test: --dist loadfile --no-loadscope-reorder,
-# which keeps this order): the lab's files first, whose few tests each hold a lab run of tens of
-# seconds, the most tests first; then the torchrun checks, the lab's own tests and the unit files,
-# whose many short tests fill in around the last lab runs. pytest-xdist's own order (the most tests
-# first) leaves a lab file of two long tests for the end, one worker running it with two idle.
-TIERS = ("tests/integration/", "tests/check/", "tests/lab/")
-
-
-def _tier(nodeid: str) -> int:
-    return next((i for i, prefix in enumerate(TIERS) if nodeid.startswith(prefix)), len(TIERS))
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Sort the test files longest first by tier (TIERS) and test count; a file's tests keep
-    their order and stay together."""
-    file_of = {item: item.nodeid.split("::", 1)[0] for item in items}
-    tests = Counter(file_of.values())
-    items.sort(key=lambda item: (_tier(file_of[item]), -tests[file_of[item]], file_of[item]))
