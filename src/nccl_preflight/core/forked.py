@@ -9,8 +9,8 @@ pipe and ends with os._exit (no atexit, no flushed buffers, no finally of the pa
 way it fails (an exception, a signal, a result that does not unpickle) the parent does that
 share itself: a second core makes the step faster, never different.
 
-The child ignores nothing and catches nothing of the front-ends' signal handlers: they are reset
-to the defaults before it runs (the Slurm command's SIGINT handler cancels the allocation, which
+The child runs none of the front-ends' signal handlers: they are reset to the defaults before
+it runs (the Slurm command's SIGINT handler cancels the allocation, which
 is the parent's to do), with the signals blocked across the fork so that none reaches a handler
 in between.
 """
@@ -59,8 +59,10 @@ class Forked:
     def result(self) -> tuple[bool, Any]:
         """(True, what ``fn`` returned) or (False, None) when the child did not give it."""
         chunks = []
+        pipe = os.fdopen(self._read_end, "rb")
+        self._read_end = -1  # the file object closes it: cancel must not close it again
         try:
-            with os.fdopen(self._read_end, "rb") as pipe:
+            with pipe:
                 while chunk := pipe.read(1 << 20):
                     chunks.append(chunk)
         except OSError:
@@ -87,8 +89,10 @@ class Forked:
             except OSError:
                 pass
             self._pid = -1
-        with contextlib.suppress(OSError):
-            os.close(self._read_end)
+        if self._read_end >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._read_end)
+            self._read_end = -1
 
 
 def _child(fn: Callable[[], Any], write_end: int, mask: Any) -> None:

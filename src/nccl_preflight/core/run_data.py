@@ -22,12 +22,12 @@ from .bandwidth_rows import compact
 from .forked import split_map
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.(json|log)$")
+NCCL_LOG = re.compile(r"^nccl-(?:rank-(?P<rank>\d+)|pid-(?P<pid>\d+))\.log$")
 # From this many host directories on, a forked child reads the last CHILD_SHARE of them while
 # this process reads the rest (core/forked.py): parsing 8,192 rank files was half the report step.
 # The child's share is the smaller: its results come back pickled, which the parent then loads.
 FORK_FROM_HOSTS = 64
 CHILD_SHARE = 0.45
-NCCL_LOG = re.compile(r"^nccl-(?:rank-(?P<rank>\d+)|pid-(?P<pid>\d+))\.log$")
 
 
 def read_nccl_logs(host_dir: Path, files: list[str] | None = None) -> dict[Any, str]:
