@@ -73,22 +73,29 @@ def neigh_targets(n_hosts: int) -> dict[str, int]:
     return {"gc_thresh3": need, "gc_thresh2": need // 2}
 
 
-def raise_neigh_table(n_hosts: int) -> dict[str, int]:
-    """Raise gc_thresh2/3 to what a lab of ``n_hosts`` needs when they are lower; -> the values
-    it replaced, by name (empty when nothing changed), for restore_neigh_table."""
-    replaced = {}
+def neigh_below(n_hosts: int) -> dict[str, int]:
+    """The thresholds lower than a lab of ``n_hosts`` needs, by name, with their values now (what
+    raise_neigh_table replaces and restore_neigh_table puts back; empty when they suffice)."""
+    below = {}
     for name, value in neigh_targets(n_hosts).items():
-        path = NEIGH / name
         with contextlib.suppress(OSError, ValueError):
-            now = int(path.read_text())
+            now = int((NEIGH / name).read_text())
             if now < value:
-                path.write_text(f"{value}\n")
-                replaced[name] = now
-    return replaced
+                below[name] = now
+    return below
+
+
+def raise_neigh_table(below: dict[str, int], n_hosts: int) -> None:
+    """Raise the thresholds of ``below`` (neigh_below) to what a lab of ``n_hosts`` needs."""
+    targets = neigh_targets(n_hosts)
+    for name in below:
+        with contextlib.suppress(OSError):
+            (NEIGH / name).write_text(f"{targets[name]}\n")
 
 
 def restore_neigh_table(replaced: dict[str, int], n_hosts: int) -> None:
-    """Put back the thresholds raise_neigh_table replaced, unless someone changed them since."""
+    """Put back the thresholds raise_neigh_table replaced (``replaced``: neigh_below's), unless
+    someone changed them since."""
     targets = neigh_targets(n_hosts)
     for name, before in replaced.items():
         path = NEIGH / name
@@ -110,10 +117,9 @@ class LabNetwork:
         ]
         _run([ip, "-batch", "-"], input="\n".join(root_batch) + "\n")
         # recorded before the change, so a lab torn down from any process puts it back
-        self._state["neigh_replaced"] = {}
+        self._state["neigh_replaced"] = neigh_below(len(self.hosts))
         self._save_state()
-        self._state["neigh_replaced"] = raise_neigh_table(len(self.hosts))
-        self._save_state()
+        raise_neigh_table(self._state["neigh_replaced"], len(self.hosts))
         for sysctl, value in (
             (f"ipv6/conf/{self.root_link}/disable_ipv6", "1"),
             # resolve a host's address soon after it appears, not a second later

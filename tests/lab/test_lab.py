@@ -103,8 +103,9 @@ def test_a_large_lab_raises_the_neighbour_table_and_puts_it_back(
     monkeypatch.setattr(network, "NEIGH", tmp_path)
     (tmp_path / "gc_thresh2").write_text("512\n")
     (tmp_path / "gc_thresh3").write_text("1024\n")
-    assert network.raise_neigh_table(6) == {}  # 6 hosts fit the defaults: nothing changed
-    replaced = network.raise_neigh_table(32)
+    assert network.neigh_below(6) == {}  # 6 hosts fit the defaults: nothing to change
+    replaced = network.neigh_below(32)
+    network.raise_neigh_table(replaced, 32)
     need = network.neigh_needed(32)
     assert replaced == {"gc_thresh2": 512, "gc_thresh3": 1024} and need > 2 * 32 * 32
     assert int((tmp_path / "gc_thresh3").read_text()) == need
@@ -112,7 +113,7 @@ def test_a_large_lab_raises_the_neighbour_table_and_puts_it_back(
     network.restore_neigh_table(replaced, 32)
     assert [(tmp_path / n).read_text() for n in ("gc_thresh2", "gc_thresh3")] == ["512\n", "1024\n"]
     # Changed by someone else while the lab was up: left as they made it.
-    network.raise_neigh_table(32)
+    network.raise_neigh_table(replaced, 32)
     (tmp_path / "gc_thresh3").write_text("65536\n")
     network.restore_neigh_table(replaced, 32)
     assert (tmp_path / "gc_thresh3").read_text() == "65536\n"
